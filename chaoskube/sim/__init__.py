@@ -1,0 +1,35 @@
+"""The deterministic simulation runtime: world, virtual clock, random tree, network,
+processes, disks and journal. See docs/design.md."""
+
+from chaoskube.sim.determinism import make_trio_deterministic
+from chaoskube.sim.disk import Disk
+from chaoskube.sim.journal import Journal, journal_sha256, read_journal
+from chaoskube.sim.network import ANY, LinkProfile, Message, Network
+from chaoskube.sim.outcomes import Failed, Ok, Outcome, Unknown
+from chaoskube.sim.process import Inbox, Main, Process, State
+from chaoskube.sim.randomness import RandomTree, derive_seed
+from chaoskube.sim.world import SimulationStuck, World
+
+__all__ = [
+    "ANY",
+    "Disk",
+    "Failed",
+    "Inbox",
+    "Journal",
+    "LinkProfile",
+    "Main",
+    "Message",
+    "Network",
+    "Ok",
+    "Outcome",
+    "Process",
+    "RandomTree",
+    "SimulationStuck",
+    "State",
+    "Unknown",
+    "World",
+    "derive_seed",
+    "journal_sha256",
+    "make_trio_deterministic",
+    "read_journal",
+]

@@ -1,0 +1,64 @@
+"""The one module that touches Trio's private names: deterministic scheduling and the
+hook through which the World drives virtual time.
+
+**Deterministic scheduling.** Trio is not deterministic by default (its own test
+``test_the_trio_scheduler_is_not_deterministic`` says so). In trio 0.35 two things vary
+between runs (``trio/_core/_run.py``): each batch of runnable tasks is shuffled with the
+module-level ``random.Random`` ``_r``, and timers due at the same instant are ordered by
+``id(cancel_scope)``, a memory address. The recipe (checked on this machine, see
+shared/FACTS.md): set ``_ALLOW_DETERMINISTIC_SCHEDULING = True`` (batches are then sorted
+by task creation counter before the seeded shuffle) AND seed ``_r`` before every
+``trio.run``; :func:`make_trio_deterministic` is the one function that does it. The second
+source (deadline ties) is avoided by design: virtual time is owned by the World's own heap,
+keyed by (time, sequence number), not by Trio's deadlines.
+
+**Driving virtual time.** With ``MockClock(autojump_threshold=0)``, Trio's run loop calls
+``clock._autojump()`` whenever every task is blocked. :func:`drive_virtual_time` puts the
+World's ``advance`` there (on the clock *instance*: MockClock refuses subclasses), so the
+World moves time to its next event and wakes the tasks due at that instant in the same loop
+iteration, with no driver task. Measured here: 2.1x the events per second of a driver task
+parked in ``wait_all_tasks_blocked`` (bench/runtime.py).
+
+Both rest on private names, so ``tests/sim/test_determinism_guard.py`` runs a scenario full
+of timer ties in two subprocesses and compares journal fingerprints, and checks that the
+hook is called: an upgrade that breaks either fails loudly there. trio is pinned to 0.35.x
+in pyproject.toml for the same reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import trio
+import trio._core._run as _trio_run
+import trio.testing
+
+
+def make_trio_deterministic(seed: int) -> None:
+    """Make the next ``trio.run`` in this thread schedule tasks in an order fixed by ``seed``."""
+    assert hasattr(_trio_run, "_ALLOW_DETERMINISTIC_SCHEDULING"), (
+        f"trio {trio.__version__} no longer has _ALLOW_DETERMINISTIC_SCHEDULING; "
+        "the determinism recipe in chaoskube/sim/determinism.py must be redone"
+    )
+    assert hasattr(_trio_run, "_r"), f"trio {trio.__version__} no longer has _run._r"
+    _trio_run._ALLOW_DETERMINISTIC_SCHEDULING = True  # type: ignore[misc]
+    _trio_run._r.seed(seed)
+
+
+def drive_virtual_time(clock: trio.testing.MockClock, advance: Callable[[], None]) -> None:
+    """Have Trio call ``advance()`` whenever every task is blocked (see the module doc)."""
+    assert type(clock) is trio.testing.MockClock
+    assert callable(getattr(clock, "_autojump", None)), (
+        f"trio {trio.__version__}: MockClock._autojump is gone; redo drive_virtual_time"
+    )
+    clock._autojump = advance  # type: ignore[method-assign]
+
+
+def next_trio_deadline() -> Callable[[], float]:
+    """A cheap function returning the earliest pending Trio deadline (``inf`` if none).
+
+    The public ``trio.lowlevel.current_statistics()`` gives the same figure but costs 4 µs
+    (it also gathers I/O statistics); this is called once per instant of virtual time.
+    Call from inside ``trio.run``."""
+    deadlines = _trio_run.GLOBAL_RUN_CONTEXT.runner.deadlines
+    return deadlines.next_deadline

@@ -1,0 +1,97 @@
+"""The journal: the record of a run, one JSON object per line.
+
+Every event has ``t`` (virtual seconds) and ``type``; keys are sorted (orjson
+``OPT_SORT_KEYS``), so the bytes depend only on the events. The SHA-256 of those bytes is
+the run's fingerprint. Lines are written to the file as they are recorded (buffered and
+flushed every ``flush_every`` events and on close), so an interrupted run keeps what it
+recorded.
+
+Events are also retained in memory for the checkers, except the bulky network events
+(``send``, ``deliver``, ``drop``) unless ``retain_network=True``; those stay in the file,
+and :func:`read_journal` gives them back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import orjson
+
+_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE
+NETWORK_EVENTS = frozenset({"send", "deliver", "drop"})
+
+
+def encode_event(event: dict[str, Any]) -> bytes:
+    return orjson.dumps(event, option=_OPTIONS)
+
+
+class Journal:
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        retain_network: bool = False,
+        flush_every: int = 4096,
+    ) -> None:
+        self.path = Path(path) if path is not None else None
+        self._file: BinaryIO | None = open(self.path, "wb") if self.path is not None else None  # noqa: SIM115
+        self._hash = hashlib.sha256()
+        self._buffer: list[bytes] = []
+        self._flush_every = flush_every
+        self._retain_network = retain_network
+        self.events: list[dict[str, Any]] = []
+        self.count = 0
+        self.closed = False
+
+    def write(self, event: dict[str, Any]) -> None:
+        assert not self.closed, "journal is closed"
+        line = orjson.dumps(event, option=_OPTIONS)
+        self._hash.update(line)
+        self.count += 1
+        if self._retain_network or event["type"] not in NETWORK_EVENTS:
+            self.events.append(event)
+        if self._file is not None:
+            self._buffer.append(line)
+            if len(self._buffer) >= self._flush_every:
+                self.flush()
+
+    def flush(self) -> None:
+        if self._file is not None and self._buffer:
+            self._file.write(b"".join(self._buffer))
+            self._buffer.clear()
+            self._file.flush()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.flush()
+        if self._file is not None:
+            self._file.close()
+        self.closed = True
+
+    @property
+    def sha256(self) -> str:
+        return self._hash.hexdigest()
+
+    def of_type(self, *types: str) -> list[dict[str, Any]]:
+        wanted = frozenset(types)
+        return [event for event in self.events if event["type"] in wanted]
+
+
+def read_journal(path: str | Path) -> Iterator[dict[str, Any]]:
+    """Yield the events of a journal file, in order."""
+    with open(path, "rb") as file:
+        for line in file:
+            if line.strip():
+                yield orjson.loads(line)
+
+
+def journal_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,219 @@
+"""The simulated network: every message between components crosses it.
+
+Delivery order is owned by the network, never by Trio's task order: each message gets a
+delivery time drawn from its link's profile with the network's own seeded generator, and
+is pushed onto the world's heap keyed by (time, sequence number).
+
+Per link (``src -> dst``; ``"*"`` matches any endpoint): a delay distribution, loss,
+duplication and reordering. Links are FIFO like a TCP connection unless a message is
+picked for reordering, which lets it overtake or fall behind. Partitions are a *grudge*
+(Jepsen's term): for each destination, the sources whose messages it drops. The grudge is
+checked when a message is sent and again when it is due, so a message in flight when its
+link is cut is dropped at delivery.
+
+What a destination that is not running does: a stopped process refuses connections, so a
+call to it fails fast (``Failed``: it definitely did not happen); a message to a paused
+process waits in the network until it resumes (SIGSTOP: the kernel keeps buffering).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from chaoskube.sim.world import World
+
+ANY = "*"
+REPLY_PORT = "\x00reply"
+
+
+@dataclass(frozen=True, slots=True)
+class LinkProfile:
+    """How one link behaves. ``delay_s`` is the base one-way delay; ``jitter_s`` adds a
+    random part drawn from ``distribution`` ("uniform": [0, jitter]; "exponential": mean
+    jitter; "normal": |N(0, jitter)|). ``loss``, ``duplicate`` and ``reorder`` are
+    probabilities per message; a reordered message gets up to ``reorder_window_s`` of
+    extra delay and ignores the link's FIFO order."""
+
+    delay_s: float = 0.0005
+    jitter_s: float = 0.0005
+    distribution: str = "uniform"
+    loss: float = 0.0
+    duplicate: float = 0.0
+    reorder: float = 0.0
+    reorder_window_s: float = 0.01
+
+    def __post_init__(self) -> None:
+        if self.distribution not in ("uniform", "exponential", "normal"):
+            raise ValueError(f"unknown delay distribution {self.distribution!r}")
+        for name in ("delay_s", "jitter_s", "reorder_window_s"):
+            value = getattr(self, name)
+            if not (value >= 0 and math.isfinite(value)):
+                raise ValueError(f"{name} must be a finite number >= 0, not {value!r}")
+        for name in ("loss", "duplicate", "reorder"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be a probability in [0, 1], not {value!r}")
+
+    def with_(self, **changes: Any) -> LinkProfile:
+        return replace(self, **changes)
+
+
+@dataclass(slots=True)
+class Message:
+    id: int
+    src: str
+    dst: str
+    port: str
+    body: Any
+    sent_at: float
+    call_id: int = 0  # nonzero: a request expecting a reply, or (port REPLY_PORT) the reply
+    ok: bool = True  # for replies: False means the server answered with an error
+
+
+def kind_of(body: Any) -> str:
+    """A short, deterministic label of a message body for the journal."""
+    if isinstance(body, dict):
+        kind = body.get("type") or body.get("kind")
+        if kind is not None:
+            return str(kind)
+        return "dict"
+    kind = getattr(body, "kind", None)
+    if isinstance(kind, str):
+        return kind
+    kind = getattr(body, "type", None)
+    if kind is not None:
+        return getattr(kind, "name", None) or str(kind)
+    return type(body).__name__
+
+
+class Network:
+    def __init__(self, world: World, default: LinkProfile | None = None) -> None:
+        self.world = world
+        self.default = default or LinkProfile()
+        self._links: dict[tuple[str, str], LinkProfile] = {}
+        self._resolved: dict[tuple[str, str], LinkProfile] = {}
+        self._last_due: dict[tuple[str, str], float] = {}
+        self.grudge: dict[str, frozenset[str]] = {}
+        self._random = world.random("network")
+        self._next_id = 0
+        self.sent = 0
+        self.delivered = 0
+        self.dropped = 0
+
+    # -- configuration ------------------------------------------------------------------
+    def set_link(self, src: str, dst: str, profile: LinkProfile | None) -> None:
+        """Set (or with None, clear) the profile of ``src -> dst``; either may be ``"*"``."""
+        if profile is None:
+            self._links.pop((src, dst), None)
+        else:
+            self._links[(src, dst)] = profile
+        self._resolved.clear()
+
+    def clear_links(self) -> None:
+        self._links.clear()
+        self._resolved.clear()
+
+    def link(self, src: str, dst: str) -> LinkProfile:
+        key = (src, dst)
+        profile = self._resolved.get(key)
+        if profile is None:
+            links = self._links
+            profile = (
+                links.get(key)
+                or links.get((src, ANY))
+                or links.get((ANY, dst))
+                or links.get((ANY, ANY))
+                or self.default
+            )
+            self._resolved[key] = profile
+        return profile
+
+    def partition(self, grudge: dict[str, frozenset[str] | set[str]]) -> None:
+        """Replace the grudge: ``grudge[dst]`` is the set of sources ``dst`` drops."""
+        self.grudge = {dst: frozenset(sources) for dst, sources in sorted(grudge.items()) if sources}
+        self.world.record("partition", grudge={dst: sorted(s) for dst, s in self.grudge.items()})
+
+    def heal(self) -> None:
+        """Remove every partition. Idempotent."""
+        if self.grudge:
+            self.grudge = {}
+            self.world.record("partition", grudge={})
+
+    def cut(self, src: str, dst: str) -> bool:
+        sources = self.grudge.get(dst)
+        return sources is not None and src in sources
+
+    # -- sending ------------------------------------------------------------------------
+    def send(self, src: str, dst: str, port: str, body: Any, *, call_id: int = 0, ok: bool = True) -> int:
+        """Put a message on the wire; returns its id. Never blocks."""
+        world = self.world
+        self._next_id += 1
+        message_id = self._next_id
+        now = world.now
+        message = Message(message_id, src, dst, port, body, now, call_id, ok)
+        self.sent += 1
+        world.record("send", id=message_id, src=src, dst=dst, port=port, kind=kind_of(body))
+        if self.cut(src, dst):
+            self._drop(message, "partition")
+            return message_id
+        profile = self.link(src, dst)
+        rng = self._random
+        if profile.loss and rng.random() < profile.loss:
+            self._drop(message, "loss")
+            return message_id
+        copies = 2 if profile.duplicate and rng.random() < profile.duplicate else 1
+        for _ in range(copies):
+            delay = profile.delay_s
+            if profile.jitter_s:
+                if profile.distribution == "uniform":
+                    delay += rng.random() * profile.jitter_s
+                elif profile.distribution == "exponential":
+                    delay += rng.expovariate(1.0 / profile.jitter_s)
+                else:
+                    delay += abs(rng.gauss(0.0, profile.jitter_s))
+            due = now + delay
+            if profile.reorder and rng.random() < profile.reorder:
+                due += rng.random() * profile.reorder_window_s
+            else:
+                key = (src, dst)
+                last = self._last_due.get(key, 0.0)
+                if due < last:
+                    due = last
+                self._last_due[key] = due
+            world.call_at(due, self._deliver, message)
+        return message_id
+
+    def _drop(self, message: Message, reason: str) -> None:
+        self.dropped += 1
+        self.world.record("drop", id=message.id, src=message.src, dst=message.dst, reason=reason)
+
+    def _deliver(self, message: Message) -> None:
+        world = self.world
+        if self.cut(message.src, message.dst):
+            self._drop(message, "partition")
+            return
+        process = world.processes.get(message.dst)
+        if process is None or not process.running:
+            if process is not None and process.paused:
+                process.hold(self._deliver, message)
+                return
+            self._drop(message, "down")
+            if message.call_id and message.port != REPLY_PORT:
+                # A stopped process refuses the connection: the caller learns at once
+                # (after the return trip) that the request did not happen.
+                self.send(message.dst, message.src, REPLY_PORT, "connection refused", call_id=message.call_id, ok=False)
+            return
+        self.delivered += 1
+        world.record("deliver", id=message.id, src=message.src, dst=message.dst)
+        process.receive_message(message)
+
+    def statistics(self) -> dict[str, Any]:
+        return {
+            "sent": self.sent,
+            "delivered": self.delivered,
+            "dropped": self.dropped,
+            "partitioned_destinations": len(self.grudge),
+        }

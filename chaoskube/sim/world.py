@@ -1,0 +1,210 @@
+"""The World: one seed, one clock, one heap of events, and everything that runs.
+
+How virtual time works. The world owns a heap of (time, sequence number, callback,
+argument). Whenever every task is blocked, Trio's run loop asks the clock to "autojump";
+the world has put its own ``_advance`` there (:func:`~chaoskube.sim.determinism.drive_virtual_time`),
+which moves the clock to the earliest entry and runs every callback due at that instant:
+a callback wakes a sleeping task, delivers a message, or applies a fault. The woken tasks
+run; when they are all blocked again, the world moves on. Ties are broken by sequence number, so the order of events never depends
+on Trio's task order. Trio's ``MockClock`` (autojump threshold 0) is kept equal to the
+world's time, so ``trio.current_time()``, ``trio.sleep`` and ``trio.fail_after`` also work
+in virtual time: a Trio deadline that falls before the next heap entry is honoured by
+jumping the clock to it first.
+
+A run: ``World(seed).run(main)`` makes Trio deterministic for this seed (see
+:mod:`chaoskube.sim.determinism`), starts the driver and ``await main(world)``; when
+``main`` returns, every process is cancelled and the journal is closed. If every task is
+blocked and nothing is scheduled, the run is stuck: :class:`SimulationStuck` says when.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+from heapq import heappop, heappush
+from pathlib import Path
+from typing import Any, TypeVar
+
+import outcome
+import trio
+import trio.testing
+from loguru import logger
+
+from chaoskube.sim.determinism import drive_virtual_time, make_trio_deterministic, next_trio_deadline
+from chaoskube.sim.journal import Journal
+from chaoskube.sim.network import LinkProfile, Network
+from chaoskube.sim.process import Main, Process
+from chaoskube.sim.randomness import RandomTree, derive_seed
+
+T = TypeVar("T")
+
+
+class SimulationStuck(RuntimeError):
+    """Every task is blocked and nothing is scheduled: the run can never make progress."""
+
+
+class World:
+    def __init__(
+        self,
+        seed: int,
+        *,
+        journal: str | Path | Journal | None = None,
+        link: LinkProfile | None = None,
+    ) -> None:
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise TypeError(f"seed must be an int, not {seed!r}")
+        self.seed = seed
+        self.random = RandomTree(seed)
+        self.journal = journal if isinstance(journal, Journal) else Journal(journal)
+        self.clock = trio.testing.MockClock(autojump_threshold=0)
+        self.now = 0.0
+        self.logger = logger.bind(seed=seed).patch(self._stamp)
+        self.processes: dict[str, Process] = {}
+        self._heap: list[tuple[float, int, Callable[[Any], None], Any]] = []
+        self._sequence = 0
+        self._call_ids = 0
+        self._nursery: trio.Nursery = None  # type: ignore[assignment]  # set in run()
+        self._watchdog: Any = None
+        self._next_trio_deadline: Callable[[], float] = lambda: math.inf
+        self.events_run = 0
+        self.network = Network(self, link)
+        self.finished = False
+
+    def _stamp(self, record: Any) -> None:
+        record["extra"]["vt"] = self.now
+
+    # -- scheduling ---------------------------------------------------------------------
+    def call_at(self, when: float, callback: Callable[[Any], None], argument: Any = None) -> None:
+        """Run ``callback(argument)`` at virtual time ``when`` (never earlier than now),
+        from the driver, when every task is blocked. Callbacks must not block."""
+        self._sequence += 1
+        heappush(self._heap, (when if when > self.now else self.now, self._sequence, callback, argument))
+
+    def call_later(self, delay_s: float, callback: Callable[[Any], None], argument: Any = None) -> None:
+        self.call_at(self.now + delay_s, callback, argument)
+
+    def _next_call_id(self) -> int:
+        self._call_ids += 1
+        return self._call_ids
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` of world time (for the experiment runner and fault schedules,
+        which are not processes: they are never paused)."""
+        await self.sleep_until(self.now + seconds)
+
+    async def sleep_until(self, when: float) -> None:
+        task = trio.lowlevel.current_task()
+        alive = [True]
+
+        def wake(_: Any) -> None:
+            if alive[0]:
+                alive[0] = False
+                trio.lowlevel.reschedule(task)
+
+        self.call_at(when, wake)
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            alive[0] = False
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
+
+    def _advance(self) -> None:
+        """Called by Trio when every task is blocked: move to the next instant and run
+        everything due then, in (time, sequence) order."""
+        heap = self._heap
+        next_time = heap[0][0] if heap else math.inf
+        if next_time > self.now:
+            # Honour Trio deadlines (trio.sleep, fail_after) that fall before our next
+            # event; only needed when time is about to move.
+            trio_deadline = self._next_trio_deadline()
+            if trio_deadline < next_time:
+                next_time = trio_deadline
+            if next_time == math.inf:
+                trio.lowlevel.reschedule(
+                    self._watchdog,
+                    outcome.Error(
+                        SimulationStuck(f"at t={self.now:.6f}s every task is blocked and nothing is scheduled")
+                    ),
+                )
+                return
+            self.clock.jump(max(0.0, next_time - self.clock.current_time()))
+            self.now = next_time
+        while heap and heap[0][0] <= next_time:
+            _, _, callback, argument = heappop(heap)
+            callback(argument)
+            self.events_run += 1
+
+    async def _watch(self) -> None:
+        """Parked for the whole run; woken with an error when the run is stuck."""
+        self._watchdog = trio.lowlevel.current_task()
+        await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.SUCCEEDED)
+
+    # -- processes ----------------------------------------------------------------------
+    def spawn(
+        self,
+        name: str,
+        main: Main,
+        *,
+        role: str | None = None,
+        zone: str | None = None,
+        labels: dict[str, str] | None = None,
+        start: bool = True,
+    ) -> Process:
+        """Create a process named ``name`` (unique) running ``main`` and start it."""
+        if name in self.processes:
+            raise ValueError(f"a process named {name!r} already exists")
+        process = Process(self, name, main, role=role, zone=zone, labels=labels)
+        self.processes[name] = process
+        if start:
+            process.start()
+        return process
+
+    def process(self, name: str) -> Process:
+        try:
+            return self.processes[name]
+        except KeyError:
+            raise KeyError(f"no process named {name!r}; known: {', '.join(sorted(self.processes))}") from None
+
+    # -- journal ------------------------------------------------------------------------
+    def record(self, type: str, **fields: Any) -> None:  # noqa: A002 - the journal's field name
+        """Append one event to the journal, stamped with the virtual time."""
+        fields["t"] = round(self.now, 9)
+        fields["type"] = type
+        self.journal.write(fields)
+
+    # -- running ------------------------------------------------------------------------
+    def run(self, main: Callable[[World], Awaitable[T]]) -> T:
+        """Run ``main(world)`` to completion in virtual time; returns what it returns."""
+        assert not self.finished, "a World runs once"
+        make_trio_deterministic(derive_seed(self.seed, "trio-scheduler"))
+        self.record("world", event="start", seed=self.seed)
+        try:
+            return trio.run(self._root, main, clock=self.clock)
+        except BaseExceptionGroup as group:
+            # One failure (a component bug, Ctrl-C) is the common case: show it plainly.
+            leaf: BaseException = group
+            while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
+                leaf = leaf.exceptions[0]
+            if leaf is group:
+                raise
+            raise leaf from group
+        finally:
+            self.finished = True
+            self.journal.close()
+
+    async def _root(self, main: Callable[[World], Awaitable[T]]) -> T:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            self._next_trio_deadline = next_trio_deadline()
+            drive_virtual_time(self.clock, self._advance)
+            nursery.start_soon(self._watch, name="chaoskube-watchdog")
+            result = await main(self)
+            self.record("world", event="stop", events=self.events_run)
+            nursery.cancel_scope.cancel()
+        return result
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 of the journal so far: the run's fingerprint."""
+        return self.journal.sha256

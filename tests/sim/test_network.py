@@ -1,0 +1,227 @@
+"""The simulated network: grudges, in-flight drops, link profiles, calls with three outcomes."""
+
+import pytest
+import trio
+
+from chaoskube.sim import Failed, LinkProfile, Ok, Unknown, World
+
+
+async def sink(process):
+    await trio.sleep_forever()
+
+
+def deliveries(world, src, dst):
+    return [
+        event
+        for event in world.journal.events
+        if event["type"] == "deliver" and event["src"] == src and event["dst"] == dst
+    ]
+
+
+def drops(world, reason=None):
+    return [e for e in world.journal.events if e["type"] == "drop" and (reason is None or e["reason"] == reason)]
+
+
+def make_world(seed=1, **link):
+    from chaoskube.sim import Journal
+
+    return World(seed, journal=Journal(None, retain_network=True), link=LinkProfile(**link) if link else None)
+
+
+def test_symmetric_partition_drops_both_ways_and_heal_restores():
+    world = make_world()
+
+    async def main(world):
+        for name in "ab":
+            world.spawn(name, sink)
+        world.network.partition({"a": {"b"}, "b": {"a"}})
+        world.process("a").send("b", "x")
+        world.process("b").send("a", "y")
+        await world.sleep(1)
+        world.network.heal()
+        world.network.heal()  # idempotent
+        world.process("a").send("b", "z")
+        await world.sleep(1)
+
+    world.run(main)
+    assert len(drops(world, "partition")) == 2
+    assert len(deliveries(world, "a", "b")) == 1
+    assert len(deliveries(world, "b", "a")) == 0
+
+
+def test_asymmetric_grudge_drops_one_direction_only():
+    world = make_world()
+
+    async def main(world):
+        for name in "ab":
+            world.spawn(name, sink)
+        world.network.partition({"b": {"a"}})  # b drops what a sends; a still hears b
+        world.process("a").send("b", "x")
+        world.process("b").send("a", "y")
+        await world.sleep(1)
+
+    world.run(main)
+    assert deliveries(world, "a", "b") == []
+    assert len(deliveries(world, "b", "a")) == 1
+
+
+def test_message_in_flight_when_link_is_cut_is_dropped_at_delivery():
+    world = make_world(delay_s=1.0, jitter_s=0.0)
+
+    async def main(world):
+        for name in "ab":
+            world.spawn(name, sink)
+        world.process("a").send("b", "x")  # due at t=1
+        await world.sleep(0.5)
+        world.network.partition({"b": {"a"}})  # cut while in flight
+        await world.sleep(1)
+
+    world.run(main)
+    [drop] = drops(world)
+    assert drop["reason"] == "partition" and drop["t"] == 1.0
+    assert deliveries(world, "a", "b") == []
+
+
+def test_links_are_fifo_unless_reordered():
+    def order(reorder):
+        world = make_world(seed=3, delay_s=0.001, jitter_s=0.01, reorder=reorder)
+        got = []
+
+        async def receiver(process):
+            while True:
+                got.append((await process.receive()).body)
+
+        async def main(world):
+            world.spawn("b", receiver)
+            sender = world.spawn("a", sink)
+            for i in range(200):
+                sender.send("b", i)
+            await world.sleep(2)
+
+        world.run(main)
+        return got
+
+    assert order(0.0) == list(range(200))
+    reordered = order(0.5)
+    assert sorted(reordered) == list(range(200)) and reordered != list(range(200))
+
+
+def test_loss_and_duplication_follow_their_probabilities():
+    world = make_world(seed=9, loss=0.3, duplicate=0.2)
+
+    async def main(world):
+        world.spawn("b", sink)
+        sender = world.spawn("a", sink)
+        for i in range(2000):
+            sender.send("b", i)
+        await world.sleep(1)
+
+    world.run(main)
+    lost = len(drops(world, "loss"))
+    delivered = len(deliveries(world, "a", "b"))
+    assert 0.25 < lost / 2000 < 0.35
+    assert delivered == pytest.approx((2000 - lost) * 1.2, rel=0.06)
+
+
+def test_per_link_profile_overrides_default_with_wildcards():
+    world = make_world(delay_s=0.001, jitter_s=0.0)
+    slow = LinkProfile(delay_s=0.5, jitter_s=0.0)
+    world.network.set_link("*", "c", slow)
+    assert world.network.link("a", "c") is slow
+    assert world.network.link("a", "b").delay_s == 0.001
+    exact = LinkProfile(delay_s=0.1, jitter_s=0.0)
+    world.network.set_link("a", "c", exact)
+    assert world.network.link("a", "c") is exact
+    world.network.set_link("a", "c", None)
+    assert world.network.link("a", "c") is slow
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [dict(loss=1.5), dict(delay_s=-1), dict(distribution="pareto"), dict(jitter_s=float("inf"))],
+)
+def test_bad_link_profiles_are_refused(bad):
+    with pytest.raises(ValueError):
+        LinkProfile(**bad)
+
+
+async def echo_server(process):
+    while True:
+        request = await process.receive()
+        if request.body == "boom":
+            process.reply(request, "server error", ok=False)
+        else:
+            process.reply(request, ("echo", request.body))
+
+
+def call_outcomes(prepare):
+    results = []
+
+    async def client(process):
+        for body in ("hello", "boom"):
+            results.append(await process.call("server", body, timeout_s=1.0))
+
+    async def main(world):
+        world.spawn("server", echo_server)
+        await world.sleep(0.1)
+        prepare(world)
+        world.spawn("client", client)
+        await world.sleep(5)
+
+    make_world().run(main)
+    return results
+
+
+def test_call_ok_and_server_error_is_failed():
+    ok, error = call_outcomes(lambda world: None)
+    assert ok == Ok(("echo", "hello"))
+    assert isinstance(error, Failed) and error.reason == "server error"
+
+
+def test_call_to_stopped_process_fails_fast():
+    refused, _ = call_outcomes(lambda world: world.process("server").kill())
+    assert isinstance(refused, Failed) and "refused" in refused.reason
+
+
+def test_call_across_partition_is_unknown_after_deadline():
+    timings = []
+
+    async def client(process):
+        start = process.now()
+        timings.append(await process.call("server", "x", timeout_s=2.0))
+        timings.append(process.now() - start)
+
+    async def main(world):
+        world.spawn("server", echo_server)
+        world.network.partition({"server": {"client"}})
+        world.spawn("client", client)
+        await world.sleep(5)
+
+    make_world().run(main)
+    assert isinstance(timings[0], Unknown)
+    assert timings[1] == pytest.approx(2.0)
+
+
+def test_lost_reply_is_unknown_although_the_request_happened():
+    handled = []
+
+    async def server(process):
+        while True:
+            request = await process.receive()
+            handled.append(request.body)
+            process.world.network.partition({"client": {"server"}})  # the reply is lost
+            process.reply(request, "done")
+
+    result = []
+
+    async def client(process):
+        result.append(await process.call("server", "write", timeout_s=1.0))
+
+    async def main(world):
+        world.spawn("server", server)
+        world.spawn("client", client)
+        await world.sleep(3)
+
+    make_world().run(main)
+    assert handled == ["write"]
+    assert isinstance(result[0], Unknown)
