@@ -1,0 +1,36 @@
+"""Faults: planned as data by pure functions, applied and healed by thin code.
+
+See faults/kinds.py for the kinds, faults/grudge.py for partition planning and
+faults/targets.py for how targets are named."""
+
+from faults.grudge import Grudge, bridge, bridge_node, complete, isolate, minority_majority, one_way
+from faults.kinds import KINDS, PARTITIONS, Context, FaultError, Plan, apply, heal, plan, validate
+from faults.schedule import ActiveFault, FaultInjector, ScheduledFault
+from faults.targets import SELECTORS, ProcessInfo, TargetError, parse_target, resolve
+
+__all__ = [
+    "ActiveFault",
+    "Context",
+    "FaultError",
+    "FaultInjector",
+    "Grudge",
+    "KINDS",
+    "PARTITIONS",
+    "Plan",
+    "ProcessInfo",
+    "SELECTORS",
+    "ScheduledFault",
+    "TargetError",
+    "apply",
+    "bridge",
+    "bridge_node",
+    "complete",
+    "heal",
+    "isolate",
+    "minority_majority",
+    "one_way",
+    "parse_target",
+    "plan",
+    "resolve",
+    "validate",
+]

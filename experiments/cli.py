@@ -1,0 +1,188 @@
+"""The ``chaoskube`` command line.
+
+Exit codes: 0 the outcome was the expected one; 1 it was not; 2 bad input (unknown
+experiment, malformed file, bad flag, unwritable --out) with a one-line message and no
+traceback; 3 a check that could not decide (``check-history``: unknown); 130 interrupted.
+
+click parses arguments (well kept, composable subcommands, typed options); rich draws the
+tables and the progress bar (only when stderr is a terminal).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from chaoskube import __version__
+from experiments.model import ExperimentError
+
+stdout = Console(highlight=False, soft_wrap=True)
+stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class BadInput(click.ClickException):
+    exit_code = 2
+
+
+def fail(message: str) -> NoReturn:
+    raise BadInput(message)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="chaoskube")
+def cli() -> None:
+    """Chaos and fault-injection experiments on a simulated Kubernetes control plane.
+
+    Every run is deterministic: the same experiment and seed give a byte-identical journal.
+    """
+
+
+@cli.command("list")
+def list_experiments() -> None:
+    """One experiment per line: its name and what it does."""
+    from experiments import registry
+
+    experiments = registry.load_all()
+    width = max((len(experiment.name) for experiment in experiments), default=0)
+    for experiment in experiments:
+        click.echo(f"{experiment.name.ljust(width)}  {experiment.title}")
+
+
+@cli.command()
+@click.argument("experiment")
+def describe(experiment: str) -> None:
+    """Everything an experiment will do: what it models, its source, cluster, schedule,
+    checkers and expected outcome."""
+    from experiments import registry
+
+    found = registry.find(experiment)
+    stdout.print(f"[bold]{found.name}[/bold] — {found.title}\n")
+    stdout.print(found.description.strip() + "\n")
+    stdout.print(f"Source: {found.source}")
+    stdout.print(f"System: {found.system}   cluster: {found.cluster}   workload: {found.workload}")
+    phases = found.phases
+    stdout.print(f"Phases: warm-up {phases.warmup_s:g} s, faults {phases.faults_s:g} s, recovery deadline {phases.recovery_s:g} s, settle {phases.settle_s:g} s")
+    table = Table("at (s)", "fault", "target", "duration (s)", "params", title="Fault schedule")
+    for entry in found.schedule:
+        table.add_row(f"{entry.at_s:g}", entry.kind, entry.target, "until heal" if entry.duration_s is None else f"{entry.duration_s:g}", ", ".join(f"{k}={v}" for k, v in sorted(entry.params.items())))
+    stdout.print(table)
+    stdout.print(f"Checkers: {', '.join(found.checkers)}")
+    expected = found.expected
+    stdout.print(f"Expected: {expected.outcome}" + (f" — {', '.join(expected.failing)} fail: {expected.failure_mode}" if expected.failing else ""))
+
+
+def _writable_directory(path: Path) -> Path:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".chaoskube-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        fail(f"--out {path}: cannot write there ({error.strerror or error}); choose a writable directory")
+    return path
+
+
+@cli.command()
+@click.argument("experiment")
+@click.option("--seed", type=click.IntRange(min=0), default=1, show_default=True, help="The run's seed: same seed, same journal.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Result directory [default: runs/NAME-seedN].")
+@click.option("--dry-run", is_flag=True, help="Print the resolved cluster, schedule and checkers without running.")
+def run(experiment: str, seed: int, out_dir: Path | None, dry_run: bool) -> None:
+    """Run EXPERIMENT (a catalogue name or a YAML file) with one seed."""
+    from experiments import registry
+    from experiments.runner import run_experiment
+    from experiments.systems import SYSTEMS
+
+    found = registry.find(experiment)
+    out = out_dir or Path("runs") / f"{found.name}-seed{seed}"
+    if dry_run:
+        cluster, workload = SYSTEMS[found.system].options(found.cluster, found.workload)
+        stdout.print(f"{found.name} seed {seed}: system {found.system}")
+        import msgspec
+
+        stdout.print(f"cluster: {msgspec.to_builtins(cluster)}")
+        stdout.print(f"workload: {msgspec.to_builtins(workload)}")
+        for entry in found.schedule:
+            stdout.print(f"  at {entry.at_s:g} s: {entry.kind} {entry.target} for {'the fault phase' if entry.duration_s is None else f'{entry.duration_s:g} s'} {dict(entry.params) or ''}")
+        stdout.print(f"checkers: {', '.join(found.checkers)}; expected: {found.expected.outcome}")
+        return
+    _writable_directory(out)
+    stderr.print(f"chaoskube {__version__}: {found.name} seed {seed} -> {out}")
+    with _progress(found.name) as progress:
+        result = run_experiment(found, seed, out, progress=progress)
+    _print_result(result)
+    if result.interrupted:
+        stderr.print(f"interrupted: kept {out / 'journal.jsonl'} and a partial result.json")
+        sys.exit(130)
+    sys.exit(0 if result.as_expected else 1)
+
+
+class _progress:
+    """A progress bar of simulated time, on a terminal only."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.bar: Any = None
+
+    def __enter__(self) -> Any:
+        if not stderr.is_terminal:
+            return None
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[now]:>8.1f} simulated s"), TimeElapsedColumn(), console=stderr, transient=True)
+        self.bar.start()
+        task = self.bar.add_task(self.name, total=1.0, now=0.0)
+
+        def update(now: float, planned: float) -> None:
+            self.bar.update(task, completed=min(now / planned, 1.0) if planned else 1.0, now=now)
+
+        return update
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _print_result(result: Any) -> None:
+    table = Table("checker", "verdict", "reason", title=f"{result.experiment.name} seed {result.seed}")
+    colours = {"true": "green", "false": "red", "unknown": "yellow"}
+    for name, verdict in result.verdicts.items():
+        table.add_row(name, f"[{colours[verdict.label]}]{verdict.label}[/]", verdict.reason)
+    stdout.print(table)
+    stdout.print(f"outcome: {'as expected' if result.as_expected else 'NOT as expected'} (expected {result.experiment.expected.outcome})")
+    stdout.print(f"journal sha256: {result.journal_sha256}")
+    stdout.print(f"simulated {result.simulated_seconds:.1f} s in {result.wall_seconds:.2f} s wall")
+    stdout.print(f"replay: {result.replay}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: one-line errors and exit 2 for bad input, never a traceback."""
+    try:
+        code = cli.main(args=argv, prog_name="chaoskube", standalone_mode=False)
+    except ExperimentError as error:
+        click.echo(f"chaoskube: error: {error}", err=True)
+        sys.exit(2)
+    except click.UsageError as error:
+        message = error.format_message().splitlines()[0]
+        command = error.ctx.command_path if error.ctx is not None else "chaoskube"
+        click.echo(f"{command}: error: {message} (see {command} --help)", err=True)
+        sys.exit(2)
+    except click.ClickException as error:
+        click.echo(f"chaoskube: error: {error.format_message()}", err=True)
+        sys.exit(error.exit_code)
+    except click.exceptions.Abort:
+        click.echo("chaoskube: interrupted", err=True)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        click.echo("chaoskube: interrupted", err=True)
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""Experiment files: typed, validated, with one-line errors that name the file and field.
+
+An experiment is data (YAML): what it models and where that is documented, the system and
+its cluster, the workload, the phases, the fault schedule, the checkers and the expected
+outcome. ``load_experiment`` validates everything it can before anything runs (unknown
+fields, types, fault kinds and parameters, checker names, system options), so a bad file
+fails in one line with exit code 2 instead of half-way through a run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from faults import FaultError, ScheduledFault, parse_target
+from faults.targets import TargetError
+
+
+class ExperimentError(Exception):
+    """A bad experiment file or name. ``str(error)`` is one line naming file and field."""
+
+
+class FaultEntry(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    at_s: float
+    kind: str
+    target: str
+    duration_s: float | None = None
+    params: dict[str, float | int | str | bool] = {}
+
+    def scheduled(self) -> ScheduledFault:
+        return ScheduledFault(self.at_s, self.kind, self.target, self.duration_s, dict(self.params))
+
+
+class Phases(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    warmup_s: float = 5.0  # workload runs, no faults
+    faults_s: float = 30.0  # the bounded fault phase (safety)
+    recovery_s: float = 30.0  # after heal, the steady state must return within this (liveness)
+    settle_s: float = 2.0  # workload keeps running after recovery, before final checks
+
+
+class Expected(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    outcome: Literal["pass", "fail"] = "pass"
+    failing: list[str] = []  # checkers expected to answer false (a documented failure mode)
+    failure_mode: str = ""
+
+
+class Experiment(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    name: str
+    title: str
+    description: str
+    source: str
+    system: str
+    checkers: list[str]
+    cluster: dict[str, Any] = {}
+    workload: dict[str, Any] = {}
+    phases: Phases = Phases()
+    schedule: list[FaultEntry] = []
+    expected: Expected = Expected()
+    path: str = ""
+
+    @property
+    def summary(self) -> str:
+        return self.title
+
+
+def load_experiment(path: str | Path) -> Experiment:
+    """Read and validate one experiment file."""
+    from experiments.systems import SYSTEMS  # the systems know their own options
+
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise ExperimentError(f"{path}: cannot read: {error.strerror or error}") from None
+    try:
+        experiment = msgspec.yaml.decode(data, type=Experiment)
+    except msgspec.ValidationError as error:
+        raise ExperimentError(f"{path}: {_field_message(str(error))}") from None
+    except msgspec.DecodeError as error:
+        raise ExperimentError(f"{path}: not valid YAML: {str(error).splitlines()[0]}") from None
+    experiment = msgspec.structs.replace(experiment, path=str(path))
+    system = SYSTEMS.get(experiment.system)
+    if system is None:
+        raise ExperimentError(f"{path}: field `system`: unknown system {experiment.system!r}; known: {', '.join(sorted(SYSTEMS))}")
+    for field, value in (("phases.warmup_s", experiment.phases.warmup_s), ("phases.faults_s", experiment.phases.faults_s), ("phases.recovery_s", experiment.phases.recovery_s), ("phases.settle_s", experiment.phases.settle_s)):
+        if not value >= 0:
+            raise ExperimentError(f"{path}: field `{field}` must be >= 0, not {value}")
+    for index, entry in enumerate(experiment.schedule):
+        where = f"schedule[{index}]"
+        try:
+            parse_target(entry.target)
+            entry.scheduled()
+        except (FaultError, TargetError) as error:
+            raise ExperimentError(f"{path}: field `{where}`: {error}") from None
+        if entry.at_s > experiment.phases.faults_s:
+            raise ExperimentError(
+                f"{path}: field `{where}.at_s` = {entry.at_s} falls after the fault phase "
+                f"(phases.faults_s = {experiment.phases.faults_s}); move it earlier or lengthen the phase"
+            )
+    known = system.checkers()
+    for index, name in enumerate(experiment.checkers):
+        if name not in known:
+            raise ExperimentError(f"{path}: field `checkers[{index}]`: unknown checker {name!r} for system {experiment.system!r}; known: {', '.join(sorted(known))}")
+    for index, name in enumerate(experiment.expected.failing):
+        if name not in experiment.checkers:
+            raise ExperimentError(f"{path}: field `expected.failing[{index}]`: {name!r} is not one of this experiment's checkers")
+    if experiment.expected.outcome == "fail" and not experiment.expected.failing:
+        raise ExperimentError(f"{path}: field `expected.failing`: an expected failure must name the checkers that fail")
+    try:
+        system.validate(experiment.cluster, experiment.workload)
+    except ExperimentError as error:
+        raise ExperimentError(f"{path}: {error}") from None
+    return experiment
+
+
+def _field_message(message: str) -> str:
+    """msgspec says "Expected `int`, got `str` - at `$.phases.faults_s`"; lead with the field."""
+    text, sep, where = message.rpartition(" - at `")
+    prefix = where.rstrip("`").removeprefix("$").removeprefix(".") if sep else ""
+    text = text if sep else message
+    if text.startswith("Object contains unknown field `"):
+        name = text.split("`")[1]
+        field = f"{prefix}.{name}" if prefix else name
+        return f"field `{field}`: unknown field (misspelt, or not allowed here)"
+    if text.startswith("Object missing required field `"):
+        name = text.split("`")[1]
+        field = f"{prefix}.{name}" if prefix else name
+        return f"field `{field}`: missing (it is required)"
+    return f"field `{prefix or '(top level)'}`: {text}"
+
+
+def convert_options(options: dict[str, Any], type_: type, section: str) -> Any:
+    """Convert a system's ``cluster``/``workload`` mapping to its typed options."""
+    try:
+        return msgspec.convert(options, type=type_)
+    except msgspec.ValidationError as error:
+        message = _field_message(str(error))
+        message = message.replace("field `", f"field `{section}.", 1) if message.startswith("field `") else f"field `{section}`: {message}"
+        raise ExperimentError(message) from None

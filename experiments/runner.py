@@ -1,0 +1,236 @@
+"""Run one experiment with one seed: the phases, the checkers, the result directory.
+
+Phases (TigerBeetle's safety-then-liveness shape, Chaos Toolkit's steady state):
+set up -> steady state (before) -> workload warm-up -> bounded fault phase -> heal
+everything -> wait for the steady state to return (recovery deadline) -> settle -> stop the
+workload -> run the checkers. Every phase boundary is journaled as a ``phase`` event.
+
+A run directory holds ``journal.jsonl`` (written as the run goes: an interrupted run keeps
+it), ``result.json`` and ``report.md``.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from chaoskube import __version__
+from chaoskube.checkers.verdict import Verdict, run_checker
+from chaoskube.sim import Journal, World
+from experiments.model import Experiment
+from experiments.systems import SYSTEMS
+from faults import FaultInjector
+
+Progress = Callable[[float, float], None]
+
+
+@dataclass
+class RunResult:
+    experiment: Experiment
+    seed: int
+    out_dir: Path
+    verdicts: dict[str, Verdict]
+    journal_sha256: str
+    simulated_seconds: float
+    wall_seconds: float
+    metrics: dict[str, Any] = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)
+    faults: list[dict[str, Any]] = field(default_factory=list)
+    interrupted: bool = False
+
+    @property
+    def failing(self) -> list[str]:
+        return sorted(name for name, verdict in self.verdicts.items() if verdict.valid is False)
+
+    @property
+    def unknown(self) -> list[str]:
+        return sorted(name for name, verdict in self.verdicts.items() if verdict.valid is None)
+
+    @property
+    def as_expected(self) -> bool:
+        """The outcome is the experiment's expected one: exactly the expected checkers
+        fail, and none is unknown."""
+        if self.interrupted or self.unknown:
+            return False
+        return self.failing == sorted(self.experiment.expected.failing)
+
+    @property
+    def replay(self) -> str:
+        target = self.experiment.name if not self.experiment.path or "/catalog/" in self.experiment.path else self.experiment.path
+        return shlex.join(["chaoskube", "run", target, "--seed", str(self.seed), "--out", str(self.out_dir)])
+
+    def to_json(self) -> dict[str, Any]:
+        experiment = self.experiment
+        return {
+            "experiment": experiment.name,
+            "title": experiment.title,
+            "seed": self.seed,
+            "chaoskube_version": __version__,
+            "verdicts": {name: verdict.to_json() for name, verdict in self.verdicts.items()},
+            "expected": {"outcome": experiment.expected.outcome, "failing": sorted(experiment.expected.failing), "failure_mode": experiment.expected.failure_mode},
+            "as_expected": self.as_expected,
+            "journal_sha256": self.journal_sha256,
+            "simulated_seconds": round(self.simulated_seconds, 6),
+            "wall_seconds": round(self.wall_seconds, 3),
+            "replay": self.replay,
+            "phases": self.phases,
+            "faults": self.faults,
+            "metrics": self.metrics,
+            "interrupted": self.interrupted,
+        }
+
+
+def run_experiment(
+    experiment: Experiment,
+    seed: int,
+    out_dir: str | Path,
+    *,
+    progress: Progress | None = None,
+) -> RunResult:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    system_class = SYSTEMS[experiment.system]
+    cluster, workload = system_class.options(experiment.cluster, experiment.workload)
+    phases = experiment.phases
+    world = World(seed, journal=Journal(out / "journal.jsonl"))
+    state: dict[str, Any] = {"phases": {}, "system": None, "injector": None}
+    planned = phases.warmup_s + phases.faults_s + phases.recovery_s + phases.settle_s
+
+    def mark(name: str) -> None:
+        state["phases"][name] = round(world.now, 6)
+        world.record("phase", name=name)
+
+    async def report_progress() -> None:
+        while progress is not None:
+            progress(world.now, planned)
+            await world.sleep(1.0)
+
+    async def main(world: World) -> None:
+        system = system_class(world, cluster, workload)
+        state["system"] = system
+        mark("setup")
+        await system.start()
+        world._nursery.start_soon(report_progress)
+        before = await system.steady_state()
+        state["before"] = before
+        mark("workload")
+        await system.start_workload()
+        await world.sleep(phases.warmup_s)
+        mark("faults")
+        injector = FaultInjector(world, system.context)
+        state["injector"] = injector
+        injector.schedule([entry.scheduled() for entry in experiment.schedule], origin_s=world.now)
+        await world.sleep(phases.faults_s)
+        mark("heal")
+        injector.heal_all()
+        healed_at = world.now
+        deadline = healed_at + phases.recovery_s
+        while True:
+            after = await system.steady_state()
+            if after.valid or world.now >= deadline:
+                break
+            await world.sleep(min(1.0, max(0.0, deadline - world.now)) or 0.1)
+        state["after"] = after
+        state["recovery_s"] = world.now - healed_at
+        mark("recovered" if after.valid else "recovery-deadline")
+        await world.sleep(phases.settle_s)
+        mark("stop-workload")
+        await system.stop_workload()
+        mark("check")
+
+    started = time.perf_counter()
+    interrupted = False
+    try:
+        world.run(main)
+    except KeyboardInterrupt:
+        interrupted = True
+    wall = time.perf_counter() - started
+    system = state["system"]
+    verdicts: dict[str, Verdict] = {}
+    if system is not None and not interrupted:
+        system.steady_state_verdict = _steady_state_verdict(state, phases.recovery_s)
+        for name in experiment.checkers:
+            verdicts[name] = run_checker(system.check, name)
+    injector = state["injector"]
+    result = RunResult(
+        experiment=experiment,
+        seed=seed,
+        out_dir=out,
+        verdicts=verdicts,
+        journal_sha256=world.fingerprint,
+        simulated_seconds=world.now,
+        wall_seconds=wall,
+        metrics=(system.metrics() if system is not None else {}) | ({"recovery_s": round(state["recovery_s"], 6)} if "recovery_s" in state else {}),
+        phases=state["phases"],
+        faults=[{"id": f.id, "applied_at": f.applied_at, "healed_at": f.healed_at, **f.plan.to_json()} for f in injector.faults] if injector else [],
+        interrupted=interrupted,
+    )
+    write_result(result)
+    return result
+
+
+def _steady_state_verdict(state: dict[str, Any], recovery_s: float) -> Verdict:
+    before: Verdict | None = state.get("before")
+    after: Verdict | None = state.get("after")
+    if before is None or after is None:
+        return Verdict(None, "the run ended before the steady state was probed twice")
+    if before.valid is not True:
+        return Verdict(False, f"steady state did not hold before the faults: {before.reason}", before.evidence)
+    if after.valid is not True:
+        return Verdict(False, f"steady state not back within {recovery_s:g} s of heal: {after.reason}", after.evidence)
+    return Verdict(True, f"held before the faults and returned {state['recovery_s']:.3f} s after heal", details={"recovery_s": round(state["recovery_s"], 6)})
+
+
+def write_result(result: RunResult) -> None:
+    payload = result.to_json()
+    (result.out_dir / "result.json").write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    (result.out_dir / "report.md").write_text(render_markdown(result))
+
+
+def render_markdown(result: RunResult) -> str:
+    experiment = result.experiment
+    lines = [
+        f"# {experiment.name} — seed {result.seed}",
+        "",
+        f"**{experiment.title}**",
+        "",
+        experiment.description.strip(),
+        "",
+        f"Source: {experiment.source}",
+        "",
+        f"- Outcome: **{'as expected' if result.as_expected else 'NOT as expected'}** "
+        f"(expected: {experiment.expected.outcome}{' — ' + experiment.expected.failure_mode if experiment.expected.failure_mode else ''})",
+        f"- Journal sha256: `{result.journal_sha256}`",
+        f"- Simulated {result.simulated_seconds:.1f} s in {result.wall_seconds:.2f} s of wall time",
+        f"- Replay: `{result.replay}`",
+        "",
+        "## Verdicts",
+        "",
+        "| checker | verdict | reason |",
+        "|---|---|---|",
+    ]
+    for name, verdict in result.verdicts.items():
+        lines.append(f"| {name} | {verdict.label} | {verdict.reason.replace('|', '/')} |")
+    for name, verdict in result.verdicts.items():
+        if verdict.valid is False and verdict.evidence:
+            lines += ["", f"### {name}: the shortest history that shows it", "", "```"]
+            lines += [orjson.dumps(item, default=repr, option=orjson.OPT_SORT_KEYS).decode() if not isinstance(item, str) else item for item in verdict.to_json()["evidence"]]
+            lines.append("```")
+    lines += ["", "## Faults", ""]
+    if not result.faults:
+        lines.append("None.")
+    for fault in result.faults:
+        healed = f"{fault['healed_at']:.3f}" if fault["healed_at"] is not None else "never"
+        lines.append(f"- #{fault['id']} `{fault['kind']}` on {', '.join(fault['targets'])} ({fault['target']}): applied at {fault['applied_at']:.3f} s, healed at {healed} s")
+    lines += ["", "## Phases", ""]
+    lines += [f"- {name}: {when:.3f} s" for name, when in result.phases.items()]
+    if result.metrics:
+        lines += ["", "## Metrics", ""]
+        lines += [f"- {name}: {value}" for name, value in sorted(result.metrics.items())]
+    return "\n".join(lines) + "\n"

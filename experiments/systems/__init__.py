@@ -1,0 +1,10 @@
+"""Systems under test, by the name experiment files use in their ``system`` field."""
+
+from experiments.systems.base import System
+from experiments.systems.mesh import MeshSystem
+
+SYSTEMS: dict[str, type[System]] = {
+    MeshSystem.name: MeshSystem,
+}
+
+__all__ = ["SYSTEMS", "MeshSystem", "System"]

@@ -1,0 +1,71 @@
+"""What the runner needs from a system under test.
+
+A system builds its processes in a world, runs a workload, answers a steady-state probe,
+tells the fault injector who is who (roles, zones, leaders), and judges the run with named
+checkers that are pure functions of the journal and the recorded history.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import msgspec
+
+from chaoskube.checkers.verdict import Verdict
+from chaoskube.sim import World
+from experiments.model import convert_options
+from faults import Context, ProcessInfo
+
+
+class System:
+    name: ClassVar[str]
+    Cluster: ClassVar[type[msgspec.Struct]]
+    Workload: ClassVar[type[msgspec.Struct]]
+    CHECKERS: ClassVar[dict[str, str]]  # checker name -> what it verifies (one line)
+
+    def __init__(self, world: World, cluster: Any, workload: Any) -> None:
+        self.world = world
+        self.cluster = cluster
+        self.workload = workload
+
+    @classmethod
+    def options(cls, cluster: dict[str, Any], workload: dict[str, Any]) -> tuple[Any, Any]:
+        return convert_options(cluster, cls.Cluster, "cluster"), convert_options(workload, cls.Workload, "workload")
+
+    @classmethod
+    def validate(cls, cluster: dict[str, Any], workload: dict[str, Any]) -> None:
+        cls.options(cluster, workload)
+
+    @classmethod
+    def checkers(cls) -> dict[str, str]:
+        return cls.CHECKERS
+
+    # -- the run ----------------------------------------------------------------------------
+    async def start(self) -> None:
+        raise NotImplementedError
+
+    async def start_workload(self) -> None:
+        raise NotImplementedError
+
+    async def stop_workload(self) -> None:
+        raise NotImplementedError
+
+    async def steady_state(self) -> Verdict:
+        raise NotImplementedError
+
+    def leader_of(self, role: str) -> str | None:
+        return None
+
+    def context(self) -> Context:
+        infos = [ProcessInfo(p.name, p.role, p.zone) for p in self.world.processes.values()]
+        return Context(infos, self.leader_of)
+
+    def check(self, name: str) -> Verdict:
+        raise NotImplementedError
+
+    def metrics(self) -> dict[str, Any]:
+        return {}
+
+    def describe(self) -> dict[str, Any]:
+        """The resolved cluster and workload, for ``--dry-run`` and reports."""
+        return {"cluster": msgspec.to_builtins(self.cluster), "workload": msgspec.to_builtins(self.workload)}

@@ -1,0 +1,93 @@
+"""Fault schedules: lists of (time, fault, duration), applied to a running world.
+
+A schedule is data (``ScheduledFault``). The :class:`FaultInjector` turns each entry into a
+plan when it falls due (targets such as ``leader:etcd`` are resolved then, not earlier),
+applies it from a world callback — at a quiescent instant, so a pause freezes a process
+between steps — and heals it ``duration_s`` later, or in :meth:`FaultInjector.heal_all`.
+Every apply and heal is journaled as ``{"type": "fault", "event": "apply"|"heal", ...}``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from faults import kinds
+from faults.kinds import Context, Plan
+
+if TYPE_CHECKING:
+    from chaoskube.sim import World
+
+
+@dataclass(frozen=True)
+class ScheduledFault:
+    at_s: float
+    kind: str
+    target: str
+    duration_s: float | None = None  # None: until the heal phase
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        kinds.validate(self.kind, self.params)
+        if self.at_s < 0:
+            raise kinds.FaultError(f"fault {self.kind!r}: at_s must be >= 0, not {self.at_s}")
+        if self.duration_s is not None and self.duration_s <= 0:
+            raise kinds.FaultError(f"fault {self.kind!r}: duration_s must be > 0, not {self.duration_s}")
+
+
+@dataclass
+class ActiveFault:
+    id: int
+    plan: Plan
+    saved: dict[str, Any]
+    applied_at: float
+    healed_at: float | None = None
+
+
+class FaultInjector:
+    def __init__(self, world: World, context: Callable[[], Context], rng: random.Random | None = None) -> None:
+        self.world = world
+        self.context = context
+        self.rng = rng or world.random("faults")
+        self.faults: list[ActiveFault] = []
+
+    def schedule(self, entries: Sequence[ScheduledFault], origin_s: float) -> None:
+        """Apply each entry at ``origin_s + at_s`` of world time."""
+        for entry in sorted(entries, key=lambda entry: entry.at_s):
+            self.world.call_at(origin_s + entry.at_s, self._fire, entry)
+
+    def _fire(self, entry: ScheduledFault) -> None:
+        active = self.inject(entry.kind, entry.target, entry.params)
+        if active is not None and entry.duration_s is not None:
+            self.world.call_later(entry.duration_s, lambda _: self.heal(active))
+
+    def inject(self, kind: str, target: str, params: dict[str, Any] | None = None) -> ActiveFault | None:
+        """Plan and apply one fault now. Returns None when its target matched nothing."""
+        plan = kinds.plan(kind, target, dict(params or {}), self.context(), self.rng)
+        fault_id = len(self.faults) + 1
+        if not plan.targets:
+            self.world.record("fault", event="skip", id=fault_id, **plan.to_json())
+            return None
+        self.world.record("fault", event="apply", id=fault_id, **plan.to_json())
+        saved = kinds.apply(self.world, plan)
+        active = ActiveFault(fault_id, plan, saved, self.world.now)
+        self.faults.append(active)
+        return active
+
+    def heal(self, active: ActiveFault) -> None:
+        if active.healed_at is not None:
+            return
+        kinds.heal(self.world, active.plan, active.saved)
+        active.healed_at = self.world.now
+        self.world.record("fault", event="heal", id=active.id, kind=active.plan.kind, targets=list(active.plan.targets))
+
+    def heal_all(self) -> None:
+        """Heal every fault still in force, newest first. Idempotent."""
+        for active in reversed(self.faults):
+            self.heal(active)
+
+    @property
+    def active(self) -> list[ActiveFault]:
+        return [fault for fault in self.faults if fault.healed_at is None]

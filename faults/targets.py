@@ -1,0 +1,66 @@
+"""Fault targets as data: which processes a fault hits, resolved when it is applied.
+
+A target is a string ``SELECTOR:ARGUMENT``:
+
+- ``name:etcd-1``   — that process;
+- ``role:etcd``     — every process with that role;
+- ``random:etcd``   — one process of that role, chosen with the run's seeded generator
+  (``random:*`` — any process);
+- ``leader:etcd``   — the current leader of that role's group, as the system under test
+  reports it (no leader: the fault does nothing, and says so in the journal);
+- ``follower:etcd`` — one non-leader of that role, chosen with the seed;
+- ``zone:a``        — every process in zone ``a``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+SELECTORS = ("name", "role", "random", "leader", "follower", "zone")
+
+
+class TargetError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessInfo:
+    name: str
+    role: str | None
+    zone: str | None
+
+
+def parse_target(target: str) -> tuple[str, str]:
+    selector, _, argument = target.partition(":")
+    if selector not in SELECTORS or not argument:
+        raise TargetError(
+            f"bad target {target!r}: expected SELECTOR:ARGUMENT with SELECTOR one of {', '.join(SELECTORS)}"
+        )
+    return selector, argument
+
+
+def resolve(
+    target: str,
+    processes: Sequence[ProcessInfo],
+    rng: random.Random,
+    leader_of: Callable[[str], str | None],
+) -> list[str]:
+    """Names of the processes ``target`` means now, sorted. Pure given its inputs."""
+    selector, argument = parse_target(target)
+    ordered = sorted(processes, key=lambda process: process.name)
+    if selector == "name":
+        return [process.name for process in ordered if process.name == argument]
+    if selector == "zone":
+        return [process.name for process in ordered if process.zone == argument]
+    group = [process.name for process in ordered if argument == "*" or process.role == argument]
+    if selector == "role":
+        return group
+    if selector == "random":
+        return [rng.choice(group)] if group else []
+    leader = leader_of(argument)
+    if selector == "leader":
+        return [leader] if leader is not None else []
+    followers = [name for name in group if name != leader]
+    return [rng.choice(followers)] if followers else []

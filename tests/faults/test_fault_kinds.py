@@ -1,0 +1,104 @@
+"""Applying and healing every fault kind on a live world; healing is idempotent."""
+
+import pytest
+import trio
+
+from chaoskube.sim import State, World
+from faults import KINDS, Context, FaultInjector, ProcessInfo, ScheduledFault
+
+
+async def idle(process):
+    await trio.sleep_forever()
+
+
+def context_of(world):
+    def build():
+        infos = [ProcessInfo(p.name, p.role, p.zone) for p in world.processes.values()]
+        return Context(infos, lambda role: "n1" if role == "db" else None)
+
+    return build
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_every_kind_applies_and_heals_idempotently(kind):
+    observations = {}
+
+    async def main(world):
+        for index in (1, 2, 3):
+            world.spawn(f"n{index}", idle, role="db")
+        injector = FaultInjector(world, context_of(world))
+        active = injector.inject(kind, "leader:db")
+        assert active is not None
+        observations["during"] = snapshot(world)
+        injector.heal(active)
+        observations["healed"] = snapshot(world)
+        injector.heal(active)
+        injector.heal_all()
+        observations["again"] = snapshot(world)
+        await world.sleep(1)
+
+    World(1).run(main)
+    assert observations["during"] != observations["healed"] or kind in ("clock-jump",)
+    assert observations["healed"] == observations["again"]
+    healed = observations["healed"]
+    assert healed["states"] == {"n1": "running", "n2": "running", "n3": "running"}
+    assert healed["grudge"] == {}
+    assert healed["links"] == {}
+    assert healed["fsync"] == {"n1": 0.001, "n2": 0.001, "n3": 0.001}
+
+
+def snapshot(world):
+    return {
+        "states": {name: p.state.value for name, p in sorted(world.processes.items())},
+        "grudge": {dst: sorted(s) for dst, s in world.network.grudge.items()},
+        "links": {f"{s}->{d}": profile for (s, d), profile in world.network._links.items() if profile is not None},
+        "fsync": {name: p.disk.fsync_latency_s for name, p in sorted(world.processes.items())},
+        "clock": {name: (round(p.clock_offset, 6), p._rate) for name, p in sorted(world.processes.items())},
+    }
+
+
+def test_schedule_applies_and_heals_at_the_right_times():
+    async def main(world):
+        for index in (1, 2, 3):
+            world.spawn(f"n{index}", idle, role="db")
+        injector = FaultInjector(world, context_of(world))
+        injector.schedule(
+            [
+                ScheduledFault(at_s=2.0, kind="kill", target="name:n2", duration_s=3.0),
+                ScheduledFault(at_s=1.0, kind="pause", target="name:n3"),
+            ],
+            origin_s=world.now,
+        )
+        await world.sleep(2.5)
+        assert world.process("n2").state is State.STOPPED
+        assert world.process("n3").state is State.PAUSED
+        await world.sleep(3)
+        assert world.process("n2").state is State.RUNNING
+        assert world.process("n3").state is State.PAUSED  # no duration: until the heal phase
+        injector.heal_all()
+        assert world.process("n3").state is State.RUNNING
+
+    world = World(1)
+    world.run(main)
+    faults = [(e["t"], e["event"], e["kind"]) for e in world.journal.of_type("fault")]
+    assert faults == [(1.0, "apply", "pause"), (2.0, "apply", "kill"), (5.0, "heal", "kill"), (5.5, "heal", "pause")]
+
+
+def test_target_matching_nothing_is_skipped_and_journaled():
+    async def main(world):
+        world.spawn("n1", idle, role="db")
+        assert FaultInjector(world, context_of(world)).inject("kill", "leader:web") is None
+
+    world = World(1)
+    world.run(main)
+    [event] = world.journal.of_type("fault")
+    assert event["event"] == "skip" and "no process matches" in event["note"]
+
+
+def test_scheduled_fault_validates_eagerly():
+    from faults import FaultError
+
+    with pytest.raises(FaultError):
+        ScheduledFault(at_s=-1, kind="kill", target="name:n1")
+    with pytest.raises(FaultError):
+        ScheduledFault(at_s=1, kind="kill", target="name:n1", duration_s=0)
