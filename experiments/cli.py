@@ -160,6 +160,27 @@ def _print_result(result: Any) -> None:
     stdout.print(f"replay: {result.replay}")
 
 
+@cli.command()
+@click.option("--listen", default="127.0.0.1:8474", show_default=True, help="HOST:PORT for the Toxiproxy HTTP API (loopback by default).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed for toxicity and jitter draws.")
+def toxiproxy(listen: str, seed: int) -> None:
+    """Run a Toxiproxy-compatible server (Toxiproxy 2.x API) until interrupted.
+
+    toxiproxy-python and other Toxiproxy clients drive it unchanged; docs/toxiproxy.md
+    lists the toxics and chaoskube's extension for cutting particular etcd peers."""
+    from faults.toxiproxy.proxy import AddressError, parse_address
+    from faults.toxiproxy.server import run_forever
+
+    try:
+        parse_address(listen, default_host="127.0.0.1")
+    except AddressError as error:
+        fail(f"--listen: {error}")
+    try:
+        run_forever(listen, seed=seed)
+    except OSError as error:
+        fail(f"--listen {listen}: cannot listen there ({error.strerror or error})")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: one-line errors and exit 2 for bad input, never a traceback."""
     try:

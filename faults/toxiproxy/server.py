@@ -1,0 +1,557 @@
+"""The Toxiproxy 2.x HTTP API, served with Trio and h11.
+
+Endpoints, status codes, defaults and error bodies are those of Shopify/toxiproxy
+``api.go`` (``{"error": "...", "status": N}``; 400 bad body or missing field, 404
+proxy/toxic not found, 409 already exists, 500 for errors Toxiproxy does not classify,
+such as a listen address already in use). Mutating requests are serialised by one lock,
+as Toxiproxy's collection mutex serialises them.
+
+Entry points:
+
+* ``serve(host, port, *, rng)`` — run inside Trio; ``task_status.started((host, port))``
+  reports the bound API address. Cancelling it closes every listener and connection.
+* ``run_forever(listen, seed)`` — blocking, for the command line; SIGINT/SIGTERM stop it.
+* ``ToxiproxyServer`` — the same in a background thread with its own ``trio.run``, for
+  tests and for code that is not async.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import random
+import signal
+import threading
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import h11
+import trio
+
+from .proxy import AddressError, Proxy, bind_listener, close_stream_now, format_address, listener_address, parse_address
+from .toxics import ATTRIBUTE_DEFAULTS, BLOCK_FROM, UPSTREAM, ToxicError, ToxicSpec, lookup_field, merge_attributes, parse_direction
+
+LOGGER = logging.getLogger(__name__)
+
+VERSION = "2.12.0-chaoskube"  # the Toxiproxy API version this server follows
+
+MAX_REQUEST_BODY_BYTES = 1024 * 1024
+REQUEST_READ_TIMEOUT_S = 15.0  # Toxiproxy's http.Server ReadTimeout
+IDLE_TIMEOUT_S = 60.0  # and its IdleTimeout
+DEFAULT_LISTEN = "127.0.0.1:0"  # a proxy created without `listen`; never all interfaces
+
+
+class ApiError(Exception):
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+def _err(message: str, status: int) -> ApiError:
+    return ApiError(message, status)
+
+
+ERR_PROXY_NOT_FOUND = ("proxy not found", 404)
+ERR_PROXY_EXISTS = ("proxy already exists", 409)
+ERR_TOXIC_NOT_FOUND = ("toxic not found", 404)
+ERR_TOXIC_EXISTS = ("toxic already exists", 409)
+ERR_INVALID_TOXIC_TYPE = ("invalid toxic type", 400)
+
+
+# --------------------------------------------------------------- request bodies
+
+
+def _decode_body(body: bytes, go_type: str, want: type) -> Any:
+    """json.NewDecoder(body).Decode(&v), error texts included as far as they matter."""
+    if not body.strip():
+        raise _err("bad request body: EOF", 400)
+    try:
+        value = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise _err(f"bad request body: {error}", 400) from None
+    if value is not None and not isinstance(value, want):
+        kind = "array" if isinstance(value, list) else "object" if isinstance(value, dict) else type(value).__name__
+        raise _err(f"bad request body: json: cannot unmarshal {kind} into Go value of type {go_type}", 400)
+    return value
+
+
+def _field(obj: dict[str, Any], name: str, kind: type, struct: str, default: Any) -> Any:
+    found, value = lookup_field(obj, name)
+    if not found or value is None:
+        return default
+    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+        go = {str: "string", bool: "bool", float: "float32"}[kind]
+        raise _err(f"bad request body: json: cannot unmarshal {type(value).__name__} into Go struct field {struct}.{name} of type {go}", 400)
+    return value
+
+
+def _proxy_fields(obj: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": _field(obj, "name", str, "Proxy", defaults.get("name", "")),
+        "listen": _field(obj, "listen", str, "Proxy", defaults.get("listen", "")),
+        "upstream": _field(obj, "upstream", str, "Proxy", defaults.get("upstream", "")),
+        "enabled": _field(obj, "enabled", bool, "Proxy", defaults.get("enabled", True)),
+    }
+
+
+def _check_addresses(fields: dict[str, Any], where: str = "") -> None:
+    for key in ("listen", "upstream"):
+        try:
+            parse_address(fields[key], default_host="127.0.0.1")
+        except AddressError as error:
+            raise _err(f"bad request body: invalid {key}{where}: {error}", 400) from None
+
+
+def _toxicity(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _err(f"bad request body: json: cannot unmarshal {type(value).__name__} into Go struct field ToxicWrapper.toxicity of type float32", 400)
+    return float(value)
+
+
+# --------------------------------------------------------------------- the API
+
+
+class ToxiproxyApi:
+    """Proxies and the request handlers. Runs in one Trio run; not thread-safe."""
+
+    def __init__(self, rng: random.Random, nursery: trio.Nursery) -> None:
+        self.rng = rng
+        self.nursery = nursery  # where proxy listeners and their connections live
+        self.proxies: dict[str, Proxy] = {}
+        self.lock = trio.Lock()
+
+    def _proxy(self, name: str) -> Proxy:
+        proxy = self.proxies.get(name)
+        if proxy is None:
+            raise _err(*ERR_PROXY_NOT_FOUND)
+        return proxy
+
+    async def _start(self, proxy: Proxy) -> None:
+        try:
+            await proxy.start(self.nursery)
+        except AddressError as error:
+            raise _err(f"bad request body: {error}", 400) from None
+        except OSError as error:
+            raise _err(f"listen tcp {proxy.listen}: {error.strerror or error}", 500) from None
+
+    # -- handlers: each returns (status, JSON value or None for no body)
+
+    async def version(self, body: bytes) -> tuple[int, Any]:
+        return 200, {"version": VERSION}
+
+    async def proxy_index(self, body: bytes) -> tuple[int, Any]:
+        return 200, {name: self.proxies[name].to_json() for name in sorted(self.proxies)}
+
+    async def proxy_create(self, body: bytes) -> tuple[int, Any]:
+        obj = _decode_body(body, "toxiproxy.Proxy", dict) or {}
+        fields = _proxy_fields(obj, {"enabled": True})
+        if not fields["name"]:
+            raise _err("missing required field: name", 400)
+        if not fields["upstream"]:
+            raise _err("missing required field: upstream", 400)
+        fields["listen"] = fields["listen"] or DEFAULT_LISTEN
+        _check_addresses(fields)
+        async with self.lock:
+            if fields["name"] in self.proxies:
+                raise _err(*ERR_PROXY_EXISTS)
+            proxy = Proxy(fields["name"], fields["listen"], fields["upstream"], self.rng)
+            if fields["enabled"]:
+                await self._start(proxy)
+            self.proxies[proxy.name] = proxy
+        return 201, proxy.to_json()
+
+    async def populate(self, body: bytes) -> tuple[int, Any]:
+        try:
+            created = await self._populate(body)
+        except ApiError as error:
+            return error.status, {"error": error.message, "status": error.status, "proxies": None}
+        # Go marshals an empty result slice as null; so do we.
+        return 201, {"proxies": [proxy.to_json() for proxy in created] or None}
+
+    async def _populate(self, body: bytes) -> list[Proxy]:
+        items = _decode_body(body, "[]struct { toxiproxy.Proxy; Enabled *bool }", list) or []
+        wanted: list[dict[str, Any]] = []
+        names: set[str] = set()
+        for number, obj in enumerate(items, start=1):  # phase 1: validate everything
+            if not isinstance(obj, dict):
+                raise _err("bad request body: json: cannot unmarshal non-object into Go value of type toxiproxy.Proxy", 400)
+            fields = _proxy_fields(obj, {"enabled": True})
+            if not fields["name"]:
+                raise _err(f"missing required field: name at proxy {number}", 400)
+            if not fields["upstream"]:
+                raise _err(f"missing required field: upstream at proxy {number}", 400)
+            if fields["name"] in names:
+                raise _err(f'duplicate proxy name "{fields["name"]}"', 500)
+            names.add(fields["name"])
+            fields["listen"] = fields["listen"] or DEFAULT_LISTEN
+            _check_addresses(fields, f" at proxy {number}")
+            wanted.append(fields)
+        result: list[Proxy] = []
+        async with self.lock:  # phase 2: add or replace
+            for fields in wanted:
+                existing = self.proxies.get(fields["name"])
+                if existing is not None and existing.listen == fields["listen"] and existing.upstream == fields["upstream"]:
+                    result.append(existing)
+                    continue
+                if existing is not None:
+                    await existing.stop()
+                    del self.proxies[existing.name]
+                proxy = Proxy(fields["name"], fields["listen"], fields["upstream"], self.rng)
+                if fields["enabled"]:
+                    await self._start(proxy)
+                self.proxies[proxy.name] = proxy
+                result.append(proxy)
+        return result
+
+    async def proxy_show(self, body: bytes, name: str) -> tuple[int, Any]:
+        return 200, self._proxy(name).to_json()
+
+    async def proxy_update(self, body: bytes, name: str) -> tuple[int, Any]:
+        async with self.lock:
+            proxy = self._proxy(name)
+            obj = _decode_body(body, "toxiproxy.Proxy", dict) or {}
+            fields = _proxy_fields(obj, {"listen": proxy.listen, "upstream": proxy.upstream, "enabled": proxy.enabled})
+            if fields["listen"] != proxy.listen or fields["upstream"] != proxy.upstream:
+                _check_addresses(fields)
+                await proxy.stop()  # proxy.go Update: a new address restarts the proxy
+                proxy.listen, proxy.upstream = fields["listen"], fields["upstream"]
+            if fields["enabled"] != proxy.enabled:
+                if fields["enabled"]:
+                    await self._start(proxy)
+                else:
+                    await proxy.stop()
+            return 200, proxy.to_json()
+
+    async def proxy_delete(self, body: bytes, name: str) -> tuple[int, Any]:
+        async with self.lock:
+            proxy = self._proxy(name)
+            await proxy.stop()
+            del self.proxies[name]
+        return 204, None
+
+    async def reset(self, body: bytes) -> tuple[int, Any]:
+        async with self.lock:
+            for proxy in list(self.proxies.values()):
+                await self._start(proxy)
+                proxy.toxics.reset()
+        return 204, None
+
+    async def toxic_index(self, body: bytes, name: str) -> tuple[int, Any]:
+        return 200, self._proxy(name).toxics.to_json()
+
+    async def toxic_create(self, body: bytes, name: str) -> tuple[int, Any]:
+        async with self.lock:
+            proxy = self._proxy(name)
+            spec = self._parse_toxic(body)
+            if proxy.toxics.find(spec.name) is not None:
+                raise _err(*ERR_TOXIC_EXISTS)
+            proxy.toxics.add(spec)
+        return 200, spec.to_json()
+
+    def _parse_toxic(self, body: bytes) -> ToxicSpec:
+        # toxic_collection.go AddToxicJson: stream, then name, then type, then attributes.
+        obj = _decode_body(body, "toxics.ToxicWrapper", dict) or {}
+        stream = _field(obj, "stream", str, "ToxicWrapper", "downstream")
+        toxic_type = _field(obj, "type", str, "ToxicWrapper", "")
+        toxic_name = _field(obj, "name", str, "ToxicWrapper", "")
+        found, toxicity = lookup_field(obj, "toxicity")
+        toxicity = 1.0 if not found or toxicity is None else _toxicity(toxicity)
+        try:
+            direction = parse_direction(stream)
+        except ToxicError as error:
+            raise _err(error.message, error.status) from None
+        toxic_name = toxic_name or f"{toxic_type}_{stream}"
+        if toxic_type not in ATTRIBUTE_DEFAULTS:
+            raise _err(*ERR_INVALID_TOXIC_TYPE)
+        if toxic_type == BLOCK_FROM and direction != UPSTREAM:
+            raise _err(f"bad request body: {BLOCK_FROM} reads requests, so its stream must be upstream", 400)
+        try:
+            attributes = merge_attributes(toxic_type, ATTRIBUTE_DEFAULTS[toxic_type], lookup_field(obj, "attributes")[1])
+        except ToxicError as error:
+            raise _err(error.message, error.status) from None
+        return ToxicSpec(toxic_name, toxic_type, stream, direction, toxicity, attributes)
+
+    async def toxic_show(self, body: bytes, name: str, toxic: str) -> tuple[int, Any]:
+        spec = self._proxy(name).toxics.find(toxic)
+        if spec is None:
+            raise _err(*ERR_TOXIC_NOT_FOUND)
+        return 200, spec.to_json()
+
+    async def toxic_update(self, body: bytes, name: str, toxic: str) -> tuple[int, Any]:
+        async with self.lock:
+            proxy = self._proxy(name)
+            old = proxy.toxics.find(toxic)
+            if old is None:
+                raise _err(*ERR_TOXIC_NOT_FOUND)
+            obj = _decode_body(body, "struct { Attributes interface {}; Toxicity float32 }", dict) or {}
+            found, toxicity = lookup_field(obj, "toxicity")
+            toxicity = old.toxicity if not found or toxicity is None else _toxicity(toxicity)
+            try:
+                attributes = merge_attributes(old.type, old.attributes, lookup_field(obj, "attributes")[1])
+            except ToxicError as error:
+                raise _err(error.message, error.status) from None
+            new = ToxicSpec(old.name, old.type, old.stream, old.direction, toxicity, attributes)
+            proxy.toxics.replace(old, new)
+        return 200, new.to_json()
+
+    async def toxic_delete(self, body: bytes, name: str, toxic: str) -> tuple[int, Any]:
+        async with self.lock:
+            proxy = self._proxy(name)
+            spec = proxy.toxics.find(toxic)
+            if spec is None:
+                raise _err(*ERR_TOXIC_NOT_FOUND)
+            proxy.toxics.remove(spec)
+        return 204, None
+
+    # -- routing (gorilla/mux routes of api.go)
+
+    def route(self, method: str, path: str) -> tuple[Any, tuple[str, ...]]:
+        parts = tuple(unquote(part) for part in path.split("/")[1:]) if path.startswith("/") else ()
+        routes: dict[tuple[str, ...], dict[str, Any]] = {
+            ("version",): {"GET": self.version},
+            ("reset",): {"POST": self.reset},
+            ("populate",): {"POST": self.populate},
+            ("proxies",): {"GET": self.proxy_index, "POST": self.proxy_create},
+        }
+        if parts in routes:
+            table, args = routes[parts], ()
+        elif len(parts) == 2 and parts[0] == "proxies" and parts[1]:
+            table = {"GET": self.proxy_show, "POST": self.proxy_update, "PATCH": self.proxy_update, "DELETE": self.proxy_delete}
+            args = (parts[1],)
+        elif len(parts) == 3 and parts[0] == "proxies" and parts[1] and parts[2] == "toxics":
+            table, args = {"GET": self.toxic_index, "POST": self.toxic_create}, (parts[1],)
+        elif len(parts) == 4 and parts[0] == "proxies" and parts[1] and parts[2] == "toxics" and parts[3]:
+            table = {"GET": self.toxic_show, "POST": self.toxic_update, "PATCH": self.toxic_update, "DELETE": self.toxic_delete}
+            args = (parts[1], parts[3])
+        else:
+            raise _err("page not found", 404)
+        handler = table.get(method)
+        if handler is None:
+            raise _err("method not allowed", 405)
+        return handler, args
+
+    async def dispatch(self, method: str, target: str, user_agent: str, body: bytes) -> tuple[int, str, bytes]:
+        """One request to (status, content type, body bytes)."""
+        if user_agent.startswith("Mozilla/"):  # api.go stopBrowsersMiddleware (CSRF guard)
+            return 403, "text/plain; charset=utf-8", b"User agent not allowed\n"
+        try:
+            handler, args = self.route(method, urlsplit(target).path)
+            status, value = await handler(body, *args)
+        except ApiError as error:
+            status, value = error.status, {"error": error.message, "status": error.status}
+        except Exception as error:  # Toxiproxy answers 500 for what it did not classify
+            LOGGER.exception("%s %s failed", method, target)
+            status, value = 500, {"error": str(error), "status": 500}
+        if value is None:
+            return status, "", b""
+        payload = json.dumps(value).encode() + b"\n"
+        return status, "application/json", payload
+
+    # -- HTTP/1.1 connection handling
+
+    async def serve_connection(self, stream: trio.SocketStream) -> None:
+        connection = h11.Connection(h11.SERVER, max_incomplete_event_size=64 * 1024)
+        try:
+            while True:
+                with trio.move_on_after(IDLE_TIMEOUT_S):
+                    request = await _next_event(stream, connection)
+                if not isinstance(request, h11.Request):
+                    return
+                body = bytearray()
+                with trio.move_on_after(REQUEST_READ_TIMEOUT_S) as read_scope:
+                    while True:
+                        if connection.client_is_waiting_for_100_continue:
+                            await stream.send_all(connection.send(h11.InformationalResponse(status_code=100, headers=[])))
+                        event = await _next_event(stream, connection)
+                        if isinstance(event, h11.Data):
+                            body += event.data
+                            if len(body) > MAX_REQUEST_BODY_BYTES:
+                                await _respond(stream, connection, 413, "text/plain", b"request body too large\n", close=True)
+                                return
+                        elif isinstance(event, h11.EndOfMessage):
+                            break
+                        else:
+                            return
+                if read_scope.cancelled_caught:
+                    return
+                user_agent = ""
+                for header_name, value in request.headers:
+                    if header_name == b"user-agent":
+                        user_agent = value.decode("latin-1")
+                status, content_type, payload = await self.dispatch(
+                    request.method.decode("ascii", "replace"), request.target.decode("latin-1"), user_agent, bytes(body)
+                )
+                await _respond(stream, connection, status, content_type, payload)
+                if connection.our_state is not h11.DONE or connection.their_state is not h11.DONE:
+                    return
+                connection.start_next_cycle()
+        except h11.RemoteProtocolError as error:
+            if connection.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+                payload = json.dumps({"error": f"bad request: {error}", "status": 400}).encode() + b"\n"
+                try:
+                    await _respond(stream, connection, 400, "application/json", payload, close=True)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, h11.LocalProtocolError):
+                    pass
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return
+        finally:
+            close_stream_now(stream, reset=False)
+
+
+async def _next_event(stream: trio.SocketStream, connection: h11.Connection) -> Any:
+    while True:
+        event = connection.next_event()
+        if event is not h11.NEED_DATA:
+            return event
+        try:
+            data = await stream.receive_some(64 * 1024)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            data = b""
+        connection.receive_data(data)
+
+
+async def _respond(
+    stream: trio.SocketStream, connection: h11.Connection, status: int, content_type: str, payload: bytes, *, close: bool = False
+) -> None:
+    headers = []
+    if content_type:
+        headers.append(("Content-Type", content_type))
+    if status not in (204, 304):
+        headers.append(("Content-Length", str(len(payload))))
+    if close:
+        headers.append(("Connection", "close"))
+    data = connection.send(h11.Response(status_code=status, headers=headers))
+    if payload:
+        data += connection.send(h11.Data(data=payload))
+    data += connection.send(h11.EndOfMessage())
+    await stream.send_all(data)
+
+
+# ---------------------------------------------------------------- entry points
+
+
+async def serve(
+    host: str = "127.0.0.1",
+    port: int = 8474,
+    *,
+    rng: random.Random,
+    task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve the Toxiproxy API on host:port until cancelled.
+
+    ``task_status.started((host, port))`` gives the bound address (port 0 picks one).
+    Every random choice (toxicity, jitter, slicer cuts) comes from ``rng``. On
+    cancellation every proxy listener, proxied connection and API connection is closed
+    before this returns.
+    """
+    assert isinstance(rng, random.Random), "pass a seeded random.Random"
+    listener = await bind_listener(host, port)
+    address = listener_address(listener)
+    try:
+        async with trio.open_nursery() as nursery:
+            api = ToxiproxyApi(rng, nursery)
+            await nursery.start(functools.partial(trio.serve_listeners, api.serve_connection, [listener], handler_nursery=nursery))
+            task_status.started(address)
+    finally:
+        listener.socket.close()
+
+
+def run_forever(listen: str = "127.0.0.1:8474", seed: int = 0) -> None:
+    """Serve the API on ``listen`` until SIGINT or SIGTERM; then close everything.
+
+    For ``chaoskube toxiproxy --listen ...``; must run in the main thread (signals).
+    Prints the seed and the bound address first, so a run can be replayed.
+    """
+    host, port = parse_address(listen, default_host="127.0.0.1")
+    print(f"chaoskube toxiproxy: seed={seed} listen={format_address(host, port)}", flush=True)
+
+    async def main() -> None:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+                bound = await nursery.start(functools.partial(serve, host, port, rng=random.Random(seed)))
+                print(f"chaoskube toxiproxy: serving the Toxiproxy {VERSION} API on http://{format_address(*bound)}", flush=True)
+                async for signum in signals:
+                    print(f"chaoskube toxiproxy: {signal.Signals(signum).name}, closing every listener", flush=True)
+                    nursery.cancel_scope.cancel()
+                    break
+
+    trio.run(main)
+
+
+class ToxiproxyServer:
+    """The API server in a background thread (its own ``trio.run``, real clock).
+
+    ``start()`` returns the bound (host, port) once the API accepts connections;
+    ``stop()`` cancels the run and joins the thread, and by then every listener and
+    socket the server opened is closed. Usable as a context manager.
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, rng: random.Random) -> None:
+        assert isinstance(rng, random.Random), "pass a seeded random.Random"
+        self._host = host
+        self._port = port
+        self._rng = rng
+        self._thread: threading.Thread | None = None
+        self._started = threading.Event()
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._scope: trio.CancelScope | None = None
+        self._address: tuple[str, int] | None = None
+        self._error: BaseException | None = None
+
+    @property
+    def api_address(self) -> tuple[str, int]:
+        if self._address is None:
+            raise RuntimeError("the server is not running")
+        return self._address
+
+    def start(self, timeout_s: float = 10.0) -> tuple[str, int]:
+        if self._thread is not None:
+            raise RuntimeError("start() called twice")
+        self._thread = threading.Thread(target=self._thread_main, name="chaoskube-toxiproxy", daemon=True)
+        self._thread.start()
+        if not self._started.wait(timeout_s):
+            raise TimeoutError(f"toxiproxy server did not start within {timeout_s} s")
+        if self._error is not None:
+            self._thread.join(timeout_s)
+            raise RuntimeError("toxiproxy server failed to start") from self._error
+        return self.api_address
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        thread = self._thread
+        if thread is None:
+            return
+        if self._token is not None and self._scope is not None and thread.is_alive():
+            try:
+                trio.from_thread.run_sync(self._scope.cancel, trio_token=self._token)
+            except trio.RunFinishedError:
+                pass
+        thread.join(timeout_s)
+        if thread.is_alive():
+            raise TimeoutError(f"toxiproxy server thread still running after {timeout_s} s")
+        self._address = None
+        if self._error is not None:
+            raise RuntimeError("toxiproxy server crashed") from self._error
+
+    def __enter__(self) -> ToxiproxyServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def _thread_main(self) -> None:
+        try:
+            trio.run(self._main)
+        except BaseException as error:  # reported by start()/stop() in the caller's thread
+            self._error = error
+        finally:
+            self._started.set()
+
+    async def _main(self) -> None:
+        self._token = trio.lowlevel.current_trio_token()
+        async with trio.open_nursery() as nursery:
+            self._scope = nursery.cancel_scope
+            self._address = await nursery.start(functools.partial(serve, self._host, self._port, rng=self._rng))
+            self._started.set()
