@@ -160,6 +160,46 @@ def _print_result(result: Any) -> None:
     stdout.print(f"replay: {result.replay}")
 
 
+@cli.command("check-history")
+@click.argument("history_file", metavar="FILE")
+@click.option("--format", "fmt", type=click.Choice(["jepsen-etcd", "porcupine-kv"]), required=True, help="jepsen-etcd: a register (read/write/cas); porcupine-kv: a string map (get/put/append).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object with the verdict, the operation count and the check time.")
+@click.option("--time-limit", "time_limit_s", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True, help="Seconds before the answer is unknown.")
+def check_history(history_file: str, fmt: str, as_json: bool, time_limit_s: float) -> None:
+    """Check a recorded history for linearizability.
+
+    Prints linearizable, not linearizable or unknown; exits 0, 1 or 3 (2 if the file
+    cannot be read or parsed)."""
+    import json
+
+    from chaoskube.checkers.history import HistoryFormatError, load_history
+    from chaoskube.checkers.linearizability import KVModel, RegisterModel, check_linearizability
+
+    try:
+        operations = load_history(history_file, fmt)
+    except HistoryFormatError as error:
+        fail(str(error))
+    model = RegisterModel() if fmt == "jepsen-etcd" else KVModel()
+    verdict = check_linearizability(operations, model, time_limit_s=time_limit_s)
+    word = {True: "linearizable", False: "not linearizable", None: "unknown"}[verdict.valid]
+    if as_json:
+        payload = {
+            "file": history_file,
+            "format": fmt,
+            "result": word,
+            "reason": verdict.reason,
+            "operations": len(operations),
+            "check_seconds": round(verdict.details.get("check_seconds", 0.0), 6),
+            "evidence": [op.to_json() for op in verdict.evidence],
+        }
+        click.echo(json.dumps(payload, sort_keys=True))
+    else:
+        click.echo(word)
+        if verdict.valid is not True:
+            click.echo(verdict.reason, err=True)
+    sys.exit({True: 0, False: 1, None: 3}[verdict.valid])
+
+
 @cli.command()
 @click.option("--listen", default="127.0.0.1:8474", show_default=True, help="HOST:PORT for the Toxiproxy HTTP API (loopback by default).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed for toxicity and jitter draws.")

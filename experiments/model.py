@@ -34,6 +34,7 @@ class FaultEntry(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
 
 
 class Phases(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    setup_s: float = 10.0  # the steady state must hold within this after start
     warmup_s: float = 5.0  # workload runs, no faults
     faults_s: float = 30.0  # the bounded fault phase (safety)
     recovery_s: float = 30.0  # after heal, the steady state must return within this (liveness)
@@ -43,6 +44,7 @@ class Phases(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=Tr
 class Expected(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     outcome: Literal["pass", "fail"] = "pass"
     failing: list[str] = []  # checkers expected to answer false (a documented failure mode)
+    may_fail: list[str] = []  # checkers that may answer either way in that failure mode
     failure_mode: str = ""
 
 
@@ -84,7 +86,7 @@ def load_experiment(path: str | Path) -> Experiment:
     system = SYSTEMS.get(experiment.system)
     if system is None:
         raise ExperimentError(f"{path}: field `system`: unknown system {experiment.system!r}; known: {', '.join(sorted(SYSTEMS))}")
-    for field, value in (("phases.warmup_s", experiment.phases.warmup_s), ("phases.faults_s", experiment.phases.faults_s), ("phases.recovery_s", experiment.phases.recovery_s), ("phases.settle_s", experiment.phases.settle_s)):
+    for field, value in (("phases.setup_s", experiment.phases.setup_s), ("phases.warmup_s", experiment.phases.warmup_s), ("phases.faults_s", experiment.phases.faults_s), ("phases.recovery_s", experiment.phases.recovery_s), ("phases.settle_s", experiment.phases.settle_s)):
         if not value >= 0:
             raise ExperimentError(f"{path}: field `{field}` must be >= 0, not {value}")
     for index, entry in enumerate(experiment.schedule):
@@ -106,6 +108,9 @@ def load_experiment(path: str | Path) -> Experiment:
     for index, name in enumerate(experiment.expected.failing):
         if name not in experiment.checkers:
             raise ExperimentError(f"{path}: field `expected.failing[{index}]`: {name!r} is not one of this experiment's checkers")
+    for index, name in enumerate(experiment.expected.may_fail):
+        if name not in experiment.checkers:
+            raise ExperimentError(f"{path}: field `expected.may_fail[{index}]`: {name!r} is not one of this experiment's checkers")
     if experiment.expected.outcome == "fail" and not experiment.expected.failing:
         raise ExperimentError(f"{path}: field `expected.failing`: an expected failure must name the checkers that fail")
     try:

@@ -54,11 +54,13 @@ class RunResult:
 
     @property
     def as_expected(self) -> bool:
-        """The outcome is the experiment's expected one: exactly the expected checkers
-        fail, and none is unknown."""
+        """The outcome is the experiment's expected one: the expected checkers fail, no
+        other fails (except those that may), and none is unknown."""
         if self.interrupted or self.unknown:
             return False
-        return self.failing == sorted(self.experiment.expected.failing)
+        expected = self.experiment.expected
+        failing = set(self.failing)
+        return set(expected.failing) <= failing <= set(expected.failing) | set(expected.may_fail)
 
     @property
     def replay(self) -> str:
@@ -73,7 +75,7 @@ class RunResult:
             "seed": self.seed,
             "chaoskube_version": __version__,
             "verdicts": {name: verdict.to_json() for name, verdict in self.verdicts.items()},
-            "expected": {"outcome": experiment.expected.outcome, "failing": sorted(experiment.expected.failing), "failure_mode": experiment.expected.failure_mode},
+            "expected": {"outcome": experiment.expected.outcome, "failing": sorted(experiment.expected.failing), "may_fail": sorted(experiment.expected.may_fail), "failure_mode": experiment.expected.failure_mode},
             "as_expected": self.as_expected,
             "journal_sha256": self.journal_sha256,
             "simulated_seconds": round(self.simulated_seconds, 6),
@@ -93,6 +95,7 @@ def run_experiment(
     *,
     progress: Progress | None = None,
 ) -> RunResult:
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     system_class = SYSTEMS[experiment.system]
@@ -100,7 +103,7 @@ def run_experiment(
     phases = experiment.phases
     world = World(seed, journal=Journal(out / "journal.jsonl"))
     state: dict[str, Any] = {"phases": {}, "system": None, "injector": None}
-    planned = phases.warmup_s + phases.faults_s + phases.recovery_s + phases.settle_s
+    planned = phases.warmup_s + phases.faults_s + phases.settle_s + 2.0
 
     def mark(name: str) -> None:
         state["phases"][name] = round(world.now, 6)
@@ -117,8 +120,7 @@ def run_experiment(
         mark("setup")
         await system.start()
         world._nursery.start_soon(report_progress)
-        before = await system.steady_state()
-        state["before"] = before
+        state["before"] = await wait_steady_state(system, phases.setup_s)
         mark("workload")
         await system.start_workload()
         await world.sleep(phases.warmup_s)
@@ -130,12 +132,7 @@ def run_experiment(
         mark("heal")
         injector.heal_all()
         healed_at = world.now
-        deadline = healed_at + phases.recovery_s
-        while True:
-            after = await system.steady_state()
-            if after.valid or world.now >= deadline:
-                break
-            await world.sleep(min(1.0, max(0.0, deadline - world.now)) or 0.1)
+        after = await wait_steady_state(system, phases.recovery_s)
         state["after"] = after
         state["recovery_s"] = world.now - healed_at
         mark("recovered" if after.valid else "recovery-deadline")
@@ -143,6 +140,15 @@ def run_experiment(
         mark("stop-workload")
         await system.stop_workload()
         mark("check")
+
+    async def wait_steady_state(system: Any, within_s: float) -> Verdict:
+        """Probe the steady state until it holds or ``within_s`` has passed."""
+        deadline = world.now + within_s
+        while True:
+            verdict = await system.steady_state()
+            if verdict.valid or world.now >= deadline:
+                return verdict
+            await world.sleep(max(0.1, min(1.0, deadline - world.now)))
 
     started = time.perf_counter()
     interrupted = False

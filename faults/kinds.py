@@ -22,6 +22,9 @@ Kinds (``params`` in brackets, with defaults):
 - ``link-loss``     — [``loss``: 0.2]; ``link-duplicate`` [``duplicate``: 0.2];
   ``link-reorder``  [``reorder``: 0.5, ``window_ms``: 50].
 - ``slow-disk``     — fsync latency of the targets' disks [``fsync_ms``: 500]; heal restores it.
+- ``skip-fsync``    — the targets' disks acknowledge fsync without syncing (etcd's
+  ``--unsafe-no-fsync``, or a disk that lies); combine with ``lossy-crash`` to lose
+  acknowledged writes. Heal makes fsync honest again.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ KINDS: dict[str, Params] = {
     "link-duplicate": {"duplicate": 0.2},
     "link-reorder": {"reorder": 0.5, "window_ms": 50.0},
     "slow-disk": {"fsync_ms": 500.0},
+    "skip-fsync": {},
 }
 PARTITIONS = frozenset({"isolate", "split", "bridge"})
 
@@ -203,6 +207,10 @@ def apply(world: World, plan: Plan) -> dict[str, Any]:
         for process in processes:
             saved[process.name] = process.disk.fsync_latency_s
             process.disk.fsync_latency_s = float(params["fsync_ms"]) / 1000.0
+    elif kind == "skip-fsync":
+        for process in processes:
+            saved[process.name] = process.disk.skip_fsync
+            process.disk.skip_fsync = True
     else:  # pragma: no cover - validate() keeps this unreachable
         raise AssertionError(kind)
     return saved
@@ -239,3 +247,7 @@ def heal(world: World, plan: Plan, saved: dict[str, Any]) -> None:
         for process in processes:
             if process.name in saved:
                 process.disk.fsync_latency_s = saved[process.name]
+    elif kind == "skip-fsync":
+        for process in processes:
+            if process.name in saved:
+                process.disk.skip_fsync = saved[process.name]

@@ -570,8 +570,9 @@ class Raft:
         if message.type in _VOTE_TYPES:
             assert message.term != 0, f"{message.type} must carry a term"
         elif message.type in _TERMLESS:
-            message = replace(message, term=0)
-        else:
+            if message.term != 0:
+                message = replace(message, term=0)
+        elif message.term != self._term:  # most callers already set it: skip the copy
             message = replace(message, term=self._term)
         self._messages.append(message)
 

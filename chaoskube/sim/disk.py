@@ -5,7 +5,8 @@ A disk is a key-value store with a page cache: ``write`` and ``delete`` are visi
 ``fsync_latency_s`` of virtual time (a slow-disk fault raises it). When the process is
 killed, unsynced writes survive (the kernel's page cache outlives a crashed process)
 unless ``lose_unsynced_on_crash`` is on, which models a power loss or a disk that lies
-about fsync: then everything not yet synced is gone.
+about fsync: then everything not yet synced is gone. ``skip_fsync`` makes ``fsync`` return at
+once without syncing anything (a disk that lies, or etcd's ``--unsafe-no-fsync``).
 
 Values must be immutable (numbers, strings, bytes, tuples, frozen dataclasses): the disk
 keeps references, and a component must not be able to change its "disk" by mutating
@@ -28,6 +29,7 @@ class Disk:
         "owner",
         "fsync_latency_s",
         "lose_unsynced_on_crash",
+        "skip_fsync",
         "_durable",
         "_log",
         "_overlay",
@@ -40,6 +42,7 @@ class Disk:
         self.owner = owner
         self.fsync_latency_s = fsync_latency_s
         self.lose_unsynced_on_crash = False
+        self.skip_fsync = False
         self._durable: dict[str, Any] = {}
         self._log: list[tuple[int, str, Any]] = []  # (generation, key, value or _DELETED)
         self._overlay: dict[str, Any] = {}
@@ -91,6 +94,10 @@ class Disk:
 
         The wait runs on ``process``'s clock, so pausing the process stalls its fsync and
         killing it abandons the fsync (the writes stay unsynced)."""
+        if self.skip_fsync:
+            # The disk (or etcd's --unsafe-no-fsync) acknowledges without syncing.
+            self.fsyncs += 1
+            return
         generation = self._generation
         if self.fsync_latency_s > 0:
             await process.sleep_world(self.fsync_latency_s)
@@ -135,4 +142,5 @@ class Disk:
             "writes": self.writes,
             "fsync_latency_s": self.fsync_latency_s,
             "lose_unsynced_on_crash": self.lose_unsynced_on_crash,
+            "skip_fsync": self.skip_fsync,
         }

@@ -134,6 +134,7 @@ class Process:
         self._scope: trio.CancelScope | None = None
         self._nursery: trio.Nursery | None = None
         self._inboxes: dict[str, Inbox] = {}
+        self._handlers: dict[str, Callable[[Message], None]] = {}
         self._calls: dict[int, _PendingCall] = {}
         self._held: list[tuple[Callable[[Any], None], Any]] = []
         # clock: now() = _clock_base + (world.now - _clock_anchor) * _rate
@@ -233,6 +234,7 @@ class Process:
         for inbox in self._inboxes.values():
             inbox._clear()
         self._inboxes = {}
+        self._handlers = {}
         self._calls = {}
         self._held = []
         self._nursery = None
@@ -292,7 +294,44 @@ class Process:
         timer.alive = False
         reschedule(timer.task)
 
+    def move_on_after(self, seconds: float) -> trio.CancelScope:
+        """A cancel scope cancelled after ``seconds`` of this process's clock; like
+        ``trio.move_on_after`` but it stops while the process is paused (a Trio deadline
+        would fire during a SIGSTOP). Use as ``with process.move_on_after(5) as scope:``."""
+        scope = trio.CancelScope()
+        rate = self._rate
+        self.world.call_at(self.world.now + max(0.0, seconds) / rate, self._cancel_at_deadline, scope)
+        return scope
+
+    def _cancel_at_deadline(self, scope: trio.CancelScope) -> None:
+        if self.state is State.PAUSED:
+            self._held.append((self._cancel_at_deadline, scope))
+            return
+        scope.cancel()
+
+    def call_later(self, seconds: float, callback: Callable[[Any], None], argument: Any = None) -> None:
+        """Run ``callback(argument)`` after ``seconds`` of this process's clock, from the
+        world (no task). Held while the process is paused; dropped if it is killed first."""
+        incarnation = self.incarnation
+
+        def fire(_: Any) -> None:
+            if self.incarnation != incarnation or not self.alive:
+                return
+            if self.state is State.PAUSED:
+                self._held.append((fire, None))
+                return
+            callback(argument)
+
+        self.world.call_at(self.world.now + max(0.0, seconds) / self._rate, fire)
+
     # -- messages -----------------------------------------------------------------------
+    def on_message(self, port: str, handler: Callable[[Message], None]) -> None:
+        """Call ``handler(message)`` for each message delivered to ``port``, at delivery,
+        instead of queueing it in an inbox: no task switch per message. The handler must
+        not block; it runs from the world's scheduler, only while the process runs."""
+        assert self.alive, f"{self!r} is not running"
+        self._handlers[port] = handler
+
     def inbox(self, port: str = "") -> Inbox:
         inbox = self._inboxes.get(port)
         if inbox is None:
@@ -315,6 +354,10 @@ class Process:
                 pending.done = True
                 result: Outcome = Ok(message.body) if message.ok else Failed(str(message.body), message.body)
                 reschedule(pending.task, outcome.Value(result))
+            return
+        handler = self._handlers.get(message.port)
+        if handler is not None:
+            handler(message)
             return
         self.inbox(message.port)._put(message)
 

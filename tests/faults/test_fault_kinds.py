@@ -45,6 +45,7 @@ def test_every_kind_applies_and_heals_idempotently(kind):
     assert healed["grudge"] == {}
     assert healed["links"] == {}
     assert healed["fsync"] == {"n1": 0.001, "n2": 0.001, "n3": 0.001}
+    assert healed["skip_fsync"] == {"n1": False, "n2": False, "n3": False}
 
 
 def snapshot(world):
@@ -53,6 +54,7 @@ def snapshot(world):
         "grudge": {dst: sorted(s) for dst, s in world.network.grudge.items()},
         "links": {f"{s}->{d}": profile for (s, d), profile in world.network._links.items() if profile is not None},
         "fsync": {name: p.disk.fsync_latency_s for name, p in sorted(world.processes.items())},
+        "skip_fsync": {name: p.disk.skip_fsync for name, p in sorted(world.processes.items())},
         "clock": {name: (round(p.clock_offset, 6), p._rate) for name, p in sorted(world.processes.items())},
     }
 

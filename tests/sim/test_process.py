@@ -229,3 +229,63 @@ def test_disk_keys_and_items_are_sorted():
     disk.delete("a/1")
     assert disk.keys() == ["b/1", "b/2"]
     assert list(disk.items("b/")) == [("b/1", "B/1"), ("b/2", "B/2")]
+
+
+def test_move_on_after_stops_while_paused():
+    ended = []
+
+    async def waiter(process):
+        with process.move_on_after(2) as scope:
+            await trio.sleep_forever()
+        ended.append((process.world.now, scope.cancelled_caught))
+
+    async def main(world):
+        process = world.spawn("p", waiter)
+        await world.sleep(1)
+        process.pause()
+        await world.sleep(5)
+        process.resume()
+        await world.sleep(5)
+
+    World(1).run(main)
+    assert ended == [(6.0, True)]
+
+
+def test_call_later_is_held_while_paused_and_dropped_after_kill():
+    fired = []
+
+    async def main(world):
+        process = world.spawn("p", lambda p: trio.sleep_forever())
+        await world.sleep(0.1)
+        process.call_later(1, fired.append, "a")
+        process.pause()
+        await world.sleep(3)
+        process.resume()  # "a" was due at 1.1: it fires now, at 3.1
+        await world.sleep(0)
+        process.call_later(1, fired.append, "b")
+        process.kill()  # "b" is dropped with the process's memory
+        await world.sleep(3)
+        fired.append(world.now)
+
+    World(1).run(main)
+    assert fired == ["a", 6.1]
+
+
+def test_on_message_handles_deliveries_without_a_task():
+    seen = []
+
+    async def server(process):
+        process.on_message("rpc", lambda message: process.reply(message, message.body * 2))
+        await trio.sleep_forever()
+
+    async def client(process):
+        seen.append(await process.call("server", 21, port="rpc", timeout_s=1))
+
+    async def main(world):
+        world.spawn("server", server)
+        await world.sleep(0.01)
+        world.spawn("client", client)
+        await world.sleep(1)
+
+    World(1).run(main)
+    assert [outcome.value for outcome in seen] == [42]

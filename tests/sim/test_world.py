@@ -184,3 +184,21 @@ def test_same_seed_same_fingerprint_different_seed_different():
 
 def test_inf_is_not_a_valid_sleep_target():
     assert math.isinf(math.inf)  # guard for the stuck check's sentinel
+
+
+def test_exception_in_a_message_handler_fails_the_run_plainly():
+    async def server(process):
+        def handle(message):
+            raise RuntimeError("handler bug")
+
+        process.on_message("", handle)
+        await trio.sleep_forever()
+
+    async def main(world):
+        world.spawn("server", server)
+        await world.sleep(0.1)
+        world.spawn("client", lambda p: trio.sleep_forever()).send("server", "x")
+        await world.sleep(1)
+
+    with pytest.raises(RuntimeError, match="handler bug"):
+        run(main)

@@ -1,0 +1,217 @@
+"""An etcd client for the simulation that records every operation for the checkers.
+
+Each operation is journaled as ``client-op`` events: ``invoke`` when it starts, then
+exactly one of ``ok``, ``fail`` (it definitely did not happen) or ``info`` (unknown: it may
+have happened), with virtual times. ``chaoskube.checkers.history.from_client_records``
+turns them into the linearizability checker's history.
+
+Retries (tenacity, sleeping on the process's clock) happen only where they are safe: a
+request that definitely did not happen (connection refused, "no leader") is retried on
+the next endpoint, whatever it is; a request whose outcome is unknown (a timeout, an
+ambiguous "request timed out") is retried only if it is a read. After ``attempts`` the
+last outcome stands. tenacity's ``stop_after_delay`` reads the wall clock, so the loop is
+bounded by attempts instead (shared/FACTS.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt, wait_exponential
+
+from chaoskube.etcd.requests import Compare, PutRequest, RangeRequest, TxnRequest
+from chaoskube.etcd.server import (
+    CLIENT_PORT,
+    WATCH_PORT,
+    ClientReply,
+    ClientRequest,
+    WatchCreate,
+    WatchEvents,
+    WatchProgress,
+)
+from chaoskube.sim import Failed, Ok, Process, Unknown
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """How one client call ended: ``status`` is "ok", "fail" or "info"."""
+
+    status: str
+    reply: ClientReply | None = None
+    reason: str = ""
+    request_id: str = ""  # the id of the last attempt (the proposal id of a write)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+class EtcdClient:
+    def __init__(
+        self,
+        process: Process,
+        endpoints: list[str],
+        *,
+        timeout_s: float = 2.0,
+        attempts: int = 3,
+        name: str | None = None,
+    ) -> None:
+        assert endpoints, "a client needs at least one endpoint"
+        self.process = process
+        self.endpoints = list(endpoints)
+        self.timeout_s = timeout_s
+        self.attempts = attempts
+        self.name = name or process.name
+        self._endpoint = process.random("endpoint").randrange(len(self.endpoints))
+        self._sequence = 0
+        self._op_ids = 0
+
+    @property
+    def endpoint(self) -> str:
+        return self.endpoints[self._endpoint % len(self.endpoints)]
+
+    def rotate(self) -> None:
+        self._endpoint += 1
+
+    def _next_id(self) -> str:
+        self._sequence += 1
+        return f"{self.name}/{self.process.incarnation}/{self._sequence}"
+
+    async def _once(self, request: Any) -> Result:
+        body = ClientRequest(self._next_id(), request)
+        outcome = await self.process.call(self.endpoint, body, port=CLIENT_PORT, timeout_s=self.timeout_s)
+        if isinstance(outcome, Ok):
+            reply: ClientReply = outcome.value
+            if reply.ok:
+                return Result("ok", reply, request_id=body.id)
+            return Result("info" if reply.ambiguous else "fail", reply, reply.error, body.id)
+        if isinstance(outcome, Failed):
+            return Result("fail", None, outcome.reason, body.id)
+        assert isinstance(outcome, Unknown)
+        return Result("info", None, outcome.reason, body.id)
+
+    async def request(self, request: Any, *, idempotent: bool) -> Result:
+        """Send ``request`` with retries where safe (see the module docstring)."""
+        first = await self._once(request)
+        if first.ok or not self._retryable(first, idempotent):
+            return first
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.attempts - 1),
+            wait=wait_exponential(multiplier=0.05, max=1.0),
+            retry=retry_if_result(lambda result: not result.ok and self._retryable(result, idempotent)),
+            sleep=self.process.sleep,
+            retry_error_callback=lambda state: state.outcome.result(),  # the last outcome stands
+        )
+        await self.process.sleep(0.05)  # tenacity waits between its own attempts only
+        return await retrying(self._once, request)
+
+    def _retryable(self, result: Result, idempotent: bool) -> bool:
+        """Safe to try again: it definitely did not happen, or it has no effect. Moves to
+        the next endpoint as a side effect (the one that failed may be down)."""
+        self.rotate()
+        return result.status == "fail" or idempotent
+
+    # -- recorded register operations -------------------------------------------------------
+    def _record(self, phase: str, op_id: int, f: str, key: str, value: Any, output: Any = None, reason: str = "", request_id: str = "") -> None:
+        fields: dict[str, Any] = {"phase": phase, "client": self.name, "op_id": op_id, "f": f, "key": key, "value": value}
+        if phase != "invoke":
+            fields["output"] = output
+            if reason:
+                fields["reason"] = reason
+            if request_id:
+                fields["request"] = request_id
+        self.process.world.record("client-op", **fields)
+
+    def _new_op(self) -> int:
+        self._op_ids += 1
+        return self._op_ids
+
+    async def read(self, key: str) -> Any:
+        op_id = self._new_op()
+        self._record("invoke", op_id, "read", key, None)
+        result = await self.request(RangeRequest(key), idempotent=True)
+        if result.ok:
+            kvs = result.reply.response.kvs
+            value = int(kvs[0].value) if kvs else None
+            self._record("ok", op_id, "read", key, None, value)
+            return value
+        # A read has no effect: whatever happened to it, it is dropped from the history.
+        self._record("fail", op_id, "read", key, None, reason=result.reason)
+        return None
+
+    async def write(self, key: str, value: int) -> str:
+        op_id = self._new_op()
+        self._record("invoke", op_id, "write", key, value)
+        result = await self.request(PutRequest(key, str(value)), idempotent=False)
+        self._record(result.status, op_id, "write", key, value, reason=result.reason, request_id=result.request_id)
+        return result.status
+
+    async def cas(self, key: str, expected: int, new: int) -> str:
+        """Compare-and-set as a transaction on the value; ``ok`` output is whether it
+        swapped (a compare that failed is a definite observation, not a failure)."""
+        op_id = self._new_op()
+        self._record("invoke", op_id, "cas", key, [expected, new])
+        txn = TxnRequest(compare=(Compare(key, "VALUE", "=", str(expected)),), success=(PutRequest(key, str(new)),))
+        result = await self.request(txn, idempotent=False)
+        if result.ok:
+            succeeded = result.reply.response.succeeded
+            self._record("ok", op_id, "cas", key, [expected, new], succeeded, request_id=result.request_id)
+            return "ok" if succeeded else "fail"
+        self._record(result.status, op_id, "cas", key, [expected, new], reason=result.reason, request_id=result.request_id)
+        return result.status
+
+
+class Watcher:
+    """A resumable watch on ``[key, range_end)`` that journals every event it receives as
+    ``watch-event`` (watcher, revision, key, type, value). When its stream breaks (a lost
+    message, a member that restarted or stopped answering), it watches again on the next
+    endpoint from the last revision it saw + 1, as etcd clients do."""
+
+    def __init__(self, process: Process, endpoints: list[str], key: str, range_end: str | None, *, start_revision: int = 1, name: str = "watcher", check_every_s: float = 1.0) -> None:
+        self.process = process
+        self.client = EtcdClient(process, endpoints, name=name)
+        self.key = key
+        self.range_end = range_end
+        self.next_revision = start_revision
+        self.name = name
+        self.check_every_s = check_every_s
+        self._streams = 0
+
+    async def run(self) -> None:
+        process = self.process
+        world = process.world
+        inbox = process.inbox(WATCH_PORT)
+        while True:
+            self._streams += 1
+            watch_id = f"{self.name}/{process.incarnation}/{self._streams}"
+            member = self.client.endpoint
+            created = await process.call(member, WatchCreate(watch_id, self.key, self.range_end, self.next_revision), port=WATCH_PORT, timeout_s=self.client.timeout_s)
+            if not (isinstance(created, Ok) and created.value.get("created")):
+                reason = created.value.get("error") if isinstance(created, Ok) else type(created).__name__
+                world.record("watch-start", watcher=self.name, member=member, start_revision=self.next_revision, ok=False, reason=reason)
+                self.client.rotate()
+                await process.sleep(0.2)
+                continue
+            world.record("watch-start", watcher=self.name, member=member, start_revision=self.next_revision, ok=True)
+            expected_sequence = 1
+            while True:
+                message = None
+                with process.move_on_after(self.check_every_s):
+                    message = await inbox.receive()
+                if message is None:
+                    progress = await process.call(member, WatchProgress(watch_id), port=WATCH_PORT, timeout_s=self.client.timeout_s)
+                    if isinstance(progress, Ok) and progress.value.get("alive"):
+                        continue
+                    break  # the stream is gone: watch again elsewhere
+                body = message.body
+                if not isinstance(body, WatchEvents) or body.watch_id != watch_id:
+                    continue  # a message from an older stream
+                if body.sequence != expected_sequence:
+                    break  # a message of the stream was lost: the stream is broken
+                expected_sequence += 1
+                for event in body.events:
+                    world.record("watch-event", watcher=self.name, member=member, revision=event.kv.mod_revision, key=event.kv.key, event=event.type, value=event.kv.value if event.type == "PUT" else None)
+                    self.next_revision = event.kv.mod_revision + 1
+            world.record("watch-break", watcher=self.name, member=member, next_revision=self.next_revision)
+            self.client.rotate()

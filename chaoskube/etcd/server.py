@@ -1,0 +1,602 @@
+"""An etcd member on the simulated network: the Trio shell around the pure Raft and MVCC.
+
+One process per member (``etcd-1`` ... ``etcd-N``, Raft ids 1..N), each with its own disk.
+The member follows Raft's caller contract (see :mod:`chaoskube.etcd.raft`):
+
+1. persist the hard state, entries and snapshot, then ``await disk.fsync``;
+2. send the messages (port ``raft``);
+3. apply the snapshot and the committed entries to the MVCC store, fan events out to
+   watchers, answer the clients whose proposals or reads completed;
+4. ``advance``.
+
+Raft messages (port ``raft``), client requests (port ``client``), ticks (``raft.tick()``
+every heartbeat interval, 100 ms by default as etcd's ``--heartbeat-interval``) and the
+leader's lease-expiry check (etcd's lessor revokes expired leases through Raft) are
+handled at delivery or by process timers, with no task of their own. A Ready that needs
+no fsync (etcd's ``raft.MustSync``: no new entries, snapshot, term or vote) is handled
+right there; one that does is handed to the ready-loop task, which awaits the fsync. A
+request is answered at once, or when its read index or its proposal is applied, or by a
+timer after the request timeout. A watch server task streams watch events.
+
+Client requests (:class:`ClientRequest`) carry a unique id. Writes are proposed as
+:class:`Proposal` (a follower forwards them to the leader inside Raft, as etcd does) and
+answered when this member applies that id. Reads are linearizable (ReadIndex, as etcd's
+default) unless ``serializable`` (served from the local store at once). Answers
+(:class:`ClientReply`) are definite (``ok`` or a definite error such as "no leader": the
+request did not happen) or ambiguous ("request timed out" after ``request_timeout_s``,
+7 s as etcd's 5 s + 2 × election timeout: it may still commit).
+
+Journal events (for the checkers): ``raft-role`` when a member's role, leader or term
+changes, with its last log index/term when it becomes leader; ``raft-apply`` for every
+committed entry a member applies (index, term, proposal id, resulting revision and the
+key events it produced); ``etcd-snapshot`` when a member restores or takes a snapshot.
+
+Not modelled: membership changes, learners, gRPC gateway details, MVCC backend
+(bbolt) quotas and defragmentation, auth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from chaoskube.etcd.lease import EXPIRED_LEASE_RETRY_INTERVAL_S
+from chaoskube.etcd.mvcc import Store, WatchHub
+from chaoskube.etcd.raft import (
+    Entry,
+    HardState,
+    Message,
+    Raft,
+    RaftConfig,
+    Ready,
+    Role,
+    Snapshot,
+    Storage,
+)
+from chaoskube.etcd.requests import (
+    CompactedError,
+    EtcdError,
+    Event,
+    LeaseGrantRequest,
+    LeaseNotFoundError,
+    LeaseRevokeRequest,
+    NotPrimaryError,
+    RangeRequest,
+)
+from chaoskube.sim import Process, World
+
+RAFT_PORT = "raft"
+CLIENT_PORT = "client"
+WATCH_PORT = "watch"
+
+ERROR_NO_LEADER = "etcdserver: no leader"
+ERROR_TIMEOUT = "etcdserver: request timed out"
+ERROR_LEADER_CHANGED = "etcdserver: leader changed"
+LEASE_CHECK_INTERVAL_S = 0.5
+
+
+@dataclass(frozen=True)
+class EtcdConfig:
+    """A cluster's settings, with etcd's defaults."""
+
+    members: int = 3
+    heartbeat_ms: int = 100  # --heartbeat-interval
+    election_ms: int = 1000  # --election-timeout
+    snapshot_count: int = 10_000  # --snapshot-count (etcd 3.2-3.3 default; 3.4+ uses 100,000)
+    pre_vote: bool = True  # --pre-vote (default true since etcd 3.5)
+    check_quorum: bool = True  # etcd always runs with CheckQuorum
+    fsync_ms: float = 1.0
+    raft_class: type[Raft] = Raft  # a broken variant from raft_broken, for the gallery
+
+    def __post_init__(self) -> None:
+        assert self.members >= 1
+        assert self.heartbeat_ms > 0 and self.election_ms >= 5 * self.heartbeat_ms, "etcd wants election >= 5 x heartbeat"
+
+    @property
+    def names(self) -> list[str]:
+        return [member_name(index) for index in range(1, self.members + 1)]
+
+    @property
+    def election_tick(self) -> int:
+        return self.election_ms // self.heartbeat_ms
+
+    @property
+    def request_timeout_s(self) -> float:
+        # etcd: ReqTimeout() = 5 s + 2 x election timeout
+        return 5.0 + 2 * self.election_ms / 1000.0
+
+
+def member_name(raft_id: int) -> str:
+    return f"etcd-{raft_id}"
+
+
+def member_id(name: str) -> int:
+    return int(name.rsplit("-", 1)[1])
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """The data of a log entry: a client request and its unique id."""
+
+    id: str
+    request: Any
+
+
+@dataclass(frozen=True, slots=True)
+class ClientRequest:
+    id: str
+    request: Any  # a request from chaoskube.etcd.requests, or KeepAlive
+
+
+@dataclass(frozen=True, slots=True)
+class KeepAlive:
+    lease_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClientReply:
+    ok: bool
+    response: Any = None
+    error: str = ""
+    ambiguous: bool = False  # the request may have happened (a timeout)
+    member: str = ""
+
+
+# -- watches over the network ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WatchCreate:
+    watch_id: str
+    key: str
+    range_end: str | None
+    start_revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class WatchProgress:
+    watch_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class WatchCancel:
+    watch_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvents:
+    """One message of a watch stream; ``sequence`` numbers messages of one stream from 1,
+    so the client notices a lost message (a broken stream) and re-watches."""
+
+    watch_id: str
+    sequence: int
+    events: tuple[Event, ...]
+    kind: str = "watch-events"
+
+
+@dataclass
+class _Stream:
+    client: str
+    sequence: int = 0
+
+
+class EtcdMember:
+    """The in-memory state of one member incarnation (rebuilt from disk on restart)."""
+
+    def __init__(self, process: Process, config: EtcdConfig) -> None:
+        self.process = process
+        self.config = config
+        self.world: World = process.world
+        self.name = process.name
+        self.incarnation = process.incarnation
+        self.id = member_id(process.name)
+        disk = process.disk
+        if process.incarnation == 1:  # later incarnations keep the disk as faults left it
+            disk.fsync_latency_s = config.fsync_ms / 1000.0
+        hard_state: HardState = disk.read("hardstate", HardState())
+        snapshot: Snapshot | None = disk.read("snapshot")
+        entries = tuple(
+            entry for _, entry in disk.items("entry/") if snapshot is None or entry.index > snapshot.index
+        )
+        self._stored_last = entries[-1].index if entries else (snapshot.index if snapshot else 0)
+        self.store = Store.restore(snapshot.data) if snapshot is not None else Store()
+        self.hub = WatchHub(self.store)
+        rng = process.random("election")
+        election_tick = config.election_tick
+        self.raft = config.raft_class(
+            RaftConfig(
+                id=self.id,
+                peers=tuple(range(1, config.members + 1)),
+                election_tick=election_tick,
+                heartbeat_tick=1,
+                pre_vote=config.pre_vote,
+                check_quorum=config.check_quorum,
+            ),
+            Storage(hard_state=hard_state, snapshot=snapshot, entries=entries),
+            lambda: rng.randrange(election_tick, 2 * election_tick),
+        )
+        self._synced_term_vote = (hard_state.term, hard_state.vote)
+        self.applied_index = snapshot.index if snapshot else 0
+        self._last_snapshot_index = self.applied_index
+        self._kick = trio.Event()
+        self._pending: Ready | None = None  # a Ready waiting for its fsync
+        self._proposals: dict[str, Any] = {}  # proposal id -> the client's request message
+        self._reads: dict[str, Any] = {}  # read context -> the client's request message
+        self._read_index_waiting: list[tuple[int, str]] = []  # (read index, context)
+        self._streams: dict[str, _Stream] = {}
+        self._read_counter = 0
+        self._role = Role.FOLLOWER
+        self._term = hard_state.term
+        self._lead = 0
+        self._revoking: dict[int, float] = {}  # lease id -> when its revocation was proposed
+        if snapshot is not None:
+            self.world.record("etcd-snapshot", member=self.name, event="restore", index=snapshot.index, revision=self.store.revision)
+
+    # -- the tasks ----------------------------------------------------------------------
+    async def serve(self) -> None:
+        process = self.process
+        process.on_message(RAFT_PORT, self._on_raft)
+        process.on_message(CLIENT_PORT, self._on_client)
+        process.call_later(self.config.heartbeat_ms / 1000.0, self._on_tick)
+        process.call_later(LEASE_CHECK_INTERVAL_S, self._on_lease_check)
+        process.start_soon(self._watch_loop)
+        await self._ready_loop()
+
+    def _on_tick(self, _: Any = None) -> None:
+        self.raft.tick()
+        self.drain()
+        self.process.call_later(self.config.heartbeat_ms / 1000.0, self._on_tick)
+
+    def _on_raft(self, message: Any) -> None:
+        self.raft.step(message.body)
+        self.drain()
+
+    def drain(self) -> None:
+        """Handle every Ready that needs no fsync right here (persist, send, apply,
+        advance); hand the first one that does to the ready loop, which awaits the fsync.
+        While that one is outstanding, raft hands out nothing more (``has_ready`` is
+        false), so the order persist -> send -> apply -> advance always holds."""
+        raft = self.raft
+        while self._pending is None and raft.has_ready():
+            ready = raft.ready()
+            if self._write(ready):
+                self._pending = ready
+                self._kick.set()
+                return
+            self._finish(ready)
+
+    async def _ready_loop(self) -> None:
+        while True:
+            await self._kick.wait()
+            self._kick = trio.Event()
+            while self._pending is not None:
+                await self.process.disk.fsync(self.process)
+                ready, self._pending = self._pending, None
+                self._finish(ready)
+                self.drain()
+
+    def _finish(self, ready: Ready) -> None:
+        self._send(ready.messages)
+        self._apply(ready)
+        self.raft.advance(ready)
+        self._maybe_snapshot()
+
+    # -- 1. persist -------------------------------------------------------------------
+    def _write(self, ready: Ready) -> bool:
+        """Write what ``ready`` asks to persist; returns whether it must be fsynced
+        before anything is sent (etcd's raft.MustSync: new entries, a snapshot, a new
+        term or vote; a new commit index alone is written but not synced)."""
+        disk = self.process.disk
+        must_sync = False
+        if ready.snapshot is not None:
+            # A snapshot from the leader replaces the whole stored log: entries past its
+            # index are an uncommitted, divergent tail (etcd's MemoryStorage.ApplySnapshot).
+            disk.write("snapshot", ready.snapshot)
+            for key in disk.keys("entry/"):
+                disk.delete(key)
+            self._stored_last = ready.snapshot.index
+            must_sync = True
+        if ready.entries:
+            first = ready.entries[0].index
+            for entry in ready.entries:
+                disk.write(f"entry/{entry.index:012d}", entry)
+            last = ready.entries[-1].index
+            for index in range(last + 1, self._stored_last + 1):  # a conflicting suffix
+                disk.delete(f"entry/{index:012d}")
+            assert first <= self._stored_last + 1, (first, self._stored_last)
+            self._stored_last = last
+            must_sync = True
+        if ready.hard_state is not None:
+            disk.write("hardstate", ready.hard_state)
+            state = ready.hard_state
+            if (state.term, state.vote) != self._synced_term_vote:
+                self._synced_term_vote = (state.term, state.vote)
+                must_sync = True
+        return must_sync
+
+    # -- 2. send ----------------------------------------------------------------------
+    def _send(self, messages: tuple[Message, ...]) -> None:
+        process = self.process
+        for message in messages:
+            process.send(member_name(message.to), message, port=RAFT_PORT)
+
+    # -- 3. apply ---------------------------------------------------------------------
+    def _apply(self, ready: Ready) -> None:
+        if ready.soft_state is not None or (ready.hard_state is not None and ready.hard_state.term != self._term):
+            self._on_role_change(ready)
+        if ready.snapshot is not None and ready.snapshot.index > self.applied_index:
+            self._restore(ready.snapshot)
+        for entry in ready.committed_entries:
+            if entry.index <= self.applied_index:
+                continue
+            self._apply_entry(entry)
+        for read_state in ready.read_states:
+            if read_state.context in self._reads:
+                self._read_index_waiting.append((read_state.index, read_state.context))
+        if self._read_index_waiting:
+            still: list[tuple[int, str]] = []
+            for index, context in self._read_index_waiting:
+                if index > self.applied_index:
+                    still.append((index, context))
+                    continue
+                message = self._reads.pop(context, None)
+                if message is not None:
+                    self._reply_range(message, message.body.request)
+            self._read_index_waiting = still
+
+    def _on_role_change(self, ready: Ready) -> None:
+        raft = self.raft
+        role, term, lead = raft.role, raft.term, raft.lead
+        if (role, term, lead) == (self._role, self._term, self._lead):
+            return
+        was_leader = self._role is Role.LEADER
+        self._role, self._term, self._lead = role, term, lead
+        fields: dict[str, Any] = {"member": self.name, "role": role.name.lower(), "term": term, "lead": member_name(lead) if lead else None}
+        if role is Role.LEADER:
+            status = raft.status()
+            fields["last_index"] = status.get("last_index")
+            fields["last_term"] = raft.log.last_term()
+        self.world.record("raft-role", **fields)
+        if was_leader and role is not Role.LEADER:
+            self.store.lessor.demote()
+            self._revoking.clear()
+            # etcd fails pending reads and proposals on a leader change only by timeout;
+            # a read that was waiting for a ReadState from us will not get one.
+        if role is not Role.LEADER:
+            self._fail_pending_reads()
+
+    def _fail_pending_reads(self) -> None:
+        # ReadIndex requests in flight are dropped by raft on a leader change: answer
+        # them now (etcd: ErrLeaderChanged) rather than at the request timeout.
+        reads, self._reads = self._reads, {}
+        self._read_index_waiting = []
+        for message in reads.values():
+            self._reply(message, ClientReply(ok=False, error=ERROR_LEADER_CHANGED, member=self.name))
+
+    def _restore(self, snapshot: Snapshot) -> None:
+        self.store = Store.restore(snapshot.data)
+        self.hub = WatchHub(self.store)
+        self.applied_index = snapshot.index
+        self._last_snapshot_index = snapshot.index
+        for stream_id in list(self._streams):
+            self._end_stream(stream_id)
+        self.world.record("etcd-snapshot", member=self.name, event="restore", index=snapshot.index, revision=self.store.revision)
+
+    def _apply_entry(self, entry: Entry) -> None:
+        self.applied_index = entry.index
+        data = entry.data
+        if data is None:
+            self.world.record("raft-apply", member=self.name, index=entry.index, term=entry.term, id=None)
+            if self.raft.role is Role.LEADER and entry.term == self.raft.term:
+                # etcd promotes the lessor when the leader applies its first entry of the term
+                self.store.lessor.promote(self.process.now(), self.config.election_ms / 1000.0)
+            return
+        assert isinstance(data, Proposal), data
+        error = ""
+        response: Any = None
+        try:
+            response = self.store.apply(data.request, now=self.process.now())
+        except EtcdError as failure:
+            error = str(failure)
+        events = self.store.take_events()
+        if isinstance(data.request, LeaseRevokeRequest):
+            self._revoking.pop(data.request.id, None)
+        self.world.record(
+            "raft-apply",
+            member=self.name,
+            index=entry.index,
+            term=entry.term,
+            id=data.id,
+            revision=self.store.revision,
+            error=error or None,
+            events=[[event.type, event.kv.key, event.kv.value, event.kv.mod_revision] for event in events],
+        )
+        if events:
+            for watch_id, delivered in self.hub.notify(events).items():
+                self._push(watch_id, delivered)
+        message = self._proposals.pop(data.id, None)
+        if message is not None:
+            self._reply(message, ClientReply(ok=not error, response=response, error=error, member=self.name))
+
+    def _maybe_snapshot(self) -> None:
+        if self.applied_index - self._last_snapshot_index < self.config.snapshot_count:
+            return
+        snapshot = self.raft.compact(self.applied_index, self.store.snapshot())
+        disk = self.process.disk
+        disk.write("snapshot", snapshot)
+        for key in disk.keys("entry/"):
+            if int(key[6:]) <= snapshot.index:
+                disk.delete(key)
+        self._last_snapshot_index = snapshot.index
+        self.world.record("etcd-snapshot", member=self.name, event="take", index=snapshot.index, revision=self.store.revision)
+
+    # -- clients ----------------------------------------------------------------------
+    def _reply(self, message: Any, reply: ClientReply) -> None:
+        self.process.reply(message, reply)
+
+    def _on_client(self, message: Any) -> None:
+        """A client request, handled at delivery: answered at once, or when its read
+        index or its proposal is applied, or with a timeout after request_timeout_s."""
+        request: ClientRequest = message.body
+        inner = request.request
+        if isinstance(inner, RangeRequest):
+            if inner.serializable:
+                self._reply_range(message, inner)
+            else:
+                self._start_read(message)
+            return
+        if isinstance(inner, KeepAlive):
+            self._reply(message, self._keep_alive(inner))
+            return
+        self._propose(message, request.id, inner)
+
+    def _reply_range(self, message: Any, request: RangeRequest) -> None:
+        try:
+            response = self.store.apply(request)
+        except EtcdError as failure:
+            self._reply(message, ClientReply(ok=False, error=str(failure), member=self.name))
+            return
+        self._reply(message, ClientReply(ok=True, response=response, member=self.name))
+
+    def _start_read(self, message: Any) -> None:
+        """A linearizable read: ReadIndex, then serve once that index is applied."""
+        if self.raft.lead == 0:
+            self._reply(message, ClientReply(ok=False, error=ERROR_NO_LEADER, member=self.name))
+            return
+        self._read_counter += 1
+        context = f"{self.name}/read/{self.incarnation}/{self._read_counter}"
+        self._reads[context] = message
+        if not self.raft.read_index(context):
+            self._reads.pop(context, None)
+            self._reply(message, ClientReply(ok=False, error=ERROR_NO_LEADER, member=self.name))
+            return
+        self.drain()
+        self.process.call_later(self.config.request_timeout_s, self._expire_read, context)
+
+    def _expire_read(self, context: str) -> None:
+        message = self._reads.pop(context, None)
+        if message is not None:  # a read has no effect: its timeout is not ambiguous
+            self._reply(message, ClientReply(ok=False, error=ERROR_TIMEOUT, member=self.name))
+
+    def _propose(self, message: Any, request_id: str, request: Any) -> None:
+        if self.raft.lead == 0:
+            self._reply(message, ClientReply(ok=False, error=ERROR_NO_LEADER, member=self.name))
+            return
+        if isinstance(request, LeaseGrantRequest) and request.id == 0:
+            request = LeaseGrantRequest(id=self._new_lease_id(request_id), ttl=request.ttl)
+        self._proposals[request_id] = message
+        if not self.raft.propose(Proposal(request_id, request)):
+            self._proposals.pop(request_id, None)
+            self._reply(message, ClientReply(ok=False, error=ERROR_NO_LEADER, member=self.name))
+            return
+        self.drain()
+        self.process.call_later(self.config.request_timeout_s, self._expire_proposal, request_id)
+
+    def _expire_proposal(self, request_id: str) -> None:
+        message = self._proposals.pop(request_id, None)
+        if message is not None:  # it may still commit later: ambiguous
+            self._reply(message, ClientReply(ok=False, error=ERROR_TIMEOUT, ambiguous=True, member=self.name))
+
+    def _new_lease_id(self, request_id: str) -> int:
+        # etcd draws lease ids from the member id and a clock; ours come from the seeded tree
+        return self.process.random("lease-ids").randrange(1, 2**62)
+
+    def _keep_alive(self, keep_alive: KeepAlive) -> ClientReply:
+        try:
+            ttl = self.store.lessor.renew(keep_alive.lease_id, self.process.now())
+        except NotPrimaryError:
+            return ClientReply(ok=False, error=str(NotPrimaryError()), member=self.name)
+        except LeaseNotFoundError:
+            return ClientReply(ok=False, error=str(LeaseNotFoundError()), member=self.name)
+        return ClientReply(ok=True, response=ttl, member=self.name)
+
+    def _on_lease_check(self, _: Any = None) -> None:
+        """On the leader, propose the revocation of every expired lease (etcd's
+        ``revokeExpiredLeases``, checked every 500 ms)."""
+        self.process.call_later(LEASE_CHECK_INTERVAL_S, self._on_lease_check)
+        if self.raft.role is not Role.LEADER:
+            return
+        now = self.process.now()
+        for lease_id in self.store.lessor.expired(now):
+            proposed = self._revoking.get(lease_id)
+            if proposed is not None and now - proposed < EXPIRED_LEASE_RETRY_INTERVAL_S:
+                continue  # etcd re-proposes a revocation that did not apply after 3 s
+            self._revoking[lease_id] = now
+            self.raft.propose(Proposal(f"{self.name}/revoke/{lease_id}/{now:.6f}", LeaseRevokeRequest(lease_id)))
+        self.drain()
+
+    # -- watches ----------------------------------------------------------------------
+    async def _watch_loop(self) -> None:
+        inbox = self.process.inbox(WATCH_PORT)
+        while True:
+            message = await inbox.receive()
+            body = message.body
+            if isinstance(body, WatchCreate):
+                self._create_watch(message, body)
+            elif isinstance(body, WatchProgress):
+                alive = body.watch_id in self._streams
+                self.process.reply(message, {"alive": alive, "revision": self.store.revision})
+            elif isinstance(body, WatchCancel):
+                self._end_stream(body.watch_id)
+                self.process.reply(message, {"cancelled": True})
+
+    def _create_watch(self, message: Any, create: WatchCreate) -> None:
+        if create.watch_id in self._streams:
+            self._end_stream(create.watch_id)
+        try:
+            catch_up = self.hub.watch(create.watch_id, create.key, create.range_end, create.start_revision)
+        except CompactedError as error:
+            self.process.reply(message, {"created": False, "error": str(error), "compact_revision": self.store.compact_revision})
+            return
+        self._streams[create.watch_id] = _Stream(message.src)
+        self.process.reply(message, {"created": True, "revision": self.store.revision})
+        if catch_up:
+            self._push(create.watch_id, catch_up)
+
+    def _push(self, watch_id: str, events: tuple[Event, ...]) -> None:
+        stream = self._streams.get(watch_id)
+        if stream is None:
+            return
+        stream.sequence += 1
+        self.process.send(stream.client, WatchEvents(watch_id, stream.sequence, events), port=WATCH_PORT)
+
+    def _end_stream(self, watch_id: str) -> None:
+        self._streams.pop(watch_id, None)
+        self.hub.cancel(watch_id)
+
+
+def member_main(config: EtcdConfig, registry: dict[str, EtcdMember] | None = None) -> Callable[[Process], Any]:
+    """The ``main`` of an etcd member process. ``registry`` (name -> live member) lets a
+    harness find the current leader; it is updated on every (re)start."""
+
+    async def main(process: Process) -> None:
+        member = EtcdMember(process, config)
+        if registry is not None:
+            registry[process.name] = member
+        await member.serve()
+
+    return main
+
+
+def spawn_cluster(world: World, config: EtcdConfig, *, zones: list[str] | None = None) -> dict[str, EtcdMember]:
+    """Start every member of a cluster; returns the live registry (name -> member)."""
+    registry: dict[str, EtcdMember] = {}
+    for index, name in enumerate(config.names):
+        zone = zones[index % len(zones)] if zones else None
+        world.spawn(name, member_main(config, registry), role="etcd", zone=zone)
+    return registry
+
+
+def current_leader(world: World, registry: dict[str, EtcdMember]) -> str | None:
+    """The running member that believes it leads in the highest term, if any."""
+    best: tuple[int, str] | None = None
+    for name, member in sorted(registry.items()):
+        process = world.processes.get(name)
+        if process is None or not process.running or member.incarnation != process.incarnation:
+            continue
+        if member.raft.role is Role.LEADER and (best is None or member.raft.term > best[0]):
+            best = (member.raft.term, name)
+    return best[1] if best else None

@@ -1,0 +1,262 @@
+"""etcd under faults: a Raft cluster, recording clients, a watcher, and the checkers.
+
+Cluster: ``members`` etcd members (``etcd-1`` ...), each a process with its own disk, with
+etcd's default timings. Workload: ``clients`` client processes, each with one operation in
+flight at a time (as Jepsen's workers), issuing reads, writes and compare-and-sets on a
+few keys at ``rate_per_s`` in total (Poisson arrivals), every operation recorded as
+invoke -> ok / fail / info; and ``watchers`` processes watching every workload key from
+revision 1, resuming on another member when their stream breaks.
+
+Checkers: ``raft-safety`` (election safety, state machine safety, leader completeness,
+durability of acknowledged writes), ``linearizability`` (register per key: read / write /
+cas), ``watch`` (ordered, gap-free, matching the store), and ``steady-state`` (before the
+faults and after heal: a leader, and a write and a linearizable read through every
+member).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import trio
+
+from chaoskube.checkers.history import from_client_records
+from chaoskube.checkers.linearizability import RegisterModel, check_linearizability
+from chaoskube.checkers.raft_safety import check_raft_safety
+from chaoskube.checkers.verdict import Verdict
+from chaoskube.checkers.watch import check_watches
+from chaoskube.etcd.client import EtcdClient, Watcher
+from chaoskube.etcd.raft import Raft
+from chaoskube.etcd.raft_broken import BROKEN_VARIANTS
+from chaoskube.etcd.requests import PutRequest, RangeRequest, prefix_range_end
+from chaoskube.etcd.server import CLIENT_PORT, ClientReply, ClientRequest, EtcdConfig, current_leader, spawn_cluster
+from chaoskube.sim import Ok, Process
+from experiments.systems.base import System
+
+KEY_PREFIX = "key/"
+
+
+class EtcdCluster(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    members: int = 3
+    heartbeat_ms: int = 100
+    election_ms: int = 1000
+    snapshot_count: int = 10_000
+    fsync_ms: float = 1.0
+    pre_vote: bool = True
+    raft: str = "correct"  # or a broken variant: vote-without-log-check, commit-previous-term-by-count, forgets-vote
+
+    def __post_init__(self) -> None:
+        if self.members not in (1, 3, 5, 7):
+            raise ValueError("`members` must be 1, 3, 5 or 7")
+        if self.election_ms < 5 * self.heartbeat_ms:
+            raise ValueError("`election_ms` must be at least 5 x `heartbeat_ms` (etcd's rule)")
+        if self.raft != "correct" and self.raft not in BROKEN_VARIANTS:
+            raise ValueError(f"`raft` must be correct or one of {', '.join(sorted(BROKEN_VARIANTS))}")
+
+    def config(self) -> EtcdConfig:
+        return EtcdConfig(
+            members=self.members,
+            heartbeat_ms=self.heartbeat_ms,
+            election_ms=self.election_ms,
+            snapshot_count=self.snapshot_count,
+            fsync_ms=self.fsync_ms,
+            pre_vote=self.pre_vote,
+            raft_class=Raft if self.raft == "correct" else BROKEN_VARIANTS[self.raft],
+        )
+
+
+class EtcdWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    clients: int = 5
+    keys: int = 3
+    rate_per_s: float = 50.0
+    read: float = 0.4
+    write: float = 0.3
+    cas: float = 0.3
+    timeout_s: float = 2.0
+    watchers: int = 1
+
+    def __post_init__(self) -> None:
+        if self.clients < 1 or self.keys < 1 or self.rate_per_s <= 0:
+            raise ValueError("`clients` and `keys` must be >= 1 and `rate_per_s` > 0")
+        if min(self.read, self.write, self.cas) < 0 or self.read + self.write + self.cas <= 0:
+            raise ValueError("`read`, `write` and `cas` are non-negative weights, not all zero")
+
+
+class EtcdSystem(System):
+    name = "etcd"
+    Cluster = EtcdCluster
+    Workload = EtcdWorkload
+    CHECKERS = {
+        "raft-safety": "one leader per term, same entry at each index everywhere, complete leaders, no acknowledged write lost",
+        "linearizability": "the client history is linearizable (a register per key: read / write / cas)",
+        "watch": "every watcher's events are ordered, gap-free and match the store's history",
+        "steady-state": "before the faults and after heal: a leader, and a write and a read through every member",
+    }
+
+    def __init__(self, world: Any, cluster: EtcdCluster, workload: EtcdWorkload) -> None:
+        super().__init__(world, cluster, workload)
+        self.config = cluster.config()
+        self.registry: dict[str, Any] = {}
+        self.running = False
+        self.keys = [f"{KEY_PREFIX}{index}" for index in range(workload.keys)]
+        self.steady_state_verdict: Verdict | None = None
+        self._probe: Process | None = None
+        self._probes = 0
+
+    async def start(self) -> None:
+        self.registry = spawn_cluster(self.world, self.config)
+        self._probe = self.world.spawn("probe", _idle, role="probe")
+        for index in range(1, self.workload.clients + 1):
+            self.world.spawn(f"client-{index}", self._client, role="client")
+        for index in range(1, self.workload.watchers + 1):
+            self.world.spawn(f"watcher-{index}", self._watcher, role="watcher")
+        await self.world.sleep(0.001)
+
+    def leader_of(self, role: str) -> str | None:
+        return current_leader(self.world, self.registry) if role == "etcd" else None
+
+    # -- workload -------------------------------------------------------------------------
+    async def _client(self, process: Process) -> None:
+        workload = self.workload
+        client = EtcdClient(process, self.config.names, timeout_s=workload.timeout_s)
+        rng = process.random("workload")
+        index = int(process.name.rsplit("-", 1)[1])
+        rate = workload.rate_per_s / workload.clients
+        counter = 0
+        last_seen: dict[str, int | None] = {}
+        weights = (workload.read, workload.write, workload.cas)
+        while True:
+            await process.sleep(rng.expovariate(rate))
+            if not self.running:
+                continue
+            key = rng.choice(self.keys)
+            kind = rng.choices(("read", "write", "cas"), weights)[0]
+            counter += 1
+            value = index * 1_000_000 + counter  # unique: helps the checker prune
+            if kind == "read":
+                last_seen[key] = await client.read(key)
+            elif kind == "write":
+                if await client.write(key, value) == "ok":
+                    last_seen[key] = value
+            else:
+                expected = last_seen.get(key)
+                if expected is None:
+                    last_seen[key] = await client.read(key)
+                    continue
+                if await client.cas(key, expected, value) == "ok":
+                    last_seen[key] = value
+
+    async def _watcher(self, process: Process) -> None:
+        watcher = Watcher(process, self.config.names, KEY_PREFIX, prefix_range_end(KEY_PREFIX), start_revision=1, name=process.name)
+        await watcher.run()
+
+    async def start_workload(self) -> None:
+        self.running = True
+
+    async def stop_workload(self) -> None:
+        self.running = False
+        await self.world.sleep(self.workload.timeout_s * 3)  # let operations in flight end
+        for name, member in sorted(self.registry.items()):
+            process = self.world.process(name)
+            alive = process.running and member.incarnation == process.incarnation
+            self.world.record(
+                "etcd-final",
+                member=name,
+                running=alive,
+                applied_index=member.applied_index if alive else None,
+                term=member.raft.term if alive else None,
+                revision=member.store.revision if alive else None,
+            )
+
+    # -- steady state -----------------------------------------------------------------------
+    async def steady_state(self) -> Verdict:
+        """A leader exists, and through every member a write and a linearizable read
+        succeed within the client timeout."""
+        assert self._probe is not None
+        leader = self.leader_of("etcd")
+        if leader is None:
+            return Verdict(False, "no member leads")
+        problems: list[str] = []
+
+        async def through(member: str) -> None:
+            self._probes += 1
+            key = f"probe/{member}"
+            for request in (PutRequest(key, str(self._probes)), RangeRequest(key)):
+                result = await self._probe.call(member, ClientRequest(f"probe/{self._probes}/{type(request).__name__}", request), port=CLIENT_PORT, timeout_s=self.workload.timeout_s)
+                reply: ClientReply | None = result.value if isinstance(result, Ok) else None
+                if reply is None or not reply.ok:
+                    problems.append(f"{member}: {type(request).__name__} {'timed out' if reply is None else reply.error}")
+                    return
+
+        async with trio.open_nursery() as nursery:
+            for member in self.config.names:
+                nursery.start_soon(through, member)
+        if problems:
+            return Verdict(False, f"{len(problems)} of {self.config.members} members not serving", tuple(sorted(problems)))
+        return Verdict(True, f"{leader} leads; every member serves writes and linearizable reads")
+
+    # -- checkers ---------------------------------------------------------------------------
+    def check(self, name: str) -> Verdict:
+        events = self.world.journal.events
+        if name == "steady-state":
+            return self.steady_state_verdict or Verdict(None, "the steady state was never probed")
+        if name == "raft-safety":
+            return check_raft_safety(events)
+        if name == "linearizability":
+            records = [event for event in events if event["type"] == "client-op"]
+            operations = from_client_records(records)
+            if not operations:
+                return Verdict(None, "no client operations were recorded")
+            return check_linearizability(operations, RegisterModel(), time_limit_s=60.0)
+        if name == "watch":
+            watchers = {f"watcher-{index}": KEY_PREFIX for index in range(1, self.workload.watchers + 1)}
+            return check_watches(events, watchers)
+        raise KeyError(name)
+
+    def metrics(self) -> dict[str, Any]:
+        events = self.world.journal.events
+        operations: dict[str, int] = {"ok": 0, "fail": 0, "info": 0}
+        for event in events:
+            if event["type"] == "client-op" and event["phase"] != "invoke":
+                operations[event["phase"]] += 1
+        elections = [event for event in events if event["type"] == "raft-role" and event["role"] == "leader"]
+        leaderless = _longest_leaderless_s(events)
+        return {
+            "operations_ok": operations["ok"],
+            "operations_fail": operations["fail"],
+            "operations_info": operations["info"],
+            "elections": len(elections),
+            "highest_term": max((event["term"] for event in elections), default=0),
+            "longest_leaderless_s": round(leaderless, 6),
+        }
+
+
+def _longest_leaderless_s(events: list[dict[str, Any]]) -> float:
+    """From the first election on: the longest stretch with no member believing it leads
+    its current term (a lower bound on unavailability of writes)."""
+    leading: dict[str, bool] = {}
+    since: float | None = None
+    longest = 0.0
+    started = False
+    for event in events:
+        if event["type"] == "process" and event["event"] in ("kill", "pause") and leading.get(event["process"]):
+            leading[event["process"]] = False
+        elif event["type"] == "raft-role":
+            leading[event["member"]] = event["role"] == "leader"
+            started = started or event["role"] == "leader"
+        else:
+            continue
+        if not started:
+            continue
+        if any(leading.values()):
+            if since is not None:
+                longest = max(longest, event["t"] - since)
+                since = None
+        elif since is None:
+            since = event["t"]
+    return longest
+
+
+async def _idle(process: Process) -> None:
+    await trio.sleep_forever()

@@ -1,0 +1,202 @@
+"""The simulated etcd cluster, scenario by scenario: each test a short story."""
+
+import pytest
+import trio
+
+from chaoskube.etcd.client import EtcdClient, Watcher
+from chaoskube.etcd.requests import CompactionRequest, LeaseGrantRequest, PutRequest, RangeRequest, prefix_range_end
+from chaoskube.etcd.server import CLIENT_PORT, WATCH_PORT, ClientRequest, EtcdConfig, KeepAlive, WatchCreate, current_leader, spawn_cluster
+from chaoskube.checkers.raft_safety import check_raft_safety
+from chaoskube.checkers.watch import check_watches
+from chaoskube.sim import Ok, World
+from faults import isolate
+
+
+async def idle(process):
+    await trio.sleep_forever()
+
+
+def run_cluster(story, seed=1, config=None):
+    config = config or EtcdConfig()
+    world = World(seed)
+
+    async def main(world):
+        registry = spawn_cluster(world, config)
+        client_process = world.spawn("client", idle)
+        client = EtcdClient(client_process, config.names)
+        return await story(world, registry, client, config)
+
+    return world, world.run(main)
+
+
+async def wait_leader(world, registry, within_s=5.0):
+    deadline = world.now + within_s
+    while world.now < deadline:
+        leader = current_leader(world, registry)
+        if leader is not None:
+            return leader
+        await world.sleep(0.05)
+    return None
+
+
+def test_elects_a_leader_within_two_election_timeouts_and_serves():
+    async def story(world, registry, client, config):
+        leader = await wait_leader(world, registry)
+        elected_at = world.now
+        assert await client.write("k", 1) == "ok"
+        assert await client.read("k") == 1
+        assert await client.cas("k", 1, 2) == "ok"
+        assert await client.cas("k", 1, 3) == "fail"  # compare failed: a definite observation
+        return leader, elected_at, await client.read("k")
+
+    world, (leader, elected_at, value) = run_cluster(story)
+    assert leader is not None and elected_at <= 2.0
+    assert value == 2
+    assert check_raft_safety(world.journal.events).valid is True
+
+
+def test_leader_kill_elects_a_new_leader_and_keeps_acknowledged_writes():
+    async def story(world, registry, client, config):
+        old = await wait_leader(world, registry)
+        for value in range(10):
+            assert await client.write("k", value) == "ok"
+        world.process(old).kill()
+        killed_at = world.now
+        new = None
+        while new is None or new == old:
+            await world.sleep(0.05)
+            new = current_leader(world, registry)
+        gap = world.now - killed_at
+        value = await client.read("k")
+        world.process(old).restart()
+        await world.sleep(3)
+        return old, new, gap, value
+
+    world, (old, new, gap, value) = run_cluster(story)
+    assert new != old
+    # one election timeout (1 s) plus the randomized part (< 1 s) plus a pre-vote round
+    assert gap < 2.5
+    assert value == 9
+    applied = {}
+    for event in world.journal.of_type("raft-apply"):
+        applied.setdefault(event["member"], set()).add(event["index"])
+    assert applied[old] == applied[new]  # the restarted member caught up
+    assert check_raft_safety(world.journal.events).valid is True
+
+
+def test_isolated_leader_serves_no_linearizable_reads_but_serializable_ones():
+    async def story(world, registry, client, config):
+        leader = await wait_leader(world, registry)
+        assert await client.write("k", 1) == "ok"
+        world.network.partition(isolate(leader, config.names))
+        process = world.process("client")
+        linearizable = await process.call(leader, ClientRequest("r1", RangeRequest("k")), port=CLIENT_PORT, timeout_s=10)
+        serializable = await process.call(leader, ClientRequest("r2", RangeRequest("k", serializable=True)), port=CLIENT_PORT, timeout_s=10)
+        return linearizable, serializable
+
+    _, (linearizable, serializable) = run_cluster(story)
+    assert isinstance(linearizable, Ok) and not linearizable.value.ok
+    assert isinstance(serializable, Ok) and serializable.value.ok
+    assert serializable.value.response.kvs[0].value == "1"
+
+
+def test_lagging_follower_catches_up_from_a_snapshot():
+    config = EtcdConfig(snapshot_count=20)
+
+    async def story(world, registry, client, config):
+        leader = await wait_leader(world, registry)
+        follower = next(name for name in config.names if name != leader)
+        world.network.partition(isolate(follower, config.names))
+        for value in range(60):
+            assert await client.write(f"k{value % 5}", value) == "ok"
+        world.network.heal()
+        await world.sleep(5)
+        return follower, registry[follower].store.revision, registry[leader].store.revision
+
+    world, (follower, follower_revision, leader_revision) = run_cluster(story, config=config)
+    restores = [e for e in world.journal.of_type("etcd-snapshot") if e["member"] == follower and e["event"] == "restore"]
+    assert restores, "the follower should have been sent a snapshot"
+    assert follower_revision == leader_revision
+    assert check_raft_safety(world.journal.events).valid is True
+
+
+def test_restart_from_disk_keeps_state_and_snapshots():
+    config = EtcdConfig(snapshot_count=10)
+
+    async def story(world, registry, client, config):
+        await wait_leader(world, registry)
+        for value in range(30):
+            assert await client.write("k", value) == "ok"
+        for name in config.names:
+            world.process(name).kill()
+        for name in config.names:
+            world.process(name).restart()
+        await wait_leader(world, registry)
+        return await client.read("k")
+
+    world, value = run_cluster(story, config=config)
+    assert value == 29
+    assert check_raft_safety(world.journal.events).valid is True
+
+
+def test_lease_expiry_deletes_attached_keys_and_keep_alive_prevents_it():
+    async def story(world, registry, client, config):
+        await wait_leader(world, registry)
+        granted = await client.request(LeaseGrantRequest(id=0, ttl=5), idempotent=False)
+        lease = granted.reply.response.id
+        assert (await client.request(PutRequest("held", "x", lease=lease), idempotent=False)).ok
+        for _ in range(4):  # keep it alive for 8 s
+            await world.sleep(2)
+            alive = await client.request(KeepAlive(lease), idempotent=True)
+            assert alive.ok, alive
+        present_after_keepalive = await client.request(RangeRequest("held"), idempotent=True)
+        await world.sleep(7)  # no more keep-alives: it expires after its TTL
+        gone = await client.request(RangeRequest("held"), idempotent=True)
+        return present_after_keepalive.reply.response.count, gone.reply.response.count
+
+    _, (before, after) = run_cluster(story)
+    assert (before, after) == (1, 0)
+
+
+def test_watch_from_revision_one_is_complete_and_compacted_revisions_are_refused():
+    async def story(world, registry, client, config):
+        await wait_leader(world, registry)
+        async def watch(process):
+            await Watcher(process, config.names, "key/", prefix_range_end("key/"), name="watcher-1").run()
+
+        world.spawn("watcher-1", watch)
+        for value in range(20):
+            assert await client.write(f"key/{value % 3}", value) == "ok"
+        leader = current_leader(world, registry)
+        world.process(leader).kill()  # the watcher's stream may break: it resumes elsewhere
+        while current_leader(world, registry) in (None, leader):
+            await world.sleep(0.1)
+        for value in range(20, 30):
+            assert await client.write(f"key/{value % 3}", value) == "ok"
+        await world.sleep(3)
+        compacted = await client.request(CompactionRequest(5), idempotent=False)
+        assert compacted.ok
+        refusal = await world.process("client").call(current_leader(world, registry), WatchCreate("late", "key/", prefix_range_end("key/"), 2), port=WATCH_PORT, timeout_s=2)
+        return refusal
+
+    world, refusal = run_cluster(story)
+    verdict = check_watches(world.journal.events, {"watcher-1": "key/"})
+    assert verdict.valid is True, verdict.reason
+    received = world.journal.of_type("watch-event")
+    assert len(received) == 30
+    assert isinstance(refusal, Ok) and refusal.value["created"] is False and "compacted" in refusal.value["error"]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_same_seed_same_journal(seed):
+    async def story(world, registry, client, config):
+        await wait_leader(world, registry)
+        for value in range(20):
+            await client.write("k", value)
+        world.process(current_leader(world, registry)).kill()
+        await world.sleep(3)
+        return await client.read("k")
+
+    first, _ = run_cluster(story, seed=seed)
+    second, _ = run_cluster(story, seed=seed)
+    assert first.fingerprint == second.fingerprint
