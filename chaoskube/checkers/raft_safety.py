@@ -19,8 +19,9 @@ Properties:
 4. **Durability** — no acknowledged write is lost: its entry is never superseded at its
    index, and the cluster's final applied index has not fallen below it.
 
-Each property is also available on its own; ``check_raft_safety`` composes them, keeping
-the first violation it finds, with the shortest evidence (the conflicting events).
+Each property is also available on its own; ``check_raft_safety`` composes them: the
+reason leads with the first violated property (durability first: lost data is what a user
+notices) and names the others, with that property's evidence (the conflicting events).
 """
 
 from __future__ import annotations
@@ -123,22 +124,25 @@ def durability(events: Iterable[dict[str, Any]]) -> Verdict:
     return Verdict(True, f"all {len(acknowledged)} acknowledged writes survived")
 
 
-PROPERTIES = {
+PROPERTIES = {  # in the order a reader cares about: lost data first
+    "durability": durability,
     "election safety": election_safety,
     "state machine safety": state_machine_safety,
     "leader completeness": leader_completeness,
-    "durability": durability,
 }
 
 
 def check_raft_safety(events: Iterable[dict[str, Any]]) -> Verdict:
-    """All four properties; the first violation wins, else unknown if any could not be
-    judged, else true."""
+    """All four properties. On a violation: the reason leads with the first violated
+    property (durability first) and names the others violated; the evidence is the
+    first one's. Else unknown if any could not be judged, else true."""
     events = list(events)
     verdicts = {name: check(events) for name, check in PROPERTIES.items()}
-    for name, verdict in verdicts.items():
-        if verdict.valid is False:
-            return Verdict(False, f"{name}: {verdict.reason}", verdict.evidence, {"property": name})
+    violated = [name for name, verdict in verdicts.items() if verdict.valid is False]
+    if violated:
+        first = verdicts[violated[0]]
+        also = f" (also violated: {', '.join(violated[1:])})" if violated[1:] else ""
+        return Verdict(False, f"{violated[0]}: {first.reason}{also}", first.evidence, {"violated": violated})
     unknown = [f"{name}: {verdict.reason}" for name, verdict in verdicts.items() if verdict.valid is None]
     if unknown:
         return Verdict(None, "; ".join(unknown))
