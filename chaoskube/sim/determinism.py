@@ -19,7 +19,8 @@ World moves time to its next event and wakes the tasks due at that instant in th
 iteration, with no driver task. Measured here: 2.1x the events per second of a driver task
 parked in ``wait_all_tasks_blocked`` (bench/runtime.py).
 
-Both rest on private names, so ``tests/sim/test_determinism_guard.py`` runs a scenario full
+Both rest on private names (as do ``next_trio_deadline`` and ``runnable_tasks``, cheap
+peeks at the run queue and the deadline heap), so ``tests/sim/test_determinism_guard.py`` runs a scenario full
 of timer ties in two subprocesses and compares journal fingerprints, and checks that the
 hook is called: an upgrade that breaks either fails loudly there. trio is pinned to 0.35.x
 in pyproject.toml for the same reason.
@@ -52,6 +53,15 @@ def drive_virtual_time(clock: trio.testing.MockClock, advance: Callable[[], None
         f"trio {trio.__version__}: MockClock._autojump is gone; redo drive_virtual_time"
     )
     clock._autojump = advance  # type: ignore[method-assign]
+
+
+def runnable_tasks() -> Callable[[], int]:
+    """A cheap function returning how many Trio tasks are runnable now. The World uses it
+    to run several instants in one ``_advance`` when callbacks woke no task (a message
+    handled at delivery), instead of one pass of Trio's run loop per instant. Call from
+    inside ``trio.run``."""
+    runq = _trio_run.GLOBAL_RUN_CONTEXT.runner.runq
+    return runq.__len__
 
 
 def next_trio_deadline() -> Callable[[], float]:

@@ -31,7 +31,7 @@ import trio
 import trio.testing
 from loguru import logger
 
-from chaoskube.sim.determinism import drive_virtual_time, make_trio_deterministic, next_trio_deadline
+from chaoskube.sim.determinism import drive_virtual_time, make_trio_deterministic, next_trio_deadline, runnable_tasks
 from chaoskube.sim.journal import Journal
 from chaoskube.sim.network import LinkProfile, Network
 from chaoskube.sim.process import Main, Process
@@ -67,6 +67,7 @@ class World:
         self._nursery: trio.Nursery = None  # type: ignore[assignment]  # set in run()
         self._watchdog: Any = None
         self._next_trio_deadline: Callable[[], float] = lambda: math.inf
+        self._runnable: Callable[[], int] = lambda: 1
         self.events_run = 0
         self.network = Network(self, link)
         self.finished = False
@@ -112,30 +113,38 @@ class World:
 
     def _advance(self) -> None:
         """Called by Trio when every task is blocked: move to the next instant and run
-        everything due then, in (time, sequence) order."""
+        everything due then, in (time, sequence) order. While those callbacks wake no
+        task (a message handled at delivery, a timer that only sends), go on to the next
+        instant here rather than through another pass of Trio's run loop."""
         heap = self._heap
-        next_time = heap[0][0] if heap else math.inf
-        if next_time > self.now:
-            # Honour Trio deadlines (trio.sleep, fail_after) that fall before our next
-            # event; only needed when time is about to move.
-            trio_deadline = self._next_trio_deadline()
-            if trio_deadline < next_time:
-                next_time = trio_deadline
-            if next_time == math.inf:
-                trio.lowlevel.reschedule(
-                    self._watchdog,
-                    outcome.Error(
-                        SimulationStuck(f"at t={self.now:.6f}s every task is blocked and nothing is scheduled")
-                    ),
-                )
-                return
-            self.clock.jump(max(0.0, next_time - self.clock.current_time()))
-            self.now = next_time
+        runnable = self._runnable
         try:
-            while heap and heap[0][0] <= next_time:
-                _, _, callback, argument = heappop(heap)
-                callback(argument)
-                self.events_run += 1
+            while True:
+                next_time = heap[0][0] if heap else math.inf
+                if next_time > self.now:
+                    # Honour Trio deadlines (trio.sleep, fail_after) that fall before our
+                    # next event; only needed when time is about to move.
+                    trio_deadline = self._next_trio_deadline()
+                    if trio_deadline <= next_time:
+                        if trio_deadline == math.inf:
+                            trio.lowlevel.reschedule(
+                                self._watchdog,
+                                outcome.Error(
+                                    SimulationStuck(f"at t={self.now:.6f}s every task is blocked and nothing is scheduled")
+                                ),
+                            )
+                            return
+                        self.clock.jump(max(0.0, trio_deadline - self.clock.current_time()))
+                        self.now = trio_deadline
+                        return  # Trio fires its own deadline
+                    self.clock.jump(max(0.0, next_time - self.clock.current_time()))
+                    self.now = next_time
+                while heap and heap[0][0] <= next_time:
+                    _, _, callback, argument = heappop(heap)
+                    callback(argument)
+                    self.events_run += 1
+                if runnable() or not heap:
+                    return
         except Exception as error:  # noqa: BLE001 - a bug in a callback or message handler
             # Raising here would crash Trio's run loop; fail the run through the watchdog.
             trio.lowlevel.reschedule(self._watchdog, outcome.Error(error))
@@ -211,6 +220,7 @@ class World:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             self._next_trio_deadline = next_trio_deadline()
+            self._runnable = runnable_tasks()
             drive_virtual_time(self.clock, self._advance)
             nursery.start_soon(self._watch, name="chaoskube-watchdog")
             result = await main(self)
