@@ -40,6 +40,9 @@ def experiment(seconds: float) -> Experiment:
 
 
 def main() -> None:
+    from loguru import logger
+
+    logger.remove()  # this script is an application: the run's log goes to run.log only
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=300.0)
     parser.add_argument("--seed", type=int, default=1)

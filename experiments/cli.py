@@ -223,6 +223,10 @@ def toxiproxy(listen: str, seed: int) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: one-line errors and exit 2 for bad input, never a traceback."""
+    from loguru import logger
+
+    logger.remove()  # loguru's default handler would print every log line; run.log has them
+    logger.add(sys.stderr, level="WARNING", format="{level}: {message}")
     try:
         code = cli.main(args=argv, prog_name="chaoskube", standalone_mode=False)
     except ExperimentError as error:

@@ -6,7 +6,8 @@ everything -> wait for the steady state to return (recovery deadline) -> settle 
 workload -> run the checkers. Every phase boundary is journaled as a ``phase`` event.
 
 A run directory holds ``journal.jsonl`` (written as the run goes: an interrupted run keeps
-it), ``result.json`` and ``report.md``.
+it), ``run.log`` (human-readable, stamped with virtual time), ``result.json`` and
+``report.md``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from loguru import logger
 
 from chaoskube import __version__
 from chaoskube.checkers.verdict import Verdict, run_checker
@@ -95,7 +97,10 @@ def run_experiment(
     *,
     progress: Progress | None = None,
 ) -> RunResult:
+    if getattr(SYSTEMS[experiment.system], "real_time", False):  # real processes, real clock
+        from experiments.real import run_real_experiment
 
+        return run_real_experiment(experiment, seed, out_dir, progress=progress)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     system_class = SYSTEMS[experiment.system]
@@ -152,10 +157,13 @@ def run_experiment(
 
     started = time.perf_counter()
     interrupted = False
+    sink = open_run_log(out / "run.log")
     try:
         world.run(main)
     except KeyboardInterrupt:
         interrupted = True
+    finally:
+        close_run_log(sink)
     wall = time.perf_counter() - started
     system = state["system"]
     verdicts: dict[str, Verdict] = {}
@@ -179,6 +187,22 @@ def run_experiment(
     )
     write_result(result)
     return result
+
+
+RUN_LOG_FORMAT = "{extra[vt]:>12.6f}s  {extra[process]:<14} {level:<7} {message}"
+
+
+def open_run_log(path: Path) -> int:
+    """Human-readable log of a run, stamped with virtual time (loguru)."""
+    for name in ("chaoskube", "faults"):
+        logger.enable(name)
+    return logger.add(path, format=RUN_LOG_FORMAT, level="INFO", filter=lambda record: "vt" in record["extra"] and "process" in record["extra"])
+
+
+def close_run_log(sink: int) -> None:
+    logger.remove(sink)
+    for name in ("chaoskube", "faults"):
+        logger.disable(name)
 
 
 def _steady_state_verdict(state: dict[str, Any], recovery_s: float) -> Verdict:

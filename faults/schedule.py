@@ -52,6 +52,7 @@ class FaultInjector:
         self.context = context
         self.rng = rng or world.random("faults")
         self.faults: list[ActiveFault] = []
+        self.log = world.logger.bind(process="faults")
 
     def schedule(self, entries: Sequence[ScheduledFault], origin_s: float) -> None:
         """Apply each entry at ``origin_s + at_s`` of world time."""
@@ -71,6 +72,7 @@ class FaultInjector:
             self.world.record("fault", event="skip", id=fault_id, **plan.to_json())
             return None
         self.world.record("fault", event="apply", id=fault_id, **plan.to_json())
+        self.log.info("fault #{} {} on {} ({})", fault_id, plan.kind, ", ".join(plan.targets), plan.target)
         saved = kinds.apply(self.world, plan)
         active = ActiveFault(fault_id, plan, saved, self.world.now)
         self.faults.append(active)
@@ -82,6 +84,7 @@ class FaultInjector:
         kinds.heal(self.world, active.plan, active.saved)
         active.healed_at = self.world.now
         self.world.record("fault", event="heal", id=active.id, kind=active.plan.kind, targets=list(active.plan.targets))
+        self.log.info("heal #{} {} on {}", active.id, active.plan.kind, ", ".join(active.plan.targets))
 
     def heal_all(self) -> None:
         """Heal every fault still in force, newest first. Idempotent."""

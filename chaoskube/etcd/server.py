@@ -360,6 +360,7 @@ class EtcdMember:
             fields["last_index"] = status.get("last_index")
             fields["last_term"] = raft.log.last_term()
         self.world.record("raft-role", **fields)
+        self.process.log.info("{} in term {} (leader: {})", role.name.lower(), term, fields["lead"] or "none")
         if was_leader and role is not Role.LEADER:
             self.store.lessor.demote()
             self._revoking.clear()

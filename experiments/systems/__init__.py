@@ -3,10 +3,12 @@
 from experiments.systems.base import System
 from experiments.systems.etcd import EtcdSystem
 from experiments.systems.mesh import MeshSystem
+from experiments.systems.real_etcd import RealEtcdSystem
 
 SYSTEMS: dict[str, type[System]] = {
     EtcdSystem.name: EtcdSystem,
     MeshSystem.name: MeshSystem,
+    RealEtcdSystem.name: RealEtcdSystem,
 }
 
-__all__ = ["SYSTEMS", "EtcdSystem", "MeshSystem", "System"]
+__all__ = ["SYSTEMS", "EtcdSystem", "MeshSystem", "RealEtcdSystem", "System"]

@@ -41,3 +41,16 @@ def test_lost_fsync_shows_lost_acknowledged_writes(tmp_path):
     op, applied = verdict.evidence[:2]
     assert op["type"] == "client-op" and op["phase"] == "ok"
     assert applied["type"] == "raft-apply" and applied["id"] == op["request"]
+
+
+def test_run_log_is_human_readable_and_stamped_with_virtual_time(tmp_path):
+    import re
+
+    outcome("etcd-leader-kill", 1, tmp_path)
+    lines = (tmp_path / "etcd-leader-kill-1" / "run.log").read_text().splitlines()
+    assert lines, "run.log is empty"
+    stamp = re.compile(r"^ +\d+\.\d{6}s  \S+ +INFO +")
+    assert all(stamp.match(line) for line in lines), lines[:3]
+    assert any("etcd-" in line and "leader in term" in line for line in lines)
+    assert any(re.search(r"faults +INFO +fault #1 kill on etcd-\d", line) for line in lines)
+    assert any("heal #1 kill" in line for line in lines)
