@@ -156,7 +156,10 @@ def _print_result(result: Any) -> None:
     stdout.print(table)
     stdout.print(f"outcome: {'as expected' if result.as_expected else 'NOT as expected'} (expected {result.experiment.expected.outcome})")
     stdout.print(f"journal sha256: {result.journal_sha256}")
-    stdout.print(f"simulated {result.simulated_seconds:.1f} s in {result.wall_seconds:.2f} s wall")
+    if result.mode == "real":
+        stdout.print(f"real processes: ran {result.wall_seconds:.1f} s")
+    else:
+        stdout.print(f"simulated {result.simulated_seconds:.1f} s in {result.wall_seconds:.2f} s wall ({result.simulated_seconds / max(result.wall_seconds, 1e-9):.0f}x real time)")
     stdout.print(f"replay: {result.replay}")
 
 

@@ -61,7 +61,9 @@ from faults import Context, FaultError, ProcessInfo, ScheduledFault
 from faults import plan as plan_fault
 from faults import real_etcd
 from faults.real_etcd import REAL_KINDS, RealFault
+from faults import PARTITIONS
 from faults.toxiproxy import serve as serve_toxiproxy
+from faults.toxiproxy.proxy import parse_address
 
 # The simulated system's checker that stands for a real one in the comparison.
 SIMULATED_CHECKER = {"leader-election": "raft-safety"}
@@ -69,6 +71,8 @@ SIMULATED_CHECKER = {"leader-election": "raft-safety"}
 
 @dataclass
 class RealRunResult(RunResult):
+    mode = "real"
+
     comparison: dict[str, Any] = field(default_factory=dict)
     processes: dict[str, Any] = field(default_factory=dict)  # pids and ports used (for hygiene checks)
 
@@ -88,6 +92,14 @@ def run_real_experiment(experiment: Experiment, seed: int, out_dir: str | Path, 
     unsupported = sorted({entry.kind for entry in experiment.schedule} - REAL_KINDS)
     if unsupported:
         raise ExperimentError(f"{experiment.path or experiment.name}: fault kinds {', '.join(unsupported)} cannot be applied to real processes (supported: {', '.join(sorted(REAL_KINDS))})")
+    external = experiment.cluster.get("toxiproxy")
+    partitions = sorted({entry.kind for entry in experiment.schedule} & PARTITIONS)
+    if external and partitions:
+        raise ExperimentError(
+            f"{experiment.path or experiment.name}: field `cluster.toxiproxy`: {', '.join(partitions)} need chaoskube's "
+            "chaoskube_block_from toxic (etcd peers dial both ways), which a real Toxiproxy does not have; "
+            "drop the address to use chaoskube's own server"
+        )
     journal = Journal(out / "journal.jsonl")
     state: dict[str, Any] = {"phases": {}, "faults": [], "processes": {}}
     started = time.perf_counter()
@@ -154,7 +166,10 @@ async def _main(experiment: Experiment, seed: int, options: RealEtcdCluster, wor
 
     recorder.record("world", event="start", seed=seed, mode="real-time")
     async with trio.open_nursery() as nursery:
-        api = await nursery.start(functools.partial(serve_toxiproxy, "127.0.0.1", 0, rng=random.Random(derive_seed(seed, "toxiproxy"))))
+        if options.toxiproxy:  # a Toxiproxy server given by address (real, or `chaoskube toxiproxy`)
+            api = parse_address(options.toxiproxy)
+        else:
+            api = await nursery.start(functools.partial(serve_toxiproxy, "127.0.0.1", 0, rng=random.Random(derive_seed(seed, "toxiproxy"))))
         cluster = real_etcd.RealEtcdCluster(
             workdir,
             f"http://{api[0]}:{api[1]}",
@@ -165,7 +180,7 @@ async def _main(experiment: Experiment, seed: int, options: RealEtcdCluster, wor
             token=f"chaoskube-{seed}",
             record=recorder.record,
         )
-        state["processes"] = {"ports": cluster.ports() + [api[1]], "pids": []}
+        state["processes"] = {"ports": cluster.ports() + ([] if options.toxiproxy else [api[1]]), "pids": []}
         http = httpx.AsyncClient(limits=httpx.Limits(max_connections=200), timeout=httpx.Timeout(workload.timeout_s))
         faults: list[RealFault] = state["faults"]
         try:

@@ -46,6 +46,8 @@ class RunResult:
     faults: list[dict[str, Any]] = field(default_factory=list)
     interrupted: bool = False
 
+    mode = "simulated"  # RealRunResult: "real"
+
     @property
     def failing(self) -> list[str]:
         return sorted(name for name, verdict in self.verdicts.items() if verdict.valid is False)

@@ -57,12 +57,23 @@ class RealEtcdCluster(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, 
     election_ms: int = 1000
     pre_vote: bool = True
     compare_with_simulation: bool = True  # also run the simulated `etcd` system, same schedule
+    # HOST:PORT of a Toxiproxy server to use (a real Toxiproxy, or `chaoskube toxiproxy`);
+    # empty: start chaoskube's own inside the run. A real Toxiproxy lacks the
+    # chaoskube_block_from extension, so partition faults need chaoskube's server.
+    toxiproxy: str = ""
 
     def __post_init__(self) -> None:
         if self.members not in (1, 3, 5):
             raise ValueError("`members` must be 1, 3 or 5")
         if self.election_ms < 5 * self.heartbeat_ms:
             raise ValueError("`election_ms` must be at least 5 x `heartbeat_ms` (etcd's rule)")
+        if self.toxiproxy:
+            from faults.toxiproxy.proxy import AddressError, parse_address
+
+            try:
+                parse_address(self.toxiproxy)
+            except AddressError as error:
+                raise ValueError(f"`toxiproxy`: {error}") from None
 
 
 def b64(text: str) -> str:

@@ -268,3 +268,53 @@ def test_real_catalogue_experiments_validate():
         experiment = registry.find(name)
         assert experiment.system == "real-etcd"
         assert os.path.basename(experiment.path) == f"{name}.yaml"
+
+
+def _external_proxy_experiment(address: str, kind: str, *extra: dict):
+    import msgspec
+
+    from experiments.model import Experiment
+
+    return msgspec.convert(
+        {
+            "name": "real-etcd-external-proxy",
+            "title": "real etcd through a Toxiproxy server given by address",
+            "description": "tests/real",
+            "source": "tests",
+            "system": "real-etcd",
+            "cluster": {"members": 3, "heartbeat_ms": 50, "election_ms": 500, "toxiproxy": address, "compare_with_simulation": False},
+            "workload": {"clients": 3, "keys": 2, "rate_per_s": 30},
+            "phases": {"setup_s": 15, "warmup_s": 1, "faults_s": 5, "recovery_s": 10, "settle_s": 1},
+            "schedule": [{"at_s": 1, "kind": kind, "target": "leader:etcd", "duration_s": 3}, *extra],
+            "checkers": ["linearizability", "steady-state"],
+        },
+        type=Experiment,
+    )
+
+
+@pytest.mark.slow
+def test_a_toxiproxy_server_given_by_address_is_used(etcd_binary, tmp_path):
+    """The peer links go through the server at the given address (any Toxiproxy 2.x API),
+    and it is left running: it is not ours to stop."""
+    import random
+
+    import toxiproxy.api
+
+    from faults.toxiproxy import ToxiproxyServer
+
+    delay = {"at_s": 2, "kind": "link-delay", "target": "role:etcd", "duration_s": 1, "params": {"delay_ms": 20}}
+    with ToxiproxyServer(rng=random.Random(1)) as server:
+        host, port = server.api_address
+        result = run_and_check_hygiene(_external_proxy_experiment(f"{host}:{port}", "kill", delay), 1, tmp_path / "run")
+        assert result.as_expected, {name: verdict.reason for name, verdict in result.verdicts.items()}
+        toxics = [event for event in _events(result) if event["type"] == "toxic"]
+        assert toxics, "the link delay went through no Toxiproxy API"
+        toxiproxy.api.APIConsumer.host, toxiproxy.api.APIConsumer.port = host, port
+        assert toxiproxy.Toxiproxy().proxies() == {}  # the run removed the proxies it created
+
+
+def test_partitions_through_an_external_toxiproxy_are_refused(tmp_path):
+    from experiments.model import ExperimentError
+
+    with pytest.raises(ExperimentError, match=r"cluster.toxiproxy.*chaoskube_block_from"):
+        run_real_experiment(_external_proxy_experiment("127.0.0.1:1", "isolate"), 1, tmp_path / "run")
