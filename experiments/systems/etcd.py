@@ -16,6 +16,8 @@ member).
 
 from __future__ import annotations
 
+import random
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -118,34 +120,9 @@ class EtcdSystem(System):
 
     # -- workload -------------------------------------------------------------------------
     async def _client(self, process: Process) -> None:
-        workload = self.workload
-        client = EtcdClient(process, self.config.names, timeout_s=workload.timeout_s)
-        rng = process.random("workload")
+        client = EtcdClient(process, self.config.names, timeout_s=self.workload.timeout_s)
         index = int(process.name.rsplit("-", 1)[1])
-        rate = workload.rate_per_s / workload.clients
-        counter = 0
-        last_seen: dict[str, int | None] = {}
-        weights = (workload.read, workload.write, workload.cas)
-        while True:
-            await process.sleep(rng.expovariate(rate))
-            if not self.running:
-                continue
-            key = rng.choice(self.keys)
-            kind = rng.choices(("read", "write", "cas"), weights)[0]
-            counter += 1
-            value = index * 1_000_000 + counter  # unique: helps the checker prune
-            if kind == "read":
-                last_seen[key] = await client.read(key)
-            elif kind == "write":
-                if await client.write(key, value) == "ok":
-                    last_seen[key] = value
-            else:
-                expected = last_seen.get(key)
-                if expected is None:
-                    last_seen[key] = await client.read(key)
-                    continue
-                if await client.cas(key, expected, value) == "ok":
-                    last_seen[key] = value
+        await run_register_workload(client, self.workload, self.keys, index, process.random("workload"), process.sleep, lambda: self.running)
 
     async def _watcher(self, process: Process) -> None:
         watcher = Watcher(process, self.config.names, KEY_PREFIX, prefix_range_end(KEY_PREFIX), start_revision=1, name=process.name)
@@ -230,6 +207,48 @@ class EtcdSystem(System):
             "highest_term": max((event["term"] for event in elections), default=0),
             "longest_leaderless_s": round(leaderless, 6),
         }
+
+
+async def run_register_workload(
+    client: Any,
+    workload: EtcdWorkload,
+    keys: list[str],
+    index: int,
+    rng: random.Random,
+    sleep: Callable[[float], Awaitable[None]],
+    running: Callable[[], bool],
+) -> None:
+    """One client's loop, for the simulated and the real cluster alike: Poisson arrivals
+    at its share of ``rate_per_s``, one operation in flight (as Jepsen's workers), reads,
+    writes and compare-and-sets on ``keys`` in the workload's proportions. Written values
+    are unique (``index`` x 10^6 + a counter), which helps the checker prune; a cas
+    expects the value this client last saw for the key (it reads first if it saw none).
+    ``client`` has ``read(key)``, ``write(key, value)`` and ``cas(key, expected, new)``,
+    each recording its operation and returning its status."""
+    rate = workload.rate_per_s / workload.clients
+    counter = 0
+    last_seen: dict[str, int | None] = {}
+    weights = (workload.read, workload.write, workload.cas)
+    while True:
+        await sleep(rng.expovariate(rate))
+        if not running():
+            continue
+        key = rng.choice(keys)
+        kind = rng.choices(("read", "write", "cas"), weights)[0]
+        counter += 1
+        value = index * 1_000_000 + counter
+        if kind == "read":
+            last_seen[key] = await client.read(key)
+        elif kind == "write":
+            if await client.write(key, value) == "ok":
+                last_seen[key] = value
+        else:
+            expected = last_seen.get(key)
+            if expected is None:
+                last_seen[key] = await client.read(key)
+                continue
+            if await client.cas(key, expected, value) == "ok":
+                last_seen[key] = value
 
 
 def _longest_leaderless_s(events: list[dict[str, Any]]) -> float:

@@ -43,7 +43,7 @@ from chaoskube.checkers.history import from_client_records
 from chaoskube.checkers.linearizability import RegisterModel, check_linearizability
 from chaoskube.checkers.verdict import Verdict
 from experiments.systems.base import System
-from experiments.systems.etcd import EtcdWorkload
+from experiments.systems.etcd import EtcdWorkload, run_register_workload
 
 KEY_PREFIX = "key/"
 POLL_EVERY_S = 0.1
@@ -223,30 +223,7 @@ def _revision(body: dict[str, Any] | None) -> int | None:
 
 async def run_client(client: GatewayClient, workload: EtcdWorkload, keys: list[str], index: int, rng: random.Random, running: Callable[[], bool]) -> None:
     """One client's loop: the simulated system's workload, on the real clock."""
-    rate = workload.rate_per_s / workload.clients
-    counter = 0
-    last_seen: dict[str, int | None] = {}
-    weights = (workload.read, workload.write, workload.cas)
-    while True:
-        await trio.sleep(rng.expovariate(rate))
-        if not running():
-            continue
-        key = rng.choice(keys)
-        kind = rng.choices(("read", "write", "cas"), weights)[0]
-        counter += 1
-        value = index * 1_000_000 + counter  # unique: helps the checker prune
-        if kind == "read":
-            last_seen[key] = await client.read(key)
-        elif kind == "write":
-            if await client.write(key, value) == "ok":
-                last_seen[key] = value
-        else:
-            expected = last_seen.get(key)
-            if expected is None:
-                last_seen[key] = await client.read(key)
-                continue
-            if await client.cas(key, expected, value) == "ok":
-                last_seen[key] = value
+    await run_register_workload(client, workload, keys, index, rng, trio.sleep, running)
 
 
 async def run_watcher(http: Any, endpoints: dict[str, str], recorder: Recorder, name: str, *, start_revision: int = 1) -> None:
