@@ -321,7 +321,7 @@ class EtcdMember:
     def _send(self, messages: tuple[Message, ...]) -> None:
         process = self.process
         for message in messages:
-            process.send(member_name(message.to), message, port=RAFT_PORT)
+            process.send(member_name(message.to), message, port=RAFT_PORT, duplicable=False)  # rafthttp: TCP
 
     # -- 3. apply ---------------------------------------------------------------------
     def _apply(self, ready: Ready) -> None:
@@ -562,7 +562,7 @@ class EtcdMember:
         if stream is None:
             return
         stream.sequence += 1
-        self.process.send(stream.client, WatchEvents(watch_id, stream.sequence, events), port=WATCH_PORT)
+        self.process.send(stream.client, WatchEvents(watch_id, stream.sequence, events), port=WATCH_PORT, duplicable=False)
 
     def _end_stream(self, watch_id: str) -> None:
         self._streams.pop(watch_id, None)

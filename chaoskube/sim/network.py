@@ -5,7 +5,9 @@ delivery time drawn from its link's profile with the network's own seeded genera
 is pushed onto the world's heap keyed by (time, sequence number).
 
 Per link (``src -> dst``; ``"*"`` matches any endpoint): a delay distribution, loss,
-duplication and reordering. Links are FIFO like a TCP connection unless a message is
+duplication and reordering. Duplication applies only to datagram-like messages: requests,
+replies and messages sent with ``duplicable=False`` ride on connections (TCP never
+delivers twice). Links are FIFO like a TCP connection unless a message is
 picked for reordering, which lets it overtake or fall behind. Partitions are a *grudge*
 (Jepsen's term): for each destination, the sources whose messages it drops. The grudge is
 checked when a message is sent and again when it is due, so a message in flight when its
@@ -147,8 +149,10 @@ class Network:
         return sources is not None and src in sources
 
     # -- sending ------------------------------------------------------------------------
-    def send(self, src: str, dst: str, port: str, body: Any, *, call_id: int = 0, ok: bool = True) -> int:
-        """Put a message on the wire; returns its id. Never blocks."""
+    def send(self, src: str, dst: str, port: str, body: Any, *, call_id: int = 0, ok: bool = True, duplicable: bool = True) -> int:
+        """Put a message on the wire; returns its id. Never blocks. Requests, replies and
+        messages sent with ``duplicable=False`` ride on connections, which never deliver
+        twice: link duplication does not apply to them."""
         world = self.world
         self._next_id += 1
         message_id = self._next_id
@@ -164,7 +168,7 @@ class Network:
         if profile.loss and rng.random() < profile.loss:
             self._drop(message, "loss")
             return message_id
-        copies = 2 if profile.duplicate and rng.random() < profile.duplicate else 1
+        copies = 2 if profile.duplicate and duplicable and not call_id and rng.random() < profile.duplicate else 1
         for _ in range(copies):
             delay = profile.delay_s
             if profile.jitter_s:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import outcome
 import trio
-from trio.lowlevel import Abort, current_task, reschedule, wait_task_rescheduled
+from trio.lowlevel import Abort, checkpoint_if_cancelled, current_task, reschedule, wait_task_rescheduled
 
 from chaoskube.sim.disk import Disk
 from chaoskube.sim.network import REPLY_PORT, Message
@@ -85,7 +85,9 @@ class Inbox:
             self._waiters.remove(task)
             return Abort.SUCCEEDED
 
-        return await wait_task_rescheduled(abort)
+        message = await wait_task_rescheduled(abort)
+        await checkpoint_if_cancelled()  # killed in the same instant: run no further step
+        return message
 
     def receive_nowait(self) -> Message | None:
         return self._queue.popleft() if self._queue else None
@@ -284,6 +286,7 @@ class Process:
             return Abort.SUCCEEDED
 
         await wait_task_rescheduled(abort)
+        await checkpoint_if_cancelled()  # killed in the same instant: run no further step
 
     def _fire(self, timer: _Timer) -> None:
         if not timer.alive:
@@ -341,10 +344,19 @@ class Process:
     async def receive(self, port: str = "") -> Message:
         return await self.inbox(port).receive()
 
-    def send(self, dst: str, body: Any, port: str = "") -> None:
-        """Send one message; fire and forget. A process that is not running sends nothing."""
+    def send(self, dst: str, body: Any, port: str = "", *, duplicable: bool = True) -> None:
+        """Send one message; fire and forget. ``duplicable=False`` for messages that ride
+        on a connection (a TCP stream never duplicates). A stopped process sends nothing;
+        a paused one (whose last step ended at the instant of the pause) sends on resume."""
         if self.state is State.RUNNING:
-            self.world.network.send(self.name, dst, port, body)
+            self.world.network.send(self.name, dst, port, body, duplicable=duplicable)
+        elif self.state is State.PAUSED:
+            self._held.append((self._send_held, (dst, port, body, duplicable, 0, True)))
+
+    def _send_held(self, argument: tuple[str, str, Any, bool, int, bool]) -> None:
+        dst, port, body, duplicable, call_id, ok = argument
+        if self.state is State.RUNNING:
+            self.world.network.send(self.name, dst, port, body, call_id=call_id, ok=ok, duplicable=duplicable)
 
     def receive_message(self, message: Message) -> None:
         """Called by the network on delivery."""
@@ -383,7 +395,9 @@ class Process:
             self._calls.pop(call_id, None)
             return Abort.SUCCEEDED
 
-        return await wait_task_rescheduled(abort)
+        result = await wait_task_rescheduled(abort)
+        await checkpoint_if_cancelled()  # killed in the same instant: run no further step
+        return result
 
     def _call_deadline(self, argument: tuple[int, _PendingCall]) -> None:
         call_id, pending = argument
@@ -402,3 +416,5 @@ class Process:
         assert request.call_id, "this message is not a request"
         if self.state is State.RUNNING:
             self.world.network.send(self.name, request.src, REPLY_PORT, body, call_id=request.call_id, ok=ok)
+        elif self.state is State.PAUSED:
+            self._held.append((self._send_held, (request.src, REPLY_PORT, body, False, request.call_id, ok)))

@@ -225,3 +225,30 @@ def test_lost_reply_is_unknown_although_the_request_happened():
     make_world().run(main)
     assert handled == ["write"]
     assert isinstance(result[0], Unknown)
+
+
+def test_calls_and_connection_messages_are_never_duplicated():
+    world = make_world(seed=2, duplicate=1.0)
+    answered = []
+
+    async def server(process):
+        while True:
+            request = await process.receive()
+            answered.append(request.body)
+            if request.call_id:
+                process.reply(request, "ok")
+
+    async def client(process):
+        for index in range(20):
+            await process.call("server", index, timeout_s=1)
+        for index in range(20):
+            process.send("server", ("stream", index), duplicable=False)
+
+    async def main(world):
+        world.spawn("server", server)
+        world.spawn("client", client)
+        await world.sleep(5)
+
+    world.run(main)
+    assert answered[:20] == list(range(20))
+    assert len(answered) == 40  # neither the requests nor the stream messages doubled

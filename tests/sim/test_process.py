@@ -289,3 +289,47 @@ def test_on_message_handles_deliveries_without_a_task():
 
     World(1).run(main)
     assert [outcome.value for outcome in seen] == [42]
+
+
+def test_a_killed_process_runs_no_further_step_even_if_woken_in_the_same_instant():
+    after_kill = []
+
+    async def writer(process):
+        process.disk.write("a", 1)
+        await process.disk.fsync(process)  # due at 0.001, the instant of the kill
+        process.disk.write("b", 2)
+        after_kill.append(process.incarnation)
+
+    async def main(world):
+        process = world.spawn("p", writer)
+        process.disk.lose_unsynced_on_crash = True
+        world.call_at(0.001, lambda _: process.kill())
+        await world.sleep(1)
+        return process.disk.read("b")
+
+    assert World(1).run(main) is None
+    assert after_kill == []
+
+
+def test_sends_of_the_step_ending_at_a_pause_are_held_until_resume():
+    got = []
+
+    async def receiver(process):
+        while True:
+            got.append(((await process.receive()).body, process.world.now))
+
+    async def sender(process):
+        await process.sleep(1)
+        process.send("r", "x")  # at t=1, the instant of the pause
+
+    async def main(world):
+        world.spawn("r", receiver)
+        process = world.spawn("s", sender)
+        world.call_at(1.0, lambda _: process.pause())
+        await world.sleep(3)
+        process.resume()
+        await world.sleep(1)
+
+    World(1).run(main)
+    assert [body for body, _ in got] == ["x"]
+    assert got[0][1] > 3.0
