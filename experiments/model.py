@@ -9,6 +9,7 @@ fails in one line with exit code 2 instead of half-way through a run.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Literal
 
@@ -87,8 +88,8 @@ def load_experiment(path: str | Path) -> Experiment:
     if system is None:
         raise ExperimentError(f"{path}: field `system`: unknown system {experiment.system!r}; known: {', '.join(sorted(SYSTEMS))}")
     for field, value in (("phases.setup_s", experiment.phases.setup_s), ("phases.warmup_s", experiment.phases.warmup_s), ("phases.faults_s", experiment.phases.faults_s), ("phases.recovery_s", experiment.phases.recovery_s), ("phases.settle_s", experiment.phases.settle_s)):
-        if not value >= 0:
-            raise ExperimentError(f"{path}: field `{field}` must be >= 0, not {value}")
+        if not (math.isfinite(value) and value >= 0):
+            raise ExperimentError(f"{path}: field `{field}` must be a finite number >= 0, not {value}")
     for index, entry in enumerate(experiment.schedule):
         where = f"schedule[{index}]"
         try:
@@ -101,6 +102,8 @@ def load_experiment(path: str | Path) -> Experiment:
                 f"{path}: field `{where}.at_s` = {entry.at_s} falls after the fault phase "
                 f"(phases.faults_s = {experiment.phases.faults_s}); move it earlier or lengthen the phase"
             )
+    if not experiment.checkers:
+        raise ExperimentError(f"{path}: field `checkers`: name at least one checker; known: {', '.join(sorted(system.checkers()))}")
     known = system.checkers()
     for index, name in enumerate(experiment.checkers):
         if name not in known:
@@ -113,10 +116,18 @@ def load_experiment(path: str | Path) -> Experiment:
             raise ExperimentError(f"{path}: field `expected.may_fail[{index}]`: {name!r} is not one of this experiment's checkers")
     if experiment.expected.outcome == "fail" and not experiment.expected.failing:
         raise ExperimentError(f"{path}: field `expected.failing`: an expected failure must name the checkers that fail")
+    if experiment.expected.outcome == "pass" and experiment.expected.failing:
+        raise ExperimentError(f"{path}: field `expected.outcome`: it says pass but `expected.failing` names checkers; say fail")
     try:
-        system.validate(experiment.cluster, experiment.workload)
+        cluster, workload = system.options(experiment.cluster, experiment.workload)
     except ExperimentError as error:
         raise ExperimentError(f"{path}: {error}") from None
+    names = system.process_names(cluster, workload)
+    if names is not None:
+        for index, entry in enumerate(experiment.schedule):
+            selector, _, argument = entry.target.partition(":")
+            if selector == "name" and argument not in names:
+                raise ExperimentError(f"{path}: field `schedule[{index}].target`: no process named {argument!r} in this system (processes: {', '.join(names)})")
     return experiment
 
 

@@ -44,6 +44,7 @@ class RunResult:
     metrics: dict[str, Any] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)
     faults: list[dict[str, Any]] = field(default_factory=list)
+    skipped_faults: list[str] = field(default_factory=list)  # scheduled but not applied, and why
     interrupted: bool = False
 
     mode = "simulated"  # RealRunResult: "real"
@@ -87,6 +88,7 @@ class RunResult:
             "replay": self.replay,
             "phases": self.phases,
             "faults": self.faults,
+            "skipped_faults": self.skipped_faults,
             "metrics": self.metrics,
             "interrupted": self.interrupted,
         }
@@ -185,6 +187,7 @@ def run_experiment(
         metrics=(system.metrics() if system is not None else {}) | ({"recovery_s": round(state["recovery_s"], 6)} if "recovery_s" in state else {}),
         phases=state["phases"],
         faults=[{"id": f.id, "applied_at": f.applied_at, "healed_at": f.healed_at, **f.plan.to_json()} for f in injector.faults] if injector else [],
+        skipped_faults=list(injector.skipped) if injector else [],
         interrupted=interrupted,
     )
     write_result(result)
@@ -260,6 +263,8 @@ def render_markdown(result: RunResult) -> str:
     for fault in result.faults:
         healed = f"{fault['healed_at']:.3f}" if fault["healed_at"] is not None else "never"
         lines.append(f"- #{fault['id']} `{fault['kind']}` on {', '.join(fault['targets'])} ({fault['target']}): applied at {fault['applied_at']:.3f} s, healed at {healed} s")
+    for skipped in result.skipped_faults:
+        lines.append(f"- skipped (not applied): {skipped}")
     lines += ["", "## Phases", ""]
     lines += [f"- {name}: {when:.3f} s" for name, when in result.phases.items()]
     if result.metrics:

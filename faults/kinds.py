@@ -29,6 +29,7 @@ Kinds (``params`` in brackets, with defaults):
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -60,6 +61,18 @@ KINDS: dict[str, Params] = {
     "skip-fsync": {},
 }
 PARTITIONS = frozenset({"isolate", "split", "bridge"})
+# parameter -> allowed (inclusive) range; numbers not listed must be >= 0
+RANGES: dict[str, tuple[float, float]] = {
+    "loss": (0.0, 1.0),
+    "duplicate": (0.0, 1.0),
+    "reorder": (0.0, 1.0),
+    "drift": (-0.5, 10.0),  # a clock cannot run backwards; beyond 10x is not a clock
+    "seconds": (-1e9, 1e9),
+}
+CHOICES: dict[str, tuple[str, ...]] = {
+    "scope": ("peers", "all"),
+    "leader_in": ("minority", "majority", "any"),
+}
 
 
 class FaultError(ValueError):
@@ -117,8 +130,14 @@ def validate(kind: str, params: Params) -> Params:
         raise FaultError(f"fault {kind!r} has no parameter {unknown[0]!r} (allowed: {allowed})")
     merged = {**defaults, **params}
     for name, value in merged.items():
-        if isinstance(defaults[name], float) and not isinstance(value, (int, float)):
-            raise FaultError(f"fault {kind!r}: parameter {name!r} must be a number, not {value!r}")
+        if isinstance(defaults[name], float):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise FaultError(f"fault {kind!r}: parameter {name!r} must be a finite number, not {value!r}")
+            low, high = RANGES.get(name, (0.0, math.inf))
+            if not low <= value <= high:
+                raise FaultError(f"fault {kind!r}: parameter {name!r} = {value} is out of range [{low:g}, {high:g}]")
+        elif name in CHOICES and value not in CHOICES[name]:
+            raise FaultError(f"fault {kind!r}: parameter {name!r} must be one of {', '.join(CHOICES[name])}, not {value!r}")
     return merged
 
 
@@ -145,8 +164,6 @@ def plan(kind: str, target: str, params: Params, context: Context, rng: random.R
             raise FaultError(f"split needs a group of at least 3 processes; {role!r} has {len(group)}")
         leader = context.leader_of(role) if role else None
         where = params["leader_in"]
-        if where not in ("minority", "majority", "any"):
-            raise FaultError(f"split: leader_in must be minority, majority or any, not {where!r}")
         minority, majority = grudges.minority_majority(
             group,
             rng,

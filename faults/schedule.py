@@ -9,6 +9,7 @@ Every apply and heal is journaled as ``{"type": "fault", "event": "apply"|"heal"
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,10 +32,10 @@ class ScheduledFault:
 
     def __post_init__(self) -> None:
         kinds.validate(self.kind, self.params)
-        if self.at_s < 0:
-            raise kinds.FaultError(f"fault {self.kind!r}: at_s must be >= 0, not {self.at_s}")
-        if self.duration_s is not None and self.duration_s <= 0:
-            raise kinds.FaultError(f"fault {self.kind!r}: duration_s must be > 0, not {self.duration_s}")
+        if not (math.isfinite(self.at_s) and self.at_s >= 0):
+            raise kinds.FaultError(f"fault {self.kind!r}: at_s must be a finite number >= 0, not {self.at_s}")
+        if self.duration_s is not None and not (math.isfinite(self.duration_s) and self.duration_s > 0):
+            raise kinds.FaultError(f"fault {self.kind!r}: duration_s must be a finite number > 0, not {self.duration_s}")
 
 
 @dataclass
@@ -52,6 +53,7 @@ class FaultInjector:
         self.context = context
         self.rng = rng or world.random("faults")
         self.faults: list[ActiveFault] = []
+        self.skipped: list[str] = []  # scheduled faults that could not be applied, and why
         self.log = world.logger.bind(process="faults")
 
     def schedule(self, entries: Sequence[ScheduledFault], origin_s: float) -> None:
@@ -66,10 +68,16 @@ class FaultInjector:
 
     def inject(self, kind: str, target: str, params: dict[str, Any] | None = None) -> ActiveFault | None:
         """Plan and apply one fault now. Returns None when its target matched nothing."""
-        plan = kinds.plan(kind, target, dict(params or {}), self.context(), self.rng)
         fault_id = len(self.faults) + 1
+        try:
+            plan = kinds.plan(kind, target, dict(params or {}), self.context(), self.rng)
+        except kinds.FaultError as error:
+            self.world.record("fault", event="skip", id=fault_id, kind=kind, target=target, note=str(error))
+            self.skipped.append(f"{kind} {target}: {error}")
+            return None
         if not plan.targets:
             self.world.record("fault", event="skip", id=fault_id, **plan.to_json())
+            self.skipped.append(f"{kind} {target}: {plan.note}")
             return None
         self.world.record("fault", event="apply", id=fault_id, **plan.to_json())
         self.log.info("fault #{} {} on {} ({})", fault_id, plan.kind, ", ".join(plan.targets), plan.target)

@@ -2,8 +2,9 @@
 
 Inputs (journaled by chaoskube.etcd.server and .client):
 
-- ``raft-role``: a member's role/term/leader changed; a new leader also reports its
-  ``last_index`` (which includes the empty entry it appends on election).
+- ``raft-role``: a member's role/term/leader changed; a new leader also reports
+  ``last_index``, the index of the empty entry it appends on election (None when that
+  entry was not in the same Ready: the election is then not judged).
 - ``raft-apply``: a member applied the entry at ``index`` (``term``, proposal ``id``).
 - ``client-op`` with ``phase: ok`` and a ``request`` id: an acknowledged write.
 - ``etcd-final``: each member's applied index at the end of the run.

@@ -356,8 +356,10 @@ class EtcdMember:
         self._role, self._term, self._lead = role, term, lead
         fields: dict[str, Any] = {"member": self.name, "role": role.name.lower(), "term": term, "lead": member_name(lead) if lead else None}
         if role is Role.LEADER:
-            status = raft.status()
-            fields["last_index"] = status.get("last_index")
+            # What the new leader held when elected: everything before the empty entry it
+            # appends for its term (entries proposed since then do not count).
+            empty = next((entry for entry in ready.entries if entry.term == term and entry.data is None), None)
+            fields["last_index"] = empty.index if empty is not None else None
             fields["last_term"] = raft.log.last_term()
         self.world.record("raft-role", **fields)
         self.process.log.info("{} in term {} (leader: {})", role.name.lower(), term, fields["lead"] or "none")

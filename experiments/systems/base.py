@@ -37,6 +37,12 @@ class System:
         cls.options(cluster, workload)
 
     @classmethod
+    def process_names(cls, cluster: Any, workload: Any) -> list[str] | None:
+        """The names of the processes the system will run (for ``name:`` targets), or
+        None when they are not known before the run."""
+        return None
+
+    @classmethod
     def checkers(cls) -> dict[str, str]:
         return cls.CHECKERS
 

@@ -16,6 +16,7 @@ member).
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -51,6 +52,12 @@ class EtcdCluster(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froz
     def __post_init__(self) -> None:
         if self.members not in (1, 3, 5, 7):
             raise ValueError("`members` must be 1, 3, 5 or 7")
+        if not 1 <= self.heartbeat_ms <= 60_000:
+            raise ValueError("`heartbeat_ms` must be between 1 and 60000")
+        if self.snapshot_count < 1:
+            raise ValueError("`snapshot_count` must be >= 1")
+        if not (math.isfinite(self.fsync_ms) and 0 <= self.fsync_ms <= 60_000):
+            raise ValueError("`fsync_ms` must be a finite number between 0 and 60000")
         if self.election_ms < 5 * self.heartbeat_ms:
             raise ValueError("`election_ms` must be at least 5 x `heartbeat_ms` (etcd's rule)")
         if self.raft != "correct" and self.raft not in BROKEN_VARIANTS:
@@ -79,10 +86,15 @@ class EtcdWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, fro
     watchers: int = 1
 
     def __post_init__(self) -> None:
-        if self.clients < 1 or self.keys < 1 or self.rate_per_s <= 0:
-            raise ValueError("`clients` and `keys` must be >= 1 and `rate_per_s` > 0")
-        if min(self.read, self.write, self.cas) < 0 or self.read + self.write + self.cas <= 0:
-            raise ValueError("`read`, `write` and `cas` are non-negative weights, not all zero")
+        if not (1 <= self.clients <= 1000 and 1 <= self.keys <= 10_000 and 0 <= self.watchers <= 100):
+            raise ValueError("`clients` must be 1..1000, `keys` 1..10000 and `watchers` 0..100")
+        if not (math.isfinite(self.rate_per_s) and 0 < self.rate_per_s <= 100_000):
+            raise ValueError("`rate_per_s` must be a finite number in (0, 100000]")
+        if not (math.isfinite(self.timeout_s) and 0 < self.timeout_s <= 3600):
+            raise ValueError("`timeout_s` must be a finite number in (0, 3600]")
+        weights = (self.read, self.write, self.cas)
+        if not all(math.isfinite(weight) and weight >= 0 for weight in weights) or sum(weights) <= 0:
+            raise ValueError("`read`, `write` and `cas` are finite non-negative weights, not all zero")
 
 
 class EtcdSystem(System):
@@ -95,6 +107,15 @@ class EtcdSystem(System):
         "watch": "every watcher's events are ordered, gap-free and match the store's history",
         "steady-state": "before the faults and after heal: a leader, and a write and a read through every member",
     }
+
+    @classmethod
+    def process_names(cls, cluster: EtcdCluster, workload: EtcdWorkload) -> list[str]:
+        return (
+            [f"etcd-{index}" for index in range(1, cluster.members + 1)]
+            + [f"client-{index}" for index in range(1, workload.clients + 1)]
+            + [f"watcher-{index}" for index in range(1, workload.watchers + 1)]
+            + ["probe"]
+        )
 
     def __init__(self, world: Any, cluster: EtcdCluster, workload: EtcdWorkload) -> None:
         super().__init__(world, cluster, workload)

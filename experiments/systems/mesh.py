@@ -32,7 +32,7 @@ class MeshWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, fro
     timeout_s: float = 0.5
 
     def __post_init__(self) -> None:
-        if not (self.interval_s > 0 and self.timeout_s > 0):
+        if not (0 < self.interval_s < float("inf") and 0 < self.timeout_s < float("inf")):
             raise ValueError("`interval_s` and `timeout_s` must be > 0")
 
 
@@ -45,6 +45,10 @@ class MeshSystem(System):
         "probes-respect-partitions": "no probe succeeded across a partition that lasted the whole call",
         "steady-state": "after heal, every node reaches every other node",
     }
+
+    @classmethod
+    def process_names(cls, cluster: MeshCluster, workload: MeshWorkload) -> list[str]:
+        return [f"node-{index}" for index in range(1, cluster.nodes + 1)]
 
     def __init__(self, world: Any, cluster: MeshCluster, workload: MeshWorkload) -> None:
         super().__init__(world, cluster, workload)

@@ -105,3 +105,17 @@ def test_out_of_order_and_duplicates_are_caught():
 def test_event_the_store_never_produced_is_caught():
     events = STORE + [START, watch(2, "key/1", "PUT", "99")]
     assert "never produced" in check_watches(events, {"w": "key/"}).reason
+
+
+def test_a_watcher_that_received_nothing_is_caught():
+    verdict = check_watches(STORE + [START], {"w": "key/"})
+    assert verdict.valid is False and "missed PUT key/1 at revision 2" in verdict.reason
+
+
+def test_a_watcher_that_stopped_early_is_caught():
+    events = STORE + [START, watch(2, "key/1", "PUT", "10")]
+    assert "missed PUT key/2 at revision 3" in check_watches(events, {"w": "key/"}).reason
+
+
+def test_a_declared_watcher_that_never_started_is_caught():
+    assert "never started" in check_watches(STORE, {"w": "key/"}).reason

@@ -115,6 +115,13 @@ GOOD = (ROOT / "experiments" / "catalog" / "mesh-partition.yaml").read_text()
         (lambda text: text.replace("source:", "# source:"), "field `source`: missing"),
         (lambda text: text + "  - [unclosed\n", "not valid YAML"),
         (lambda text: text.replace("at_s: 16", "at_s: 60"), "falls after the fault phase"),
+        (lambda text: text.replace("at_s: 16", "at_s: .nan"), "at_s must be a finite number"),
+        (lambda text: text.replace("duration_s: 3}", "duration_s: .inf}"), "duration_s must be a finite number"),
+        (lambda text: text.replace("faults_s: 20", "faults_s: .inf"), "phases.faults_s` must be a finite number"),
+        (lambda text: text.replace("{leader_in: any}", "{leader_in: sideways}"), "leader_in' must be one of"),
+        (lambda text: text.replace("target: \"random:node\", duration_s: 3", "target: \"name:node-9\", duration_s: 3"), "no process named 'node-9'"),
+        (lambda text: text.replace("checkers: [network-integrity, probes-respect-partitions, steady-state]", "checkers: []"), "name at least one checker"),
+        (lambda text: text.replace("outcome: pass", "outcome: pass\n  failing: [steady-state]"), "it says pass but"),
     ],
 )
 def test_malformed_experiment_file_names_file_and_field(tmp_path, edit, message):
@@ -128,3 +135,24 @@ def test_malformed_experiment_file_names_file_and_field(tmp_path, edit, message)
 def test_missing_experiment_file(tmp_path):
     line = one_line_error(chaoskube("run", str(tmp_path / "nope.yaml")))
     assert "cannot read" in line
+
+
+ETCD = (ROOT / "experiments" / "catalog" / "etcd-leader-kill.yaml").read_text()
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda text: text.replace("cluster: {members: 3}", "cluster: {members: 3, heartbeat_ms: 0}"), "heartbeat_ms"),
+        (lambda text: text.replace("cluster: {members: 3}", "cluster: {members: 3, snapshot_count: 0}"), "snapshot_count"),
+        (lambda text: text.replace("rate_per_s: 50", "rate_per_s: .inf"), "rate_per_s"),
+        (lambda text: text.replace("rate_per_s: 50", "rate_per_s: 50, timeout_s: 0"), "timeout_s"),
+        (lambda text: text.replace("rate_per_s: 50", "rate_per_s: 50, read: .nan"), "weights"),
+        (lambda text: text.replace("cluster: {members: 3}", "cluster: {members: 4}"), "members"),
+    ],
+)
+def test_malformed_etcd_options_name_the_field(tmp_path, edit, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(edit(ETCD))
+    line = one_line_error(chaoskube("run", str(path)))
+    assert str(path) in line and message in line

@@ -136,8 +136,11 @@ def test_plan_split_puts_the_leader_in_the_minority_or_majority():
     [
         ("explode", {}, "unknown fault kind"),
         ("kill", {"force": 1}, "has no parameter 'force'"),
-        ("slow-disk", {"fsync_ms": "slow"}, "must be a number"),
-        ("split", {"leader_in": "sideways"}, "leader_in must be"),
+        ("slow-disk", {"fsync_ms": "slow"}, "must be a finite number"),
+        ("link-loss", {"loss": 5}, "out of range"),
+        ("clock-drift", {"drift": -2}, "out of range"),
+        ("isolate", {"scope": "weird"}, "must be one of peers, all"),
+        ("split", {"leader_in": "sideways"}, "must be one of minority"),
     ],
 )
 def test_bad_fault_specs_are_refused_with_a_clear_message(kind, params, message):
