@@ -1,0 +1,26 @@
+"""Checkers: pure functions of a history or journal, each answering a Verdict (true /
+false / unknown, a one-line reason, the shortest evidence)."""
+
+from chaoskube.checkers.history import UNKNOWN, HistoryFormatError, Op, from_client_records, load_history
+from chaoskube.checkers.leader_election import check_leader_election
+from chaoskube.checkers.linearizability import KVModel, RegisterModel, check_linearizability
+from chaoskube.checkers.raft_safety import check_raft_safety
+from chaoskube.checkers.verdict import Verdict, run_checker, worst
+from chaoskube.checkers.watch import check_watches
+
+__all__ = [
+    "HistoryFormatError",
+    "KVModel",
+    "Op",
+    "RegisterModel",
+    "UNKNOWN",
+    "Verdict",
+    "check_leader_election",
+    "check_linearizability",
+    "check_raft_safety",
+    "check_watches",
+    "from_client_records",
+    "load_history",
+    "run_checker",
+    "worst",
+]

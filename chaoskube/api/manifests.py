@@ -1,0 +1,563 @@
+"""Kubernetes YAML manifests in, typed objects out; and back, as YAML or as stored JSON.
+
+Contract:
+
+- :func:`load_manifests` reads a file, or every ``*.yaml``/``*.yml``/``*.json`` file of a
+  directory in name order (``recursive=True`` descends, as ``kubectl -R`` does). Each file
+  is a YAML stream of documents; CRLF line endings, a byte-order mark, comment-only and
+  empty documents are fine. A document whose kind ends in ``List`` with ``items`` (``kind:
+  List``) is expanded into its items, as kubectl does.
+- Documents are numbered from 1 in stream order, counting empty documents too, so the
+  number is the one a reader finds by counting ``---`` separators.
+- Every failure is a :class:`ManifestError`, whose ``str()`` is one line naming the file,
+  the document and the field or kind. Nothing else escapes, whatever the input (a
+  Hypothesis test holds us to it).
+- Duplicate mapping keys are an error by default, as with kubectl's default
+  ``--validate=strict`` (its strict YAML decoding says ``key "selector" already set in
+  map``). ``duplicate_keys="last-wins"`` keeps the last value instead, as ``kubectl
+  --validate=false`` and PyYAML do.
+- YAML ``null`` means "unset", as in Go's JSON decoding: ``annotations:`` with nothing
+  after it is the same as no annotations. Timestamps stay strings (YAML 1.1's implicit
+  timestamp type is not applied, as sigs.k8s.io/yaml converts YAML to JSON first).
+- Unsupported kinds and removed API versions are errors; with ``skip_unsupported=True``
+  they are returned as :class:`ManifestIssue` values instead, and the supported objects are
+  returned beside them. Malformed documents of a supported kind are errors either way:
+  skipping them silently would hide a broken workload.
+
+Non-guarantees: no server-side defaulting or validation beyond what objects.py checks; a
+namespaced object without ``metadata.namespace`` keeps an empty namespace (kubectl would
+fill in the context's namespace; :func:`chaoskube.api.objects.registry_key` uses "default").
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, overload
+
+import msgspec
+import yaml
+
+from chaoskube.api.objects import KINDS, Object, validate_name
+
+__all__ = [
+    "ManifestError",
+    "ManifestIssue",
+    "dump_manifest",
+    "dump_manifests",
+    "from_dict",
+    "from_json",
+    "load_manifests",
+    "parse_manifests",
+    "to_dict",
+    "to_json",
+]
+
+DuplicateKeys = Literal["error", "last-wins"]
+
+#: Bounds on one document, so that a hostile or broken file fails with a message instead of
+#: exhausting memory or the stack: nesting depth, and values after YAML aliases are
+#: expanded ("billion laughs"). Real manifests nest about 12 deep and hold a few thousand values.
+MAX_DEPTH = 100
+MAX_VALUES = 1_000_000
+_INT64 = (-(2**63), 2**63 - 1)
+
+# (apiVersion, kind) -> (the release that stopped serving it, what to use instead).
+# Source: https://kubernetes.io/docs/reference/using-api/deprecation-guide/ ; initializers:
+# the Kubernetes 1.14 release notes (the alpha Initializers feature and its API were removed).
+_REMOVED: dict[tuple[str, str], tuple[str, str]] = {}
+
+
+def _removed(release: str, api_versions: tuple[str, ...], kinds: tuple[str, ...], replacement: str) -> None:
+    for api_version in api_versions:
+        for kind in kinds:
+            _REMOVED[(api_version, kind)] = (release, replacement)
+
+
+_removed("1.14", ("admissionregistration.k8s.io/v1alpha1",), ("InitializerConfiguration",), "no replacement (use admission webhooks)")
+_removed("1.16", ("extensions/v1beta1", "apps/v1beta1", "apps/v1beta2"), ("Deployment", "ReplicaSet"), "use apps/v1")
+_removed("1.16", ("extensions/v1beta1", "apps/v1beta2"), ("DaemonSet",), "use apps/v1")
+_removed("1.16", ("apps/v1beta1", "apps/v1beta2"), ("StatefulSet",), "use apps/v1")
+_removed("1.16", ("extensions/v1beta1",), ("NetworkPolicy",), "use networking.k8s.io/v1")
+_removed("1.16", ("extensions/v1beta1",), ("PodSecurityPolicy",), "use policy/v1beta1 (itself removed in 1.25)")
+_removed("1.22", ("extensions/v1beta1", "networking.k8s.io/v1beta1"), ("Ingress",), "use networking.k8s.io/v1")
+_removed("1.22", ("networking.k8s.io/v1beta1",), ("IngressClass",), "use networking.k8s.io/v1")
+_removed("1.22", ("admissionregistration.k8s.io/v1beta1",), ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"), "use admissionregistration.k8s.io/v1")
+_removed("1.22", ("apiextensions.k8s.io/v1beta1",), ("CustomResourceDefinition",), "use apiextensions.k8s.io/v1")
+_removed("1.22", ("apiregistration.k8s.io/v1beta1",), ("APIService",), "use apiregistration.k8s.io/v1")
+_removed("1.22", ("certificates.k8s.io/v1beta1",), ("CertificateSigningRequest",), "use certificates.k8s.io/v1")
+_removed("1.22", ("coordination.k8s.io/v1beta1",), ("Lease",), "use coordination.k8s.io/v1")
+_removed("1.22", ("rbac.authorization.k8s.io/v1beta1",), ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"), "use rbac.authorization.k8s.io/v1")
+_removed("1.22", ("scheduling.k8s.io/v1beta1",), ("PriorityClass",), "use scheduling.k8s.io/v1")
+_removed("1.22", ("storage.k8s.io/v1beta1",), ("CSIDriver", "CSINode", "StorageClass", "VolumeAttachment"), "use storage.k8s.io/v1")
+_removed("1.25", ("batch/v1beta1",), ("CronJob",), "use batch/v1")
+_removed("1.25", ("discovery.k8s.io/v1beta1",), ("EndpointSlice",), "use discovery.k8s.io/v1")
+_removed("1.25", ("events.k8s.io/v1beta1",), ("Event",), "use events.k8s.io/v1")
+_removed("1.25", ("autoscaling/v2beta1",), ("HorizontalPodAutoscaler",), "use autoscaling/v2")
+_removed("1.25", ("policy/v1beta1",), ("PodDisruptionBudget",), "use policy/v1")
+_removed("1.25", ("policy/v1beta1",), ("PodSecurityPolicy",), "no replacement (use Pod Security Admission)")
+_removed("1.25", ("node.k8s.io/v1beta1",), ("RuntimeClass",), "use node.k8s.io/v1")
+_removed("1.26", ("autoscaling/v2beta2",), ("HorizontalPodAutoscaler",), "use autoscaling/v2")
+
+
+# =========================================================================== errors
+
+
+def _where(source: str, document: int | None, item: int | None) -> str:
+    where = source
+    if document is not None:
+        where += f": document {document}"
+    if item is not None:
+        where += f" item {item}" if document is not None else f": item {item}"
+    return where
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class ManifestError(Exception):
+    """A manifest that cannot be loaded. ``str()`` is one line: file, document, field/kind.
+
+    Attributes: ``source`` (the file name, or ``"<string>"``/``"<dict>"``), ``document``
+    (1-based, or None), ``item`` (index in a ``List``, or None), ``kind`` (when known),
+    ``field`` (dotted path, when the problem is one field) and ``reason``.
+    """
+
+    def __init__(self, source: str, reason: str, *, document: int | None = None, item: int | None = None, kind: str | None = None, name: str | None = None, field: str | None = None) -> None:
+        self.source = source
+        self.document = document
+        self.item = item
+        self.kind = kind
+        self.field = field
+        self.reason = _one_line(reason)
+        where = _where(source, document, item)
+        if kind and name:
+            where += f" ({kind} {name})"
+        elif kind:
+            where += f" ({kind})"
+        message = f"{where}: field `{field}`: {self.reason}" if field else f"{where}: {self.reason}"
+        super().__init__(_one_line(message, limit=600))
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestIssue:
+    """A document skipped under ``skip_unsupported=True``: an unsupported kind or a removed
+    API version. ``str()`` is the message :class:`ManifestError` would have carried."""
+
+    source: str
+    document: int | None
+    item: int | None
+    api_version: str
+    kind: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{_where(self.source, self.document, self.item)}: {self.reason}"
+
+
+class _Issue(Exception):
+    """Internal: an unsupported kind or removed version, raised or collected by the caller."""
+
+    def __init__(self, issue: ManifestIssue) -> None:
+        super().__init__(str(issue))
+        self.issue = issue
+
+
+# =========================================================================== YAML
+
+
+class _Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
+    """PyYAML's safe loader without YAML 1.1's implicit timestamps (kept as strings)."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    if isinstance(error, yaml.MarkedYAMLError):
+        parts = [part for part in (error.context, error.problem) if part]
+        text = ", ".join(parts) or "invalid YAML"
+        mark = error.problem_mark or error.context_mark
+        if mark is not None:
+            text += f" (line {mark.line + 1}, column {mark.column + 1})"
+        return f"not valid YAML: {text}"
+    return f"not valid YAML: {error}"
+
+
+def _check_duplicates(node: yaml.Node, path: str, depth: int, seen: set[int]) -> str | None:
+    """The path of the first duplicate mapping key under ``node``, or None."""
+    if id(node) in seen:  # an alias: checked where its anchor was
+        return None
+    seen.add(id(node))
+    if depth > MAX_DEPTH:
+        return None  # _plain reports the depth with a better message
+    if isinstance(node, yaml.MappingNode):
+        keys: set[tuple[str, str]] = set()
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if key is not None and key != "<<":
+                if (key_node.tag, key) in keys:
+                    return f"{path}.{key}" if path else key
+                keys.add((key_node.tag, key))
+            child = _check_duplicates(value_node, f"{path}.{key}" if path else str(key), depth + 1, seen)
+            if child:
+                return child
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            child = _check_duplicates(item, f"{path}[{index}]", depth + 1, seen)
+            if child:
+                return child
+    return None
+
+
+class _Budget:
+    __slots__ = ("values",)
+
+    def __init__(self) -> None:
+        self.values = 0
+
+
+def _plain(value: Any, path: str, depth: int, budget: _Budget) -> Any:
+    """The JSON value kubectl would send: string keys, no nulls in mappings, finite numbers.
+
+    Raises ValueError naming the field for what JSON cannot hold.
+    """
+    budget.values += 1
+    if budget.values > MAX_VALUES:
+        raise ValueError(f"field `{path or '(top level)'}`: more than {MAX_VALUES} values after expanding YAML aliases")
+    if depth > MAX_DEPTH:
+        raise ValueError(f"field `{path}`: nested more than {MAX_DEPTH} deep (or a recursive YAML alias)")
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if isinstance(key, bool):
+                key = "true" if key else "false"
+            elif key is None:
+                key = "null"
+            elif not isinstance(key, str):
+                key = str(key)
+            if item is not None:
+                out[key] = _plain(item, f"{path}.{key}" if path else key, depth + 1, budget)
+        return out
+    if isinstance(value, list):
+        return [_plain(item, f"{path}[{index}]", depth + 1, budget) for index, item in enumerate(value)]
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        if not _INT64[0] <= value <= _INT64[1]:
+            raise ValueError(f"field `{path}`: integer {value} does not fit in 64 bits")
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"field `{path}`: {value} is not a JSON number")
+        return value
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    raise ValueError(f"field `{path or '(top level)'}`: a value of type {type(value).__name__} has no JSON form")
+
+
+# =========================================================================== decoding
+
+
+def _msgspec_message(error: msgspec.ValidationError) -> tuple[str, str]:
+    """(field path, reason) from "Expected `int`, got `str` - at `$.spec.replicas`"."""
+    message = str(error)
+    text, sep, where = message.rpartition(" - at `")
+    prefix = where.rstrip("`").removeprefix("$").removeprefix(".") if sep else ""
+    if not sep:
+        text = message
+    if text.startswith("Object contains unknown field `"):
+        name = text.split("`")[1]
+        return (f"{prefix}.{name}" if prefix else name), "unknown field (misspelt, or not modelled; see docs/api-objects.md)"
+    if text.startswith("Object missing required field `"):
+        name = text.split("`")[1]
+        return (f"{prefix}.{name}" if prefix else name), "missing (it is required)"
+    if text.startswith("field `"):  # raised by a __post_init__ in objects.py
+        name, _, reason = text.removeprefix("field `").partition("`: ")
+        return (f"{prefix}.{name}" if prefix else name), reason
+    if text.startswith("Expected `"):
+        # "Expected `int | null`": null is how an absent optional field is spelt; say "int".
+        text = "expected " + text.removeprefix("Expected ").replace("`", "").replace(" | null,", ",")
+    return prefix or "(top level)", text
+
+
+def _decode(data: Any, source: str, document: int | None, item: int | None, out: list[Object], depth: int = 0) -> None:
+    """Append the object(s) in one document to ``out``; raise ManifestError or _Issue."""
+
+    def fail(reason: str, *, field: str | None = None, kind: str | None = None, name: str | None = None) -> ManifestError:
+        return ManifestError(source, reason, document=document, item=item, kind=kind, name=name, field=field)
+
+    if not isinstance(data, dict):
+        kind_of = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean", type(None): "null"}.get(type(data), type(data).__name__)
+        raise fail(f"expected a mapping with apiVersion and kind, got {kind_of}")
+    api_version = data.get("apiVersion")
+    kind = data.get("kind")
+    for field, value in (("apiVersion", api_version), ("kind", kind)):
+        if value is None or value == "":
+            raise fail("missing (every object needs apiVersion and kind)", field=field)
+        if not isinstance(value, str):
+            raise fail(f"must be a string, not {type(value).__name__}", field=field)
+    assert isinstance(api_version, str) and isinstance(kind, str)
+    if kind.endswith("List") and "items" in data:
+        items = data["items"]
+        if not isinstance(items, list):
+            raise fail("must be a list", field="items", kind=kind)
+        if depth >= 8:
+            raise fail("lists nested more than 8 deep", field="items", kind=kind)
+        for index, entry in enumerate(items):
+            # Items of nested lists are numbered within their own list.
+            _decode(entry, source, document, index + 1 if depth == 0 else item, out, depth + 1)
+        return
+    info = KINDS.get(kind)
+    if info is None or info.api_version != api_version:
+        if (api_version, kind) in _REMOVED:
+            release, replacement = _REMOVED[(api_version, kind)]
+            reason = f"kind {kind} in apiVersion {api_version} was removed in Kubernetes {release}; {replacement}"
+        elif info is not None:
+            reason = f"kind {kind} in apiVersion {api_version} is not served; use {info.api_version}"
+        else:
+            reason = f"kind {_one_line(kind, 80)} is not supported (supported: {', '.join(KINDS)})"
+        raise _Issue(ManifestIssue(source=source, document=document, item=item, api_version=api_version, kind=kind, reason=reason))
+    body = {key: value for key, value in data.items() if key not in ("apiVersion", "kind")}
+    metadata = body.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) and isinstance(metadata.get("name"), str) else None
+    try:
+        obj = msgspec.convert(body, info.type)
+    except msgspec.ValidationError as error:
+        field, reason = _msgspec_message(error)
+        raise fail(reason, field=field, kind=kind, name=name) from None
+    meta = obj.metadata
+    if meta.name:
+        problem = validate_name(info.name_rule, meta.name)
+        if problem:
+            raise fail(f"{meta.name!r} {problem}", field="metadata.name", kind=kind)
+    elif meta.generate_name:
+        problem = validate_name(info.name_rule, meta.generate_name + "x")
+        if problem:
+            raise fail(f"{meta.generate_name!r} {problem}", field="metadata.generateName", kind=kind)
+    else:
+        raise fail("missing (every object needs a name, or a generateName)", field="metadata.name", kind=kind)
+    if meta.namespace:
+        problem = validate_name("label", meta.namespace)
+        if problem:
+            raise fail(f"{meta.namespace!r} {problem}", field="metadata.namespace", kind=kind, name=meta.name)
+    out.append(obj)
+
+
+def _check_syntax(text: str, source: str) -> None:
+    """Parse the stream once as events: syntax errors and nesting depth, per document.
+
+    libyaml's parser keeps its own stack, but PyYAML's C composer recurses on the C stack and
+    crashes the interpreter on deeply nested input ("[" * 100000); so bound the depth here,
+    before anything composes a node tree.
+    """
+    document = 0
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            if isinstance(event, yaml.DocumentStartEvent):
+                document += 1
+            elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    line = event.start_mark.line + 1 if event.start_mark is not None else "?"
+                    raise ManifestError(source, f"nested more than {MAX_DEPTH} deep (line {line})", document=document)
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+    except yaml.YAMLError as error:
+        raise ManifestError(source, _yaml_problem(error), document=max(document, 1)) from None
+    except (RecursionError, ValueError, TypeError, OverflowError) as error:
+        raise ManifestError(source, f"not valid YAML: {type(error).__name__}: {error}", document=max(document, 1)) from None
+
+
+def _parse(text: str, source: str, *, skip_unsupported: bool, duplicate_keys: DuplicateKeys) -> tuple[list[Object], list[ManifestIssue]]:
+    assert duplicate_keys in ("error", "last-wins"), duplicate_keys
+    _check_syntax(text, source)
+    objects: list[Object] = []
+    issues: list[ManifestIssue] = []
+    document = 0
+    loader = _Loader(text)
+    try:
+        while True:
+            failing = document + 1  # a parse error belongs to the document being read
+            try:
+                if not loader.check_node():
+                    break
+                node = loader.get_node()
+                document = failing
+                if duplicate_keys == "error":
+                    duplicate = _check_duplicates(node, "", 0, set())
+                    if duplicate:
+                        raise ManifestError(source, "duplicate key (kubectl --validate=strict rejects it; load with duplicate_keys='last-wins' to keep the last value)", document=document, field=duplicate)
+                data = loader.construct_document(node)
+            except yaml.YAMLError as error:
+                raise ManifestError(source, _yaml_problem(error), document=failing) from None
+            except (RecursionError, ValueError, TypeError, OverflowError) as error:
+                # PyYAML's own limits (deep nesting, odd scalars like ".inf" in an int tag).
+                raise ManifestError(source, f"not valid YAML: {type(error).__name__}: {error}", document=failing) from None
+            if data is None:
+                continue  # an empty or comment-only document
+            try:
+                data = _plain(data, "", 0, _Budget())
+            except ValueError as error:
+                field, _, reason = str(error).removeprefix("field `").partition("`: ")
+                raise ManifestError(source, reason, document=document, field=field) from None
+            try:
+                _decode(data, source, document, None, objects)
+            except _Issue as issue:
+                if not skip_unsupported:
+                    raise ManifestError(source, issue.issue.reason, document=document, item=issue.issue.item) from None
+                issues.append(issue.issue)
+    finally:
+        loader.dispose()
+    return objects, issues
+
+
+@overload
+def parse_manifests(text: str | bytes, source: str = ..., *, skip_unsupported: Literal[False] = ..., duplicate_keys: DuplicateKeys = ...) -> list[Object]: ...
+@overload
+def parse_manifests(text: str | bytes, source: str = ..., *, skip_unsupported: Literal[True], duplicate_keys: DuplicateKeys = ...) -> tuple[list[Object], list[ManifestIssue]]: ...
+def parse_manifests(text: str | bytes, source: str = "<string>", *, skip_unsupported: bool = False, duplicate_keys: DuplicateKeys = "error") -> Any:
+    """The objects in a YAML stream; ``source`` names it in errors. See the module docstring."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8-sig")
+        except UnicodeDecodeError as error:
+            raise ManifestError(source, f"not UTF-8 text (byte {error.start})") from None
+    text = text.removeprefix("\ufeff")
+    objects, issues = _parse(text, source, skip_unsupported=skip_unsupported, duplicate_keys=duplicate_keys)
+    return (objects, issues) if skip_unsupported else objects
+
+
+def _files(path: Path, recursive: bool) -> list[Path]:
+    if not path.is_dir():
+        return [path]
+    pattern = "**/*" if recursive else "*"
+    return sorted(file for file in path.glob(pattern) if file.is_file() and file.suffix in (".yaml", ".yml", ".json"))
+
+
+@overload
+def load_manifests(path: str | Path, *, skip_unsupported: Literal[False] = ..., duplicate_keys: DuplicateKeys = ..., recursive: bool = ...) -> list[Object]: ...
+@overload
+def load_manifests(path: str | Path, *, skip_unsupported: Literal[True], duplicate_keys: DuplicateKeys = ..., recursive: bool = ...) -> tuple[list[Object], list[ManifestIssue]]: ...
+def load_manifests(path: str | Path, *, skip_unsupported: bool = False, duplicate_keys: DuplicateKeys = "error", recursive: bool = False) -> Any:
+    """The objects in a manifest file, or in the manifest files of a directory, in order.
+
+    With ``skip_unsupported=True``, returns ``(objects, issues)``: unsupported kinds and
+    removed API versions become :class:`ManifestIssue` values instead of errors.
+    """
+    path = Path(path)
+    objects: list[Object] = []
+    issues: list[ManifestIssue] = []
+    for file in _files(path, recursive):
+        try:
+            data = file.read_bytes()
+        except OSError as error:
+            raise ManifestError(str(file), f"cannot read: {error.strerror or error}") from None
+        if skip_unsupported:
+            found, skipped = parse_manifests(data, str(file), skip_unsupported=True, duplicate_keys=duplicate_keys)
+            issues.extend(skipped)
+        else:
+            found = parse_manifests(data, str(file), duplicate_keys=duplicate_keys)
+        objects.extend(found)
+    return (objects, issues) if skip_unsupported else objects
+
+
+# =========================================================================== encoding
+
+_FIELD_DEFAULTS: dict[type, tuple[tuple[str, str, Any], ...]] = {}
+_REQUIRED = object()
+
+
+def _field_defaults(cls: type) -> tuple[tuple[str, str, Any], ...]:
+    """(attribute, JSON name, default value or _REQUIRED) per field, cached per class."""
+    cached = _FIELD_DEFAULTS.get(cls)
+    if cached is None:
+        entries = []
+        for field in msgspec.structs.fields(cls):
+            if field.default is not msgspec.NODEFAULT:
+                default = field.default
+            elif field.default_factory is not msgspec.NODEFAULT:
+                default = field.default_factory()
+            else:
+                default = _REQUIRED
+            entries.append((field.name, field.encode_name, default))
+        cached = _FIELD_DEFAULTS[cls] = tuple(entries)
+    return cached
+
+
+def _builtin(value: Any) -> Any:
+    if isinstance(value, msgspec.Struct):
+        out = {}
+        for attribute, json_name, default in _field_defaults(type(value)):
+            item = getattr(value, attribute)
+            # Omit what equals the default, struct defaults too (msgspec's omit_defaults
+            # cannot compare a default_factory): a round trip must not invent `status: {}`.
+            if default is not _REQUIRED and type(item) is type(default) and item == default:
+                continue
+            out[json_name] = _builtin(item)
+        return out
+    if isinstance(value, dict):
+        return {key: _builtin(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_builtin(item) for item in value]
+    return value
+
+
+def to_dict(obj: Object) -> dict[str, Any]:
+    """The object as Kubernetes JSON (apiVersion and kind first); shares nothing with ``obj``."""
+    assert type(obj).__name__ in KINDS and KINDS[type(obj).__name__].type is type(obj), type(obj)
+    return {"apiVersion": obj.API_VERSION, "kind": obj.KIND, **_builtin(obj)}
+
+
+def from_dict(data: Any, source: str = "<dict>") -> Object:
+    """The object in Kubernetes JSON form; raises ManifestError (unsupported kinds too)."""
+    try:
+        plain = _plain(data, "", 0, _Budget())
+    except ValueError as error:
+        field, _, reason = str(error).removeprefix("field `").partition("`: ")
+        raise ManifestError(source, reason, field=field) from None
+    if isinstance(plain, dict) and isinstance(plain.get("kind"), str) and plain["kind"].endswith("List") and "items" in plain:
+        raise ManifestError(source, f"expected one object, got a {_one_line(plain['kind'], 80)}")
+    out: list[Object] = []
+    try:
+        _decode(plain, source, None, None, out)
+    except _Issue as issue:
+        raise ManifestError(source, issue.issue.reason) from None
+    assert len(out) == 1, out
+    return out[0]
+
+
+def to_json(obj: Object) -> bytes:
+    """The object as stored under /registry: compact JSON, fields in Kubernetes order."""
+    return msgspec.json.encode(to_dict(obj))
+
+
+def from_json(data: bytes | str, source: str = "<json>") -> Object:
+    """Inverse of :func:`to_json`; raises ManifestError."""
+    try:
+        decoded = msgspec.json.decode(data)
+    except msgspec.DecodeError as error:
+        raise ManifestError(source, f"not valid JSON: {error}") from None
+    return from_dict(decoded, source)
+
+
+def dump_manifest(obj: Object) -> str:
+    """The object as one YAML document (block style, Kubernetes field order)."""
+    dumper = yaml.CSafeDumper if hasattr(yaml, "CSafeDumper") else yaml.SafeDumper
+    return yaml.dump(to_dict(obj), Dumper=dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=2**31 - 1)
+
+
+def dump_manifests(objects: list[Object]) -> str:
+    """The objects as one multi-document YAML stream."""
+    return "---\n".join(dump_manifest(obj) for obj in objects)

@@ -1,0 +1,1 @@
+"""Tests of chaoskube.api: object types and manifest loading."""
