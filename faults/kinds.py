@@ -2,8 +2,10 @@
 
 ``plan(kind, target, params, context, rng)`` resolves the target and computes everything
 the fault will do (which processes, which grudge, which link profile) without touching the
-world. ``apply(world, plan)`` does it; ``heal(world, plan, saved)`` undoes it and is
-idempotent (healing twice, or healing a fault whose target already recovered, is fine).
+world. ``apply(world, plan)`` does its action (a kill); ``reconcile(world, active,
+baseline)`` makes every state effect (grudge, links, pauses, clocks, disks) what the
+active plans imply; ``heal(world, plan, active)`` restarts what it killed. Healing is
+idempotent and order-independent: overlapping faults on the same resources heal right.
 
 Kinds (``params`` in brackets, with defaults):
 
@@ -35,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from chaoskube.sim.network import ANY
 from faults import grudge as grudges
 from faults.targets import ProcessInfo, resolve
 
@@ -178,93 +181,119 @@ def plan(kind: str, target: str, params: Params, context: Context, rng: random.R
 
 
 # -- applying and healing --------------------------------------------------------------------
+#
+# Kills are actions: ``apply`` does them and ``heal`` restarts what no other active fault
+# keeps down. Every other effect is a state (the grudge, link profiles, pauses, clocks,
+# disk settings), recomputed by ``reconcile`` from the plans still active, on top of what
+# each resource was before the first fault touched it. So overlapping faults on the same
+# processes or links heal correctly in any order, and healing is idempotent.
+
+KILLS = frozenset({"kill", "lossy-crash"})
+LINK_CHANGES = {
+    "link-delay": lambda p: {"delay_s": p["delay_ms"] / 1000.0, "jitter_s": p["jitter_ms"] / 1000.0},
+    "link-loss": lambda p: {"loss": p["loss"]},
+    "link-duplicate": lambda p: {"duplicate": p["duplicate"]},
+    "link-reorder": lambda p: {"reorder": p["reorder"], "reorder_window_s": p["window_ms"] / 1000.0},
+}
 
 
-def apply(world: World, plan: Plan) -> dict[str, Any]:
-    """Do what the plan says. Returns what ``heal`` needs to undo it."""
-    saved: dict[str, Any] = {}
-    kind, params = plan.kind, plan.params
-    processes = [world.process(name) for name in plan.targets]
-    if plan.grudge is not None:
-        merged = {dst: set(sources) for dst, sources in world.network.grudge.items()}
-        for dst, sources in plan.grudge.items():
-            merged.setdefault(dst, set()).update(sources)
-        world.network.partition(merged)
-    elif kind == "kill":
-        for process in processes:
-            process.kill()
-    elif kind == "lossy-crash":
-        for process in processes:
-            saved[process.name] = process.disk.lose_unsynced_on_crash
-            process.disk.lose_unsynced_on_crash = True
-            process.kill()
-    elif kind == "pause":
-        for process in processes:
+@dataclass
+class Baseline:
+    """What each resource was before the first fault touched it."""
+
+    links: dict[tuple[str, str], Any] = field(default_factory=dict)  # LinkProfile or None
+    disks: dict[str, tuple[float, bool]] = field(default_factory=dict)  # fsync latency, skip
+    paused: set[str] = field(default_factory=set)  # processes the faults paused
+    clocks: set[str] = field(default_factory=set)  # processes whose clocks the faults set
+
+
+def apply(world: World, plan: Plan) -> None:
+    """Do a plan's action now (kill); state effects come from ``reconcile``."""
+    if plan.kind in KILLS:
+        for name in plan.targets:
+            process = world.process(name)
+            if plan.kind == "lossy-crash":
+                lose = process.disk.lose_unsynced_on_crash
+                process.disk.lose_unsynced_on_crash = True
+                process.kill()
+                process.disk.lose_unsynced_on_crash = lose
+            else:
+                process.kill()
+
+
+def heal(world: World, plan: Plan, active: Sequence[Plan]) -> None:
+    """Undo a plan's action: restart what it killed unless another active fault keeps it
+    down. Idempotent."""
+    if plan.kind not in KILLS:
+        return
+    still_down = {name for other in active if other.kind in KILLS for name in other.targets}
+    for name in plan.targets:
+        process = world.process(name)
+        if not process.alive and name not in still_down:
+            process.restart()
+
+
+def reconcile(world: World, active: Sequence[Plan], baseline: Baseline) -> None:
+    """Make every state effect what the active plans (in the order applied) imply."""
+    network = world.network
+    # partitions: the union of the active grudges
+    grudge: dict[str, set[str]] = {}
+    for plan in active:
+        for dst, sources in (plan.grudge or {}).items():
+            grudge.setdefault(dst, set()).update(sources)
+    if {dst: set(sources) for dst, sources in network.grudge.items()} != grudge:
+        network.partition(grudge)
+    # link profiles: each touched link is its baseline with the active changes on top
+    wanted: dict[tuple[str, str], dict[str, Any]] = {}
+    for plan in active:
+        if plan.kind in LINK_CHANGES:
+            for name in plan.targets:
+                for key in ((name, ANY), (ANY, name)):
+                    if key not in baseline.links:
+                        baseline.links[key] = network.link_override(*key)
+                    wanted.setdefault(key, {}).update(LINK_CHANGES[plan.kind](plan.params))
+    for key, original in sorted(baseline.links.items()):
+        if key in wanted:
+            network.set_link(*key, (original or network.default).with_(**wanted[key]))
+        elif network.link_override(*key) != original:
+            network.set_link(*key, original)
+    # pauses
+    paused = {name for plan in active if plan.kind == "pause" for name in plan.targets}
+    for name in sorted(paused | baseline.paused):
+        process = world.process(name)
+        if name in paused:
             process.pause()
-    elif kind == "clock-jump":
-        for process in processes:
-            process.jump_clock(float(params["seconds"]))
-    elif kind == "clock-drift":
-        for process in processes:
-            process.set_drift(float(params["drift"]))
-    elif kind.startswith("link-"):
-        base = world.network.default
-        changes = {
-            "link-delay": {"delay_s": params.get("delay_ms", 0) / 1000.0, "jitter_s": params.get("jitter_ms", 0) / 1000.0},
-            "link-loss": {"loss": params.get("loss", 0.0)},
-            "link-duplicate": {"duplicate": params.get("duplicate", 0.0)},
-            "link-reorder": {"reorder": params.get("reorder", 0.0), "reorder_window_s": params.get("window_ms", 0) / 1000.0},
-        }[kind]
-        for process in processes:
-            for src, dst in ((process.name, "*"), ("*", process.name)):
-                saved[f"{src}->{dst}"] = world.network._links.get((src, dst))
-                current = world.network._links.get((src, dst)) or base
-                world.network.set_link(src, dst, current.with_(**changes))
-    elif kind == "slow-disk":
-        for process in processes:
-            saved[process.name] = process.disk.fsync_latency_s
-            process.disk.fsync_latency_s = float(params["fsync_ms"]) / 1000.0
-    elif kind == "skip-fsync":
-        for process in processes:
-            saved[process.name] = process.disk.skip_fsync
-            process.disk.skip_fsync = True
-    else:  # pragma: no cover - validate() keeps this unreachable
-        raise AssertionError(kind)
-    return saved
-
-
-def heal(world: World, plan: Plan, saved: dict[str, Any]) -> None:
-    """Undo ``plan``. Idempotent."""
-    kind = plan.kind
-    processes = [world.process(name) for name in plan.targets]
-    if plan.grudge is not None:
-        current = world.network.grudge
-        remaining = {dst: set(sources) - set(plan.grudge.get(dst, ())) for dst, sources in current.items()}
-        remaining = {dst: sources for dst, sources in remaining.items() if sources}
-        if remaining != {dst: set(sources) for dst, sources in current.items()}:
-            world.network.partition(remaining)
-    elif kind in ("kill", "lossy-crash"):
-        for process in processes:
-            if kind == "lossy-crash" and process.name in saved:
-                process.disk.lose_unsynced_on_crash = saved[process.name]
-            if not process.alive:
-                process.restart()
-    elif kind == "pause":
-        for process in processes:
+        else:
             process.resume()
-    elif kind in ("clock-jump", "clock-drift"):
-        for process in processes:
-            if process.clock_offset != 0.0 or process._rate != 1.0:
-                process.reset_clock()
-    elif kind.startswith("link-"):
-        for key, profile in sorted(saved.items()):
-            src, dst = key.split("->")
-            world.network.set_link(src, dst, profile)
-    elif kind == "slow-disk":
-        for process in processes:
-            if process.name in saved:
-                process.disk.fsync_latency_s = saved[process.name]
-    elif kind == "skip-fsync":
-        for process in processes:
-            if process.name in saved:
-                process.disk.skip_fsync = saved[process.name]
+    baseline.paused = paused
+    # clocks: the sum of the active jumps, the latest active drift
+    clocks: dict[str, list[float]] = {}
+    for plan in active:
+        if plan.kind in ("clock-jump", "clock-drift"):
+            for name in plan.targets:
+                offset, drift = clocks.get(name, [0.0, 0.0])
+                if plan.kind == "clock-jump":
+                    offset += float(plan.params["seconds"])
+                else:
+                    drift = float(plan.params["drift"])
+                clocks[name] = [offset, drift]
+    for name in sorted(set(clocks) | baseline.clocks):
+        offset, drift = clocks.get(name, [0.0, 0.0])
+        world.process(name).set_clock(offset, drift)
+    baseline.clocks = set(clocks)
+    # disks: the slowest active fsync; skipped while any skip-fsync is active
+    disks: dict[str, list[Any]] = {}
+    for plan in active:
+        if plan.kind in ("slow-disk", "skip-fsync"):
+            for name in plan.targets:
+                disk = world.process(name).disk
+                original = baseline.disks.setdefault(name, (disk.fsync_latency_s, disk.skip_fsync))
+                latency, skip = disks.get(name, list(original))
+                if plan.kind == "slow-disk":
+                    latency = max(latency, float(plan.params["fsync_ms"]) / 1000.0)
+                else:
+                    skip = True
+                disks[name] = [latency, skip]
+    for name, (latency, skip) in sorted(baseline.disks.items()):
+        disk = world.process(name).disk
+        disk.fsync_latency_s, disk.skip_fsync = disks.get(name, (latency, skip))

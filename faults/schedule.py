@@ -42,7 +42,6 @@ class ScheduledFault:
 class ActiveFault:
     id: int
     plan: Plan
-    saved: dict[str, Any]
     applied_at: float
     healed_at: float | None = None
 
@@ -53,6 +52,7 @@ class FaultInjector:
         self.context = context
         self.rng = rng or world.random("faults")
         self.faults: list[ActiveFault] = []
+        self._baseline = kinds.Baseline()
         self.skipped: list[str] = []  # scheduled faults that could not be applied, and why
         self.log = world.logger.bind(process="faults")
 
@@ -81,16 +81,19 @@ class FaultInjector:
             return None
         self.world.record("fault", event="apply", id=fault_id, **plan.to_json())
         self.log.info("fault #{} {} on {} ({})", fault_id, plan.kind, ", ".join(plan.targets), plan.target)
-        saved = kinds.apply(self.world, plan)
-        active = ActiveFault(fault_id, plan, saved, self.world.now)
+        active = ActiveFault(fault_id, plan, self.world.now)
         self.faults.append(active)
+        kinds.apply(self.world, plan)
+        kinds.reconcile(self.world, [fault.plan for fault in self.active], self._baseline)
         return active
 
     def heal(self, active: ActiveFault) -> None:
         if active.healed_at is not None:
             return
-        kinds.heal(self.world, active.plan, active.saved)
         active.healed_at = self.world.now
+        still = [fault.plan for fault in self.active]
+        kinds.heal(self.world, active.plan, still)
+        kinds.reconcile(self.world, still, self._baseline)
         self.world.record("fault", event="heal", id=active.id, kind=active.plan.kind, targets=list(active.plan.targets))
         self.log.info("heal #{} {} on {}", active.id, active.plan.kind, ", ".join(active.plan.targets))
 

@@ -114,9 +114,9 @@ class Network:
             self._links[(src, dst)] = profile
         self._resolved.clear()
 
-    def clear_links(self) -> None:
-        self._links.clear()
-        self._resolved.clear()
+    def link_override(self, src: str, dst: str) -> LinkProfile | None:
+        """The profile set for exactly ``src -> dst`` (wildcards literal), if any."""
+        return self._links.get((src, dst))
 
     def link(self, src: str, dst: str) -> LinkProfile:
         key = (src, dst)

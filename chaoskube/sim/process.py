@@ -263,9 +263,18 @@ class Process:
         self.world.record("clock", process=self.name, drift=drift, offset_s=self.clock_offset)
 
     def reset_clock(self) -> None:
-        self._clock_base = self._clock_anchor = self.world.now
-        self._rate = 1.0
-        self.world.record("clock", process=self.name, drift=0.0, offset_s=0.0)
+        self.set_clock(0.0, 0.0)
+
+    def set_clock(self, offset_s: float, drift: float) -> None:
+        """From now on: ``now()`` reads world time + ``offset_s``, running at ``1 + drift``.
+        Journaled only when it changes something."""
+        assert drift > -1.0, "a clock cannot run backwards"
+        if abs(self.clock_offset - offset_s) < 1e-12 and self._rate == 1.0 + drift:
+            return
+        self._clock_anchor = self.world.now
+        self._clock_base = self.world.now + offset_s
+        self._rate = 1.0 + drift
+        self.world.record("clock", process=self.name, drift=drift, offset_s=offset_s)
 
     @property
     def clock_offset(self) -> float:

@@ -104,3 +104,53 @@ def test_scheduled_fault_validates_eagerly():
         ScheduledFault(at_s=-1, kind="kill", target="name:n1")
     with pytest.raises(FaultError):
         ScheduledFault(at_s=1, kind="kill", target="name:n1", duration_s=0)
+
+
+def test_overlapping_faults_heal_in_any_order():
+    """Two link faults and two partitions on the same processes, healed oldest first."""
+
+    async def main(world):
+        for index in (1, 2, 3):
+            world.spawn(f"n{index}", idle, role="db")
+        injector = FaultInjector(world, context_of(world))
+        delay = injector.inject("link-delay", "name:n1", {"delay_ms": 100})
+        loss = injector.inject("link-loss", "name:n1", {"loss": 0.5})
+        assert world.network.link("n1", "n2").delay_s == 0.1 and world.network.link("n1", "n2").loss == 0.5
+        injector.heal(delay)  # the loss stays, the delay goes
+        assert world.network.link("n1", "n2").delay_s == world.network.default.delay_s
+        assert world.network.link("n1", "n2").loss == 0.5
+        isolated = injector.inject("isolate", "name:n1")
+        split = injector.inject("split", "role:db", {"leader_in": "minority"})  # n1 is the "leader"
+        injector.heal(isolated)  # the split still cuts n1 off
+        assert world.network.cut("n2", "n1") and world.network.cut("n1", "n3")
+        paused_twice = [injector.inject("pause", "name:n2"), injector.inject("pause", "name:n2")]
+        injector.heal(paused_twice[0])
+        assert world.process("n2").paused  # still paused by the other fault
+        slow = [injector.inject("slow-disk", "name:n3", {"fsync_ms": 500}), injector.inject("slow-disk", "name:n3", {"fsync_ms": 50})]
+        injector.heal(slow[0])
+        assert world.process("n3").disk.fsync_latency_s == 0.05
+        kills = [injector.inject("kill", "name:n3"), injector.inject("kill", "name:n3")]
+        injector.heal(kills[0])
+        assert not world.process("n3").alive  # the other kill keeps it down
+        injector.heal_all()
+        assert world.network.grudge == {} and world.network._links == {}
+        assert all(process.running for process in world.processes.values())
+        assert world.process("n3").disk.fsync_latency_s == 0.001
+        await world.sleep(1)
+
+    World(1).run(main)
+
+
+def test_clock_faults_compose_and_heal_to_true_time():
+    async def main(world):
+        world.spawn("n1", idle, role="db")
+        injector = FaultInjector(world, context_of(world))
+        first = injector.inject("clock-jump", "name:n1", {"seconds": 30})
+        second = injector.inject("clock-jump", "name:n1", {"seconds": 10})
+        assert world.process("n1").clock_offset == pytest.approx(40)
+        injector.heal(first)
+        assert world.process("n1").clock_offset == pytest.approx(10)
+        injector.heal(second)
+        assert world.process("n1").clock_offset == 0
+
+    World(1).run(main)
