@@ -63,10 +63,6 @@ class Experiment(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     expected: Expected = Expected()
     path: str = ""
 
-    @property
-    def summary(self) -> str:
-        return self.title
-
 
 def load_experiment(path: str | Path) -> Experiment:
     """Read and validate one experiment file."""

@@ -128,7 +128,7 @@ def run_experiment(
         state["system"] = system
         mark("setup")
         await system.start()
-        world._nursery.start_soon(report_progress)
+        world.start_soon(report_progress)
         state["before"] = await wait_steady_state(system, phases.setup_s)
         mark("workload")
         await system.start_workload()

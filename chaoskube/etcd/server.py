@@ -489,7 +489,7 @@ class EtcdMember:
             self._reply(message, ClientReply(ok=False, error=ERROR_NO_LEADER, member=self.name))
             return
         if isinstance(request, LeaseGrantRequest) and request.id == 0:
-            request = LeaseGrantRequest(id=self._new_lease_id(request_id), ttl=request.ttl)
+            request = LeaseGrantRequest(id=self._new_lease_id(), ttl=request.ttl)
         self._proposals[request_id] = message
         if not self.raft.propose(Proposal(request_id, request)):
             self._proposals.pop(request_id, None)
@@ -503,7 +503,7 @@ class EtcdMember:
         if message is not None:  # it may still commit later: ambiguous
             self._reply(message, ClientReply(ok=False, error=ERROR_TIMEOUT, ambiguous=True, member=self.name))
 
-    def _new_lease_id(self, request_id: str) -> int:
+    def _new_lease_id(self) -> int:
         # etcd draws lease ids from the member id and a clock; ours come from the seeded tree
         return self.process.random("lease-ids").randrange(1, 2**62)
 

@@ -89,9 +89,6 @@ class Inbox:
         await checkpoint_if_cancelled()  # killed in the same instant: run no further step
         return message
 
-    def receive_nowait(self) -> Message | None:
-        return self._queue.popleft() if self._queue else None
-
     def _clear(self) -> None:
         self._queue.clear()
 

@@ -89,6 +89,11 @@ class World:
         self._call_ids += 1
         return self._call_ids
 
+    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Start a task that belongs to the world, not to a process (the experiment
+        runner's helpers): never paused or killed, cancelled when the run ends."""
+        self._nursery.start_soon(fn, *args)
+
     async def sleep(self, seconds: float) -> None:
         """Wait ``seconds`` of world time (for the experiment runner and fault schedules,
         which are not processes: they are never paused)."""

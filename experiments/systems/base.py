@@ -71,7 +71,3 @@ class System:
 
     def metrics(self) -> dict[str, Any]:
         return {}
-
-    def describe(self) -> dict[str, Any]:
-        """The resolved cluster and workload, for ``--dry-run`` and reports."""
-        return {"cluster": msgspec.to_builtins(self.cluster), "workload": msgspec.to_builtins(self.workload)}
