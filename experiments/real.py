@@ -327,8 +327,9 @@ async def wait_steady_state(http: Any, cluster: real_etcd.RealEtcdCluster, polle
 def simulated_twin(experiment: Experiment) -> Experiment:
     """The same experiment on the simulated ``etcd`` system: same members, timers,
     workload, phases and schedule; checkers mapped to the simulation's names."""
-    cluster = msgspec.structs.asdict(RealEtcdSystem.options(experiment.cluster, experiment.workload)[0])
-    cluster.pop("compare_with_simulation")
+    real = RealEtcdSystem.options(experiment.cluster, experiment.workload)[0]
+    # the settings both systems have; the rest (the proxy, the comparison switch) is real-only
+    cluster = {"members": real.members, "heartbeat_ms": real.heartbeat_ms, "election_ms": real.election_ms, "pre_vote": real.pre_vote}
     checkers = [SIMULATED_CHECKER.get(name, name) for name in experiment.checkers]
     return msgspec.structs.replace(experiment, system="etcd", cluster=cluster, checkers=list(dict.fromkeys(checkers)), path="", name=f"{experiment.name}-simulated")
 

@@ -318,3 +318,15 @@ def test_partitions_through_an_external_toxiproxy_are_refused(tmp_path):
 
     with pytest.raises(ExperimentError, match=r"cluster.toxiproxy.*chaoskube_block_from"):
         run_real_experiment(_external_proxy_experiment("127.0.0.1:1", "isolate"), 1, tmp_path / "run")
+
+
+@pytest.mark.parametrize("name", ["real-etcd-leader-kill", "real-etcd-partition", "real-etcd-pause"])
+def test_the_simulated_twin_is_a_valid_simulated_experiment(name):
+    from experiments.real import simulated_twin
+    from experiments.systems.etcd import EtcdSystem
+
+    experiment = registry.find(name)
+    twin = simulated_twin(msgspec.structs.replace(experiment, cluster={**experiment.cluster, "toxiproxy": "127.0.0.1:1"}))
+    cluster, _ = EtcdSystem.options(twin.cluster, twin.workload)
+    assert (cluster.members, cluster.heartbeat_ms, cluster.election_ms) == (3, experiment.cluster.get("heartbeat_ms", 100), experiment.cluster.get("election_ms", 1000))
+    assert twin.schedule == experiment.schedule
