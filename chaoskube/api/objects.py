@@ -1225,20 +1225,9 @@ class ValidatingWebhook(_Struct):
     match_conditions: list[MatchCondition] = []
 
 
-class MutatingWebhook(_Struct):
+class MutatingWebhook(ValidatingWebhook):
     """As :class:`ValidatingWebhook`, plus ``reinvocationPolicy`` (default Never)."""
 
-    name: str
-    client_config: WebhookClientConfig
-    admission_review_versions: list[str] = []
-    side_effects: str | None = None
-    rules: list[RuleWithOperations] = []
-    failure_policy: str | None = None
-    match_policy: str | None = None
-    namespace_selector: LabelSelector | None = None
-    object_selector: LabelSelector | None = None
-    timeout_seconds: int | None = None
-    match_conditions: list[MatchCondition] = []
     reinvocation_policy: str | None = None
 
 
