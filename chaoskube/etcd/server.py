@@ -366,9 +366,7 @@ class EtcdMember:
         if was_leader and role is not Role.LEADER:
             self.store.lessor.demote()
             self._revoking.clear()
-            # etcd fails pending reads and proposals on a leader change only by timeout;
-            # a read that was waiting for a ReadState from us will not get one.
-        if role is not Role.LEADER:
+        if role is not Role.LEADER:  # reads waiting for a ReadState from the old leader get none
             self._fail_pending_reads()
 
     def _fail_pending_reads(self) -> None:

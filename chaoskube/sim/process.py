@@ -71,7 +71,7 @@ class Inbox:
         if self._waiters:
             reschedule(self._waiters.popleft(), outcome.Value(message))
         elif len(self._queue) >= INBOX_CAPACITY:
-            self.process.world.record("drop", id=message.id, src=message.src, dst=message.dst, reason="inbox-full")
+            self.process.world.network._drop(message, "inbox-full")
         else:
             self._queue.append(message)
 
