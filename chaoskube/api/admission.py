@@ -550,9 +550,9 @@ class NamespaceLifecyclePlugin:
     holds the existing Namespace objects (phase Terminating means terminating); the immortal
     namespaces exist even if absent from it.
 
-    Kubernetes implements this plugin as ``Admit`` and runs it first of all; it changes
-    nothing, so it is a validating plugin here, which changes only which refusal a request
-    with several faults gets.
+    Kubernetes implements this plugin as ``Admit`` (a mutating plugin that changes nothing)
+    and runs it first of all, so a pod created in a missing namespace is refused 404 before
+    the ServiceAccount plugin looks for the namespace's default account; so does this one.
     """
 
     namespaces: tuple[Namespace, ...] = ()
@@ -561,7 +561,7 @@ class NamespaceLifecyclePlugin:
     def handles(self, operation: str) -> bool:
         return operation in ("CREATE", "UPDATE", "DELETE")
 
-    def validate(self, request: AdmissionRequest) -> AdmissionResult:
+    def admit(self, request: AdmissionRequest) -> AdmissionResult:
         if request.operation == "DELETE" and request.kind == "Namespace" and request.name in IMMORTAL_NAMESPACES:
             return AdmissionResult(allowed=False, reason=f'namespaces "{request.name}" is forbidden: this namespace may not be deleted', code=403, plugin=self.name)
         if request.kind == "Namespace" or not request.namespace or request.operation == "DELETE":

@@ -73,7 +73,7 @@ def test_plugins_implement_their_phase():
     for plugin in default_plugins():
         assert isinstance(plugin, (MutatingPlugin, ValidatingPlugin)), plugin
     assert isinstance(DefaultingPlugin(), MutatingPlugin) and not isinstance(DefaultingPlugin(), ValidatingPlugin)
-    assert isinstance(NamespaceLifecyclePlugin(), ValidatingPlugin) and not isinstance(NamespaceLifecyclePlugin(), MutatingPlugin)
+    assert isinstance(NamespaceLifecyclePlugin(), MutatingPlugin) and not isinstance(NamespaceLifecyclePlugin(), ValidatingPlugin)
     assert isinstance(PriorityPlugin(), MutatingPlugin) and isinstance(PriorityPlugin(), ValidatingPlugin)
 
 
@@ -370,7 +370,7 @@ def test_namespace_lifecycle(name, operation, kind, namespace, object_name, expe
         operation=operation, kind=kind, namespace=namespace, name=object_name,
         object=obj if operation != "DELETE" else None, old_object=obj if operation != "CREATE" else None, user=ADMIN,
     )
-    result = NamespaceLifecyclePlugin(namespaces=(ACTIVE, TERMINATING)).validate(req)
+    result = NamespaceLifecyclePlugin(namespaces=(ACTIVE, TERMINATING)).admit(req)
     if expected is None:
         assert result.allowed, result.reason
     else:
@@ -487,8 +487,15 @@ def test_mutating_runs_before_validating():
     mirror = pod_on("n1", MIRROR)
     result = run_chain(request(mirror, user=NODE1), chain())
     assert result.allowed and spec_of(result)["restartPolicy"] == "Always"
-    # Unknown class (mutating: Priority) in a missing namespace (validating: NamespaceLifecycle).
+    # NamespaceLifecycle is an Admit plugin that runs first of all (upstream): a missing
+    # namespace is refused before an unknown priority class is.
     refused = run_chain(request(make_pod(namespace="ghost", priorityClassName="nope")), chain(service_accounts={("ghost", "default")}))
+    assert (refused.plugin, refused.code) == ("NamespaceLifecycle", 404)
+    # A mutating refusal (Priority: unknown class) wins over a validating one (NodeRestriction:
+    # a node creating a pod bound elsewhere).
+    foreign = pod_on("n2", MIRROR)
+    foreign.spec.priority_class_name = "nope"
+    refused = run_chain(request(foreign, user=NODE1), chain())
     assert (refused.plugin, refused.code) == ("Priority", 403)
     missing = run_chain(request(make_pod(namespace="ghost")), chain(service_accounts={("ghost", "default")}))
     assert (missing.plugin, missing.code, missing.reason) == ("NamespaceLifecycle", 404, 'namespaces "ghost" not found')
