@@ -87,6 +87,7 @@ from chaoskube.api.protocol import (
     gone,
     too_many_requests,
 )
+from chaoskube.api.storage import REGISTRY_PREFIX, copy_object
 from chaoskube.api.selectors import (
     FieldSelectorExpr,
     LabelSelectorExpr,
@@ -125,7 +126,6 @@ __all__ = [
     "with_resource_version",
 ]
 
-REGISTRY_PREFIX = "/registry/"
 LOWER_CAPACITY = 100  # watch_cache.go defaultLowerBoundCapacity
 UPPER_CAPACITY = 100 * 1024  # defaultUpperBoundCapacity
 EVENT_FRESH_S = 75.0  # eventFreshDuration: the bookmark frequency plus epsilon
@@ -182,9 +182,7 @@ def resource_of_key(key: str) -> str | None:
     return resource if resource and slash and rest else None
 
 
-def _copy(obj: Object) -> Object:
-    """A copy that shares nothing with ``obj``: what crosses to a client."""
-    return msgspec.json.decode(msgspec.json.encode(obj), type=type(obj))
+_copy = copy_object  # what crosses to a client shares nothing with the cache
 
 
 @dataclass(frozen=True, slots=True)

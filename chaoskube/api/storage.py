@@ -1,0 +1,166 @@
+"""Objects in etcd, as kube-apiserver's etcd3 store keeps them
+(``staging/src/k8s.io/apiserver/pkg/storage/etcd3/store.go``).
+
+- Keys: ``/registry/<resource>/<namespace>/<name>``, or ``/registry/<resource>/<name>`` for
+  cluster-scoped kinds (:func:`storage_key`).
+- Values: the object's JSON without ``metadata.resourceVersion``: the version *is* the
+  key's etcd ``mod_revision`` and is filled in on every read (``store.go`` ``decode`` ->
+  ``versioner.UpdateObject``), so it can never disagree with etcd.
+- Writes are transactions guarded by the key's revision: create compares
+  ``CREATE == 0`` (else 409 AlreadyExists), update and delete compare ``MOD == <revision
+  read>`` (else the caller re-reads: ``GuaranteedUpdate``'s loop, or 409 Conflict when the
+  client itself gave the resourceVersion).
+
+:class:`EtcdStore` turns etcd outcomes into API statuses: a request that definitely did not
+happen is 500 InternalError with etcd's message (``etcdserver: no leader``), one whose
+outcome is unknown is 504 Timeout — the caller cannot know whether it was applied.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from chaoskube.api.manifests import ManifestError, from_json, to_json
+from chaoskube.api.objects import KINDS, Object
+from chaoskube.api.protocol import StatusError, gone, internal_error, timeout
+from chaoskube.etcd.requests import (
+    CompactedError,
+    Compare,
+    DeleteRangeRequest,
+    KeyValue,
+    PutRequest,
+    RangeRequest,
+    TxnRequest,
+    prefix_range_end,
+)
+
+if TYPE_CHECKING:
+    from chaoskube.etcd.client import EtcdClient
+
+__all__ = [
+    "REGISTRY_PREFIX",
+    "EtcdStore",
+    "StorageError",
+    "Stored",
+    "decode",
+    "encode",
+    "resource_prefix",
+    "storage_key",
+]
+
+REGISTRY_PREFIX = "/registry/"
+
+
+def storage_key(resource: str, namespace: str, name: str) -> str:
+    assert name, "an object is stored under its name"
+    if namespace:
+        return f"{REGISTRY_PREFIX}{resource}/{namespace}/{name}"
+    return f"{REGISTRY_PREFIX}{resource}/{name}"
+
+
+def resource_prefix(resource: str, namespace: str = "") -> str:
+    """The key prefix of a list: one namespace, or every object of the resource."""
+    return f"{REGISTRY_PREFIX}{resource}/{namespace}/" if namespace else f"{REGISTRY_PREFIX}{resource}/"
+
+
+def encode(obj: Object) -> str:
+    """The stored form: JSON without ``resourceVersion`` (``obj`` is not changed)."""
+    version = obj.metadata.resource_version
+    if not version:
+        return to_json(obj).decode()
+    obj.metadata.resource_version = ""
+    try:
+        return to_json(obj).decode()
+    finally:
+        obj.metadata.resource_version = version
+
+
+def decode(kv: KeyValue) -> Object:
+    """The object stored in ``kv``, with its resourceVersion: a new object, owned by the caller."""
+    try:
+        obj = from_json(kv.value, kv.key)
+    except ManifestError as error:  # nothing but the API server writes /registry: a bug
+        raise AssertionError(f"undecodable object under {kv.key}: {error}") from None
+    obj.metadata.resource_version = str(kv.mod_revision)  # a new object: ours to change
+    return obj
+
+
+def copy_object(obj: Object) -> Object:
+    """A copy that shares nothing with ``obj`` (objects cross process boundaries by value)."""
+    return msgspec.json.decode(msgspec.json.encode(obj), type=type(obj))
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """An object read from etcd, with the revision its write compares against."""
+
+    object: Object
+    mod_revision: int
+
+
+#: A storage operation that ended with an API status (see the module docstring).
+StorageError = StatusError
+
+
+class EtcdStore:
+    """The etcd3 store of one API server. Every method is one etcd request (the client
+    retries only where it is safe: see :mod:`chaoskube.etcd.client`)."""
+
+    def __init__(self, client: EtcdClient) -> None:
+        self.client = client
+
+    async def _request(self, request: object, *, idempotent: bool) -> object:
+        result = await self.client.request(request, idempotent=idempotent)
+        if result.ok:
+            return result.reply.response
+        if result.reply is not None and result.reply.error == CompactedError.message:
+            raise StorageError(gone("The resourceVersion for the provided list is too old."))
+        if result.status == "info":
+            raise StorageError(timeout(f"etcd request timed out: {result.reason}", retry_after_seconds=1))
+        raise StorageError(internal_error(result.reason))
+
+    async def get(self, key: str) -> Stored | None:
+        """A linearizable read of one key."""
+        response = await self._request(RangeRequest(key), idempotent=True)
+        if not response.kvs:
+            return None
+        kv = response.kvs[0]
+        return Stored(decode(kv), kv.mod_revision)
+
+    async def list(self, prefix: str, *, revision: int = 0) -> tuple[list[Object], int]:
+        """Every object under ``prefix`` (sorted by key) and the store revision of the read.
+        ``revision`` > 0 reads at that revision: 410 if it was compacted."""
+        response = await self._request(RangeRequest(prefix, prefix_range_end(prefix), revision=revision), idempotent=True)
+        return [decode(kv) for kv in response.kvs], response.header_revision
+
+    async def create(self, key: str, obj: Object) -> int | None:
+        """Put ``obj`` if ``key`` does not exist: its revision, or None if it exists."""
+        txn = TxnRequest(compare=(Compare(key, "CREATE", "=", 0),), success=(PutRequest(key, encode(obj)),))
+        response = await self._request(txn, idempotent=False)
+        return response.header_revision if response.succeeded else None
+
+    async def update(self, key: str, obj: Object, mod_revision: int) -> int | None:
+        """Put ``obj`` if ``key`` is still at ``mod_revision``: the new revision, or None."""
+        txn = TxnRequest(compare=(Compare(key, "MOD", "=", mod_revision),), success=(PutRequest(key, encode(obj)),))
+        response = await self._request(txn, idempotent=False)
+        return response.header_revision if response.succeeded else None
+
+    async def delete(self, key: str, mod_revision: int) -> int | None:
+        """Delete ``key`` if it is still at ``mod_revision``: the revision, or None."""
+        txn = TxnRequest(compare=(Compare(key, "MOD", "=", mod_revision),), success=(DeleteRangeRequest(key),))
+        response = await self._request(txn, idempotent=False)
+        return response.header_revision if response.succeeded else None
+
+
+def kind_info(resource: str):
+    """The KindInfo served at ``resource`` (plural), or None."""
+    for info in KINDS.values():
+        if info.resource == resource:
+            return info
+    return None
+
+
+__all__ += ["copy_object", "kind_info"]
