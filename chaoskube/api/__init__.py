@@ -1,9 +1,10 @@
 """The Kubernetes API machinery of the simulated control plane: object types, manifest
 loading and the pure helpers (selectors, quantities, IntOrString) controllers compute with;
-client-go's rate-limited work queue and leader election (Lease lock); authentication
-identities, RBAC and the Node authorizer; the built-in admission plugins; JSON merge
-patch and JSON patch.
-See docs/api-objects.md."""
+the API server (authentication, RBAC and the Node authorizer, admission with built-in
+plugins and webhooks, validation, etcd storage with optimistic concurrency, subresources,
+the watch cache); the client machinery (a retrying client, shared informers, client-go's
+rate-limited work queue and leader election over a Lease).
+See docs/api-objects.md and docs/api-server.md."""
 
 from chaoskube.api.auth import (
     ANONYMOUS_USER,
@@ -121,6 +122,42 @@ from chaoskube.api.objects import (
     validate_name,
 )
 
+from chaoskube.api.client import ApiClient, ApiError, ApiLeaseLock, WatchBroken, WatchEnded, WatchStream
+from chaoskube.api.informer import DeletedFinalStateUnknown, Indexer, Reflector, SharedInformer, SharedInformerFactory
+from chaoskube.api.protocol import (
+    API_PORT,
+    WATCH_PORT,
+    Binding,
+    Credentials,
+    DeleteOptions,
+    Eviction,
+    Request,
+    Response,
+    Status,
+    StatusError,
+    WatchEvent,
+    WatchMessage,
+)
+from chaoskube.api.selectors import SelectorError, parse_field_selector, parse_label_selector
+from chaoskube.api.server import (
+    ADMIN_TOKEN,
+    ApiServer,
+    ApiServerConfig,
+    admin_credentials,
+    node_credentials,
+    service_account_credentials,
+    spawn_api_servers,
+    user_credentials,
+)
+from chaoskube.api.watchcache import Cacher, ResourceCache
+from chaoskube.api.webhooks import (
+    WEBHOOK_PORT,
+    WebhookDispatcher,
+    WebhookResult,
+    label_injector,
+    webhook_server,
+)
+from chaoskube.api.webhooks import matches as webhook_matches
 from chaoskube.api.workqueue import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
@@ -134,21 +171,35 @@ from chaoskube.api.workqueue import (
 )
 
 __all__ = [
+    "ADMIN_TOKEN",
     "ANONYMOUS_USER",
+    "API_PORT",
     "AUTHENTICATED_GROUP",
     "AdmissionRequest",
     "AdmissionResult",
+    "ApiClient",
+    "ApiError",
+    "ApiLeaseLock",
+    "ApiServer",
+    "ApiServerConfig",
     "Attributes",
     "AuthorizationDecision",
+    "Binding",
     "BucketRateLimiter",
+    "Cacher",
     "ClusterRole",
     "ClusterRoleBinding",
+    "Credentials",
     "Decision",
     "DefaultTolerationSecondsPlugin",
     "DefaultingPlugin",
+    "DeleteOptions",
+    "DeletedFinalStateUnknown",
     "Deployment",
     "EndpointSlice",
+    "Eviction",
     "FakeLeaseLock",
+    "Indexer",
     "ItemExponentialFailureRateLimiter",
     "KINDS",
     "KUBE_CONTROLLER_MANAGER_USER",
@@ -190,19 +241,38 @@ __all__ = [
     "QueueFull",
     "QueueShutDown",
     "RateLimitingQueue",
+    "Reflector",
     "ReplicaSet",
+    "Request",
+    "ResourceCache",
+    "Response",
     "Role",
     "RoleBinding",
     "SERVICE_ACCOUNTS_GROUP",
     "SERVICE_ACCOUNT_USER_PREFIX",
+    "SelectorError",
     "Service",
     "ServiceAccount",
     "ServiceAccountPlugin",
+    "SharedInformer",
+    "SharedInformerFactory",
+    "Status",
+    "StatusError",
     "UNAUTHENTICATED_GROUP",
     "UserInfo",
     "VERBS",
     "ValidatingPlugin",
     "ValidatingWebhookConfiguration",
+    "WATCH_PORT",
+    "WEBHOOK_PORT",
+    "WatchBroken",
+    "WatchEnded",
+    "WatchEvent",
+    "WatchMessage",
+    "WatchStream",
+    "WebhookDispatcher",
+    "WebhookResult",
+    "admin_credentials",
     "apply_patch",
     "authenticated_user",
     "authorize",
@@ -222,14 +292,19 @@ __all__ = [
     "format_milli",
     "from_dict",
     "from_json",
+    "label_injector",
     "lease_server",
     "load_manifests",
     "matches",
     "merge_patch",
+    "node_credentials",
     "node_identity",
     "node_name_of",
     "node_user",
+    "parse_field_selector",
+    "parse_label_selector",
     "parse_manifests",
+    "parse_quantity",
     "parse_service_account",
     "registry_key",
     "resolve_fenceposts",
@@ -239,10 +314,15 @@ __all__ = [
     "run_validating",
     "scaled_value",
     "scheduler_user",
+    "service_account_credentials",
     "service_account_user",
     "service_account_username",
+    "spawn_api_servers",
     "superuser",
     "to_dict",
     "to_json",
+    "user_credentials",
     "validate_name",
+    "webhook_matches",
+    "webhook_server",
 ]
