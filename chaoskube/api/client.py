@@ -136,7 +136,7 @@ PROBE_EVERY_S = 1.0
 
 MUTATING_VERBS = ("create", "update", "patch", "delete")
 IDEMPOTENT_READS = ("get", "list")
-_ROUTER_ATTRIBUTE = "_chaoskube_api_watch_router"
+_ROUTER_KEY = "chaoskube.api.client/watch-router"
 
 
 # =========================================================================== results
@@ -626,7 +626,7 @@ class WatchStream:
         if self._stopped:
             return
         self._stopped = True
-        router = getattr(self.client.process, _ROUTER_ATTRIBUTE, None)
+        router = self.client.process.memory.get(_ROUTER_KEY)
         if router is not None and router.streams.get(self.watch_id) is self:
             del router.streams[self.watch_id]
         if self.client.process.alive:
@@ -656,12 +656,12 @@ class _WatchRouter:
 
 
 def _router(process: Process) -> _WatchRouter:
-    """The process's router, made on first use in each incarnation. (Kept on the process
-    object: a killed process loses its handlers, so a new incarnation needs a new one.)"""
-    router = getattr(process, _ROUTER_ATTRIBUTE, None)
-    if router is None or router.incarnation != process.incarnation:
-        router = _WatchRouter(process)
-        setattr(process, _ROUTER_ATTRIBUTE, router)
+    """The process's router, made on first use in each incarnation (``process.memory`` is
+    lost with the process, as its handlers are)."""
+    router = process.memory.get(_ROUTER_KEY)
+    if router is None:
+        router = process.memory[_ROUTER_KEY] = _WatchRouter(process)
+    assert router.incarnation == process.incarnation
     return router
 
 

@@ -136,6 +136,9 @@ class Process:
         self._handlers: dict[str, Callable[[Message], None]] = {}
         self._calls: dict[int, _PendingCall] = {}
         self._held: list[tuple[Callable[[Any], None], Any]] = []
+        #: Per-incarnation memory for libraries running in the process (a client's
+        #: watch router): lost, like everything in memory, when the process is killed.
+        self.memory: dict[str, Any] = {}
         # clock: now() = _clock_base + (world.now - _clock_anchor) * _rate
         self._clock_base = 0.0
         self._clock_anchor = 0.0
@@ -236,6 +239,7 @@ class Process:
         self._handlers = {}
         self._calls = {}
         self._held = []
+        self.memory = {}
         self._nursery = None
 
     # -- clock --------------------------------------------------------------------------
