@@ -1,0 +1,1 @@
+"""kube-scheduler for the simulated control plane."""
