@@ -325,6 +325,8 @@ class ApiClient:
         return response
 
     def _past_deadline(self, request: Request, state: _Attempts) -> Response:
+        if state.in_flight:  # the deadline cut a hung attempt short: it timed out too
+            self._statistics["timeouts"] += 1
         if state.in_flight or state.last is None:
             state.ambiguous = True
             return _timed_out(state.in_flight or self.server, request, self.deadline_s)
