@@ -298,9 +298,15 @@ def bad_request(message: str) -> Status:
 
 
 def invalid(resource: str, name: str, causes: list[str]) -> Status:
-    """``NewInvalid``: 422, ``<Kind> "<name>" is invalid: <field>: <message>, ...``."""
-    kind = kind_of_resource(resource) or resource
-    return Status(422, "Invalid", f'{kind} "{name}" is invalid: {", ".join(causes)}', causes=tuple(causes))
+    """``NewInvalid``: 422, ``<Kind>[.<group>] "<name>" is invalid: <cause>`` — several
+    causes as an aggregate, ``[<cause>, <cause>]``."""
+    kind = kind_of_resource(resource)
+    qualified = resource
+    if kind is not None:
+        group = KINDS[kind].api_version.rpartition("/")[0]
+        qualified = f"{kind}.{group}" if group else kind
+    detail = causes[0] if len(causes) == 1 else f"[{', '.join(causes)}]"
+    return Status(422, "Invalid", f'{qualified} "{name}" is invalid: {detail}', causes=tuple(causes))
 
 
 def too_many_requests(message: str, retry_after_seconds: int = 0, causes: tuple[str, ...] = ()) -> Status:

@@ -187,7 +187,7 @@ class ApiServerConfig:
     watch_cache_fresh_s: float = 75.0
     fresh_wait_s: float = 3.0  # watch cache waitUntilFreshAndBlock
     eviction_attempts: int = 20  # eviction.go EvictionsRetry.Steps
-    eviction_retry_s: float = 0.01  # EvictionsRetry.Duration
+    eviction_retry_s: float = 0.5  # EvictionsRetry.Duration (Factor 1, Jitter 0.1: not modelled)
     bootstrap: bool = True
 
     def __post_init__(self) -> None:
@@ -606,13 +606,14 @@ class ApiServer:
 
     @staticmethod
     def _removes_last_finalizer(current: Object, new: Object) -> bool:
-        """``ShouldDeleteDuringUpdate``: a deleted object's last finalizer is gone."""
-        meta = new.metadata
-        if meta.deletion_timestamp is None or meta.finalizers or not current.metadata.finalizers:
+        """``ShouldDeleteDuringUpdate`` (``registry/generic/registry/store.go``): no
+        finalizer left, a delete was requested and its grace period is over (0 or unset);
+        a namespace also needs its ``spec.finalizers`` empty (namespace ``finalize``)."""
+        if new.metadata.finalizers or current.metadata.deletion_timestamp is None:
             return False
         if isinstance(new, Namespace) and new.spec.finalizers:
             return False
-        return not meta.deletion_grace_period_seconds
+        return not current.metadata.deletion_grace_period_seconds
 
     async def _update(self, request: Request, user: UserInfo, info: KindInfo) -> Response:
         key = storage_key(info.resource, request.namespace, request.name)
@@ -686,6 +687,7 @@ class ApiServer:
             if options.preconditions_resource_version and options.preconditions_resource_version != meta.resource_version:
                 raise _refuse(conflict(info.resource, request.name, f"Precondition failed: ResourceVersion in precondition: {options.preconditions_resource_version}, ResourceVersion in object meta: {meta.resource_version}"))
             admission = self._admission_request("DELETE", request, user, info, None, current)
+            await self._mutate(admission)  # upstream runs both phases on DELETE (handlers/delete.go)
             await self._validate(admission)
             if request.dry_run:
                 return Response(200, object=current, server=self.name)
@@ -693,7 +695,9 @@ class ApiServer:
             if revision is None:
                 continue
             if pending is not None:
-                return Response(202, object=pending, server=self.name)
+                # Still stored (graceful, finalizers): 200 with the object, as
+                # handlers/delete.go answers unless orphanDependents is false.
+                return Response(200, object=pending, server=self.name)
             return Response(200, object=current, server=self.name)
         raise _refuse(conflict(info.resource, request.name, f"the object kept changing: gave up after {MAX_ATTEMPTS} attempts"))
 
@@ -727,7 +731,9 @@ class ApiServer:
             raise _refuse(bad_request(f"the body of pods/binding must be a Binding, not {type(binding).__name__}"))
         if binding.name != request.name:
             raise _refuse(bad_request("name in URL does not match name in Binding object"))
-        await self._validate(self._admission_request("CREATE", request, user, info, None, None))
+        admission = self._admission_request("CREATE", request, user, info, None, None)
+        await self._mutate(admission)
+        await self._validate(admission)
         key = storage_key("pods", request.namespace, request.name)
         for _ in range(MAX_ATTEMPTS):
             stored = await self.store.get(key)
@@ -756,13 +762,17 @@ class ApiServer:
             raise _refuse(bad_request(f"the body of pods/eviction must be an Eviction, not {type(eviction).__name__}"))
         if eviction.name != request.name:
             raise _refuse(bad_request("name in URL does not match name in Eviction object"))
-        await self._validate(self._admission_request("CREATE", request, user, info, None, None))
         options = eviction.delete_options or DeleteOptions()
         delete = Request(verb="delete", resource="pods", namespace=request.namespace, name=request.name, credentials=request.credentials, dry_run=request.dry_run, id=request.id)
         stored = await self.store.get(storage_key("pods", request.namespace, request.name))
         if stored is None:
             raise _refuse(not_found("pods", request.name))
         pod: Pod = stored.object
+        # Admission of pods/eviction sees the pod as the old object (NodeRestriction lets a
+        # kubelet evict only the pods bound to its node).
+        admission = self._admission_request("CREATE", request, user, info, None, pod)
+        await self._mutate(admission)
+        await self._validate(admission)
         # canIgnorePDB: a terminal, pending or already deleted pod is deleted directly.
         if pod.status.phase in ("Succeeded", "Failed", "Pending") or pod.metadata.deletion_timestamp is not None:
             await self._delete(delete, user, info, options)
@@ -818,9 +828,9 @@ class ApiServer:
                 self._refused_eviction(request, name, "status not observed")
                 raise _refuse(self._budget_busy(name))
             if status.disruptions_allowed < 0:
-                raise _refuse(forbidden(f'poddisruptionbudgets.policy "{name}" is forbidden: pdb disruptions allowed is negative'))
+                raise _refuse(forbidden(f'poddisruptionbudget.policy "{name}" is forbidden: pdb disruptions allowed is negative'))
             if len(status.disrupted_pods) > MAX_DISRUPTED_POD_SIZE:
-                raise _refuse(forbidden(f'poddisruptionbudgets.policy "{name}" is forbidden: DisruptedPods map too big - too many evictions not confirmed by PDB controller'))
+                raise _refuse(forbidden(f'poddisruptionbudget.policy "{name}" is forbidden: DisruptedPods map too big - too many evictions not confirmed by PDB controller'))
             if status.disruptions_allowed == 0:
                 self._refused_eviction(request, name, "no disruption allowed")
                 raise _refuse(too_many_requests("Cannot evict pod as it would violate the pod's disruption budget.", 0, (f"The disruption budget {name} needs {status.desired_healthy} healthy pods and has {status.current_healthy} currently",)))

@@ -229,12 +229,12 @@ def test_graceful_pod_deletion_and_finalizers():
         return first, at, still, final, gone, unscheduled, at_once, pending, kept, released, after
 
     _, (first, at, still, final, gone, unscheduled, at_once, pending, kept, released, after) = run_api(story)
-    assert first.code == 202 and first.object.metadata.deletion_grace_period_seconds == 30
+    assert first.code == 200 and first.object.metadata.deletion_grace_period_seconds == 30
     assert parse_timestamp(first.object.metadata.deletion_timestamp) == pytest.approx(at + 30, abs=1.0)
     assert still.code == 200 and still.object.metadata.deletion_timestamp
     assert final.code == 200 and gone.code == 404
     assert at_once.code == 200
-    assert pending.code == 202 and pending.object.metadata.deletion_timestamp
+    assert pending.code == 200 and pending.object.metadata.deletion_timestamp
     assert kept.code == 200 and kept.object.metadata.finalizers == ["example.com/cleanup"]
     assert released.code == 200 and after.code == 404
 
@@ -340,3 +340,35 @@ def test_runs_replay_byte_for_byte():
     first, _ = run_api(story, seed=11, servers=2)
     second, _ = run_api(story, seed=11, servers=2)
     assert first.fingerprint == second.fingerprint
+
+
+def test_namespaces_the_system_needs_cannot_be_deleted_and_others_finalize():
+    async def story(world, api, registry):
+        immortal = await api("delete", "namespaces", name="kube-system")
+        await api("create", "namespaces", body=obj({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}))
+        terminating = await api("delete", "namespaces", name="team")
+        refused = await api.eventually("create", "serviceaccounts", lambda r: r.code == 403, namespace="team", body=obj({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "x"}}))
+        finalized = await api("update", "namespaces", name="team", subresource="finalize", body=obj({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}, "spec": {"finalizers": []}}))
+        gone = await api("get", "namespaces", name="team")
+        return immortal, terminating, refused, finalized, gone
+
+    _, (immortal, terminating, refused, finalized, gone) = run_api(story)
+    assert immortal.code == 403 and immortal.status.message == 'namespaces "kube-system" is forbidden: this namespace may not be deleted'
+    assert terminating.code == 200 and terminating.object.status.phase == "Terminating"
+    assert "because it is being terminated" in refused.status.message
+    assert finalized.code == 200 and gone.code == 404
+
+
+def test_a_kubelet_may_evict_the_pods_bound_to_its_node_only():
+    async def story(world, api, registry):
+        await running_pods(api, 1, {"app": "web"})  # web-0 on n1
+        await api("create", "pods", namespace="default", body=pod("elsewhere", node="n2"))
+        await api("patch", "pods", namespace="default", name="elsewhere", subresource="status", body={"status": {"phase": "Running"}})
+        kubelet = api.as_(node_credentials("n1"))
+        own = await kubelet.eventually("create", "pods", lambda r: r.code != 403, namespace="default", name="web-0", subresource="eviction", body=Eviction(name="web-0", namespace="default"))
+        other = await kubelet("create", "pods", namespace="default", name="elsewhere", subresource="eviction", body=Eviction(name="elsewhere", namespace="default"))
+        return own, other
+
+    _, (own, other) = run_api(story)
+    assert own.code == 201
+    assert other.code == 403
