@@ -1,0 +1,302 @@
+"""The garbage collector, as kube-controller-manager's ``pkg/controller/garbagecollector``,
+for background cascading deletion.
+
+Upstream sources followed (kubernetes/kubernetes ``pkg/controller/garbagecollector/``):
+
+- ``garbagecollector.go`` — ``attemptToDeleteItem``: read the dependent live; skip it when
+  it is gone, replaced (uid) or already being deleted; ``classifyReferences`` into solid
+  and dangling owners with ``isDangling`` (an owner is absent when a live GET answers 404
+  or an object with another uid; absences are remembered in ``absentOwnerCache``); with
+  a solid owner, remove the dangling references; with none, delete the dependent with
+  propagation Background;
+- ``operations.go`` — ``deleteObject`` with uid and resourceVersion preconditions, retried
+  without the resourceVersion when only it changed (the owners did not);
+- ``patch.go`` — ``deleteOwnerRefJSONMergePatch``: the remaining references with the
+  object's resourceVersion;
+- ``graph_builder.go`` — what makes a dependent a candidate: an owner observed deleted
+  (its dependents are enqueued), or a dependent referencing an owner the graph has not
+  observed (upstream's "virtual" node, verified against the API server);
+- ``uid_cache.go`` / ``absent_owner_cache.go`` — the LRU of absent owners (500 entries).
+- The worker count is ``--concurrent-gc-syncs`` (20, ``ControllerManagerConfig``).
+
+Model, instead of upstream's dependency graph over every resource: informers on the
+dependents (:data:`DEPENDENT_RESOURCES`: replicasets, pods, endpointslices) indexed by
+owner uid, and on the owners (:data:`OWNER_RESOURCES`: deployments, replicasets,
+services) indexed by uid. A dependent is enqueued when an owner of one of those kinds is
+deleted, or when it references an owner of one of those kinds that the owner caches do not
+hold (after they synced; then once for every dependent). The decision is always taken on
+live reads (quorum GETs of the dependent and of each owner), as upstream's, so a lagging
+cache can delay a collection but never cause a wrong one.
+
+Contract: as the other controllers (handlers only enqueue; ``await run()`` waits for the
+caches and runs the workers; errors requeue with rate limiting).
+
+Journal: ``{"type": "gc-delete", "resource", "namespace", "name", "uid", "owners"}`` for
+each dependent deleted, ``{"type": "gc-orphan-refs", ...}`` for each removal of dangling
+references.
+
+Non-guarantees: foreground deletion (the ``foregroundDeletion`` finalizer and
+``blockOwnerDeletion``) is not modelled: an owner carrying that finalizer stays until
+something else removes it, and counts as a solid owner meanwhile; orphan propagation (the
+``orphan`` finalizer) is not modelled either. Owners of kinds not in
+:data:`OWNER_RESOURCES` (StatefulSets, Nodes, ...) are never treated as absent: their
+dependents are not collected. The absent-owner cache is keyed by uid and, as upstream's,
+is only a cache: an owner never comes back with the same uid.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from chaoskube.api.client import ApiClient, ApiError
+from chaoskube.api.informer import DeletedFinalStateUnknown, SharedInformer, SharedInformerFactory
+from chaoskube.api.objects import KINDS, OwnerReference
+from chaoskube.api.protocol import DeleteOptions
+from chaoskube.api.workqueue import RateLimitingQueue
+from chaoskube.controllers.config import ControllerManagerConfig
+from chaoskube.controllers.replicaset import ControllerError, add_index, owner_references_patch, work_loop
+
+if TYPE_CHECKING:
+    from chaoskube.sim.process import Process
+
+__all__ = [
+    "ABSENT_OWNER_CACHE_SIZE",
+    "AbsentOwnerCache",
+    "DEPENDENT_RESOURCES",
+    "GarbageCollector",
+    "OWNER_RESOURCES",
+    "OWNER_UID_INDEX",
+    "UID_INDEX",
+    "classify",
+    "owner_resource",
+]
+
+#: The dependents and owners this model watches (see the module docstring).
+DEPENDENT_RESOURCES = ("endpointslices", "pods", "replicasets")
+OWNER_RESOURCES = ("deployments", "replicasets", "services")
+#: Index names on the informers.
+OWNER_UID_INDEX = "garbagecollector/owner-uid"
+UID_INDEX = "garbagecollector/uid"
+#: ``NewReferenceCache(500)`` in ``NewGarbageCollector``.
+ABSENT_OWNER_CACHE_SIZE = 500
+
+
+def _owner_uids(obj: Any) -> list[str]:
+    return [reference.uid for reference in obj.metadata.owner_references]
+
+
+def _uid(obj: Any) -> list[str]:
+    return [obj.metadata.uid] if obj.metadata.uid else []
+
+
+def owner_resource(reference: OwnerReference) -> str | None:
+    """The resource of a watched owner kind (``apiResource`` through the REST mapper),
+    or None for a kind this model does not watch or an apiVersion that does not match."""
+    info = KINDS.get(reference.kind)
+    if info is None or info.resource not in OWNER_RESOURCES or info.api_version != reference.api_version:
+        return None
+    return info.resource
+
+
+class AbsentOwnerCache:
+    """``ReferenceCache``: an LRU set of owner uids known to be absent; at the bound the
+    least recently used entry is dropped (the owner is then looked up again)."""
+
+    def __init__(self, capacity: int = ABSENT_OWNER_CACHE_SIZE) -> None:
+        assert capacity > 0
+        self.capacity = capacity
+        self._entries: OrderedDict[str, None] = OrderedDict()
+
+    def add(self, uid: str) -> None:
+        self._entries[uid] = None
+        self._entries.move_to_end(uid)
+        while len(self._entries) > self.capacity:
+            self._entries.popitem(last=False)
+
+    def has(self, uid: str) -> bool:
+        if uid in self._entries:
+            self._entries.move_to_end(uid)
+            return True
+        return False
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def classify(references: Sequence[OwnerReference], absent: Sequence[bool]) -> tuple[list[OwnerReference], list[OwnerReference]]:
+    """``classifyReferences`` without foreground deletion: (solid, dangling)."""
+    assert len(references) == len(absent)
+    solid = [reference for reference, gone in zip(references, absent) if not gone]
+    dangling = [reference for reference, gone in zip(references, absent) if gone]
+    return solid, dangling
+
+
+class GarbageCollector:
+    """``GarbageCollector`` for background deletion (see the module docstring)."""
+
+    def __init__(
+        self, process: Process, client: ApiClient, informers: SharedInformerFactory, config: ControllerManagerConfig, *, name: str = "garbage-collector"
+    ) -> None:
+        self.process = process
+        self.client = client
+        self.config = config
+        self.name = name
+        self.queue = RateLimitingQueue(process)
+        self.absent_owners = AbsentOwnerCache()
+        self.dependents: dict[str, SharedInformer] = {}
+        self.owners: dict[str, SharedInformer] = {}
+        self._scanned = False
+        for resource in DEPENDENT_RESOURCES:
+            informer = self.dependents[resource] = informers.informer(resource)
+            add_index(informer, OWNER_UID_INDEX, _owner_uids)
+            informer.add_event_handler(
+                on_add=lambda obj, r=resource: self._dependent_changed(r, obj),
+                on_update=lambda old, new, r=resource: self._dependent_changed(r, new, old),
+            )
+        for resource in OWNER_RESOURCES:
+            informer = self.owners[resource] = informers.informer(resource)
+            add_index(informer, UID_INDEX, _uid)
+            informer.add_event_handler(on_update=self._owner_updated, on_delete=self._owner_deleted)
+
+    # -- handlers (enqueue only) ----------------------------------------------------------
+    def _owners_synced(self) -> bool:
+        return all(informer.has_synced() for informer in self.owners.values())
+
+    def _owner_known(self, reference: OwnerReference) -> bool:
+        """False only for an owner of a watched kind that the owner caches do not hold."""
+        resource = owner_resource(reference)
+        if resource is None:
+            return True
+        return bool(self.owners[resource].indexer.index_keys(UID_INDEX, reference.uid))
+
+    def _enqueue(self, resource: str, obj: Any) -> None:
+        meta = obj.metadata
+        self.queue.add((resource, meta.namespace, meta.name, meta.uid))
+
+    def _dependent_changed(self, resource: str, obj: Any, old: Any = None) -> None:
+        if not self._scanned or not obj.metadata.owner_references:
+            return  # before the first scan (see run) or not a dependent
+        if old is not None and old.metadata.owner_references == obj.metadata.owner_references and old.metadata.uid == obj.metadata.uid:
+            return  # the owners did not change: nothing new to check
+        if not all(self._owner_known(reference) for reference in obj.metadata.owner_references):
+            self._enqueue(resource, obj)
+
+    def _owner_updated(self, old: Any, new: Any) -> None:
+        if old.metadata.uid != new.metadata.uid:  # replaced while the watch was down
+            self._owner_deleted(old)
+
+    def _owner_deleted(self, obj: Any) -> None:
+        owner = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        if owner is None or not owner.metadata.uid:
+            return
+        for resource in DEPENDENT_RESOURCES:
+            for dependent in self.dependents[resource].indexer.by_index(OWNER_UID_INDEX, owner.metadata.uid):
+                self._enqueue(resource, dependent)
+
+    # -- running --------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Wait for every cache, check every dependent once (owners deleted while nobody
+        watched), then run ``config.concurrent_gc_syncs`` workers."""
+        for informer in [*self.owners.values(), *self.dependents.values()]:
+            await informer.wait_for_sync()
+        self._scanned = True
+        for resource in DEPENDENT_RESOURCES:
+            for obj in self.dependents[resource].indexer.list():
+                self._dependent_changed(resource, obj)
+        async with trio.open_nursery() as nursery:
+            for _ in range(self.config.concurrent_gc_syncs):
+                nursery.start_soon(work_loop, self.queue, self.sync)
+
+    # -- the decision -----------------------------------------------------------------------
+    async def sync(self, item: tuple[str, str, str, str]) -> None:
+        """``attemptToDeleteItem`` for one dependent."""
+        resource, namespace, name, uid = item
+        try:
+            latest = await self.client.get(resource, namespace, name)
+        except ApiError as error:
+            if error.code == 404:
+                return
+            raise
+        if latest.metadata.uid != uid or latest.metadata.deletion_timestamp is not None:
+            return
+        references = list(latest.metadata.owner_references)
+        if not references:
+            return
+        absent = [await self._is_dangling(reference, namespace) for reference in references]
+        solid, dangling = classify(references, absent)
+        if solid:
+            if dangling:
+                await self._remove_references(resource, latest, solid, dangling)
+            return
+        await self._delete(resource, latest, references)
+
+    async def _is_dangling(self, reference: OwnerReference, namespace: str) -> bool:
+        """``isDangling``: a live GET of the owner (namespaced owners live in the
+        dependent's namespace). Raises ApiError when the answer is not conclusive."""
+        if self.absent_owners.has(reference.uid):
+            return True
+        resource = owner_resource(reference)
+        if resource is None:
+            return False  # a kind this model does not watch: never absent
+        owner_namespace = namespace if KINDS[reference.kind].namespaced else ""
+        try:
+            owner = await self.client.get(resource, owner_namespace, reference.name)
+        except ApiError as error:
+            if error.code != 404:
+                raise
+            self.absent_owners.add(reference.uid)
+            return True
+        if owner.metadata.uid != reference.uid:
+            self.absent_owners.add(reference.uid)
+            return True
+        return False
+
+    async def _remove_references(self, resource: str, obj: Any, solid: list[OwnerReference], dangling: list[OwnerReference]) -> None:
+        """``deleteOwnerReferences`` (merge patch with the resourceVersion)."""
+        gone = {reference.uid for reference in dangling}
+        remaining = [reference for reference in obj.metadata.owner_references if reference.uid not in gone]
+        try:
+            await self.client.patch(resource, obj.metadata.namespace, obj.metadata.name, owner_references_patch(obj, remaining))
+        except ApiError as error:
+            if error.code == 404:
+                return
+            raise
+        self.process.world.record(
+            "gc-orphan-refs", resource=resource, namespace=obj.metadata.namespace, name=obj.metadata.name, uid=obj.metadata.uid,
+            removed=sorted(gone), kept=[reference.uid for reference in solid],
+        )
+
+    async def _delete(self, resource: str, obj: Any, references: list[OwnerReference]) -> None:
+        """``deleteObject``: preconditions uid and resourceVersion; after a conflict, again
+        with the uid only if the owners are still the same."""
+        meta = obj.metadata
+        options = DeleteOptions(preconditions_uid=meta.uid, preconditions_resource_version=meta.resource_version)
+        try:
+            await self.client.delete(resource, meta.namespace, meta.name, options=options)
+        except ApiError as error:
+            if error.code == 404:
+                return
+            if error.code != 409 or error.ambiguous:
+                raise
+            try:
+                live = await self.client.get(resource, meta.namespace, meta.name)
+            except ApiError as again:
+                if again.code == 404:
+                    return
+                raise
+            if live.metadata.uid != meta.uid or live.metadata.owner_references != references or live.metadata.resource_version == meta.resource_version:
+                raise ControllerError(f"{resource} {meta.namespace}/{meta.name} changed while being collected: will look again") from error
+            try:
+                await self.client.delete(resource, meta.namespace, meta.name, options=DeleteOptions(preconditions_uid=meta.uid))
+            except ApiError as third:
+                if third.code != 404:
+                    raise
+                return
+        self.process.world.record(
+            "gc-delete", resource=resource, namespace=meta.namespace, name=meta.name, uid=meta.uid,
+            owners=[reference.uid for reference in references], controller=self.name,
+        )
