@@ -29,7 +29,7 @@ served by the watch cache (:mod:`chaoskube.api.watchcache`).
 
 Deletion (``registry/generic/registry/store.go`` ``Delete``): a scheduled pod that is not
 terminal is deleted gracefully — ``deletionTimestamp`` = now + grace (its
-``terminationGracePeriodSeconds``, 30 by default), answered 202 — and removed when its
+``terminationGracePeriodSeconds``, 30 by default), answered 200 with the object — and removed when its
 kubelet deletes it again with grace 0. Objects with finalizers get a ``deletionTimestamp``
 and stay until an update removes the last finalizer. Everything else is removed at once.
 

@@ -32,7 +32,7 @@ from chaoskube.api.webhooks import unsupported_features, validate_configuration
 __all__ = ["validate_create", "validate_update"]
 
 # Kinds whose spec changes bump metadata.generation (their strategies' PrepareForUpdate).
-GENERATION_KINDS = frozenset({"Deployment", "ReplicaSet", "PodDisruptionBudget", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"})
+GENERATION_KINDS = frozenset({"Deployment", "ReplicaSet", "PodDisruptionBudget", "EndpointSlice", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"})
 
 
 def _required(path: str, what: str = "") -> str:
