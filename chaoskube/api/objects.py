@@ -34,6 +34,7 @@ must match its template's labels) are not checked here.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -186,6 +187,9 @@ _EXPONENT_MAX = 64
 def parse_quantity(text: Quantity) -> int:
     """A quantity ("100m", "1Gi", "0.5", "1e3", 2) in integer milli-units.
 
+    Memoized: a cluster parses the same few quantities millions of times (the scheduler's
+    and kubelets' sums); the cache is bounded.
+
     Exact for every suffix Kubernetes accepts; values finer than a milli-unit round up, as
     ``Quantity.MilliValue()`` does ("1u" is 1 milli). Raises ``ValueError`` for anything
     ``resource.ParseQuantity`` rejects. Unlike ``MilliValue()`` (an int64), the result does
@@ -193,6 +197,11 @@ def parse_quantity(text: Quantity) -> int:
     """
     if isinstance(text, bool) or not isinstance(text, (str, int, float)):
         raise ValueError(f"not a quantity: {text!r}")
+    return _parse_quantity(type(text), text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_quantity(kind: type, text: Quantity) -> int:  # the type keeps 1 and 1.0 and "1" apart
     if isinstance(text, float) and not math.isfinite(text):
         raise ValueError(f"not a quantity: {text!r}")
     string = str(text) if not isinstance(text, str) else text

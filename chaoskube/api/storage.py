@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from chaoskube.api.manifests import ManifestError, from_json, to_json
+from chaoskube.api.manifests import ManifestError, from_json
 from chaoskube.api.objects import KINDS, Object
 from chaoskube.api.protocol import StatusError, gone, internal_error, timeout
 from chaoskube.etcd.requests import (
@@ -66,22 +66,44 @@ def resource_prefix(resource: str, namespace: str = "") -> str:
     return f"{REGISTRY_PREFIX}{resource}/{namespace}/" if namespace else f"{REGISTRY_PREFIX}{resource}/"
 
 
+_DECODER = msgspec.json.Decoder()
+
+
 def encode(obj: Object) -> str:
-    """The stored form: JSON without ``resourceVersion`` (``obj`` is not changed)."""
+    """The stored form: JSON with ``apiVersion`` and ``kind`` first and without
+    ``resourceVersion`` (``obj`` is not changed). msgspec encodes the struct directly (its
+    fields in declaration order, defaults omitted): about 10x faster than building the
+    manifest dict, and :func:`decode_value` reads it back to an equal object."""
     version = obj.metadata.resource_version
-    if not version:
-        return to_json(obj).decode()
     obj.metadata.resource_version = ""
     try:
-        return to_json(obj).decode()
+        body = msgspec.json.encode(obj)
     finally:
         obj.metadata.resource_version = version
+    assert body.startswith(b"{") and body != b"{}", body[:20]
+    return f'{{"apiVersion":"{obj.API_VERSION}","kind":"{obj.KIND}",'.encode().__add__(body[1:]).decode()
+
+
+def decode_value(value: str | bytes, key: str) -> Object:
+    """The object stored under ``key`` (raises ManifestError if it is not one). The fast
+    path converts straight to the kind's struct; anything unexpected goes through
+    :func:`chaoskube.api.manifests.from_json`, which names what is wrong."""
+    resource = key[len(REGISTRY_PREFIX):].partition("/")[0] if key.startswith(REGISTRY_PREFIX) else ""
+    info = kind_info(resource)
+    if info is not None:
+        try:
+            data = _DECODER.decode(value)
+            if isinstance(data, dict) and data.pop("kind", None) == info.kind and data.pop("apiVersion", None) == info.api_version:
+                return msgspec.convert(data, type=info.type)
+        except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError):
+            pass
+    return from_json(value, key)
 
 
 def decode(kv: KeyValue) -> Object:
     """The object stored in ``kv``, with its resourceVersion: a new object, owned by the caller."""
     try:
-        obj = from_json(kv.value, kv.key)
+        obj = decode_value(kv.value, kv.key)
     except ManifestError as error:  # nothing but the API server writes /registry: a bug
         raise AssertionError(f"undecodable object under {kv.key}: {error}") from None
     obj.metadata.resource_version = str(kv.mod_revision)  # a new object: ours to change
@@ -163,4 +185,4 @@ def kind_info(resource: str):
     return None
 
 
-__all__ += ["copy_object", "kind_info"]
+__all__ += ["copy_object", "decode_value", "kind_info"]

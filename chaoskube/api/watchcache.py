@@ -74,7 +74,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import trio
 
-from chaoskube.api.manifests import ManifestError, from_json
+from chaoskube.api.manifests import ManifestError
 from chaoskube.api.objects import Object
 from chaoskube.api.protocol import (
     WATCH_PORT,
@@ -87,7 +87,7 @@ from chaoskube.api.protocol import (
     gone,
     too_many_requests,
 )
-from chaoskube.api.storage import REGISTRY_PREFIX, copy_object
+from chaoskube.api.storage import REGISTRY_PREFIX, copy_object, decode_value
 from chaoskube.api.selectors import (
     FieldSelectorExpr,
     LabelSelectorExpr,
@@ -653,7 +653,7 @@ class Cacher:
 
     def _decode(self, kv: KeyValue) -> Object | None:
         try:
-            obj = from_json(kv.value, kv.key)
+            obj = decode_value(kv.value, kv.key)
         except ManifestError as error:
             self.process.world.record("watch-cache", server=self.process.name, event="decode-error", key=kv.key, revision=kv.mod_revision, error=str(error)[:200])
             return None

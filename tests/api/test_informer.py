@@ -6,7 +6,7 @@ parts (indexer, keys, backoff) table by table."""
 import pytest
 
 from chaoskube.api import protocol
-from chaoskube.api.client import ApiClient
+from chaoskube.api.client import PROBE_EVERY_S, ApiClient
 from chaoskube.api.informer import (
     NAMESPACE_INDEX,
     DeletedFinalStateUnknown,
@@ -490,14 +490,15 @@ def test_an_informer_on_the_real_api_servers_follows_writes_and_survives_a_serve
         created = await api("create", "pods", server=other, namespace="default", body=pod("b"))
         patched = await api("patch", "pods", server=other, namespace="default", name="a", body={"metadata": {"labels": {"tier": "front"}}})
         deleted = await api("delete", "pods", server=other, namespace="default", name="b")
-        await world.sleep(5.0)
+        await world.sleep(8.0)
         return created.code, patched.code, deleted.code
 
     world, codes = real_cluster(story)
     assert codes == (201, 200, 200)
     assert [entry[1:] for entry in log] == [("add", "early"), ("add", "a"), ("add", "b"), ("update", "a"), ("delete", "b")]
     after_kill = [t for t, *_ in log[2:]]
-    assert all(0.0 < t - facts["t"] < 1.5 for t in after_kill)  # the next probe is refused
+    # The next probe (at most PROBE_EVERY_S of silence later) is refused; the relist follows.
+    assert all(0.0 < t - facts["t"] < PROBE_EVERY_S + 1.5 for t in after_kill)
     informer = facts["informer"]
     assert informer.indexer.list_keys() == ["default/a", "default/early"]
     assert informer.indexer.get_by_key("default/a").metadata.labels == {"app": "web", "tier": "front"}
