@@ -3,6 +3,8 @@
 Exit codes: 0 the outcome was the expected one; 1 it was not; 2 bad input (unknown
 experiment, malformed file, bad flag, unwritable --out) with a one-line message and no
 traceback; 3 a check that could not decide (``check-history``: unknown); 130 interrupted.
+``explore`` exits 1 when any run missed its expected outcome; ``replay`` exits 1 when the
+fingerprints differ and 2 when the directory is not a run.
 
 click parses arguments (well kept, composable subcommands, typed options); rich draws the
 tables and the progress bar (only when stderr is a terminal).
@@ -161,6 +163,128 @@ def _print_result(result: Any) -> None:
     else:
         stdout.print(f"simulated {result.simulated_seconds:.1f} s in {result.wall_seconds:.2f} s wall ({result.simulated_seconds / max(result.wall_seconds, 1e-9):.0f}x real time)")
     stdout.print(f"replay: {result.replay}")
+
+@cli.command()
+@click.argument("experiments", nargs=-1, metavar="[NAME|FILE]...")
+@click.option("--all", "all_experiments", is_flag=True, help="Every simulated experiment of the catalogue (real-process ones run in real time: use `run`).")
+@click.option("--seeds", "seeds_text", required=True, metavar="A..B", help="Seeds, both ends included (1..20); also N, or a comma-separated list (1..5,9).")
+@click.option("--jobs", type=click.IntRange(min=1, max=256), default=None, help="Parallel processes [default: the CPU count].")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs/explore"), show_default=True, help="Campaign directory: a run directory per seed, and the summary.")
+def explore(experiments: tuple[str, ...], all_experiments: bool, seeds_text: str, jobs: int | None, out_dir: Path) -> None:
+    """Run experiments over many seeds in parallel processes and summarize what the faults did.
+
+    Writes OUT/NAME-seedN/ per run and OUT/summary.{md,json,html} and OUT/junit.xml. Exits 0
+    when every run met its expected outcome, 1 when one did not, 130 on Ctrl-C (finished
+    runs and the summary are kept)."""
+    import os
+
+    from experiments import registry
+    from experiments.campaign import SeedsError, parse_seeds, plan_jobs, run_campaign, summarize, write_summary
+    from experiments.systems import SYSTEMS
+
+    try:
+        seeds = parse_seeds(seeds_text)
+    except SeedsError as error:
+        fail(str(error))
+    if all_experiments == bool(experiments):
+        fail("name experiments or give --all (one of the two)")
+    names = [name for name in registry.names() if not getattr(SYSTEMS[registry.find(name).system], "real_time", False)] if all_experiments else list(dict.fromkeys(experiments))
+    targets = [(name, registry.find(name)) for name in names]
+    for target, found in targets:
+        if getattr(SYSTEMS[found.system], "real_time", False):
+            fail(f"{target}: runs real processes in real time, not reproducible by seed; run it with `chaoskube run`")
+    if len({found.name for _, found in targets}) != len(targets):
+        fail("two of the experiments named have the same name; give each once")
+    _writable_directory(out_dir)
+    job_list = plan_jobs(targets, seeds, out_dir)
+    workers = min(jobs or os.cpu_count() or 1, len(job_list))
+    stderr.print(f"chaoskube {__version__}: {len(targets)} experiment(s) x {len(seeds)} seed(s) = {len(job_list)} runs in {workers} process(es) -> {out_dir}")
+    with _campaign_progress(len(job_list)) as advance:
+        result = run_campaign(job_list, workers, on_record=advance)
+    summary = summarize(result, seeds_text, workers)
+    paths = write_summary(out_dir, summary, result.records)
+    _print_campaign(summary, paths)
+    if result.interrupted:
+        stderr.print(f"interrupted: kept {len(result.records)} finished runs and the summary; {len(result.abandoned)} handed to workers were stopped, the rest not started")
+        sys.exit(130)
+    sys.exit(0 if result.all_as_expected else 1)
+
+
+class _campaign_progress:
+    """A progress bar of finished runs, on a terminal only."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.bar: Any = None
+
+    def __enter__(self) -> Any:
+        if not stderr.is_terminal:
+            return None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[last]}"), TimeElapsedColumn(), console=stderr, transient=True)
+        self.bar.start()
+        task = self.bar.add_task("explore", total=self.total, last="")
+
+        def advance(record: dict[str, Any]) -> None:
+            mark = "ok" if record["as_expected"] else "NOT as expected"
+            self.bar.update(task, advance=1, last=f"{record['experiment']} seed {record['seed']}: {mark}")
+
+        return advance
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _print_campaign(summary: dict[str, Any], paths: list[Path]) -> None:
+    table = Table("experiment", "seeds", "passed as expected", "unexpected", "time (s)", title=f"explore: seeds {summary['seeds']}")
+    for item in summary["experiments"]:
+        unexpected = f"[red]{item['unexpected']}[/]" if item["unexpected"] else "0"
+        table.add_row(item["experiment"], str(item["runs"]), str(item["as_expected"]), unexpected, f"{item['wall_seconds']:.1f}")
+    stdout.print(table)
+    stdout.print(f"{summary['as_expected']} of {summary['finished_runs']} runs as expected ({summary['planned_runs']} planned) in {summary['wall_seconds']:.1f} s")
+    if summary["unexpected_runs"]:
+        stdout.print("not as expected:")
+        for item in summary["unexpected_runs"]:
+            stdout.print(f"  {item['experiment']} seed {item['seed']}: {item['why']}", markup=False)
+            stdout.print(f"    replay: {item['replay']}", markup=False)
+    stdout.print("summary: " + ", ".join(str(path) for path in paths), markup=False)
+
+
+@cli.command()
+@click.argument("run_dir", metavar="DIR", type=click.Path(path_type=Path))
+def replay(run_dir: Path) -> None:
+    """Run the run recorded in DIR again and compare journal fingerprints.
+
+    Reads the experiment and seed from DIR/result.json, runs it into a temporary
+    directory, prints both fingerprints; exits 0 when they match, 1 when they differ (the
+    replayed run is kept for diffing), 2 when DIR is not a run."""
+    from experiments.campaign import NotARun, load_run, replay_run, replay_target
+
+    try:
+        payload = load_run(run_dir)
+        target = replay_target(payload)
+        stderr.print(f"chaoskube {__version__}: replaying {target} seed {payload['seed']} from {run_dir}")
+        with _progress(target) as progress:
+            outcome = replay_run(run_dir, progress)
+    except NotARun as error:
+        fail(str(error))
+    stdout.print(f"recorded: {outcome.recorded}")
+    stdout.print(f"replayed: {outcome.replayed}")
+    if outcome.interrupted:
+        stderr.print("interrupted")
+        sys.exit(130)
+    if outcome.match:
+        stdout.print("match: the run replays byte for byte")
+        sys.exit(0)
+    where = f" (first different journal line: {outcome.first_difference})" if outcome.first_difference else ""
+    stdout.print(f"MISMATCH{where}; the replayed run is in {outcome.replay_dir}", markup=False)
+    if outcome.journal_on_disk is not None and outcome.journal_on_disk != outcome.recorded:
+        stdout.print(f"note: {run_dir / 'journal.jsonl'} itself hashes to {outcome.journal_on_disk}, not to the recorded fingerprint: result.json or the journal was changed after the run", markup=False)
+    if outcome.recorded_version and outcome.recorded_version != __version__:
+        stdout.print(f"note: recorded with chaoskube {outcome.recorded_version}, replayed with {__version__}", markup=False)
+    sys.exit(1)
 
 
 @cli.command("check-history")

@@ -6,15 +6,18 @@ everything -> wait for the steady state to return (recovery deadline) -> settle 
 workload -> run the checkers. Every phase boundary is journaled as a ``phase`` event.
 
 A run directory holds ``journal.jsonl`` (written as the run goes: an interrupted run keeps
-it), ``run.log`` (human-readable, stamped with virtual time), ``result.json`` and
-``report.md``.
+it), ``run.log`` (human-readable, stamped with virtual time), ``result.json``,
+``report.md``, ``report.html`` (self-contained, with a timeline: experiments/report_html.py)
+and ``junit.xml`` (one testcase per checker: experiments/junit.py). A real-process run
+(experiments/real.py) writes its own result.json and report.md; this module adds the other
+two.
 """
 
 from __future__ import annotations
 
 import shlex
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,7 +107,9 @@ def run_experiment(
     if getattr(SYSTEMS[experiment.system], "real_time", False):  # real processes, real clock
         from experiments.real import run_real_experiment
 
-        return run_real_experiment(experiment, seed, out_dir, progress=progress)
+        real = run_real_experiment(experiment, seed, out_dir, progress=progress)
+        write_reports(real)
+        return real
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     system_class = SYSTEMS[experiment.system]
@@ -190,7 +195,7 @@ def run_experiment(
         skipped_faults=list(injector.skipped) if injector else [],
         interrupted=interrupted,
     )
-    write_result(result)
+    write_result(result, world.journal.events)
     return result
 
 
@@ -222,10 +227,22 @@ def _steady_state_verdict(state: dict[str, Any], recovery_s: float) -> Verdict:
     return Verdict(True, f"held before the faults and returned {state['recovery_s']:.3f} s after heal", details={"recovery_s": round(state["recovery_s"], 6)})
 
 
-def write_result(result: RunResult) -> None:
+def write_result(result: RunResult, events: Sequence[dict[str, Any]] | None = None) -> None:
+    """result.json and report.md first (the record), then report.html and junit.xml.
+    ``events``: the journal's events if still in memory; else the journal file is read."""
     payload = result.to_json()
     (result.out_dir / "result.json").write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
     (result.out_dir / "report.md").write_text(render_markdown(result))
+    write_reports(result, events)
+
+
+def write_reports(result: RunResult, events: Sequence[dict[str, Any]] | None = None) -> None:
+    """report.html and junit.xml of a run whose result is known."""
+    from experiments.junit import write_junit
+    from experiments.report_html import write_html
+
+    write_html(result, events)
+    write_junit(result.out_dir / "junit.xml", [result.to_json()])
 
 
 def render_markdown(result: RunResult) -> str:

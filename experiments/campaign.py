@@ -1,0 +1,617 @@
+"""Campaigns over seeds (``chaoskube explore``) and replays of one run (``chaoskube replay``).
+
+Contract of a campaign:
+
+- :func:`plan_jobs` makes one job per (experiment, seed); each job is an ordinary run into
+  ``OUT/<experiment>-seed<N>/`` with every file ``chaoskube run`` writes. Runs are
+  independent and deterministic: a job's journal is byte-identical to
+  ``chaoskube run NAME --seed N``'s, whichever worker ran it and in what order (the
+  runtime seeds everything per run; a test compares the fingerprints).
+- :func:`run_campaign` runs the jobs in ``workers`` processes of a
+  ``concurrent.futures.ProcessPoolExecutor`` whose processes are started by the
+  ``forkserver`` method where the platform has it, else ``spawn`` (never ``fork``: the
+  parent may hold threads; https://docs.python.org/3/library/multiprocessing.html#contexts-and-start-methods).
+  Workers ignore SIGINT, so a Ctrl-C reaches only the parent, which then cancels the jobs
+  not started, stops the workers that are running one (those runs are *abandoned*: their
+  directories keep a partial journal and no result) and keeps every finished result.
+- Records come back in completion order (for a progress bar) and are kept sorted by
+  (experiment, seed), so the summary does not depend on scheduling.
+- :func:`summarize` aggregates per experiment and per fault kind: verdict counts, runs as
+  expected, availability lost (``report_html.availability_figures``: ``lost_s`` and
+  ``stalled_s``), the availability inside each fault's window, and the metrics the runner
+  records (min / mean / max over seeds). :func:`write_summary` writes ``summary.md``,
+  ``summary.json``, ``summary.html`` and ``junit.xml`` (one testsuite per run) in OUT.
+
+Non-guarantees: wall times differ between campaigns; a worker that dies (killed by the OS)
+fails its job with an error record, and later jobs of a broken pool fail the same way.
+
+Contract of a replay (:func:`replay_run`): it reads ``result.json`` of a run directory
+(experiment file or name from the recorded replay command, else the experiment name; the
+seed), runs it again into a temporary directory and compares the journal sha256 with the
+recorded one. The temporary directory is removed on a match and kept on a mismatch (its
+path and the first journal line that differs are returned). A directory without a readable
+``result.json`` of a simulated run raises :class:`NotARun`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import multiprocessing.connection
+import os
+import re
+import shlex
+import shutil
+import signal
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from experiments.model import Experiment
+from experiments.report_html import CSS, availability_figures, bucket_width_s, esc, rate_buckets, read_timeline_events
+
+MAX_SEEDS = 10_000  # per campaign and experiment: a typo like 1..1000000 is refused, not queued
+MAX_DIFF_LINES = 10_000_000  # replay: how far to look for the first differing journal line
+_SEEDS = re.compile(r"^\s*(\d+)\s*(?:\.\.\s*(\d+)\s*)?$")
+
+
+class SeedsError(ValueError):
+    """A bad ``--seeds`` value; ``str(error)`` is one line."""
+
+
+class NotARun(Exception):
+    """A directory that does not hold a replayable run; ``str(error)`` is one line."""
+
+
+# -- planning -------------------------------------------------------------------------------
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``A..B`` (both included), ``N``, or a comma-separated list of them (``1..5,9``);
+    sorted, without repeats."""
+    seeds: set[int] = set()
+    for part in text.split(","):
+        match = _SEEDS.match(part)
+        if match is None:
+            raise SeedsError(f"--seeds {text!r}: expected A..B (e.g. 1..20), N, or a comma-separated list of them")
+        first = int(match.group(1))
+        last = int(match.group(2)) if match.group(2) is not None else first
+        if last < first:
+            raise SeedsError(f"--seeds {text!r}: the range {first}..{last} is empty (write the lower seed first)")
+        if last - first + 1 + len(seeds) > MAX_SEEDS:
+            raise SeedsError(f"--seeds {text!r}: more than {MAX_SEEDS} seeds; split the campaign")
+        seeds.update(range(first, last + 1))
+    return sorted(seeds)
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    target: str  # the catalogue name or file path, as the user gave it
+    name: str
+    seed: int
+    out_dir: str
+
+    @property
+    def replay(self) -> str:
+        return shlex.join(["chaoskube", "run", self.target, "--seed", str(self.seed)])
+
+
+def plan_jobs(experiments: Sequence[tuple[str, Experiment]], seeds: Sequence[int], out: Path) -> list[Job]:
+    """One job per (experiment, seed), experiments in the given order, seeds ascending."""
+    assert seeds, "no seeds"
+    names = [experiment.name for _, experiment in experiments]
+    assert len(names) == len(set(names)), f"an experiment is listed twice: {names}"
+    return [Job(target, experiment.name, seed, str(out / f"{experiment.name}-seed{seed}")) for target, experiment in experiments for seed in seeds]
+
+
+# -- one job, in a worker process ------------------------------------------------------------
+
+
+def _init_worker() -> None:
+    """Ctrl-C is the parent's to handle; runs log only to their run.log; a worker whose
+    parent is gone (killed without the chance to stop its pool) exits instead of lingering."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from loguru import logger
+
+    logger.remove()
+    logger.add(sys.stderr, level="WARNING", format="{level}: {message}")
+    parent = multiprocessing.parent_process()
+    if parent is not None and parent.sentinel is not None:
+        threading.Thread(target=_exit_with_parent, args=(parent.sentinel,), name="parent-watch", daemon=True).start()
+
+
+def _exit_with_parent(sentinel: int) -> None:
+    multiprocessing.connection.wait([sentinel])  # ready when the parent process has ended
+    os._exit(1)  # nobody is left to report to; the run's journal keeps what it recorded
+
+
+def run_job(job: Job) -> dict[str, Any]:
+    """Run one job and describe it as a plain record (picklable, JSON-ready). A run that
+    cannot start or crashes gives a record with ``error`` instead of raising."""
+    from experiments import registry
+    from experiments.runner import run_experiment
+
+    started = time.perf_counter()
+    try:
+        experiment = registry.find(job.target)
+        result = run_experiment(experiment, job.seed, job.out_dir)
+    except Exception as error:  # noqa: BLE001 - one broken run must not end the campaign
+        return _error_record(job, f"{type(error).__name__}: {error}") | {"job_seconds": round(time.perf_counter() - started, 3)}
+    payload = result.to_json()
+    events = read_timeline_events(Path(job.out_dir) / "journal.jsonl")
+    availability, effects = run_effects(events, result.faults, result.simulated_seconds)
+    return {
+        "experiment": job.name,
+        "target": job.target,
+        "seed": job.seed,
+        "out_dir": job.out_dir,
+        "replay": job.replay,
+        "as_expected": result.as_expected,
+        "interrupted": result.interrupted,
+        "error": None,
+        "expected": payload["expected"],
+        "verdicts": {name: {key: verdict[key] for key in ("valid", "reason", "details")} for name, verdict in payload["verdicts"].items()},
+        "journal_sha256": result.journal_sha256,
+        "chaoskube_version": payload["chaoskube_version"],
+        "mode": payload.get("mode", "simulated"),
+        "simulated_seconds": round(result.simulated_seconds, 6),
+        "wall_seconds": round(result.wall_seconds, 3),
+        "metrics": result.metrics,
+        "faults": [{key: fault.get(key) for key in ("id", "kind", "target", "targets", "applied_at", "healed_at")} for fault in result.faults],
+        "availability": availability,
+        "fault_effects": effects,
+        "job_seconds": round(time.perf_counter() - started, 3),  # the run, its checkers and reports
+    }
+
+
+def _error_record(job: Job, error: str) -> dict[str, Any]:
+    return {
+        "experiment": job.name, "target": job.target, "seed": job.seed, "out_dir": job.out_dir, "replay": job.replay,
+        "as_expected": False, "interrupted": False, "error": error, "expected": {}, "verdicts": {}, "journal_sha256": "",
+        "chaoskube_version": "", "mode": "simulated", "simulated_seconds": 0.0, "wall_seconds": 0.0, "metrics": {},
+        "faults": [], "availability": None, "fault_effects": [], "job_seconds": 0.0,
+    }  # fmt: skip
+
+
+# What "availability" measures, first found wins: the clients' operations (etcd and API
+# clients), else the service traffic probe, else the mesh system's probes.
+AVAILABILITY_SOURCES = (("client-op", "api-op"), ("traffic",), ("probe",))
+
+
+def run_effects(events: Sequence[Mapping[str, Any]], faults: Sequence[Mapping[str, Any]], end_s: float) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The run's availability figures, and per applied fault what happened inside its
+    window (apply to heal, or to the end): the availability of the buckets it touched and
+    the number of leader changes (etcd elections and Lease take-overs) that began in it."""
+    end_s = max(end_s, max((event["t"] for event in events), default=0.0)) or 1.0
+    bucket_s = bucket_width_s(end_s)
+    buckets, source = [], None
+    for types in AVAILABILITY_SOURCES:
+        buckets = rate_buckets(events, types, bucket_s, end_s)
+        if buckets:
+            source = "+".join(types)
+            break
+    availability = availability_figures(buckets, bucket_s) | {"source": source} if buckets else None
+    changes = [event["t"] for event in events if (event["type"] == "raft-role" and event.get("role") == "leader") or (event["type"] == "leader" and event.get("event") == "start")]
+    effects = []
+    for fault in faults:
+        start = float(fault["applied_at"])
+        stop = float(fault["healed_at"]) if fault.get("healed_at") is not None else end_s
+        inside = [bucket for bucket in buckets if bucket.start_s + bucket_s > start and bucket.start_s < stop]
+        figures = availability_figures(inside, bucket_s) if inside else None
+        effects.append(
+            {
+                "id": fault["id"],
+                "kind": fault["kind"],
+                "window_s": round(stop - start, 6),
+                "ok_fraction": figures["ok_fraction"] if figures else None,
+                "lost_s": figures["lost_s"] if figures else None,
+                "stalled_s": figures["stalled_s"] if figures else None,
+                "leader_changes": sum(1 for t in changes if start <= t < stop),
+            }
+        )
+    return availability, effects
+
+
+# -- many jobs, in parallel ------------------------------------------------------------------
+
+
+@dataclass
+class CampaignResult:
+    records: list[dict[str, Any]]
+    planned: int
+    interrupted: bool = False
+    abandoned: list[Job] = field(default_factory=list)  # handed to a worker, stopped unfinished
+    wall_seconds: float = 0.0
+
+    @property
+    def all_as_expected(self) -> bool:
+        return not self.interrupted and len(self.records) == self.planned and all(record["as_expected"] for record in self.records)
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["experiments.campaign", "experiments.runner"])  # import once, fork per worker
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+def run_campaign(jobs: Sequence[Job], workers: int, on_record: Callable[[dict[str, Any]], None] | None = None) -> CampaignResult:
+    """Run ``jobs`` in ``workers`` processes; ``on_record`` sees each record as it arrives.
+    Ctrl-C (KeyboardInterrupt in this process) ends the campaign early, as the module
+    docstring says, and returns what finished with ``interrupted=True``."""
+    assert workers >= 1, workers
+    started = time.perf_counter()
+    result = CampaignResult(records=[], planned=len(jobs))
+    if not jobs:
+        return result
+    executor = concurrent.futures.ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=_context(), initializer=_init_worker)
+    futures: dict[concurrent.futures.Future[dict[str, Any]], Job] = {}
+    try:
+        futures = {executor.submit(run_job, job): job for job in jobs}
+        for future in concurrent.futures.as_completed(futures):
+            record = _record_of(future, futures[future])
+            result.records.append(record)
+            if on_record is not None:
+                on_record(record)
+    except KeyboardInterrupt:
+        result.interrupted = True
+        done = {record["out_dir"] for record in result.records}
+        # Take hold of the workers first: shutdown(wait=False) forgets them. The executor's
+        # own thread cancels the jobs not yet handed to a worker (cancelling them from here
+        # races with it: Python 3.11 then raises InvalidStateError in that thread).
+        workers_now, manager = _internals(executor)
+        executor.shutdown(wait=False, cancel_futures=True)
+        running = [future for future in futures if future.running()]
+        _stop(workers_now, manager)
+        for future, job in futures.items():
+            if future.done() and not future.cancelled() and future.exception() is None and job.out_dir not in done:
+                result.records.append(future.result())  # finished before we got to read it
+        finished = {record["out_dir"] for record in result.records}
+        result.abandoned = [futures[future] for future in running if futures[future].out_dir not in finished]
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+    result.records.sort(key=lambda record: (record["experiment"], record["seed"]))
+    result.wall_seconds = time.perf_counter() - started
+    return result
+
+
+def _record_of(future: concurrent.futures.Future[dict[str, Any]], job: Job) -> dict[str, Any]:
+    try:
+        return future.result()
+    except concurrent.futures.process.BrokenProcessPool as error:
+        return _error_record(job, f"the worker process died: {error}")
+
+
+def _internals(executor: concurrent.futures.ProcessPoolExecutor) -> tuple[list[Any], threading.Thread | None]:
+    """The pool's worker processes and its manager thread. Before Python 3.14's
+    ``terminate_workers()`` the executor has no public way to stop a running task, so its
+    ``_processes`` (pid -> Process) and ``_executor_manager_thread`` are read, defensively."""
+    processes = list((getattr(executor, "_processes", None) or {}).values())
+    return processes, getattr(executor, "_executor_manager_thread", None)
+
+
+def _stop(processes: Sequence[Any], manager: threading.Thread | None) -> None:
+    """Terminate the workers (our own children) and wait, bounded, for them and for the
+    manager thread, which then fails what was running with BrokenProcessPool and ends."""
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(timeout=10.0)
+    if manager is not None:
+        manager.join(timeout=10.0)
+
+
+# -- the summary -------------------------------------------------------------------------------
+
+
+def _numbers(values: Iterable[Any]) -> dict[str, float] | None:
+    numbers = [float(value) for value in values if isinstance(value, (int, float)) and not isinstance(value, bool)]
+    if not numbers:
+        return None
+    return {"min": round(min(numbers), 6), "mean": round(statistics.fmean(numbers), 6), "max": round(max(numbers), 6), "n": len(numbers)}
+
+
+def _verdict_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    counts: dict[str, dict[str, int]] = {}
+    for record in records:
+        for name, verdict in record["verdicts"].items():
+            tally = counts.setdefault(name, {"pass": 0, "fail": 0, "unknown": 0})
+            tally[{"true": "pass", "false": "fail"}.get(verdict["valid"], "unknown")] += 1
+    return counts
+
+
+def _kind_effects(kind: str, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """What faults of one kind did across ``records``: inside each fault's window."""
+    with_kind = [record for record in records if any(effect["kind"] == kind for effect in record["fault_effects"])]
+    effects = [effect for record in with_kind for effect in record["fault_effects"] if effect["kind"] == kind]
+    return {
+        "kind": kind,
+        "experiments": sorted({record["experiment"] for record in with_kind}),
+        "runs": len(with_kind),
+        "faults": len(effects),
+        "runs_as_expected": sum(1 for record in with_kind if record["as_expected"]),
+        "verdicts": _verdict_counts(with_kind),
+        "window_s": _numbers(effect["window_s"] for effect in effects),
+        "ok_fraction": _numbers(effect["ok_fraction"] for effect in effects),
+        "lost_s": _numbers(effect["lost_s"] for effect in effects),
+        "stalled_s": _numbers(effect["stalled_s"] for effect in effects),
+        "leader_changes": _numbers(effect["leader_changes"] for effect in effects),
+    }
+
+
+def why_unexpected(record: Mapping[str, Any]) -> str:
+    """One line: what made a run miss its expected outcome."""
+    if record.get("error"):
+        return f"error: {record['error']}"
+    if record.get("interrupted"):
+        return "interrupted"
+    expected = record.get("expected") or {}
+    failing, may_fail = set(expected.get("failing", ())), set(expected.get("may_fail", ()))
+    reasons = []
+    for name, verdict in record["verdicts"].items():
+        if verdict["valid"] == "unknown":
+            reasons.append(f"{name} unknown: {verdict['reason']}")
+        elif verdict["valid"] == "false" and name not in failing | may_fail:
+            reasons.append(f"{name} failed: {verdict['reason']}")
+        elif verdict["valid"] == "true" and name in failing:
+            reasons.append(f"{name} passed, expected to fail")
+    return "; ".join(reasons) or "not as expected"
+
+
+def summarize(result: CampaignResult, seeds: str, workers: int) -> dict[str, Any]:
+    records = result.records
+    experiments = []
+    for name in sorted({record["experiment"] for record in records}):
+        mine = [record for record in records if record["experiment"] == name]
+        metric_names = sorted({key for record in mine for key in record["metrics"]})
+        experiments.append(
+            {
+                "experiment": name,
+                "expected_outcome": next((record["expected"].get("outcome") for record in mine if record["expected"]), None),
+                "seeds": [record["seed"] for record in mine],
+                "runs": len(mine),
+                "as_expected": sum(1 for record in mine if record["as_expected"]),
+                "unexpected": sum(1 for record in mine if not record["as_expected"]),
+                "verdicts": _verdict_counts(mine),
+                "availability": {key: _numbers((record["availability"] or {}).get(key) for record in mine) for key in ("ok_fraction", "lost_s", "stalled_s")},
+                "metrics": {key: _numbers(record["metrics"].get(key) for record in mine) for key in metric_names},
+                "wall_seconds": round(sum(record["job_seconds"] for record in mine), 3),  # run + checks + reports
+            }
+        )
+    kinds = sorted({effect["kind"] for record in records for effect in record["fault_effects"]})
+    per_kind = [_kind_effects(kind, records) for kind in kinds]
+    per_experiment_kind = [_kind_effects(kind, [record for record in records if record["experiment"] == item["experiment"]]) | {"experiment": item["experiment"]} for item in experiments for kind in kinds]
+    unexpected = [
+        {"experiment": record["experiment"], "seed": record["seed"], "why": why_unexpected(record), "replay": record["replay"], "out_dir": record["out_dir"]}
+        for record in records
+        if not record["as_expected"]
+    ]
+    return {
+        "seeds": seeds,
+        "jobs": workers,
+        "planned_runs": result.planned,
+        "finished_runs": len(records),
+        "as_expected": sum(1 for record in records if record["as_expected"]),
+        "unexpected": len(unexpected),
+        "interrupted": result.interrupted,
+        "abandoned": [{"experiment": job.name, "seed": job.seed, "out_dir": job.out_dir} for job in result.abandoned],
+        "wall_seconds": round(result.wall_seconds, 3),
+        "all_as_expected": result.all_as_expected,
+        "experiments": experiments,
+        "fault_kinds": per_kind,
+        "fault_effects": [item for item in per_experiment_kind if item["faults"]],
+        "unexpected_runs": unexpected,
+        "runs": [{key: record[key] for key in ("experiment", "seed", "as_expected", "journal_sha256", "out_dir", "replay", "error")} | {"verdicts": {name: verdict["valid"] for name, verdict in record["verdicts"].items()}} for record in records],
+    }
+
+
+def _stat(value: Mapping[str, float] | None, key: str = "mean", digits: int = 3) -> str:
+    return "—" if not value else f"{value[key]:.{digits}f}"
+
+
+def _counts(counts: Mapping[str, Mapping[str, int]]) -> str:
+    return "; ".join(f"{name} {tally['pass']}/{tally['fail']}/{tally['unknown']}" for name, tally in counts.items()) or "—"
+
+
+def _effect_cells(item: Mapping[str, Any]) -> list[str]:
+    return [
+        _stat(item["ok_fraction"], digits=4),
+        f"{_stat(item['lost_s'])} ({_stat(item['lost_s'], 'max')})",
+        f"{_stat(item['stalled_s'])} ({_stat(item['stalled_s'], 'max')})",
+        f"{_stat(item['leader_changes'], digits=2)} ({_stat(item['leader_changes'], 'max', 0)})",
+    ]
+
+
+def render_summary_markdown(summary: Mapping[str, Any]) -> str:
+    lines = [
+        f"# chaoskube explore — seeds {summary['seeds']}",
+        "",
+        f"- Runs: {summary['finished_runs']} of {summary['planned_runs']} finished; {summary['as_expected']} as expected, {summary['unexpected']} not"
+        + (" — **interrupted**" if summary["interrupted"] else ""),
+        f"- {summary['jobs']} parallel processes, {summary['wall_seconds']:.1f} s of wall time",
+        "",
+        "## Experiments",
+        "",
+        "Verdicts per checker: pass/fail/unknown over seeds. Availability: mean over seeds.",
+        "",
+        "| experiment | runs | as expected | unexpected | verdicts | ok fraction | lost s | stalled s | wall s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for item in summary["experiments"]:
+        availability = item["availability"]
+        lines.append(
+            f"| {item['experiment']} | {item['runs']} | {item['as_expected']} | {item['unexpected']} | {_counts(item['verdicts'])} | "
+            f"{_stat(availability['ok_fraction'], digits=4)} | {_stat(availability['lost_s'])} | {_stat(availability['stalled_s'])} | {item['wall_seconds']:.1f} |"
+        )
+    lines += ["", "## Metrics (min / mean / max over seeds)", ""]
+    for item in summary["experiments"]:
+        lines.append(f"- **{item['experiment']}**: " + (", ".join(f"{key} {value['min']:g} / {value['mean']:g} / {value['max']:g}" for key, value in item["metrics"].items() if value) or "none"))
+    lines += [
+        "",
+        "## Fault effects per experiment and fault kind",
+        "",
+        "Inside each fault's window (apply to heal): the share of operations completing ok, seconds of availability lost and stalled, leader changes — mean (max) over the faults of that kind in every seed.",
+        "",
+        "| experiment | fault kind | faults | ok fraction | lost s | stalled s | leader changes |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for item in summary["fault_effects"]:
+        lines.append(f"| {item['experiment']} | {item['kind']} | {item['faults']} | " + " | ".join(_effect_cells(item)) + " |")
+    lines += ["", "## Fault kinds across experiments", "", "| fault kind | experiments | faults | runs as expected | ok fraction | lost s | stalled s | leader changes | verdicts of those runs |", "|---|---|---|---|---|---|---|---|---|"]
+    for item in summary["fault_kinds"]:
+        lines.append(f"| {item['kind']} | {', '.join(item['experiments'])} | {item['faults']} | {item['runs_as_expected']}/{item['runs']} | " + " | ".join(_effect_cells(item)) + f" | {_counts(item['verdicts'])} |")
+    lines += ["", "## Runs not as expected", ""]
+    lines += [f"- {item['experiment']} seed {item['seed']}: {item['why'].replace('|', '/')} — `{item['replay']}`" for item in summary["unexpected_runs"]] or ["None."]
+    if summary["abandoned"]:
+        lines += ["", "## Abandoned (running when interrupted)", ""]
+        lines += [f"- {item['experiment']} seed {item['seed']} ({item['out_dir']})" for item in summary["abandoned"]]
+    return "\n".join(lines) + "\n"
+
+
+def render_summary_html(summary: Mapping[str, Any]) -> str:
+    def table(table_id: str, head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+        header = "".join(f"<th>{esc(cell)}</th>" for cell in head)
+        body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
+        return f'<div class="scroll"><table id="{table_id}"><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table></div>'
+
+    experiments = [
+        [
+            esc(item["experiment"]), str(item["runs"]), str(item["as_expected"]), str(item["unexpected"]), esc(_counts(item["verdicts"])),
+            _stat(item["availability"]["ok_fraction"], digits=4), _stat(item["availability"]["lost_s"]), _stat(item["availability"]["stalled_s"]),
+            esc(", ".join(f"{key} {value['min']:g}/{value['mean']:g}/{value['max']:g}" for key, value in item["metrics"].items() if value)), f"{item['wall_seconds']:.1f}",
+        ]
+        for item in summary["experiments"]
+    ]  # fmt: skip
+    effects = [[esc(item["experiment"]), esc(item["kind"]), str(item["faults"]), *_effect_cells(item)] for item in summary["fault_effects"]]
+    kinds = [
+        [esc(item["kind"]), esc(", ".join(item["experiments"])), str(item["faults"]), f"{item['runs_as_expected']}/{item['runs']}", *_effect_cells(item), esc(_counts(item["verdicts"]))]
+        for item in summary["fault_kinds"]
+    ]
+    # Run directories sit beside the summary: link each report by its directory's name.
+    unexpected = [[esc(item["experiment"]), str(item["seed"]), esc(item["why"]), f"<code>{esc(item['replay'])}</code>", f'<a href="{esc(Path(item["out_dir"]).name)}/report.html">report</a>'] for item in summary["unexpected_runs"]]
+    status = "interrupted — " if summary["interrupted"] else ""
+    parts = [
+        "<!DOCTYPE html>",
+        f'<html lang="en"><head><meta charset="utf-8"><title>chaoskube explore — seeds {esc(summary["seeds"])}</title><style>{CSS}</style></head><body>',
+        f"<h1>chaoskube explore — seeds {esc(summary['seeds'])}</h1>",
+        f'<p id="totals">{status}{summary["finished_runs"]} of {summary["planned_runs"]} runs finished; {summary["as_expected"]} as expected, '
+        f'{summary["unexpected"]} not; {summary["jobs"]} processes, {summary["wall_seconds"]:.1f} s wall.</p>',
+        "<h2>Experiments</h2><p class=\"muted\">Verdicts per checker: pass/fail/unknown over seeds; metrics min/mean/max.</p>",
+        table("experiments", ["experiment", "runs", "as expected", "unexpected", "verdicts", "ok fraction", "lost s", "stalled s", "metrics", "wall s"], experiments),
+        "<h2>Fault effects per experiment and fault kind</h2><p class=\"muted\">Inside each fault's window (apply to heal): mean (max) over the faults of that kind in every seed.</p>",
+        table("fault-effects", ["experiment", "fault kind", "faults", "ok fraction", "lost s", "stalled s", "leader changes"], effects),
+        "<h2>Fault kinds across experiments</h2>",
+        table("fault-kinds", ["fault kind", "experiments", "faults", "runs as expected", "ok fraction", "lost s", "stalled s", "leader changes", "verdicts of those runs"], kinds),
+        "<h2>Runs not as expected</h2>",
+        table("unexpected", ["experiment", "seed", "why", "replay", "report"], unexpected) if unexpected else "<p>None.</p>",
+        "</body></html>",
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def write_summary(out: Path, summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[Path]:
+    from experiments.junit import write_junit
+
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "summary.json", out / "summary.md", out / "summary.html"]
+    paths[0].write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    paths[1].write_text(render_summary_markdown(summary), encoding="utf-8")
+    paths[2].write_text(render_summary_html(summary), encoding="utf-8")
+    paths.append(write_junit(out / "junit.xml", records))
+    return paths
+
+
+# -- replay ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReplayOutcome:
+    target: str
+    seed: int
+    recorded: str
+    replayed: str
+    replay_dir: Path | None  # kept on a mismatch, None when removed
+    first_difference: int | None  # 1-based journal line, on a mismatch when both journals exist
+    recorded_version: str
+    interrupted: bool = False
+    journal_on_disk: str | None = None  # sha256 of DIR/journal.jsonl (None: missing)
+
+    @property
+    def match(self) -> bool:
+        return self.recorded == self.replayed
+
+
+def load_run(run_dir: Path) -> dict[str, Any]:
+    """The ``result.json`` of a replayable (simulated) run, or :class:`NotARun`."""
+    path = run_dir / "result.json"
+    if not run_dir.is_dir():
+        raise NotARun(f"{run_dir}: not a directory")
+    try:
+        payload = orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise NotARun(f"{run_dir}: no result.json here; is it a run directory (chaoskube run --out DIR)?") from None
+    except (OSError, orjson.JSONDecodeError) as error:
+        raise NotARun(f"{path}: cannot read it as JSON: {error}") from None
+    if not isinstance(payload, dict) or not isinstance(payload.get("experiment"), str) or type(payload.get("seed")) is not int:
+        raise NotARun(f"{path}: not a chaoskube result (no experiment name and integer seed)")
+    if not re.fullmatch(r"[0-9a-f]{64}", str(payload.get("journal_sha256", ""))):
+        raise NotARun(f"{path}: no journal_sha256 to compare with")
+    if payload.get("mode") == "real-time":
+        raise NotARun(f"{run_dir}: a real-process run is not reproducible to the byte; replay its simulated twin ({run_dir / 'simulated'})")
+    return payload
+
+
+def replay_target(payload: Mapping[str, Any]) -> str:
+    """The experiment file or name the recorded replay command names, else the name."""
+    try:
+        argv = shlex.split(str(payload.get("replay", "")))
+    except ValueError:
+        argv = []
+    if len(argv) > 2 and argv[:2] == ["chaoskube", "run"]:
+        return argv[2]
+    return str(payload["experiment"])
+
+
+def first_different_line(first: Path, second: Path) -> int | None:
+    """The 1-based number of the first line where two files differ (None if equal or a
+    file is missing); bounded by MAX_DIFF_LINES."""
+    try:
+        with open(first, "rb") as a, open(second, "rb") as b:
+            for number in range(1, MAX_DIFF_LINES + 1):
+                line_a, line_b = a.readline(), b.readline()
+                if line_a != line_b:
+                    return number
+                if not line_a:
+                    return None
+    except FileNotFoundError:
+        return None
+    return None
+
+
+def replay_run(run_dir: Path, progress: Callable[[float, float], None] | None = None) -> ReplayOutcome:
+    from chaoskube.sim.journal import journal_sha256
+    from experiments import registry
+    from experiments.runner import run_experiment
+
+    payload = load_run(run_dir)
+    target = replay_target(payload)
+    experiment = registry.find(target)
+    work = Path(tempfile.mkdtemp(prefix="chaoskube-replay-"))
+    result = run_experiment(experiment, payload["seed"], work, progress=progress)
+    recorded = str(payload["journal_sha256"])
+    matched = result.journal_sha256 == recorded
+    difference = None if matched else first_different_line(run_dir / "journal.jsonl", work / "journal.jsonl")
+    on_disk = journal_sha256(run_dir / "journal.jsonl") if (run_dir / "journal.jsonl").is_file() else None
+    if matched:
+        shutil.rmtree(work, ignore_errors=True)
+    return ReplayOutcome(target, payload["seed"], recorded, result.journal_sha256, None if matched else work, difference, str(payload.get("chaoskube_version", "")), result.interrupted, on_disk)
