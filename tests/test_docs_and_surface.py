@@ -22,7 +22,7 @@ def test_every_catalogue_experiment_loads_and_names_its_source():
         assert experiment.description.strip(), experiment.name
 
 
-@pytest.mark.parametrize("package", ["chaoskube.api", "chaoskube.checkers", "chaoskube.controllers", "chaoskube.etcd", "chaoskube.scheduler", "chaoskube.sim", "faults"])
+@pytest.mark.parametrize("package", ["chaoskube.api", "chaoskube.checkers", "chaoskube.controllers", "chaoskube.etcd", "chaoskube.node", "chaoskube.scheduler", "chaoskube.sim", "faults"])
 def test_package_roots_export_exactly_what_they_list(package):
     module = importlib.import_module(package)
     exported = getattr(module, "__all__", [])
