@@ -211,3 +211,69 @@ def test_webhooks_from_the_spec_are_served_and_configured():
     world, labels = run_cluster(story, cluster_spec)
     assert all(item.get("team") == "platform" for item in labels)
     assert [e["webhook"] for e in world.journal.events if e["type"] == "webhook-call"][:1] == ["stamp.chaoskube.io"]
+
+
+def test_preemption_takes_the_victim_no_pdb_protects_and_taints_and_selectors_hold():
+    async def story(world, cluster, client):
+        for name, value in (("low", 100), ("high", 1000)):
+            await client.create(from_dict({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}))
+        await world.sleep(1)
+        await client.create(deployment("protected", 1, cpu="600m", priority_class="low"))
+        await client.create(deployment("plain", 1, cpu="600m", priority_class="low"))
+        await client.create(from_dict({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "protected", "namespace": "default"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "protected"}}}}))
+        assert await cluster.wait_for(lambda: _all_ready(client, ("protected", "plain")), within_s=120)
+
+        async def budget_settled() -> bool:
+            pdb = await client.get("poddisruptionbudgets", "default", "protected")
+            return pdb.status.observed_generation == pdb.metadata.generation and pdb.status.current_healthy == 1
+
+        assert await cluster.wait_for(budget_settled, within_s=60)
+        [protected] = await pods_of(client, "protected")
+        [plain] = await pods_of(client, "plain")
+        await client.create(deployment("urgent", 1, cpu="600m", priority_class="high"))
+        assert await cluster.wait_for(lambda: _equals(ready_count(client, "urgent"), 1), within_s=180)
+        [urgent] = await pods_of(client, "urgent")
+        protected_after = await pods_of(client, "protected")
+        return protected, plain, urgent, protected_after
+
+    world, (protected, plain, urgent, protected_after) = run_cluster(story, spec(nodes=2, cpu="1", zones=("zone-a",)))
+    assert urgent.spec.node_name == plain.spec.node_name, "the unprotected victim's node"
+    assert [p.metadata.uid for p in protected_after] == [protected.metadata.uid], "the PDB-protected pod was spared"
+    preempted = [e for e in world.journal.events if e["type"] == "preempted"]
+    assert [e["pod"] for e in preempted] == [f"default/{plain.metadata.name}"]
+
+
+async def _all_ready(client, apps):
+    for app in apps:
+        if await ready_count(client, app) != 1:
+            return False
+    return True
+
+
+def test_taints_and_node_selectors_are_respected():
+    from chaoskube.cluster import ClusterSpec, NodeGroup, Taint
+
+    async def story(world, cluster, client):
+        selected = deployment("selected", 2)
+        selected.spec.template.spec.node_selector = {"disk": "ssd"}
+        await client.create(selected)
+        await client.create(deployment("anywhere", 4))
+        assert await cluster.wait_for(lambda: _all_ready_n(client, {"selected": 2, "anywhere": 4}), within_s=120)
+        nodes = {node.metadata.name: node for node in (await client.list("nodes")).items}
+        return {app: [(p.spec.node_name, dict(nodes[p.spec.node_name].metadata.labels)) for p in await pods_of(client, app)] for app in ("selected", "anywhere")}
+
+    cluster_spec = ClusterSpec(node_groups=[
+        NodeGroup(prefix="plain", count=2),
+        NodeGroup(prefix="ssd", count=2, labels={"disk": "ssd"}),
+        NodeGroup(prefix="infra", count=1, taints=[Taint(key="dedicated", value="infra", effect="NoSchedule")]),
+    ])
+    world, placed = run_cluster(story, cluster_spec)
+    assert all(labels.get("disk") == "ssd" for _, labels in placed["selected"])
+    assert not [node for node, _ in placed["anywhere"] + placed["selected"] if node.startswith("infra")], "nobody tolerates the taint"
+
+
+async def _all_ready_n(client, counts):
+    for app, count in counts.items():
+        if await ready_count(client, app) != count:
+            return False
+    return True
