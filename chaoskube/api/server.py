@@ -64,7 +64,7 @@ import msgspec
 import trio
 
 from chaoskube.api import validation
-from chaoskube.api.admission import AdmissionRequest, default_plugins, run_mutating, run_validating
+from chaoskube.api.admission import AdmissionRequest, _with_object, default_plugins, run_mutating, run_validating
 from chaoskube.api.auth import (
     Attributes,
     UserInfo,
@@ -889,15 +889,6 @@ class ApiServer:
                 await self.store.client.request(CompactionRequest(revision), idempotent=False)
                 self.world.record("etcd-compaction", server=self.name, revision=revision)
             revision = current
-
-
-def _with_object(admission: AdmissionRequest, obj: Object | None) -> AdmissionRequest:
-    if obj is admission.object:
-        return admission
-    return AdmissionRequest(
-        operation=admission.operation, kind=admission.kind, namespace=admission.namespace, name=admission.name,
-        object=obj, old_object=admission.old_object, user=admission.user, subresource=admission.subresource, dry_run=admission.dry_run,
-    )
 
 
 def api_server_main(config: ApiServerConfig, registry: dict[str, ApiServer] | None = None) -> Callable[[Process], Any]:

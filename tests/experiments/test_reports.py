@@ -8,9 +8,7 @@ yet (Lease leaders, traffic, pod phases). The headless-browser check is marked s
 
 from __future__ import annotations
 
-import fcntl
 import html.parser
-import os
 import re
 import shutil
 import subprocess
@@ -39,6 +37,7 @@ from experiments.report_html import (
     render_html,
 )
 from experiments.runner import RunResult, run_experiment
+from tests.debian import require
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -360,26 +359,8 @@ def find_chromium() -> str | None:
 
 @pytest.fixture(scope="session")
 def chromium() -> str:
-    """Debian's chromium; installed with apt-get when missing and we are root (serialized
-    across xdist workers with flock, as tests/real/conftest.py installs etcd). In CI (the
-    CI variable set) a missing browser fails the test; elsewhere it is skipped."""
-    found = find_chromium()
-    if found is None and os.geteuid() == 0:
-        with open("/tmp/chaoskube-chromium-install.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            found = find_chromium()
-            if found is None:
-                command = "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium"
-                completed = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=900, check=False)
-                found = find_chromium()
-                if found is None:
-                    pytest.fail(f"`{command}` did not give a chromium binary (exit {completed.returncode}): {completed.stderr.strip()[-500:]}")
-    if found is None:
-        reason = "no chromium on PATH (apt-get install chromium) and not root to install it"
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set: the browser check must run, not skip: {reason}")
-        pytest.skip(reason)
-    return found
+    """Debian's chromium, installed when missing (tests/debian.py)."""
+    return require("chromium", find_chromium, "a chromium binary on PATH")
 
 
 @pytest.mark.slow
