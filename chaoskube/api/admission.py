@@ -737,7 +737,7 @@ def default_plugins(
     ]
 
 
-def _with_object(request: AdmissionRequest, obj: Object | None) -> AdmissionRequest:
+def with_object(request: AdmissionRequest, obj: Object | None) -> AdmissionRequest:
     if obj is request.object:
         return request
     return AdmissionRequest(
@@ -766,7 +766,7 @@ def run_mutating(request: AdmissionRequest, plugins: Sequence[object]) -> Admiss
         if not result.allowed:
             return result if result.plugin else _named(result, plugin.name)
         assert (result.object is None) == (current.object is None), f"mutating plugin {plugin.name} dropped or invented the object"
-        current = _with_object(current, result.object)
+        current = with_object(current, result.object)
     return _allowed(request, current.object) if current is not request else _allowed(request)
 
 
@@ -794,7 +794,7 @@ def run_chain(request: AdmissionRequest, plugins: Sequence[object]) -> Admission
     mutated = run_mutating(request, plugins)
     if not mutated.allowed:
         return mutated
-    validated = run_validating(_with_object(request, mutated.object), plugins)
+    validated = run_validating(with_object(request, mutated.object), plugins)
     if not validated.allowed:
         return validated
     return mutated

@@ -64,7 +64,7 @@ import msgspec
 import trio
 
 from chaoskube.api import validation
-from chaoskube.api.admission import AdmissionRequest, _with_object, default_plugins, run_mutating, run_validating
+from chaoskube.api.admission import AdmissionRequest, with_object, default_plugins, run_mutating, run_validating
 from chaoskube.api.auth import (
     Attributes,
     UserInfo,
@@ -404,7 +404,7 @@ class ApiServer:
         if not result.allowed:
             raise _refuse(self._admission_status(result))
         obj = result.object if result.object is not None else admission.object
-        admission = _with_object(admission, obj)
+        admission = with_object(admission, obj)
         hooks = self.cacher.objects("mutatingwebhookconfigurations")
         if hooks:
             outcome = await self.webhooks.mutate(admission, hooks, namespace_labels=self._namespace_labels(admission.namespace))
