@@ -1,0 +1,380 @@
+"""Scheduling, judged from the journal: every binding the store shows respects what the
+kube-scheduler's filters promise.
+
+The Kubernetes behaviour checked (kube-scheduler's Filter plugins, ``pkg/scheduler/framework/
+plugins/``; "Assigning Pods to Nodes", "Taints and Tolerations",
+https://kubernetes.io/docs/concepts/scheduling-eviction/):
+
+1. **Resources** (``noderesources/fit.go``, ``fitsRequest``): after a binding, the pods
+   bound to the node and not terminated (phase neither Succeeded nor Failed — the
+   scheduler's pod informer drops terminal pods, ``status.phase!=Succeeded,
+   status.phase!=Failed``; pods being deleted still count) request no more of any resource
+   the new pod requests than the node's ``status.allocatable``, and no more pods than its
+   ``pods``. A pod's request is ``component-helpers/resource`` ``PodRequests``: the sum of
+   its containers (and restartable init containers, "sidecars"), or the largest init
+   container plus the sidecars started before it if that is more, plus ``overhead``; a
+   container's request defaults to its limit (``SetDefaults_Pod``).
+2. **Taints** (``tainttoleration``, ``nodeunschedulable``; ``Toleration.ToleratesTaint`` in
+   ``k8s.io/api/core/v1/toleration.go``): every NoSchedule and NoExecute taint of the node is
+   tolerated, and a node with ``spec.unschedulable`` is chosen only by a pod tolerating
+   ``node.kubernetes.io/unschedulable:NoSchedule``.
+3. **Node affinity** (``nodeaffinity``; ``component-helpers/scheduling/corev1/nodeaffinity``):
+   ``spec.nodeSelector`` labels all match, and one of the
+   ``requiredDuringSchedulingIgnoredDuringExecution`` terms matches (In, NotIn, Exists,
+   DoesNotExist, Gt, Lt on labels; ``metadata.name`` in matchFields; an empty term matches
+   nothing).
+4. **One node per pod**: a pod (one uid) is never bound to a second node — the binding
+   subresource refuses a pod that already has ``spec.nodeName``
+   (``pkg/registry/core/pod/storage/storage.go`` ``assignPod``) — and the scheduler never
+   reports (``scheduled`` events) the same pod on two nodes.
+
+Reconstruction: the store (:class:`~chaoskube.checkers.eviction.StoreReplay`) gives every
+Pod and Node at each revision; a *binding* is a revision at which a pod's ``spec.nodeName``
+goes from empty to a node. Pods created with ``nodeName`` already set never went through
+the scheduler: they count for resources but are not judged.
+
+The scheduler decides on its informer cache, which trails the store. Resources need no
+allowance for that (its cache holds its own assumed pods and frees a pod only after the
+store did), but taints, ``unschedulable`` and labels do: a check 2-3 failure is a violation
+only if it held in every state the node was in from ``cache_lag_s`` before the binding
+request started (the scheduler's ``api-op`` invoke of ``pods/binding``; the binding's own
+revision when not journaled) to the binding. Shorter ones are listed as races in
+``details``.
+
+Answers False with the first violation in time (evidence: the binding's store change and
+what it broke), unknown when the journal has no store history or no binding, True
+otherwise. Limits: inter-pod (anti-)affinity, topology spread, ports, volumes and
+pod-level ``resources`` are not judged; a binding to a node absent from the store is listed
+as unchecked.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from chaoskube.checkers.eviction import Change, StoreReplay, labels_of, request_invokes
+from chaoskube.checkers.verdict import Verdict
+
+__all__ = [
+    "check_scheduling",
+    "node_affinity_matches",
+    "parse_quantity",
+    "pod_requests",
+    "scheduling_problems",
+    "tolerates",
+]
+
+Event = dict[str, Any]
+Obj = dict[str, Any]
+
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+_QUANTITY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:[eE]([+-]?[0-9]+))?(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
+_SUFFIXES = {
+    None: Fraction(1), "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000),
+    "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12), "P": Fraction(10**15), "E": Fraction(10**18),
+    "Ki": Fraction(2**10), "Mi": Fraction(2**20), "Gi": Fraction(2**30), "Ti": Fraction(2**40), "Pi": Fraction(2**50), "Ei": Fraction(2**60),
+}
+
+
+def parse_quantity(value: Any) -> Fraction:
+    """``resource.ParseQuantity`` (apimachinery ``pkg/api/resource/quantity.go``): decimal
+    SI and binary suffixes and exponents, exactly. Raises ValueError."""
+    if isinstance(value, bool):
+        raise ValueError(f"not a quantity: {value!r}")
+    if isinstance(value, (int, float)):
+        return Fraction(str(value))
+    match = _QUANTITY.match(str(value).strip())
+    if match is None:
+        raise ValueError(f"not a quantity: {value!r}")
+    number, exponent, suffix = match.groups()
+    result = Fraction(number) * _SUFFIXES[suffix]
+    if exponent is not None:
+        result *= Fraction(10) ** int(exponent)
+    return result
+
+
+def _container_requests(container: Obj) -> dict[str, Fraction]:
+    resources = container.get("resources") or {}
+    merged = dict(resources.get("limits") or {})  # a request defaults to the limit
+    merged.update(resources.get("requests") or {})
+    return {name: parse_quantity(value) for name, value in merged.items()}
+
+
+def _add(total: dict[str, Fraction], more: dict[str, Fraction]) -> None:
+    for name, value in more.items():
+        total[name] = total.get(name, Fraction(0)) + value
+
+
+def pod_requests(pod: Obj) -> dict[str, Fraction]:
+    """The pod's effective request per resource (module docstring, item 1)."""
+    spec = pod.get("spec", {})
+    total: dict[str, Fraction] = {}
+    for container in spec.get("containers") or ():
+        _add(total, _container_requests(container))
+    sidecars: dict[str, Fraction] = {}
+    init_peak: dict[str, Fraction] = {}
+    for container in spec.get("initContainers") or ():
+        requests = _container_requests(container)
+        if container.get("restartPolicy") == "Always":
+            _add(sidecars, requests)
+            continue
+        for name, value in requests.items():
+            running = value + sidecars.get(name, Fraction(0))
+            init_peak[name] = max(init_peak.get(name, Fraction(0)), running)
+    _add(total, sidecars)
+    for name, value in init_peak.items():
+        total[name] = max(total.get(name, Fraction(0)), value)
+    _add(total, {name: parse_quantity(value) for name, value in (spec.get("overhead") or {}).items()})
+    return total
+
+
+# =========================================================================== filters
+def tolerates(toleration: Obj, taint: Obj) -> bool:
+    """``Toleration.ToleratesTaint``."""
+    effect, key = toleration.get("effect", ""), toleration.get("key", "")
+    if effect and effect != taint.get("effect", ""):
+        return False
+    if key and key != taint.get("key", ""):
+        return False
+    operator = toleration.get("operator", "")
+    if operator in ("", "Equal"):
+        return toleration.get("value", "") == taint.get("value", "")
+    return operator == "Exists"
+
+
+def _requirement_matches(requirement: Obj, values_by_key: dict[str, str]) -> bool:
+    key, operator, values = requirement.get("key", ""), requirement.get("operator", ""), requirement.get("values") or []
+    present = key in values_by_key
+    value = values_by_key.get(key, "")
+    if operator == "In":
+        return present and value in values
+    if operator == "NotIn":
+        return not present or value not in values
+    if operator == "Exists":
+        return present
+    if operator == "DoesNotExist":
+        return not present
+    if operator in ("Gt", "Lt") and present and len(values) == 1:
+        try:
+            have, bound = int(value), int(values[0])
+        except ValueError:
+            return False
+        return have > bound if operator == "Gt" else have < bound
+    return False
+
+
+def node_affinity_matches(pod: Obj, node_name: str, node: Obj) -> tuple[bool, bool]:
+    """(nodeSelector matches, required node affinity matches)."""
+    spec = pod.get("spec", {})
+    labels = labels_of(node)
+    selector_ok = all(labels.get(key) == value for key, value in (spec.get("nodeSelector") or {}).items())
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is None:
+        return selector_ok, True
+    fields = {"metadata.name": node_name}
+    for term in required.get("nodeSelectorTerms") or ():
+        expressions, match_fields = term.get("matchExpressions") or [], term.get("matchFields") or []
+        if not expressions and not match_fields:
+            continue  # an empty term matches nothing
+        if all(_requirement_matches(r, labels) for r in expressions) and all(_requirement_matches(r, fields) for r in match_fields):
+            return selector_ok, True
+    return selector_ok, False
+
+
+def scheduling_problems(pod: Obj, node_name: str, node: Obj) -> frozenset[str]:
+    """What of items 2-3 binding ``pod`` to ``node`` would break, as short descriptions."""
+    problems = set()
+    tolerations = pod.get("spec", {}).get("tolerations") or []
+    node_spec = node.get("spec", {})
+    for taint in node_spec.get("taints") or ():
+        if taint.get("effect") not in ("NoSchedule", "NoExecute"):
+            continue
+        if not any(tolerates(toleration, taint) for toleration in tolerations):
+            value = f"={taint['value']}" if taint.get("value") else ""
+            problems.add(f"untolerated taint {taint.get('key', '')}{value}:{taint.get('effect')}")
+    if node_spec.get("unschedulable"):
+        cordon = {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"}
+        if not any(tolerates(toleration, cordon) for toleration in tolerations):
+            problems.add("node unschedulable (cordoned)")
+    selector_ok, affinity_ok = node_affinity_matches(pod, node_name, node)
+    if not selector_ok:
+        problems.add("nodeSelector does not match")
+    if not affinity_ok:
+        problems.add("required node affinity does not match")
+    return frozenset(problems)
+
+
+# =========================================================================== the checker
+@dataclass(frozen=True, slots=True)
+class _Binding:
+    change: Change
+    node: str
+    started_t: float
+
+
+def _pods_on(store: StoreReplay, node: str) -> list[tuple[str, Obj]]:
+    return sorted(
+        (key, pod) for key, pod in store.objects("pods").items()
+        if pod.get("spec", {}).get("nodeName") == node and pod.get("status", {}).get("phase") not in TERMINAL_PHASES
+    )
+
+
+def _fraction_text(value: Fraction) -> str:
+    return str(value.numerator) if value.denominator == 1 else f"{float(value):g}"
+
+
+def _over_allocatable(store: StoreReplay, binding: _Binding) -> dict[str, Any] | None:
+    node = store.get("nodes", binding.node)
+    assert node is not None
+    pod = binding.change.after
+    assert pod is not None
+    allocatable = node.get("status", {}).get("allocatable") or {}
+    pods = _pods_on(store, binding.node)
+    wanted = {name for name, value in pod_requests(pod).items() if value > 0}
+    if len(pods) > parse_quantity(allocatable.get("pods", 0)):
+        return {"node": binding.node, "resource": "pods", "requested": str(len(pods)), "allocatable": str(allocatable.get("pods", 0)), "pods": [key for key, _ in pods]}
+    for name in sorted(wanted):
+        requested = sum((pod_requests(other).get(name, Fraction(0)) for _, other in pods), Fraction(0))
+        have = parse_quantity(allocatable.get(name, 0))
+        if requested > have:
+            return {"node": binding.node, "resource": name, "requested": _fraction_text(requested), "allocatable": str(allocatable.get(name, 0)), "pods": [key for key, _ in pods]}
+    return None
+
+
+def _lasting_problems(history: list[tuple[float, Obj | None]], pod: Obj, node_name: str, start_t: float, bind_t: float) -> frozenset[str]:
+    """The problems that held in every state the node was in during [start_t, bind_t]."""
+    states = []
+    before = [obj for t, obj in history if t <= start_t]
+    if before and before[-1] is not None:
+        states.append(before[-1])
+    states.extend(obj for t, obj in history if start_t < t <= bind_t and obj is not None)
+    if not states:
+        return frozenset()
+    lasting = scheduling_problems(pod, node_name, states[0])
+    for state in states[1:]:
+        lasting &= scheduling_problems(pod, node_name, state)
+    return lasting
+
+
+def check_scheduling(events: Iterable[Event], *, cache_lag_s: float = 1.0) -> Verdict:
+    """Judge every binding of a cluster's journal (module docstring)."""
+    assert cache_lag_s >= 0
+    events = list(events)
+    by_request, _ = request_invokes(events)
+    bind_started: dict[int, float] = {}
+    for event in events:
+        if event.get("type") == "api-request" and event.get("subresource") == "binding" and event.get("resource_version") and event.get("id") in by_request:
+            bind_started[int(event["resource_version"])] = by_request[event["id"]]
+    store = StoreReplay(("pods", "nodes"))
+    node_history: dict[str, list[tuple[float, Obj | None]]] = {}
+    bindings: list[_Binding] = []
+    races: list[dict[str, Any]] = []
+    unchecked: list[dict[str, Any]] = []
+    direct = 0
+    reported: dict[str, tuple[str, str, Event]] = {}  # pod key -> (node, uid, scheduled event)
+    for event in events:
+        if event.get("type") == "scheduled":
+            verdict = _check_reported(event, store, reported)
+            if verdict is not None:
+                return _details(verdict, bindings, races, unchecked, direct)
+            continue
+        for change in store.apply(event):
+            if change.resource == "nodes":
+                node_history.setdefault(change.key, []).append((change.t, change.after))
+                continue
+            before_node = (change.before or {}).get("spec", {}).get("nodeName", "")
+            after_node = (change.after or {}).get("spec", {}).get("nodeName", "")
+            if before_node and after_node and before_node != after_node:
+                return _details(_bound_twice(change, before_node, after_node), bindings, races, unchecked, direct)
+            if before_node or not after_node:
+                continue
+            if change.before is None:
+                direct += 1  # created bound: never went through the scheduler
+                continue
+            binding = _Binding(change, after_node, bind_started.get(change.revision, change.t))
+            bindings.append(binding)
+            verdict = _judge_binding(binding, store, node_history, cache_lag_s, races, unchecked)
+            if verdict is not None:
+                return _details(verdict, bindings, races, unchecked, direct)
+    if not store.revisions_applied:
+        return Verdict(None, "the journal has no store history (raft-apply events): bindings cannot be reconstructed")
+    if not bindings:
+        return _details(Verdict(None, "no pod was bound by a scheduler in the journal"), bindings, races, unchecked, direct)
+    nodes = len({binding.node for binding in bindings})
+    return _details(
+        Verdict(True, f"{len(bindings)} binding(s) on {nodes} node(s): within allocatable, taints tolerated, node affinity met, no pod bound twice"
+                      f" ({len(races)} race(s) within the {cache_lag_s} s cache lag, {len(unchecked)} unchecked)"),
+        bindings, races, unchecked, direct,
+    )
+
+
+def _judge_binding(
+    binding: _Binding, store: StoreReplay, node_history: dict[str, list[tuple[float, Obj | None]]], cache_lag_s: float,
+    races: list[dict[str, Any]], unchecked: list[dict[str, Any]],
+) -> Verdict | None:
+    change = binding.change
+    pod = change.after
+    assert pod is not None
+    node = store.get("nodes", binding.node)
+    if node is None:
+        unchecked.append({**change.summary(), "pod": change.key, "node": binding.node, "why": "the node is not in the store"})
+        return None
+    over = _over_allocatable(store, binding)
+    if over is not None:
+        return Verdict(
+            False,
+            f"binding {change.key} to {binding.node} at t={change.t:.3f} puts {over['requested']} {over['resource']} on a node with {over['allocatable']} allocatable",
+            ({**change.summary(), "pod": change.key, "node": binding.node}, over),
+        )
+    now = scheduling_problems(pod, binding.node, node)
+    if not now:
+        return None
+    start_t = binding.started_t - cache_lag_s
+    lasting = _lasting_problems(node_history.get(binding.node, []), pod, binding.node, start_t, change.t)
+    if not lasting:
+        races.append({**change.summary(), "pod": change.key, "node": binding.node, "problems": sorted(now)})
+        return None
+    changed_at = max((t for t, _ in node_history.get(binding.node, []) if t <= start_t), default=None)
+    return Verdict(
+        False,
+        f"binding {change.key} to {binding.node} at t={change.t:.3f}: {', '.join(sorted(lasting))}"
+        f" (so since t={start_t:.3f} at least, {cache_lag_s} s before the binding request)",
+        ({**change.summary(), "pod": change.key, "node": binding.node},
+         {"node": binding.node, "problems": sorted(lasting), "node_state_since": changed_at,
+          "taints": node.get("spec", {}).get("taints") or [], "unschedulable": bool(node.get("spec", {}).get("unschedulable")),
+          "tolerations": pod.get("spec", {}).get("tolerations") or []}),
+    )
+
+
+def _bound_twice(change: Change, first: str, second: str) -> Verdict:
+    return Verdict(
+        False,
+        f"pod {change.key} was bound to {first}, then to {second} at t={change.t:.3f} (revision {change.revision})",
+        ({**change.summary(), "pod": change.key, "from_node": first, "to_node": second},),
+    )
+
+
+def _check_reported(event: Event, store: StoreReplay, reported: dict[str, tuple[str, str, Event]]) -> Verdict | None:
+    """Two ``scheduled`` reports of one pod (same uid in the store) on different nodes."""
+    key, node = event.get("pod", ""), event.get("node", "")
+    current = store.get("pods", key)
+    uid = (current or {}).get("metadata", {}).get("uid", "")
+    previous = reported.get(key)
+    reported[key] = (node, uid, event)
+    if previous is None or not uid or previous[1] != uid or previous[0] == node:
+        return None
+    return Verdict(False, f"the scheduler reported {key} bound to {previous[0]}, then to {node} at t={event['t']:.3f} (one pod, uid {uid})", (previous[2], event))
+
+
+def _details(verdict: Verdict, bindings: list[_Binding], races: list[dict[str, Any]], unchecked: list[dict[str, Any]], direct: int) -> Verdict:
+    per_node: dict[str, int] = {}
+    for binding in bindings:
+        per_node[binding.node] = per_node.get(binding.node, 0) + 1
+    details = {"bindings": len(bindings), "bindings_per_node": dict(sorted(per_node.items())), "created_bound": direct, "races": races, "unchecked": unchecked}
+    return Verdict(verdict.valid, verdict.reason, verdict.evidence, details)
