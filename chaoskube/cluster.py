@@ -33,6 +33,7 @@ from chaoskube.sim import Process, World
 __all__ = ["Cluster", "ClusterSpec", "ClusterSpecError", "NodeGroup", "Timings", "WebhookSpec", "load_cluster_spec", "open_cluster"]
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
+MAX_NODES = 1024
 
 
 class _Spec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, rename="camel"):
@@ -144,6 +145,7 @@ class ClusterSpec(_Spec):
     timings: Timings = msgspec.field(default_factory=Timings)
 
     def __post_init__(self) -> None:
+        self.nodes()  # names and count checked now, with the spec's errors
         for name, field in (("etcd_members", "etcdMembers"), ("api_servers", "apiServers")):
             if getattr(self, name) < 1:
                 raise ValueError(f"`{field}` must be at least 1, got {getattr(self, name)}")
@@ -157,6 +159,8 @@ class ClusterSpec(_Spec):
         for group in self.node_groups:
             for index in range(1, group.count + 1):
                 out.append((f"{group.prefix}-{index}", group.zones[(index - 1) % len(group.zones)], group))
+        if len(out) > MAX_NODES:
+            raise ValueError(f"at most {MAX_NODES} nodes (one /24 pod CIDR each in 10.244.0.0/14), got {len(out)}")
         names = [name for name, _, _ in out]
         if len(set(names)) != len(names):
             raise ValueError("node names collide: give the node groups different prefixes")
@@ -201,16 +205,17 @@ class Cluster:
 
     def leader(self, lease: str) -> str | None:
         """The process acting as leader for ``lease`` ("kube-controller-manager",
-        "kube-scheduler") by the journal's last start/stop events, or None."""
-        acting: dict[str, bool] = {}
+        "kube-scheduler") by the journal's last start/stop events, or None. During an
+        overlap (client-go does not fence) the one that started last."""
+        acting: dict[str, float | None] = {}
         for event in self.world.journal.events:
-            if event.get("type") == "leader" and event.get("lease", "").endswith(lease):
+            if event.get("type") == "leader" and event.get("lease") in (lease, f"kube-system/{lease}"):
                 if event["event"] == "start":
-                    acting[event["process"]] = True
+                    acting[event["process"]] = event["t"]
                 elif event["event"] == "stop":
-                    acting[event["process"]] = False
-        alive = [name for name, on in sorted(acting.items()) if on and self.world.processes[name].alive]
-        return alive[-1] if alive else None
+                    acting[event["process"]] = None
+        alive = [(started, name) for name, started in sorted(acting.items()) if started is not None and self.world.processes[name].alive]
+        return max(alive)[1] if alive else None
 
     def client(self, process: Process, credentials: Any = None, **options: Any) -> ApiClient:
         return ApiClient(process, self.api_server_names, credentials or admin_credentials(), **options)

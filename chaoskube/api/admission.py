@@ -111,6 +111,7 @@ class AdmissionRequest:
     user: UserInfo = field(default_factory=lambda: UserInfo(name="system:anonymous", groups=("system:unauthenticated",)))
     subresource: str = ""
     dry_run: bool = False
+    request_id: str = ""  # the API request's id, for the journal (webhook calls name it)
 
     def __post_init__(self) -> None:
         assert self.operation in OPERATIONS, self.operation
@@ -743,6 +744,7 @@ def with_object(request: AdmissionRequest, obj: Object | None) -> AdmissionReque
     return AdmissionRequest(
         operation=request.operation, kind=request.kind, namespace=request.namespace, name=request.name,
         object=obj, old_object=request.old_object, user=request.user, subresource=request.subresource, dry_run=request.dry_run,
+        request_id=request.request_id,
     )
 
 

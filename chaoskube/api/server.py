@@ -286,6 +286,8 @@ class ApiServer:
             response = await self.handle(request, message)
         if scope.cancelled_caught:
             response = Response(504, status=timeout("request did not complete within requested timeout - context deadline exceeded"), server=self.name)
+            if request.verb not in ("get", "list", "watch"):
+                self._journal(request, response)
         if response is not None:
             self.process.reply(message, response)
 
@@ -494,6 +496,7 @@ class ApiServer:
         return AdmissionRequest(
             operation=operation, kind=info.kind, namespace=request.namespace, name=name or request.name,
             object=obj, old_object=old, user=user, subresource=request.subresource, dry_run=request.dry_run,
+            request_id=request.id,
         )
 
     def _body(self, request: Request, info: KindInfo) -> Object:

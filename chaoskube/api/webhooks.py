@@ -840,7 +840,8 @@ class WebhookDispatcher:
         self.process.world.record(
             "webhook-call", server=self.process.name, webhook=hook.webhook.name, configuration=hook.configuration,
             uid=uid, operation=request.operation, kind=request.kind, outcome=outcome, reason=reason,
-            latency_s=round(latency_s, 9), round=round_,
+            latency_s=round(latency_s, 9), round=round_, request=request.request_id,
+            namespace=request.namespace, name=request.name, subresource=request.subresource,
         )
 
     # -- one call -------------------------------------------------------------------------

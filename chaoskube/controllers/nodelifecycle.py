@@ -1176,16 +1176,19 @@ class TaintEvictionController:
             for attempt in range(TAINT_EVICTION_RETRIES):
                 if attempt:
                     await self.process.sleep(TAINT_EVICTION_RETRY_S)
-                if await self._add_condition_and_delete(namespace, name):
+                deleted = await self._add_condition_and_delete(namespace, name)
+                if deleted:
                     self.process.world.record("taint-eviction", pod=key, node=entry.node, after_s=round(entry.fire_at - entry.created_at, 6))
+                if deleted is not False:
                     return
         finally:
             if self.scheduled.get(key) is entry:
                 del self.scheduled[key]
 
-    async def _add_condition_and_delete(self, namespace: str, name: str) -> bool:
-        """``addConditionAndDeletePod``: DisruptionTarget=True, then delete. True when the
-        pod was deleted (or is gone)."""
+    async def _add_condition_and_delete(self, namespace: str, name: str) -> bool | None:
+        """``addConditionAndDeletePod``: DisruptionTarget=True, then delete. True when this
+        call deleted the pod, None when it was already gone (someone else deleted it: not
+        journaled as a taint eviction), False to retry."""
         try:
             pod = await self.client.get("pods", namespace, name)
             assert isinstance(pod, Pod)
@@ -1195,7 +1198,7 @@ class TaintEvictionController:
                 await self.client.update_status(updated)
             await self.client.delete("pods", namespace, name)
         except ApiError as error:
-            return error.code == 404 and not error.ambiguous
+            return None if error.code == 404 and not error.ambiguous else False
         return True
 
     def statistics(self) -> dict[str, Any]:
