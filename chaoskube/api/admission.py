@@ -43,7 +43,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from chaoskube.api.auth import NODE_LEASE_NAMESPACE, NODE_USER_PREFIX, NODES_GROUP, UserInfo, node_name_of
+from chaoskube.api.auth import NODE_LEASE_NAMESPACE, UserInfo, node_name_of
 from chaoskube.api.manifests import to_dict
 from chaoskube.api.objects import (
     KINDS,

@@ -36,7 +36,7 @@ class ControllerManagerConfig:
     concurrent_replicaset_syncs: int = 5
     concurrent_endpointslice_syncs: int = 5
     concurrent_gc_syncs: int = 20
-    concurrent_disruption_syncs: int = 1
+    concurrent_disruption_syncs: int = 1  # ours: upstream has no flag and runs one worker
     #: Informer resync (``--min-resync-period`` 12 h, randomized): 0 disables resync, as a
     #: run is much shorter.
     resync_s: float = 0.0
