@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from chaoskube import __version__
-from experiments.model import ExperimentError
+from experiments.model import ExperimentError, experiment_dir
 
 stdout = Console(highlight=False, soft_wrap=True)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -103,7 +103,7 @@ def run(experiment: str, seed: int, out_dir: Path | None, dry_run: bool) -> None
     found = registry.find(experiment)
     out = out_dir or Path("runs") / f"{found.name}-seed{seed}"
     if dry_run:
-        cluster, workload = SYSTEMS[found.system].options(found.cluster, found.workload)
+        cluster, workload = SYSTEMS[found.system].options(found.cluster, found.workload, base_dir=experiment_dir(found))
         stdout.print(f"{found.name} seed {seed}: system {found.system}")
         import msgspec
 

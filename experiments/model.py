@@ -19,6 +19,11 @@ from faults import FaultError, ScheduledFault, parse_target
 from faults.targets import TargetError
 
 
+def experiment_dir(experiment: "Experiment") -> Path | None:
+    """The directory of the file ``experiment`` was loaded from (None for a built one)."""
+    return Path(experiment.path).resolve().parent if experiment.path else None
+
+
 class ExperimentError(Exception):
     """A bad experiment file or name. ``str(error)`` is one line naming file and field."""
 
@@ -76,7 +81,7 @@ def load_experiment(path: str | Path) -> Experiment:
     try:
         experiment = msgspec.yaml.decode(data, type=Experiment)
     except msgspec.ValidationError as error:
-        raise ExperimentError(f"{path}: {_field_message(str(error))}") from None
+        raise ExperimentError(f"{path}: {field_message(str(error))}") from None
     except msgspec.DecodeError as error:
         raise ExperimentError(f"{path}: not valid YAML: {str(error).splitlines()[0]}") from None
     experiment = msgspec.structs.replace(experiment, path=str(path))
@@ -115,7 +120,7 @@ def load_experiment(path: str | Path) -> Experiment:
     if experiment.expected.outcome == "pass" and experiment.expected.failing:
         raise ExperimentError(f"{path}: field `expected.outcome`: it says pass but `expected.failing` names checkers; say fail")
     try:
-        cluster, workload = system.options(experiment.cluster, experiment.workload)
+        cluster, workload = system.options(experiment.cluster, experiment.workload, base_dir=experiment_dir(experiment))
     except ExperimentError as error:
         raise ExperimentError(f"{path}: {error}") from None
     names = system.process_names(cluster, workload)
@@ -127,7 +132,7 @@ def load_experiment(path: str | Path) -> Experiment:
     return experiment
 
 
-def _field_message(message: str) -> str:
+def field_message(message: str) -> str:
     """msgspec says "Expected `int`, got `str` - at `$.phases.faults_s`"; lead with the field."""
     text, sep, where = message.rpartition(" - at `")
     prefix = where.rstrip("`").removeprefix("$").removeprefix(".") if sep else ""
@@ -148,6 +153,6 @@ def convert_options(options: dict[str, Any], type_: type, section: str) -> Any:
     try:
         return msgspec.convert(options, type=type_)
     except msgspec.ValidationError as error:
-        message = _field_message(str(error))
+        message = field_message(str(error))
         message = message.replace("field `", f"field `{section}.", 1) if message.startswith("field `") else f"field `{section}`: {message}"
         raise ExperimentError(message) from None

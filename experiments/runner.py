@@ -28,7 +28,7 @@ from loguru import logger
 from chaoskube import __version__
 from chaoskube.checkers.verdict import Verdict, run_checker
 from chaoskube.sim import Journal, World
-from experiments.model import Experiment
+from experiments.model import Experiment, experiment_dir
 from experiments.systems import SYSTEMS
 from faults import FaultInjector
 
@@ -113,7 +113,7 @@ def run_experiment(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     system_class = SYSTEMS[experiment.system]
-    cluster, workload = system_class.options(experiment.cluster, experiment.workload)
+    cluster, workload = system_class.options(experiment.cluster, experiment.workload, base_dir=experiment_dir(experiment))
     phases = experiment.phases
     world = World(seed, journal=Journal(out / "journal.jsonl"))
     state: dict[str, Any] = {"phases": {}, "system": None, "injector": None}

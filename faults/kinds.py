@@ -27,6 +27,34 @@ Kinds (``params`` in brackets, with defaults):
 - ``skip-fsync``    — the targets' disks acknowledge fsync without syncing (etcd's
   ``--unsafe-no-fsync``, or a disk that lies); combine with ``lossy-crash`` to lose
   acknowledged writes. Heal makes fsync honest again.
+
+Kinds for a whole Kubernetes cluster (chaoskube/cluster.py: roles etcd, kube-apiserver,
+kube-controller-manager, kube-scheduler, node, webhook). Every kind above works on those
+roles too: the selectors (``leader:kube-scheduler``, ``zone:zone-a`` ...) pick the processes.
+
+- ``node-failure``  — power off the machine of each target (meant for ``role:node``
+  processes): a kill that loses every write not fsynced, so the node's container runtime
+  state (kept on the disk, never synced: chaoskube/node/runtime.py) is gone and its pods die
+  with it, as after a power cut; what was synced (an etcd member's WAL) survives. Heal
+  powers it on: the process restarts from its disk and the kubelet starts the pods bound
+  to it again. Upstream: "Node shutdown" in the cluster failure modes
+  (https://kubernetes.io/docs/tasks/debug/debug-cluster/#a-general-overview-of-cluster-failure-modes).
+- ``zone-outage``   — every target (meant for ``zone:NAME``) fails at once
+  [``mode``: "power" (default) | "network"]. "power": each target as by ``node-failure``
+  (a power or cooling failure of the zone: etcd member, API server, controllers and nodes
+  in it all go down and restart on heal); "network": the zone is cut off from every other
+  process, both ways, while its processes still talk to each other (a zone's uplink
+  failure). Chosen default: power, the outage a multi-zone cluster is built to survive
+  ("Running in multiple zones",
+  https://kubernetes.io/docs/setup/best-practices/multiple-zones/).
+- ``control-plane-partition`` — a grudge cutting the targets (typically ``role:node``) off
+  from the other side, both ways, while each side still talks within itself
+  [``from_roles``: "*" (default: every other process) | "control-plane" (etcd,
+  kube-apiserver, kube-controller-manager, kube-scheduler) | a comma-separated list of
+  roles]. With ``role:node`` and "control-plane", kubelets lose the API servers while pods
+  keep serving one another and clients on the nodes: the partition after which the node
+  lifecycle controller must not evict everything ("Rate limits on eviction",
+  https://kubernetes.io/docs/concepts/architecture/nodes/#rate-limits-on-eviction).
 """
 
 from __future__ import annotations
@@ -62,8 +90,15 @@ KINDS: dict[str, Params] = {
     "link-reorder": {"reorder": 0.5, "window_ms": 50.0},
     "slow-disk": {"fsync_ms": 500.0},
     "skip-fsync": {},
+    "node-failure": {},
+    "zone-outage": {"mode": "power"},
+    "control-plane-partition": {"from_roles": "*"},
 }
-PARTITIONS = frozenset({"isolate", "split", "bridge"})
+PARTITIONS = frozenset({"isolate", "split", "bridge", "control-plane-partition"})
+# The Kubernetes control plane's roles ("Control Plane Components",
+# https://kubernetes.io/docs/concepts/overview/components/#control-plane-components), as
+# chaoskube/cluster.py names its processes' roles.
+CONTROL_PLANE_ROLES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 # parameter -> allowed (inclusive) range; numbers not listed must be >= 0
 RANGES: dict[str, tuple[float, float]] = {
     "loss": (0.0, 1.0),
@@ -75,7 +110,10 @@ RANGES: dict[str, tuple[float, float]] = {
 CHOICES: dict[str, tuple[str, ...]] = {
     "scope": ("peers", "all"),
     "leader_in": ("minority", "majority", "any"),
+    "mode": ("power", "network"),
 }
+# free-form string parameters: name -> what they must look like (checked by ``validate``)
+ROLE_LISTS = frozenset({"from_roles"})
 
 
 class FaultError(ValueError):
@@ -141,7 +179,24 @@ def validate(kind: str, params: Params) -> Params:
                 raise FaultError(f"fault {kind!r}: parameter {name!r} = {value} is out of range [{low:g}, {high:g}]")
         elif name in CHOICES and value not in CHOICES[name]:
             raise FaultError(f"fault {kind!r}: parameter {name!r} must be one of {', '.join(CHOICES[name])}, not {value!r}")
+        elif name in ROLE_LISTS and not _role_list_ok(value):
+            raise FaultError(f"fault {kind!r}: parameter {name!r} must be \"*\", \"control-plane\" or a comma-separated list of roles, not {value!r}")
     return merged
+
+
+def _role_list_ok(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    return value in ("*", "control-plane") or all(part.strip() and part.strip() != "*" for part in value.split(","))
+
+
+def roles_of(value: str) -> tuple[str, ...] | None:
+    """The roles a ``from_roles`` parameter names; None for "*" (every role)."""
+    if value == "*":
+        return None
+    if value == "control-plane":
+        return CONTROL_PLANE_ROLES
+    return tuple(sorted({part.strip() for part in value.split(",")}))
 
 
 def plan(kind: str, target: str, params: Params, context: Context, rng: random.Random) -> Plan:
@@ -150,6 +205,8 @@ def plan(kind: str, target: str, params: Params, context: Context, rng: random.R
     targets = resolve(target, context.processes, rng, context.leader_of)
     if not targets:
         return Plan(kind, target, (), params, note=f"no process matches {target!r} now")
+    if kind == "control-plane-partition" or (kind == "zone-outage" and params["mode"] == "network"):
+        return _plan_cut_off(kind, target, targets, params, context)
     if kind not in PARTITIONS:
         return Plan(kind, target, tuple(targets), params)
     role = context.role_of(targets[0])
@@ -180,6 +237,19 @@ def plan(kind: str, target: str, params: Params, context: Context, rng: random.R
     return Plan(kind, target, (grudges.bridge_node(group),), params, grudges.bridge(group), note="target is the bridge node")
 
 
+def _plan_cut_off(kind: str, target: str, targets: list[str], params: Params, context: Context) -> Plan:
+    """The targets on one side, the other side (every other process, or those of the roles
+    ``from_roles`` names) on the other: a complete grudge between the two; processes on
+    neither side keep every link."""
+    roles = roles_of(params["from_roles"]) if kind == "control-plane-partition" else None
+    chosen = set(targets)
+    others = [process.name for process in sorted(context.processes, key=lambda process: process.name) if process.name not in chosen and (roles is None or process.role in roles)]
+    if not others:
+        wanted = "any other process" if roles is None else f"a process of role {', '.join(roles)}"
+        return Plan(kind, target, (), params, note=f"nothing to cut {target!r} off from: no {wanted} outside it")
+    return Plan(kind, target, tuple(targets), params, grudges.complete([targets, others]), note=f"other side {others}")
+
+
 # -- applying and healing --------------------------------------------------------------------
 #
 # Kills are actions: ``apply`` does them and ``heal`` restarts what no other active fault
@@ -188,7 +258,13 @@ def plan(kind: str, target: str, params: Params, context: Context, rng: random.R
 # each resource was before the first fault touched it. So overlapping faults on the same
 # processes or links heal correctly in any order, and healing is idempotent.
 
-KILLS = frozenset({"kill", "lossy-crash"})
+KILLS = frozenset({"kill", "lossy-crash", "node-failure", "zone-outage"})
+LOSSY = frozenset({"lossy-crash", "node-failure", "zone-outage"})  # power cuts: unsynced writes are lost
+
+
+def kills(plan: Plan) -> bool:
+    """Whether ``plan`` kills its targets (a zone outage in "network" mode does not)."""
+    return plan.kind in KILLS and not (plan.kind == "zone-outage" and plan.params.get("mode") == "network")
 LINK_CHANGES = {
     "link-delay": lambda p: {"delay_s": p["delay_ms"] / 1000.0, "jitter_s": p["jitter_ms"] / 1000.0},
     "link-loss": lambda p: {"loss": p["loss"]},
@@ -209,10 +285,10 @@ class Baseline:
 
 def apply(world: World, plan: Plan) -> None:
     """Do a plan's action now (kill); state effects come from ``reconcile``."""
-    if plan.kind in KILLS:
+    if kills(plan):
         for name in plan.targets:
             process = world.process(name)
-            if plan.kind == "lossy-crash":
+            if plan.kind in LOSSY:
                 lose = process.disk.lose_unsynced_on_crash
                 process.disk.lose_unsynced_on_crash = True
                 process.kill()
@@ -224,9 +300,9 @@ def apply(world: World, plan: Plan) -> None:
 def heal(world: World, plan: Plan, active: Sequence[Plan]) -> None:
     """Undo a plan's action: restart what it killed unless another active fault keeps it
     down. Idempotent."""
-    if plan.kind not in KILLS:
+    if not kills(plan):
         return
-    still_down = {name for other in active if other.kind in KILLS for name in other.targets}
+    still_down = {name for other in active if kills(other) for name in other.targets}
     for name in plan.targets:
         process = world.process(name)
         if not process.alive and name not in still_down:

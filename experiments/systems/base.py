@@ -7,6 +7,7 @@ checkers that are pure functions of the journal and the recorded history.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, ClassVar
 
 import msgspec
@@ -29,7 +30,9 @@ class System:
         self.workload = workload
 
     @classmethod
-    def options(cls, cluster: dict[str, Any], workload: dict[str, Any]) -> tuple[Any, Any]:
+    def options(cls, cluster: dict[str, Any], workload: dict[str, Any], *, base_dir: Path | None = None) -> tuple[Any, Any]:
+        """Typed options. ``base_dir``: the experiment file's directory, against which a
+        system resolves the files its options name (workload manifests)."""
         return convert_options(cluster, cls.Cluster, "cluster"), convert_options(workload, cls.Workload, "workload")
 
     @classmethod

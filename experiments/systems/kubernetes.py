@@ -1,0 +1,546 @@
+"""Kubernetes under faults: a whole simulated cluster, a workload, probes and the checkers.
+
+Cluster options: the fields of :class:`chaoskube.cluster.ClusterSpec`, spelt as in its YAML
+(camelCase: ``etcdMembers``, ``apiServers``, ``controllerManagers``, ``schedulers``,
+``nodeGroups``, ``webhooks``, ``timings``), read with :func:`~chaoskube.cluster.load_cluster_spec`
+so a bad one fails in one line naming the field (``field `cluster.nodeGroups[0].count`: ...``).
+
+Workload options (:class:`KubernetesWorkload`):
+
+- ``manifests``: Kubernetes YAML/JSON files (or directories of them) applied in order, as
+  ``kubectl create -f`` would; a relative path is looked up next to the experiment file,
+  then in ``experiments/workloads/``. Every file is loaded when the experiment is, so a
+  missing or malformed one is a one-line error (exit code 2) before anything runs.
+- ``deployments``: built-in Deployments ``{name, replicas, cpu, pdb_min_available?,
+  service?}``: the Deployment (label ``app=<name>``, one ``nginx`` container requesting
+  ``cpu``), a PodDisruptionBudget with ``minAvailable`` when given, a Service on port 80
+  when ``service`` is true.
+- ``traffic``: one :class:`~chaoskube.node.proxy.TrafficProbe` per Service of the workload,
+  every ``traffic_every_s``, through the kube-proxy rule table of the first running node
+  (as a client on that node sees the Service), sent from the process ``traffic`` (role
+  ``traffic``, no zone: the observer stays out of every fault domain; a partition of
+  ``role:node`` from the control plane does not cut it off from the pods);
+  ``max_outage_s`` bounds the ``service-availability`` checker.
+- ``converge_s``: how long :meth:`KubernetesSystem.start_workload` waits for the workload
+  to reach its steady state before the warm-up (the faults begin from a converged cluster).
+
+The run: :meth:`~KubernetesSystem.start` opens the cluster (every process of the spec) and
+waits until every node is registered and Ready; :meth:`~KubernetesSystem.start_workload`
+creates the workload's objects through the API (as the ``kubectl`` process, an
+administrator), waits for convergence, then starts the traffic probes.
+
+Steady state (:meth:`~KubernetesSystem.steady_state`), read through the API as ``kubectl``
+would: every node of the spec is Ready; once the workload is created (the runner probes
+once before, when only the nodes count, and ``steady-state`` also fails when the workload
+did not converge within ``converge_s``), every Deployment of the workload has observed its
+generation and has ``spec.replicas`` ready and available replicas (``kubectl rollout
+status``: ``staging/src/k8s.io/kubectl/pkg/polymorphichelpers/rollout_status.go``); every
+Service of the workload with a selector has an EndpointSlice with a ready endpoint (the
+``ready`` condition; unset means ready, ``discovery/v1`` ``EndpointConditions``).
+
+Leaders (for ``leader:`` targets): ``etcd`` -> the member that leads the highest term;
+``kube-controller-manager`` / ``kube-scheduler`` -> the process acting as leader of that
+Lease by the journal (:meth:`chaoskube.cluster.Cluster.leader`); any other role -> None.
+
+Checkers: ``steady-state``; ``leader-election`` (:mod:`chaoskube.checkers.leader_election`:
+never two acting leaders of one Lease, no leaderless stretch over :data:`LEADER_GAP_S`
+while a candidate ran); ``no-mass-eviction`` (the node lifecycle controller's taint-based
+evictions took pods from fewer than :data:`MASS_EVICTION_FRACTION` of the nodes); and,
+imported when they run, the cluster checkers of :data:`CLUSTER_CHECKERS`
+(``pdb-eviction``, ``scheduling``, ``service-availability``, ``admission``,
+``convergence``) where their modules exist.
+
+Non-guarantees: the steady state is what the API reports (a Deployment's status and the
+EndpointSlices trail the pods by the controllers' reaction time; a powered-off node's pods
+read Ready until the node monitor grace period passes); the traffic probes run in one
+observer process whatever the faults do to the node whose rules they read.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import trio
+
+from chaoskube.api.client import ApiClient, ApiError
+from chaoskube.api.manifests import ManifestError, from_dict, load_manifests
+from chaoskube.api.objects import Object
+from chaoskube.checkers.leader_election import check_leader_election
+from chaoskube.checkers.verdict import Verdict, run_checker, worst
+from chaoskube.cluster import Cluster, ClusterSpec, ClusterSpecError, load_cluster_spec, open_cluster
+from chaoskube.node.proxy import SERVICE_NAME_LABEL, TrafficProbe
+from chaoskube.sim import Process, World
+from experiments.model import ExperimentError, field_message, convert_options
+from experiments.systems.base import System
+
+#: Where a relative manifest path is looked up after the experiment file's directory.
+WORKLOADS_DIR = Path(__file__).resolve().parents[1] / "workloads"
+#: How long start() waits for every node to register and turn Ready (virtual seconds).
+NODES_READY_WITHIN_S = 120.0
+#: The ``kubectl`` client: a short deadline, so a probe answers within a few seconds.
+PROBE_TIMEOUT_S = 2.0
+PROBE_ATTEMPTS = 3
+#: Creating the workload: attempts per object while the API answers 5xx / times out.
+CREATE_ATTEMPTS = 10
+CREATE_RETRY_S = 1.0
+#: client-go leader election defaults (``tools/leaderelection/leaderelection.go``;
+#: kube-controller-manager and kube-scheduler ``--leader-elect-lease-duration`` 15 s,
+#: ``--leader-elect-retry-period`` 2 s, ``JitterFactor`` 1.2, so a candidate polls every 2 to
+#: 4.4 s). After the holder dies, a candidate may first see its last renewal up to one poll
+#: (4.4 s) later, takes the lease one lease duration (15 s) after that observation, at its
+#: next poll (4.4 s more), plus the requests' latency (3 s allowed): a leaderless stretch
+#: longer than this while a candidate runs is a liveness violation.
+LEADER_GAP_S = 4.4 + 15.0 + 4.4 + 3.0
+#: kube-controller-manager's ``--unhealthy-zone-threshold`` default (0.55): taint-based
+#: evictions from at least this fraction of the cluster's nodes are a mass eviction.
+MASS_EVICTION_FRACTION = 0.55
+NGINX_IMAGE = "nginx:1.27"
+
+#: The cluster checkers: name -> (module, function, what it verifies). Each is imported
+#: when it runs (the module may not exist in this build: then the checker is not offered).
+CLUSTER_CHECKERS: dict[str, tuple[str, str, str]] = {
+    "pdb-eviction": ("chaoskube.checkers.eviction", "check_pdb_eviction", "no voluntary disruption (eviction, drain, preemption) took a PodDisruptionBudget below desiredHealthy"),
+    "scheduling": ("chaoskube.checkers.scheduling", "check_scheduling", "every binding respects resources, taints, node affinity; one node per pod"),
+    "service-availability": ("chaoskube.checkers.availability", "check_service_availability", "the traffic probes saw no Service outage longer than the workload's max_outage_s"),
+    "admission": ("chaoskube.checkers.admission", "check_admission", "every object stored passed the admission webhooks that applied to it, per their failurePolicy"),
+    "convergence": ("chaoskube.checkers.convergence", "check_convergence", "after heal, the store shows every Deployment at its spec and every pod on a Ready node by the end of the run"),
+}
+
+
+def _available(module: str) -> bool:
+    from importlib.util import find_spec
+
+    try:
+        return find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+# =========================================================================== options
+class DeploymentWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    """A built-in Deployment of ``nginx`` pods (label ``app=<name>``)."""
+
+    name: str
+    replicas: int = 3
+    cpu: str = "100m"
+    pdb_min_available: int | None = None
+    service: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.replicas <= 1000:
+            raise ValueError(f"`replicas` must be between 0 and 1000, got {self.replicas}")
+        if self.pdb_min_available is not None and not 0 <= self.pdb_min_available <= self.replicas:
+            raise ValueError(f"`pdb_min_available` must be between 0 and `replicas` ({self.replicas}), got {self.pdb_min_available}")
+
+    def objects(self) -> list[Object]:
+        """The Deployment, its PodDisruptionBudget and Service, as manifests would give them."""
+        labels = {"app": self.name}
+        container = {"name": "app", "image": NGINX_IMAGE, "ports": [{"containerPort": 80}], "resources": {"requests": {"cpu": self.cpu}}}
+        meta = {"name": self.name, "namespace": "default", "labels": labels}
+        found = [from_dict({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": {
+            "replicas": self.replicas, "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+        }})]
+        if self.pdb_min_available is not None:
+            found.append(from_dict({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta, "spec": {
+                "minAvailable": self.pdb_min_available, "selector": {"matchLabels": labels},
+            }}))
+        if self.service:
+            found.append(from_dict({"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": {
+                "selector": labels, "ports": [{"port": 80, "targetPort": 80}],
+            }}))
+        return found
+
+
+class KubernetesWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    manifests: list[str] = []
+    deployments: list[DeploymentWorkload] = []
+    traffic: bool = False
+    traffic_every_s: float = 0.5
+    max_outage_s: float = 5.0
+    converge_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        names = [deployment.name for deployment in self.deployments]
+        if len(set(names)) != len(names):
+            raise ValueError("`deployments` names must be distinct")
+        for name, value, low in (("traffic_every_s", self.traffic_every_s, 0.01), ("max_outage_s", self.max_outage_s, 0.0), ("converge_s", self.converge_s, 0.0)):
+            if not (math.isfinite(value) and low <= value <= 3600):
+                raise ValueError(f"`{name}` must be a finite number between {low:g} and 3600, got {value}")
+
+
+def resolve_manifest(entry: str, base_dir: Path | None) -> Path:
+    """An absolute path as it is; a relative one next to the experiment file, then in
+    :data:`WORKLOADS_DIR`. Raises FileNotFoundError naming where it looked."""
+    path = Path(entry)
+    if path.is_absolute():
+        candidates = [path]
+    else:
+        candidates = [directory / path for directory in (base_dir, WORKLOADS_DIR) if directory is not None]
+    for candidate in candidates:
+        if candidate.exists():
+            return candidate.resolve()
+    raise FileNotFoundError(f"no such file {entry!r} (looked in {', '.join(str(c.parent) for c in candidates)})")
+
+
+# =========================================================================== the system
+class KubernetesSystem(System):
+    name = "kubernetes"
+    Cluster = ClusterSpec
+    Workload = KubernetesWorkload
+    CHECKERS = {
+        "steady-state": "before the faults and after heal: every node Ready, every Deployment at its ready replicas, every Service with a ready endpoint",
+        "leader-election": "never two acting leaders of one Lease; no leaderless stretch over the bound while a candidate runs",
+        "no-mass-eviction": "taint-based evictions took pods from fewer than 55 % of the nodes (kube-controller-manager's --unhealthy-zone-threshold)",
+        **{name: what for name, (module, _, what) in CLUSTER_CHECKERS.items() if _available(module)},
+    }
+
+    @classmethod
+    def options(cls, cluster: dict[str, Any], workload: dict[str, Any], *, base_dir: Path | None = None) -> tuple[ClusterSpec, KubernetesWorkload]:
+        spec = _cluster_options(cluster)
+        typed = convert_options(workload, KubernetesWorkload, "workload")
+        base = base_dir
+        resolved = []
+        for index, entry in enumerate(typed.manifests):
+            where = f"field `workload.manifests[{index}]`"
+            try:
+                path = resolve_manifest(entry, base)
+                load_manifests(path)
+            except (FileNotFoundError, ManifestError) as error:
+                raise ExperimentError(f"{where}: {error}") from None
+            resolved.append(str(path))
+        for index, deployment in enumerate(typed.deployments):
+            try:
+                deployment.objects()
+            except ManifestError as error:
+                raise ExperimentError(f"field `workload.deployments[{index}]`: {error}") from None
+        return spec, msgspec.structs.replace(typed, manifests=resolved)
+
+    @classmethod
+    def process_names(cls, cluster: ClusterSpec, workload: KubernetesWorkload) -> list[str]:
+        names = [f"etcd-{index}" for index in range(1, cluster.etcd_members + 1)]
+        names += [f"kube-apiserver-{index}" for index in range(1, cluster.api_servers + 1)]
+        names += [f"kube-controller-manager-{index}" for index in range(1, cluster.controller_managers + 1)]
+        names += [f"kube-scheduler-{index}" for index in range(1, cluster.schedulers + 1)]
+        names += [hook.service for hook in cluster.webhooks] + (["cluster-bootstrap"] if cluster.webhooks else [])
+        names += [name for name, _, _ in cluster.nodes()]
+        return names + ["kubectl"] + (["traffic"] if workload.traffic else [])
+
+    def __init__(self, world: World, cluster: ClusterSpec, workload: KubernetesWorkload) -> None:
+        super().__init__(world, cluster, workload)
+        self.spec = cluster
+        self.handle: Cluster | None = None
+        self.nodes = [name for name, _, _ in cluster.nodes()]
+        self.objects = self._workload_objects()
+        self.deployments = sorted(_key(obj) for obj in self.objects if obj.KIND == "Deployment")
+        self.services = sorted(_key(obj) for obj in self.objects if obj.KIND == "Service" and getattr(obj.spec, "selector", None))
+        self.steady_state_verdict: Verdict | None = None
+        self.workload_verdict: Verdict | None = None
+        self.probes: list[TrafficProbe] = []
+        self._client: ApiClient | None = None
+        self._traffic_on = False
+        self._workload_created = False
+
+    def _workload_objects(self) -> list[Object]:
+        objects: list[Object] = []
+        for path in self.workload.manifests:
+            objects.extend(load_manifests(path))
+        for deployment in self.workload.deployments:
+            objects.extend(deployment.objects())
+        return objects
+
+    # -- the run ----------------------------------------------------------------------------
+    async def start(self) -> None:
+        self.handle = open_cluster(self.world, self.spec)
+        kubectl = self.world.spawn("kubectl", _idle, role="kubectl")
+        self._client = self.handle.client(kubectl, timeout_s=PROBE_TIMEOUT_S, attempts=PROBE_ATTEMPTS)
+        ready = await self.handle.wait_for(self._nodes_ready, within_s=NODES_READY_WITHIN_S)
+        self.world.record("kubernetes", event="nodes-ready" if ready else "nodes-not-ready", nodes=len(self.nodes))
+
+    async def _nodes_ready(self) -> bool:
+        return not await self._node_problems()
+
+    async def start_workload(self) -> None:
+        assert self.handle is not None and self._client is not None
+        created, failures = await self._create_all()
+        self._workload_created = True
+        self.world.record("kubernetes", event="workload-created", objects=created, failures=len(failures))
+        if failures:
+            self.workload_verdict = Verdict(False, f"{len(failures)} workload object(s) could not be created: {failures[0]}", tuple(failures))
+            return
+        started = self.world.now
+        verdict = await self.steady_state()
+        while not verdict.valid and self.world.now - started < self.workload.converge_s:
+            await self.world.sleep(1.0)
+            verdict = await self.steady_state()
+        took = self.world.now - started
+        self.world.record("kubernetes", event="workload-converged" if verdict.valid else "workload-not-converged", after_s=round(took, 6))
+        if not verdict.valid:
+            self.workload_verdict = Verdict(False, f"the workload did not reach its steady state within {self.workload.converge_s:g} s of its creation: {verdict.reason}", verdict.evidence)
+            return
+        self.workload_verdict = Verdict(True, f"the workload converged {took:.3f} s after its creation")
+        if self.workload.traffic and self.services:
+            self._start_traffic()
+
+    async def _create_all(self) -> tuple[int, list[str]]:
+        """Create each object in order (``kubectl create``): an existing one is left as it
+        is; 5xx answers and timeouts are retried up to :data:`CREATE_ATTEMPTS` times."""
+        assert self.handle is not None and self._client is not None
+        created, failures = 0, []
+        for obj in self.objects:
+            for attempt in range(1, CREATE_ATTEMPTS + 1):
+                try:
+                    await self.handle.apply(self._client, [obj])
+                    created += 1
+                    break
+                except ApiError as error:
+                    if error.code < 500 and error.code != 429:
+                        failures.append(f"{obj.KIND} {_key(obj)}: {error}")
+                        break
+                    if attempt == CREATE_ATTEMPTS:
+                        failures.append(f"{obj.KIND} {_key(obj)}: {error} (after {CREATE_ATTEMPTS} attempts)")
+                    else:
+                        await self.world.sleep(CREATE_RETRY_S)
+        return created, failures
+
+    def _start_traffic(self) -> None:
+        assert self.handle is not None
+        handle = self.handle
+        ports = {_key(obj): obj.spec.ports[0].port for obj in self.objects if obj.KIND == "Service" and _key(obj) in self.services and obj.spec.ports}
+
+        async def main(process: Process) -> None:
+            self.probes = [TrafficProbe(process, _CurrentProxy(handle, self.nodes), service, port, every_s=self.workload.traffic_every_s) for service, port in sorted(ports.items())]
+            async with trio.open_nursery() as nursery:
+                for probe in self.probes:
+                    nursery.start_soon(self._run_probe, probe)
+
+        self._traffic_on = True
+        self.world.spawn("traffic", main, role="traffic")
+
+    async def _run_probe(self, probe: TrafficProbe) -> None:
+        while True:
+            started = probe.process.now()
+            if self._traffic_on:
+                await probe.probe_once()
+            await probe.process.sleep(max(0.0, started + probe.every_s - probe.process.now()))
+
+    async def stop_workload(self) -> None:
+        self._traffic_on = False
+        verdict = await self.steady_state()
+        ready, desired = await self._pods_ready()
+        self.world.record("kubernetes", event="final", steady=verdict.valid, reason=verdict.reason, pods_ready=ready, pods_desired=desired)
+
+    async def _pods_ready(self) -> tuple[int, int]:
+        """(ready replicas, desired replicas) over the workload's Deployments, by the API."""
+        assert self._client is not None
+        try:
+            listed = (await self._client.list("deployments")).items
+        except ApiError:
+            return -1, -1
+        mine = [d for d in listed if _key(d) in self.deployments]
+        return sum(d.status.ready_replicas for d in mine), sum(_replicas(d) for d in mine)
+
+    # -- steady state -----------------------------------------------------------------------
+    async def steady_state(self) -> Verdict:
+        """Every node Ready, every workload Deployment ready, every workload Service with a
+        ready endpoint (module docstring); journaled as ``steady-state`` {valid, reason}."""
+        try:
+            problems = await self._node_problems()
+            if self._workload_created:
+                problems += await self._deployment_problems() + await self._service_problems()
+        except ApiError as error:
+            verdict = Verdict(False, f"the API did not answer: {error}")
+        else:
+            if problems:
+                verdict = Verdict(False, f"{len(problems)} problem(s): {'; '.join(problems[:3])}", tuple(problems))
+            elif not self._workload_created:
+                verdict = Verdict(True, f"{len(self.nodes)} node(s) Ready; the workload is not created yet")
+            else:
+                verdict = Verdict(True, f"{len(self.nodes)} node(s) Ready; {len(self.deployments)} Deployment(s) ready; {len(self.services)} Service(s) with a ready endpoint")
+        self.world.record("steady-state", valid=verdict.valid, reason=verdict.reason)
+        return verdict
+
+    async def _node_problems(self) -> list[str]:
+        assert self._client is not None
+        try:
+            listed = (await self._client.list("nodes")).items
+        except ApiError as error:
+            return [f"nodes: the API did not answer: {error}"]
+        ready = {node.metadata.name for node in listed if any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)}
+        return [f"node {name} not Ready" for name in self.nodes if name not in ready]
+
+    async def _deployment_problems(self) -> list[str]:
+        if not self.deployments:
+            return []
+        assert self._client is not None
+        listed = {_key(d): d for d in (await self._client.list("deployments")).items}
+        problems = []
+        for key in self.deployments:
+            deployment = listed.get(key)
+            if deployment is None:
+                problems.append(f"Deployment {key} is missing")
+                continue
+            want, status = _replicas(deployment), deployment.status
+            if status.observed_generation < deployment.metadata.generation:
+                problems.append(f"Deployment {key}: generation {deployment.metadata.generation} not observed yet")
+            elif status.ready_replicas < want or status.available_replicas < want:
+                problems.append(f"Deployment {key}: {status.ready_replicas}/{want} ready, {status.available_replicas} available")
+        return problems
+
+    async def _service_problems(self) -> list[str]:
+        if not self.services:
+            return []
+        assert self._client is not None
+        ready: set[str] = set()
+        for endpoint_slice in (await self._client.list("endpointslices")).items:
+            service = f"{endpoint_slice.metadata.namespace}/{endpoint_slice.metadata.labels.get(SERVICE_NAME_LABEL, '')}"
+            if any(endpoint.conditions.ready is not False for endpoint in endpoint_slice.endpoints):
+                ready.add(service)
+        return [f"Service {key} has no ready endpoint" for key in self.services if key not in ready]
+
+    def leader_of(self, role: str) -> str | None:
+        if self.handle is None:
+            return None
+        if role == "etcd":
+            return self.handle.etcd_leader()
+        if role in ("kube-controller-manager", "kube-scheduler"):
+            return self.handle.leader(role)
+        return None
+
+    # -- checkers ---------------------------------------------------------------------------
+    def check(self, name: str) -> Verdict:
+        events = self.world.journal.events
+        if name == "steady-state":
+            probed = self.steady_state_verdict or Verdict(None, "the steady state was never probed")
+            if self.workload_verdict is not None and self.workload_verdict.valid is not True:
+                return worst([self.workload_verdict, probed])
+            return probed
+        if name == "leader-election":
+            return check_leader_election(events, max_gap_s=LEADER_GAP_S)
+        if name == "no-mass-eviction":
+            return check_no_mass_eviction(events, self.nodes)
+        if name in CLUSTER_CHECKERS:
+            return self._cluster_check(name, events)
+        raise KeyError(name)
+
+    def _cluster_check(self, name: str, events: list[dict[str, Any]]) -> Verdict:
+        import importlib
+
+        module, function, _ = CLUSTER_CHECKERS[name]
+        checker = getattr(importlib.import_module(module), function)
+        if name == "service-availability":
+            return run_checker(checker, events, max_outage_s=self.workload.max_outage_s)
+        if name == "convergence":
+            healed = [event["t"] for event in events if event["type"] == "phase" and event["name"] == "heal"]
+            if not healed:
+                return Verdict(None, "the run never reached the heal phase")
+            end = events[-1]["t"]
+            return run_checker(checker, events, healed_at=healed[-1], deadline_s=max(0.0, end - healed[-1]))
+        return run_checker(checker, events)
+
+    def metrics(self) -> dict[str, Any]:
+        events = self.world.journal.events
+        out: dict[str, Any] = {}
+        healed = next((event["t"] for event in events if event["type"] == "phase" and event["name"] == "heal"), None)
+        if healed is not None:
+            back = next((event["t"] for event in events if event["type"] == "steady-state" and event["t"] >= healed and event["valid"]), None)
+            if back is not None:
+                out["converge_after_heal_s"] = round(back - healed, 6)
+        final = next((event for event in reversed(events) if event["type"] == "kubernetes" and event["event"] == "final"), None)
+        if final is not None:
+            out["pods_ready"], out["pods_desired"] = final["pods_ready"], final["pods_desired"]
+        out["evictions_api"] = sum(1 for event in events if event["type"] == "eviction" and event.get("outcome") == "evicted")
+        out["evictions_refused"] = sum(1 for event in events if event["type"] == "eviction" and event.get("outcome") == "refused")
+        out["evictions_taint"] = sum(1 for event in events if event["type"] == "taint-eviction")
+        starts: dict[str, int] = {}
+        for event in events:
+            if event["type"] == "leader" and event["event"] == "start":
+                lease = event["lease"].rpartition("/")[2]
+                starts[lease] = starts.get(lease, 0) + 1
+        for lease in ("kube-controller-manager", "kube-scheduler"):
+            out[f"leader_changes_{lease.removeprefix('kube-').replace('-', '_')}"] = max(0, starts.get(lease, 0) - 1)
+        out["etcd_elections"] = sum(1 for event in events if event["type"] == "raft-role" and event["role"] == "leader")
+        if self.probes:
+            totals = {"ok": 0, "no-endpoints": 0, "refused": 0, "timeout": 0}
+            for probe in self.probes:
+                for outcome, count in probe.statistics().items():
+                    totals[outcome] += count
+            out["traffic_ok"] = totals["ok"]
+            out["traffic_failed"] = totals["no-endpoints"] + totals["refused"] + totals["timeout"]
+        return out
+
+
+# =========================================================================== helpers
+def check_no_mass_eviction(events: list[dict[str, Any]], nodes: list[str], fraction: float = MASS_EVICTION_FRACTION) -> Verdict:
+    """False when the taint manager's evictions (``taint-eviction`` events) took pods from
+    at least ``fraction`` of ``nodes``. The bound is kube-controller-manager's
+    ``--unhealthy-zone-threshold`` (0.55): past it a zone is treated as disrupted and a
+    small cluster stops evicting, and when every zone is fully disrupted nothing is evicted
+    ("Rate limits on eviction",
+    https://kubernetes.io/docs/concepts/architecture/nodes/#rate-limits-on-eviction;
+    ``pkg/controller/nodelifecycle/node_lifecycle_controller.go`` ``handleDisruption``).
+    It is this experiment-level bound, not a proof of the controller's rules: two zones of
+    a three-zone cluster failing may rightly evict more."""
+    assert nodes, "a cluster has nodes"
+    by_node: dict[str, list[dict[str, Any]]] = {}
+    for event in events:
+        if event["type"] == "taint-eviction":
+            by_node.setdefault(event["node"], []).append(event)
+    evicted = len(by_node)
+    pods = sum(len(rows) for rows in by_node.values())
+    details = {"nodes": len(nodes), "nodes_evicted_from": sorted(by_node), "pods_evicted": pods}
+    if evicted >= max(1, math.ceil(fraction * len(nodes))):
+        evidence = tuple(rows[0] for _, rows in sorted(by_node.items()))
+        return Verdict(False, f"taint-based evictions took {pods} pod(s) from {evicted} of {len(nodes)} nodes (mass eviction: at least {fraction:.0%} of the nodes)", evidence, details)
+    return Verdict(True, f"taint-based evictions took {pods} pod(s) from {evicted} of {len(nodes)} nodes (below {fraction:.0%})", details=details)
+
+
+class _CurrentProxy:
+    """The kube-proxy rule table a client on the first running node sees: that node's
+    kube-proxy as it is now (a restarted node has a new one). Has the two members
+    :class:`~chaoskube.node.proxy.TrafficProbe` uses, ``node`` and ``rule``."""
+
+    def __init__(self, handle: Cluster, nodes: list[str]) -> None:
+        assert nodes, "traffic needs a node"
+        self.handle = handle
+        self.nodes = list(nodes)
+
+    @property
+    def node(self) -> str:
+        world = self.handle.world
+        return next((name for name in self.nodes if world.process(name).running and name in self.handle.proxies), self.nodes[0])
+
+    def rule(self, service: str, port: int | str) -> Any:
+        proxy = self.handle.proxies.get(self.node)
+        return proxy.rule(service, port) if proxy is not None else None
+
+
+def _cluster_options(cluster: dict[str, Any]) -> ClusterSpec:
+    """``load_cluster_spec`` with its one-line error re-worded to name the field under
+    ``cluster``; node names must not collide."""
+    try:
+        spec = load_cluster_spec(cluster, "cluster")
+        spec.nodes()
+    except ClusterSpecError as error:
+        message = field_message(str(error).removeprefix("cluster: "))
+        if message.startswith("field `(top level)`"):
+            raise ExperimentError(message.replace("field `(top level)`", "field `cluster`", 1)) from None
+        raise ExperimentError(message.replace("field `", "field `cluster.", 1)) from None
+    except ValueError as error:
+        raise ExperimentError(f"field `cluster.nodeGroups`: {error}") from None
+    return spec
+
+
+def _key(obj: Any) -> str:
+    return f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}"
+
+
+def _replicas(deployment: Any) -> int:
+    return 1 if deployment.spec.replicas is None else deployment.spec.replicas  # the API server's default
+
+
+async def _idle(process: Process) -> None:
+    await trio.sleep_forever()
