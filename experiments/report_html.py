@@ -502,8 +502,13 @@ def _colours(timeline: Timeline) -> dict[str, str]:
     return {holder: PALETTE[index % len(PALETTE)] for index, holder in enumerate(holders)}
 
 
+#: Characters of a lane label that fit left of the plot; longer ones keep their end.
+LABEL_CHARS = 24
+
+
 def _lane_label(name: str, y: float, height: float, note: str = "") -> str:
-    label = f'<text class="lane-label" x="{LEFT - 8}" y="{_fmt(y + height / 2 + (0 if not note else -3))}" text-anchor="end">{esc(name)}</text>'
+    shown = name if len(name) <= LABEL_CHARS else "…" + name[-(LABEL_CHARS - 1):]
+    label = f'<text class="lane-label" x="{LEFT - 8}" y="{_fmt(y + height / 2 + (0 if not note else -3))}" text-anchor="end"><title>{esc(name)}</title>{esc(shown)}</text>'
     if note:
         label += f'<text class="lane-note" x="{LEFT - 8}" y="{_fmt(y + height / 2 + 10)}" text-anchor="end">{esc(note)}</text>'
     return label

@@ -214,7 +214,7 @@ def check_convergence(events: Iterable[Event], *, healed_at: float, deadline_s: 
     if stretch[1]:
         took = max(0.0, stretch[0] - healed_at)
         details["time_to_converge_s"] = took
-        still = f"at the deadline ({deadline_s} s)" if last_t >= deadline else f"when the journal ends at t={last_t:.3f}"
+        still = f"at the deadline ({deadline_s:g} s)" if last_t >= deadline else f"when the journal ends at t={last_t:.3f}"
         return Verdict(True, f"converged {took:.3f} s after the heal at t={healed_at:.3f} and still so {still}", (), details)
     if last_t < deadline:
         return Verdict(None, f"not converged when the journal ends at t={last_t:.3f}, before the deadline t={deadline:.3f}", (), details)
