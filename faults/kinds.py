@@ -55,6 +55,13 @@ roles too: the selectors (``leader:kube-scheduler``, ``zone:zone-a`` ...) pick t
   keep serving one another and clients on the nodes: the partition after which the node
   lifecycle controller must not evict everything ("Rate limits on eviction",
   https://kubernetes.io/docs/concepts/architecture/nodes/#rate-limits-on-eviction).
+- ``webhook-delay`` — an admission webhook (meant for ``role:webhook``) answers late
+  [``delay_ms``: 6000]: every message into the targets is delayed by ``delay_ms``, so a
+  request reaches the handler that much later, as a handler that sleeps before answering
+  would (the answer goes back undelayed). Above the webhook's ``timeoutSeconds`` the API
+  server's call ends in ``context deadline exceeded`` and the ``failurePolicy`` decides
+  ("Timeouts", https://kubernetes.io/docs/reference/access-authn-authz/extensible-admission-controllers/#timeouts).
+  The default, 6 s, is just above a 5 s timeout; kube-apiserver's default timeout is 10 s.
 """
 
 from __future__ import annotations
@@ -93,6 +100,7 @@ KINDS: dict[str, Params] = {
     "node-failure": {},
     "zone-outage": {"mode": "power"},
     "control-plane-partition": {"from_roles": "*"},
+    "webhook-delay": {"delay_ms": 6000.0},
 }
 PARTITIONS = frozenset({"isolate", "split", "bridge", "control-plane-partition"})
 # The Kubernetes control plane's roles ("Control Plane Components",
@@ -270,7 +278,10 @@ LINK_CHANGES = {
     "link-loss": lambda p: {"loss": p["loss"]},
     "link-duplicate": lambda p: {"duplicate": p["duplicate"]},
     "link-reorder": lambda p: {"reorder": p["reorder"], "reorder_window_s": p["window_ms"] / 1000.0},
+    "webhook-delay": lambda p: {"delay_s": p["delay_ms"] / 1000.0},
 }
+# kinds whose link change is on the links into the targets only (default: both ways)
+INBOUND_ONLY = frozenset({"webhook-delay"})
 
 
 @dataclass
@@ -324,7 +335,7 @@ def reconcile(world: World, active: Sequence[Plan], baseline: Baseline) -> None:
     for plan in active:
         if plan.kind in LINK_CHANGES:
             for name in plan.targets:
-                for key in ((name, ANY), (ANY, name)):
+                for key in ((ANY, name),) if plan.kind in INBOUND_ONLY else ((name, ANY), (ANY, name)):
                     if key not in baseline.links:
                         baseline.links[key] = network.link_override(*key)
                     wanted.setdefault(key, {}).update(LINK_CHANGES[plan.kind](plan.params))

@@ -23,6 +23,22 @@ Workload options (:class:`KubernetesWorkload`):
   ``max_outage_s`` bounds the ``service-availability`` checker.
 - ``converge_s``: how long :meth:`KubernetesSystem.start_workload` waits for the workload
   to reach its steady state before the warm-up (the faults begin from a converged cluster).
+- ``steps``: administrator actions :class:`WorkloadStep` ``{after_s, action, deployment?,
+  replicas?, node?}``, run by ``kubectl`` ``after_s`` after the workload converged (so
+  ``after_s = phases.warmup_s + x`` lands ``x`` into the fault phase): ``rollout``
+  (``kubectl rollout restart``: the pod template's ``kubectl.kubernetes.io/restartedAt``
+  annotation, ``staging/src/k8s.io/kubectl/pkg/polymorphichelpers/objectrestarter.go``),
+  ``scale`` (``spec.replicas``), ``drain`` (``kubectl drain --ignore-daemonsets`` by
+  :func:`chaoskube.node.kubelet.drain`, of ``node`` or else of the node holding most pods
+  of ``deployment``, first by name on ties) and ``uncordon``. Each is journaled as a
+  ``workload-step`` event {action, target, outcome}; an API error ends that step only.
+- ``nemesis``: :class:`NemesisOptions` ``{kinds, count, after_s, window_s, seed_offset?}``:
+  a random schedule from :func:`faults.nemesis.generate` (generator
+  ``world.random("nemesis/<seed_offset>")``, ``swizzle`` over the spec's nodes), injected
+  from ``after_s`` after the workload converged by a :class:`~faults.schedule.FaultInjector`
+  of the system's own; every fault heals itself within ``window_s`` (keep
+  ``after_s + window_s`` inside the fault phase). Its faults are journaled as ``fault``
+  events like the schedule's, but are not in the run result's ``faults`` list.
 
 The run: :meth:`~KubernetesSystem.start` opens the cluster (every process of the spec) and
 waits until every node is registered and Ready; :meth:`~KubernetesSystem.start_workload`
@@ -59,8 +75,9 @@ observer process whatever the faults do to the node whose rules they read.
 from __future__ import annotations
 
 import math
+import random
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import trio
@@ -127,26 +144,34 @@ class DeploymentWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=Tru
     replicas: int = 3
     cpu: str = "100m"
     pdb_min_available: int | None = None
+    pdb_max_unavailable: int | None = None
     service: bool = False
+    namespace: str = "default"  # another one is created first (a Namespace object)
 
     def __post_init__(self) -> None:
         if not 0 <= self.replicas <= 1000:
             raise ValueError(f"`replicas` must be between 0 and 1000, got {self.replicas}")
         if self.pdb_min_available is not None and not 0 <= self.pdb_min_available <= self.replicas:
             raise ValueError(f"`pdb_min_available` must be between 0 and `replicas` ({self.replicas}), got {self.pdb_min_available}")
+        if self.pdb_max_unavailable is not None and not 0 <= self.pdb_max_unavailable <= self.replicas:
+            raise ValueError(f"`pdb_max_unavailable` must be between 0 and `replicas` ({self.replicas}), got {self.pdb_max_unavailable}")
+        if self.pdb_min_available is not None and self.pdb_max_unavailable is not None:
+            raise ValueError("a PodDisruptionBudget has `minAvailable` or `maxUnavailable`, not both: give one of `pdb_min_available`, `pdb_max_unavailable`")
 
     def objects(self) -> list[Object]:
         """The Deployment, its PodDisruptionBudget and Service, as manifests would give them."""
         labels = {"app": self.name}
         container = {"name": "app", "image": NGINX_IMAGE, "ports": [{"containerPort": 80}], "resources": {"requests": {"cpu": self.cpu}}}
-        meta = {"name": self.name, "namespace": "default", "labels": labels}
-        found = [from_dict({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": {
+        meta = {"name": self.name, "namespace": self.namespace, "labels": labels}
+        found = [] if self.namespace == "default" else [from_dict({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}})]
+        found += [from_dict({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": {
             "replicas": self.replicas, "selector": {"matchLabels": labels},
             "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
         }})]
-        if self.pdb_min_available is not None:
+        if self.pdb_min_available is not None or self.pdb_max_unavailable is not None:
+            budget = {"minAvailable": self.pdb_min_available} if self.pdb_min_available is not None else {"maxUnavailable": self.pdb_max_unavailable}
             found.append(from_dict({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta, "spec": {
-                "minAvailable": self.pdb_min_available, "selector": {"matchLabels": labels},
+                **budget, "selector": {"matchLabels": labels},
             }}))
         if self.service:
             found.append(from_dict({"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": {
@@ -155,9 +180,62 @@ class DeploymentWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=Tru
         return found
 
 
+class WorkloadStep(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    """An administrator action during the run (module docstring, ``steps``)."""
+
+    after_s: float
+    action: Literal["rollout", "scale", "drain", "uncordon"]
+    deployment: str = ""
+    replicas: int | None = None
+    node: str = ""
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.after_s) and 0 <= self.after_s <= 3600):
+            raise ValueError(f"`after_s` must be a finite number between 0 and 3600, got {self.after_s}")
+        if self.action in ("rollout", "scale") and not self.deployment:
+            raise ValueError(f"`{self.action}` needs `deployment`")
+        if self.action == "scale" and (self.replicas is None or not 0 <= self.replicas <= 1000):
+            raise ValueError(f"`scale` needs `replicas` between 0 and 1000, got {self.replicas}")
+        if self.action == "drain" and not (self.node or self.deployment):
+            raise ValueError("`drain` needs `node` or `deployment` (the node holding most of its pods)")
+        if self.action == "uncordon" and not self.node:
+            raise ValueError("`uncordon` needs `node`")
+
+
+#: ``kubectl drain`` in a step: bounded (kubectl's default is no timeout).
+DRAIN_TIMEOUT_S = 300.0
+#: ``kubectl rollout restart``'s annotation (``objectrestarter.go``).
+RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
+
+
+class NemesisOptions(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    """A random fault schedule (:mod:`faults.nemesis`)."""
+
+    kinds: list[str]
+    count: int = 6
+    after_s: float = 0.0
+    window_s: float = 60.0
+    seed_offset: int = 0
+    min_duration_s: float = 3.0
+    max_duration_s: float = 15.0
+
+    def __post_init__(self) -> None:
+        from faults.kinds import FaultError
+        from faults.nemesis import generate
+
+        if not (math.isfinite(self.after_s) and 0 <= self.after_s <= 3600 and math.isfinite(self.window_s) and 0 < self.window_s <= 3600):
+            raise ValueError(f"`after_s` and `window_s` must be finite, 0 <= after_s <= 3600 and 0 < window_s <= 3600; got {self.after_s}, {self.window_s}")
+        try:  # validate once with a throw-away generator (the same checks as the run's)
+            generate(random.Random(0), kinds=self.kinds, count=self.count, window_s=self.window_s, nodes=["node"], min_duration_s=self.min_duration_s, max_duration_s=self.max_duration_s)
+        except FaultError as error:
+            raise ValueError(str(error)) from None
+
+
 class KubernetesWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    nemesis: NemesisOptions | None = None
     manifests: list[str] = []
     deployments: list[DeploymentWorkload] = []
+    steps: list[WorkloadStep] = []
     traffic: bool = False
     traffic_every_s: float = 0.5
     max_outage_s: float = 5.0
@@ -167,6 +245,9 @@ class KubernetesWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=Tru
         names = [deployment.name for deployment in self.deployments]
         if len(set(names)) != len(names):
             raise ValueError("`deployments` names must be distinct")
+        for step in self.steps:
+            if step.deployment and step.deployment not in names:
+                raise ValueError(f"step `{step.action}` names deployment {step.deployment!r}, not one of `deployments` ({', '.join(names) or 'none'})")
         for name, value, low in (("traffic_every_s", self.traffic_every_s, 0.01), ("max_outage_s", self.max_outage_s, 0.0), ("converge_s", self.converge_s, 0.0)):
             if not (math.isfinite(value) and low <= value <= 3600):
                 raise ValueError(f"`{name}` must be a finite number between {low:g} and 3600, got {value}")
@@ -243,6 +324,7 @@ class KubernetesSystem(System):
         self._client: ApiClient | None = None
         self._traffic_on = False
         self._workload_created = False
+        self.nemesis: Any = None  # the nemesis's FaultInjector, once started
 
     def _workload_objects(self) -> list[Object]:
         objects: list[Object] = []
@@ -284,6 +366,61 @@ class KubernetesSystem(System):
         self.workload_verdict = Verdict(True, f"the workload converged {took:.3f} s after its creation")
         if self.workload.traffic and self.services:
             self._start_traffic()
+        for step in sorted(self.workload.steps, key=lambda step: step.after_s):
+            self.world.call_later(step.after_s, self._start_step, step)
+        if self.workload.nemesis is not None:
+            self._start_nemesis(self.workload.nemesis)
+
+    def _start_nemesis(self, options: NemesisOptions) -> None:
+        from faults.nemesis import generate
+        from faults.schedule import FaultInjector
+
+        rng = self.world.random(f"nemesis/{options.seed_offset}")
+        entries = generate(rng, kinds=options.kinds, count=options.count, window_s=options.window_s, nodes=self.nodes, min_duration_s=options.min_duration_s, max_duration_s=options.max_duration_s)
+        self.world.record("kubernetes", event="nemesis", faults=[[entry.at_s, entry.kind, entry.target, entry.duration_s] for entry in entries])
+        self.nemesis = FaultInjector(self.world, self.context, rng=self.world.random(f"nemesis/{options.seed_offset}/targets"))
+        self.nemesis.schedule(entries, origin_s=self.world.now + options.after_s)
+
+    def _start_step(self, step: WorkloadStep) -> None:
+        self.world.start_soon(self._run_step, step)
+
+    async def _run_step(self, step: WorkloadStep) -> None:
+        """One administrator action (module docstring, ``steps``), as ``kubectl``."""
+        from chaoskube.api.protocol import timestamp
+        from chaoskube.node.kubelet import cordon, drain
+
+        assert self._client is not None
+        namespace = next((d.namespace for d in self.workload.deployments if d.name == step.deployment), "default")
+        client, target = self._client, step.node or f"{namespace}/{step.deployment}"
+        try:
+            if step.action == "rollout":
+                patch = {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: timestamp(self.world.now)}}}}}
+                await client.patch("deployments", namespace, step.deployment, patch)
+                outcome = "patched"
+            elif step.action == "scale":
+                await client.patch("deployments", namespace, step.deployment, {"spec": {"replicas": step.replicas}})
+                outcome = "patched"
+            elif step.action == "uncordon":
+                await cordon(client, step.node, unschedulable=False)
+                outcome = "uncordoned"
+            else:
+                target = step.node or await self._busiest_node(step.deployment)
+                result = await drain(client, target, timeout_s=DRAIN_TIMEOUT_S)
+                outcome = "drained" if not (result.remaining or result.errors or result.timed_out) else f"incomplete: {len(result.remaining)} remaining, {len(result.errors)} error(s)"
+        except ApiError as error:
+            outcome = f"error: {error}"
+        self.world.record("workload-step", action=step.action, target=target, outcome=outcome)
+
+    async def _busiest_node(self, deployment: str) -> str:
+        """The node holding most running pods labelled ``app=<deployment>``; first by name on ties."""
+        assert self._client is not None
+        counts = {name: 0 for name in self.nodes}
+        namespace = next((d.namespace for d in self.workload.deployments if d.name == deployment), "default")
+        for pod in (await self._client.list("pods")).items:
+            node = pod.spec.node_name
+            if node in counts and pod.metadata.labels.get("app") == deployment and pod.metadata.namespace == namespace and pod.metadata.deletion_timestamp is None:
+                counts[node] += 1
+        return min(self.nodes, key=lambda name: (-counts[name], name))
 
     async def _create_all(self) -> tuple[int, list[str]]:
         """Create each object in order (``kubectl create``): an existing one is left as it
@@ -297,7 +434,10 @@ class KubernetesSystem(System):
                     created += 1
                     break
                 except ApiError as error:
-                    if error.code < 500 and error.code != 429:
+                    # a namespace just created may not be in the API server's informer cache yet
+                    # (the NamespaceLifecycle admission plugin answers 404): retried like a 5xx
+                    namespace_lag = error.code == 404 and "namespaces" in str(error)
+                    if error.code < 500 and error.code != 429 and not namespace_lag:
                         failures.append(f"{obj.KIND} {_key(obj)}: {error}")
                         break
                     if attempt == CREATE_ATTEMPTS:
@@ -329,6 +469,8 @@ class KubernetesSystem(System):
 
     async def stop_workload(self) -> None:
         self._traffic_on = False
+        if self.nemesis is not None:
+            self.nemesis.heal_all()
         verdict = await self.steady_state()
         ready, desired = await self._pods_ready()
         self.world.record("kubernetes", event="final", steady=verdict.valid, reason=verdict.reason, pods_ready=ready, pods_desired=desired)
