@@ -8,7 +8,8 @@ module-level ``random.Random`` ``_r``, and timers due at the same instant are or
 ``id(cancel_scope)``, a memory address. The recipe (checked on this machine, see
 shared/FACTS.md): set ``_ALLOW_DETERMINISTIC_SCHEDULING = True`` (batches are then sorted
 by task creation counter before the seeded shuffle) AND seed ``_r`` before every
-``trio.run``; :func:`make_trio_deterministic` is the one function that does it. The second
+``trio.run`` (we install a fresh seeded generator, out of Hypothesis's reach);
+:func:`make_trio_deterministic` is the one function that does it. The second
 source (deadline ties) is avoided by design: virtual time is owned by the World's own heap,
 keyed by (time, sequence number), not by Trio's deadlines.
 
@@ -28,6 +29,8 @@ in pyproject.toml for the same reason.
 
 from __future__ import annotations
 
+import random
+import threading
 from collections.abc import Callable
 
 import trio
@@ -43,7 +46,40 @@ def make_trio_deterministic(seed: int) -> None:
     )
     assert hasattr(_trio_run, "_r"), f"trio {trio.__version__} no longer has _run._r"
     _trio_run._ALLOW_DETERMINISTIC_SCHEDULING = True  # type: ignore[misc]
-    _trio_run._r.seed(seed)
+    # Not a re-seed of the shared ``_r``: Hypothesis registers Trio's original ``_r`` and
+    # re-seeds / restores it around every example from its own thread, and a World that
+    # runs in a background thread (chaoskube.testing) may overlap the end of an earlier
+    # one's. Each thread gets its own seeded generator.
+    if not isinstance(_trio_run._r, _PerThreadRandom):
+        _trio_run._r = _PerThreadRandom()  # type: ignore[attr-defined]
+    _trio_run._r.seed_thread(seed)
+
+
+class _PerThreadRandom:
+    """Stands in for Trio's module-level ``_r`` (it calls ``shuffle`` and ``random``): one
+    ``random.Random`` per thread, so concurrent Trio loops in different threads cannot
+    draw from each other's sequence."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def seed_thread(self, seed: int) -> None:
+        self._local.generator = random.Random(seed)
+
+    def _generator(self) -> random.Random:
+        generator = getattr(self._local, "generator", None)
+        if generator is None:
+            generator = self._local.generator = random.Random(0)
+        return generator
+
+    def shuffle(self, items: list) -> None:
+        self._generator().shuffle(items)
+
+    def random(self) -> float:
+        return self._generator().random()
+
+    def __getattr__(self, name: str):
+        return getattr(self._generator(), name)
 
 
 def drive_virtual_time(clock: trio.testing.MockClock, advance: Callable[[], None]) -> None:

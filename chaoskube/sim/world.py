@@ -203,6 +203,10 @@ class World:
         # as they grew (etcd bench: 10x -> 14x over 300 s). Freeze what exists, collect
         # young objects less often, and restore the settings afterwards.
         thresholds = gc.get_threshold()
+        # Garbage of earlier runs (their tasks, async generators, scopes) is collected now,
+        # not at a moment that depends on allocation counts during this run: a collection
+        # mid-run can run an old async generator's finalizer and shift task order.
+        gc.collect()
         gc.freeze()
         gc.set_threshold(100_000, 50, 100)
         try:
