@@ -55,6 +55,19 @@ async def _idle(process) -> None:
     await trio.sleep_forever()
 
 
+async def _concurrently(writer, clients: int) -> None:
+    async with trio.open_nursery() as nursery:
+        for index in range(clients):
+            nursery.start_soon(writer, index)
+
+
+def _timed(world: World, main) -> tuple[float, float]:
+    """(wall seconds, what ``main`` returns: the simulated seconds of the writes)."""
+    wall = time.perf_counter()
+    simulated = world.run(main)
+    return time.perf_counter() - wall, simulated
+
+
 def raw_etcd(seed: int, clients: int, writes: int) -> tuple[float, float]:
     """(wall seconds, simulated seconds) for clients × writes raw etcd puts."""
     world = World(seed)
@@ -71,14 +84,10 @@ def raw_etcd(seed: int, clients: int, writes: int) -> tuple[float, float]:
                 result = await client.request(PutRequest(f"/bench/{index}/{n}", VALUE), idempotent=False)
                 assert result.ok, result
 
-        async with trio.open_nursery() as nursery:
-            for index in range(clients):
-                nursery.start_soon(writer, index)
+        await _concurrently(writer, clients)
         return world.now - started
 
-    wall = time.perf_counter()
-    simulated = world.run(main)
-    return time.perf_counter() - wall, simulated
+    return _timed(world, main)
 
 
 def api_writes(seed: int, clients: int, writes: int) -> tuple[float, float]:
@@ -110,14 +119,10 @@ def api_writes(seed: int, clients: int, writes: int) -> tuple[float, float]:
                 created = await client.create(_pod(f"pod-{index}-{n}"))
                 assert created.metadata.labels == {"bench": "yes"}, created.metadata
 
-        async with trio.open_nursery() as nursery:
-            for index in range(clients):
-                nursery.start_soon(writer, index)
+        await _concurrently(writer, clients)
         return world.now - started
 
-    wall = time.perf_counter()
-    simulated = world.run(main)
-    return time.perf_counter() - wall, simulated
+    return _timed(world, main)
 
 
 def main() -> None:

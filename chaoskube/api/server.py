@@ -499,6 +499,13 @@ class ApiServer:
             request_id=request.id,
         )
 
+    async def _stored(self, resource: str, namespace: str, name: str) -> Stored:
+        """A quorum read of one object, or 404."""
+        stored = await self.store.get(storage_key(resource, namespace, name))
+        if stored is None:
+            raise _refuse(not_found(resource, name))
+        return stored
+
     def _body(self, request: Request, info: KindInfo) -> Object:
         body = request.body
         if not isinstance(body, info.type):
@@ -621,9 +628,7 @@ class ApiServer:
     async def _update(self, request: Request, user: UserInfo, info: KindInfo) -> Response:
         key = storage_key(info.resource, request.namespace, request.name)
         for _ in range(MAX_ATTEMPTS):
-            stored = await self.store.get(key)
-            if stored is None:
-                raise _refuse(not_found(info.resource, request.name))
+            stored = await self._stored(info.resource, request.namespace, request.name)
             current = stored.object
             if request.verb == "patch":
                 new, demanded = self._patched(current, request)
@@ -680,9 +685,7 @@ class ApiServer:
         options = options or request.delete_options or DeleteOptions()
         key = storage_key(info.resource, request.namespace, request.name)
         for _ in range(MAX_ATTEMPTS):
-            stored = await self.store.get(key)
-            if stored is None:
-                raise _refuse(not_found(info.resource, request.name))
+            stored = await self._stored(info.resource, request.namespace, request.name)
             current = stored.object
             meta = current.metadata
             if options.preconditions_uid and options.preconditions_uid != meta.uid:
@@ -739,9 +742,7 @@ class ApiServer:
         await self._validate(admission)
         key = storage_key("pods", request.namespace, request.name)
         for _ in range(MAX_ATTEMPTS):
-            stored = await self.store.get(key)
-            if stored is None:
-                raise _refuse(not_found("pods", request.name))
+            stored = await self._stored("pods", request.namespace, request.name)
             pod: Pod = stored.object
             if pod.metadata.deletion_timestamp is not None:
                 raise _refuse(conflict("pods/binding", request.name, f"pod {request.name} is being deleted, cannot be assigned to a host"))
@@ -767,9 +768,7 @@ class ApiServer:
             raise _refuse(bad_request("name in URL does not match name in Eviction object"))
         options = eviction.delete_options or DeleteOptions()
         delete = Request(verb="delete", resource="pods", namespace=request.namespace, name=request.name, credentials=request.credentials, dry_run=request.dry_run, id=request.id)
-        stored = await self.store.get(storage_key("pods", request.namespace, request.name))
-        if stored is None:
-            raise _refuse(not_found("pods", request.name))
+        stored = await self._stored("pods", request.namespace, request.name)
         pod: Pod = stored.object
         # Admission of pods/eviction sees the pod as the old object (NodeRestriction lets a
         # kubelet evict only the pods bound to its node).
@@ -822,9 +821,7 @@ class ApiServer:
         for attempt in range(self.config.eviction_attempts):
             if attempt:
                 await self.process.sleep(self.config.eviction_retry_s)
-                stored = await self.store.get(storage_key("poddisruptionbudgets", request.namespace, name))
-                if stored is None:
-                    raise _refuse(not_found("poddisruptionbudgets", name))
+                stored = await self._stored("poddisruptionbudgets", request.namespace, name)
                 pdb = stored.object
             status = pdb.status
             if status.observed_generation < pdb.metadata.generation:
