@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from chaoskube import gallery
 from faults import FaultError, ScheduledFault, parse_target
 from faults.targets import TargetError
 
@@ -66,6 +67,8 @@ class Experiment(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     phases: Phases = Phases()
     schedule: list[FaultEntry] = []
     expected: Expected = Expected()
+    broken: list[str] = []  # gallery variants (chaoskube/gallery.py) patched in for the run
+    seed: int | None = None  # the seed ``chaoskube run`` uses when --seed is not given
     path: str = ""
 
 
@@ -103,6 +106,12 @@ def load_experiment(path: str | Path) -> Experiment:
                 f"{path}: field `{where}.at_s` = {entry.at_s} falls after the fault phase "
                 f"(phases.faults_s = {experiment.phases.faults_s}); move it earlier or lengthen the phase"
             )
+    try:
+        gallery.check(experiment.broken)
+    except KeyError as error:
+        raise ExperimentError(f"{path}: field `broken`: {error.args[0]}") from None
+    if experiment.seed is not None and experiment.seed < 0:
+        raise ExperimentError(f"{path}: field `seed` must be >= 0, not {experiment.seed}")
     if not experiment.checkers:
         raise ExperimentError(f"{path}: field `checkers`: name at least one checker; known: {', '.join(sorted(system.checkers()))}")
     known = system.checkers()
@@ -130,6 +139,42 @@ def load_experiment(path: str | Path) -> Experiment:
             if selector == "name" and argument not in names:
                 raise ExperimentError(f"{path}: field `schedule[{index}].target`: no process named {argument!r} in this system (processes: {', '.join(names)})")
     return experiment
+
+
+def with_broken(experiment: Experiment, names: list[str] | tuple[str, ...]) -> Experiment:
+    """``experiment`` with the gallery variants ``names`` added to its ``broken`` list
+    (``chaoskube run|explore --broken NAME``). ExperimentError (one line) on an unknown name."""
+    try:
+        gallery.check(names)
+    except KeyError as error:
+        raise ExperimentError(f"--broken: {error.args[0]}") from None
+    merged = list(experiment.broken) + [name for name in names if name not in experiment.broken]
+    return msgspec.structs.replace(experiment, broken=merged)
+
+
+def with_manifests(experiment: Experiment, directory: str | Path) -> Experiment:
+    """``experiment`` with its workload replaced by the Kubernetes manifests in
+    ``directory`` (``chaoskube run|explore --manifests DIR``: users bring their own
+    workloads). The built-in ``deployments`` and the ``steps`` that name them are dropped;
+    the rest of the workload (traffic, converge_s, ...) stays. The manifests are loaded now,
+    so a missing directory or a malformed manifest is a one-line ExperimentError."""
+    from experiments.systems import SYSTEMS
+
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ExperimentError(f"--manifests {directory}: not a directory; give a directory of Kubernetes YAML/JSON files")
+    if "manifests" not in SYSTEMS[experiment.system].Workload.__struct_fields__:
+        raise ExperimentError(f"--manifests: experiment {experiment.name!r} runs system {experiment.system!r}, which takes no manifests")
+    workload = dict(experiment.workload)
+    workload["manifests"] = [str(directory.resolve())]
+    workload["deployments"] = []
+    workload["steps"] = [step for step in workload.get("steps", []) if not (isinstance(step, dict) and step.get("deployment"))]
+    replaced = msgspec.structs.replace(experiment, workload=workload)
+    try:
+        SYSTEMS[experiment.system].options(replaced.cluster, replaced.workload, base_dir=experiment_dir(experiment))
+    except ExperimentError as error:
+        raise ExperimentError(f"--manifests {directory}: {str(error).removeprefix('field `workload.manifests[0]`: ')}") from None
+    return replaced
 
 
 def field_message(message: str) -> str:

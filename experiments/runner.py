@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 from loguru import logger
 
-from chaoskube import __version__
+from chaoskube import __version__, gallery
 from chaoskube.checkers.verdict import Verdict, run_checker
 from chaoskube.sim import Journal, World
 from experiments.model import Experiment, experiment_dir
@@ -72,8 +72,12 @@ class RunResult:
 
     @property
     def replay(self) -> str:
-        target = self.experiment.name if not self.experiment.path or "/catalog/" in self.experiment.path else self.experiment.path
-        return shlex.join(["chaoskube", "run", target, "--seed", str(self.seed), "--out", str(self.out_dir)])
+        """The command that runs this again. A catalogue experiment is named; variants
+        added to it with ``--broken`` are passed again (a file carries its own)."""
+        catalogue = not self.experiment.path or "/catalog/" in self.experiment.path
+        target = self.experiment.name if catalogue else self.experiment.path
+        broken = [item for name in self.experiment.broken for item in ("--broken", name)] if catalogue else []
+        return shlex.join(["chaoskube", "run", target, "--seed", str(self.seed), *broken, "--out", str(self.out_dir)])
 
     def to_json(self) -> dict[str, Any]:
         experiment = self.experiment
@@ -85,6 +89,7 @@ class RunResult:
             "verdicts": {name: verdict.to_json() for name, verdict in self.verdicts.items()},
             "expected": {"outcome": experiment.expected.outcome, "failing": sorted(experiment.expected.failing), "may_fail": sorted(experiment.expected.may_fail), "failure_mode": experiment.expected.failure_mode},
             "as_expected": self.as_expected,
+            "broken": list(self.experiment.broken),
             "journal_sha256": self.journal_sha256,
             "simulated_seconds": round(self.simulated_seconds, 6),
             "wall_seconds": round(self.wall_seconds, 3),
@@ -104,6 +109,13 @@ def run_experiment(
     *,
     progress: Progress | None = None,
 ) -> RunResult:
+    """Run ``experiment`` with ``seed`` into ``out_dir``, with its gallery variants
+    (``experiment.broken``) patched in for the duration of the run."""
+    with gallery.applied(experiment.broken):
+        return _run_experiment(experiment, seed, out_dir, progress)
+
+
+def _run_experiment(experiment: Experiment, seed: int, out_dir: str | Path, progress: Progress | None) -> RunResult:
     if getattr(SYSTEMS[experiment.system], "real_time", False):  # real processes, real clock
         from experiments.real import run_real_experiment
 
@@ -130,6 +142,7 @@ def run_experiment(
 
     async def main(world: World) -> None:
         system = system_class(world, cluster, workload)
+        system.recovery_s = phases.recovery_s  # the liveness deadline after heal (convergence)
         state["system"] = system
         mark("setup")
         await system.start()
@@ -258,6 +271,7 @@ def render_markdown(result: RunResult) -> str:
         "",
         f"- Outcome: **{'as expected' if result.as_expected else 'NOT as expected'}** "
         f"(expected: {experiment.expected.outcome}{' — ' + experiment.expected.failure_mode if experiment.expected.failure_mode else ''})",
+        *([f"- Broken on purpose (gallery variants patched in, chaoskube/gallery.py): {', '.join(f'`{name}`' for name in experiment.broken)}"] if experiment.broken else []),
         f"- Journal sha256: `{result.journal_sha256}`",
         f"- Simulated {result.simulated_seconds:.1f} s in {result.wall_seconds:.2f} s of wall time",
         f"- Replay: `{result.replay}`",
