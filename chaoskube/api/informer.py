@@ -127,6 +127,7 @@ class Indexer:
     def __init__(self, indexers: dict[str, IndexFunc] | None = None, *, key_func: Callable[[Any], str] = meta_namespace_key) -> None:
         self.key_func = key_func
         self._items: dict[str, Any] = {}
+        self._sorted_keys: list[str] | None = None  # sorted(self._items), until a key comes or goes
         self._indexers: dict[str, IndexFunc] = {}
         self._indices: dict[str, dict[str, set[str]]] = {}
         self.add_indexers({NAMESPACE_INDEX: meta_namespace_index})
@@ -150,11 +151,13 @@ class Indexer:
         key = self.key_func(obj)
         old = self._items.pop(key, None)
         if old is not None:
+            self._sorted_keys = None
             self._unindex(key, old)
 
     def replace(self, items: Iterable[Any]) -> None:
         """Drop everything and store ``items`` (``Store.Replace``)."""
         self._items = {}
+        self._sorted_keys = None
         self._indices = {name: {} for name in self._indexers}
         for obj in items:
             self.add(obj)
@@ -163,6 +166,8 @@ class Indexer:
         old = self._items.get(key)
         if old is not None:
             self._unindex(key, old)
+        else:
+            self._sorted_keys = None
         self._items[key] = obj
         self._index(key, obj)
 
@@ -203,11 +208,17 @@ class Indexer:
     def get(self, obj: Any) -> Any | None:
         return self._items.get(self.key_func(obj))
 
+    def _keys(self) -> list[str]:
+        if self._sorted_keys is None:
+            self._sorted_keys = sorted(self._items)
+        return self._sorted_keys
+
     def list_keys(self) -> list[str]:
-        return sorted(self._items)
+        return list(self._keys())
 
     def list(self) -> list[Any]:
-        return [self._items[key] for key in sorted(self._items)]
+        items = self._items
+        return [items[key] for key in self._keys()]
 
     def index_keys(self, index_name: str, value: str) -> list[str]:
         if index_name not in self._indexers:

@@ -335,13 +335,29 @@ def _label_key_problem(key: str) -> str | None:
     return None
 
 
+#: Label keys and values already found valid: every copy of an object (a decode) validates
+#: its labels again, with the same few strings. Membership only (no order); cleared at the bound.
+_VALID_LABEL_KEYS: set[str] = set()
+_VALID_LABEL_VALUES: set[str] = set()
+_VALID_LABELS_MAX = 65536
+
+
 def _check_labels(field: str, labels: Mapping[str, str], *, values: bool = True) -> None:
+    valid_keys, valid_values = _VALID_LABEL_KEYS, _VALID_LABEL_VALUES
     for key, value in labels.items():
-        problem = _label_key_problem(key)
-        if problem:
-            raise _field_error(f"{field}.{key}", f"invalid label key: {problem}")
-        if values and value and (len(value) > 63 or not _QUALIFIED_NAME.fullmatch(value)):
-            raise _field_error(f"{field}.{key}", f"invalid label value {_short(value)}: at most 63 characters: letters, digits, '-', '_' or '.', starting and ending with a letter or digit")
+        if key not in valid_keys:
+            problem = _label_key_problem(key)
+            if problem:
+                raise _field_error(f"{field}.{key}", f"invalid label key: {problem}")
+            if len(valid_keys) >= _VALID_LABELS_MAX:
+                valid_keys.clear()
+            valid_keys.add(key)
+        if values and value and value not in valid_values:
+            if len(value) > 63 or not _QUALIFIED_NAME.fullmatch(value):
+                raise _field_error(f"{field}.{key}", f"invalid label value {_short(value)}: at most 63 characters: letters, digits, '-', '_' or '.', starting and ending with a letter or digit")
+            if len(valid_values) >= _VALID_LABELS_MAX:
+                valid_values.clear()
+            valid_values.add(value)
 
 
 # =========================================================================== metadata

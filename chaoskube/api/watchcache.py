@@ -68,6 +68,7 @@ is skipped, where upstream's reflector would fail and re-list).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -94,6 +95,7 @@ from chaoskube.api.selectors import (
     SelectorError,
     parse_field_selector,
     parse_label_selector,
+    selectable_fields,
 )
 from chaoskube.etcd.requests import CompactedError, Event, KeyValue, RangeRequest, prefix_range_end
 from chaoskube.etcd.server import WATCH_PORT as ETCD_WATCH_PORT
@@ -207,17 +209,27 @@ class WatchFilter:
     label_expr: LabelSelectorExpr | None = None
     field_expr: FieldSelectorExpr | None = None
 
-    def matches(self, obj: Object) -> bool:
+    def matches(self, obj: Object, fields: dict[int, Mapping[str, str]] | None = None) -> bool:
+        """``fields``: a memo of ``selectable_fields`` by object id, shared by the watchers
+        one event is dispatched to (the objects do not change meanwhile)."""
         if self.namespace and obj.metadata.namespace != self.namespace:
             return False
         if self.label_expr is not None and not self.label_expr.matches(obj):
             return False
-        return self.field_expr is None or self.field_expr.matches(obj)
+        field_expr = self.field_expr
+        if field_expr is None or not field_expr.requirements:
+            return True
+        if fields is None:
+            return field_expr.matches_fields(selectable_fields(obj))
+        selectable = fields.get(id(obj))
+        if selectable is None:
+            selectable = fields[id(obj)] = selectable_fields(obj)
+        return field_expr.matches_fields(selectable)
 
-    def convert(self, event: CachedEvent) -> WatchEvent | None:
+    def convert(self, event: CachedEvent, fields: dict[int, Mapping[str, str]] | None = None) -> WatchEvent | None:
         """``cacheWatcher.convertToWatchEvent``: what this watcher sees of ``event``."""
-        current = event.type != "DELETED" and self.matches(event.object)
-        previous = event.prev_object is not None and self.matches(event.prev_object)
+        current = event.type != "DELETED" and self.matches(event.object, fields)
+        previous = event.prev_object is not None and self.matches(event.prev_object, fields)
         version = str(event.resource_version)
         if current:
             return WatchEvent("MODIFIED" if previous else "ADDED", event.object, version)
@@ -759,10 +771,10 @@ class Cacher:
     def _current(self, watcher: _ApiWatcher) -> bool:
         return self._watchers.get(watcher.key) is watcher
 
-    def _convert(self, watcher: _ApiWatcher, cached: CachedEvent) -> WatchEvent | None:
+    def _convert(self, watcher: _ApiWatcher, cached: CachedEvent, fields: dict[int, Mapping[str, str]] | None = None) -> WatchEvent | None:
         if cached.resource_version <= watcher.start_rv:
             return None  # already part of the client's initial state
-        event = watcher.scope.convert(cached)
+        event = watcher.scope.convert(cached, fields)
         if event is None:
             return None
         assert event.object is not None
@@ -772,8 +784,9 @@ class Cacher:
         watchers = self._by_resource.get(resource)
         if not watchers:
             return
+        fields: dict[int, Mapping[str, str]] = {}  # selectable_fields per object, for every watcher
         for watcher in list(watchers.values()):
-            event = self._convert(watcher, cached)
+            event = self._convert(watcher, cached, fields)
             if event is not None:
                 watcher.last_rv = max(watcher.last_rv, cached.resource_version)
                 self._enqueue(watcher, event)

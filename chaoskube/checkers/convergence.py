@@ -37,7 +37,7 @@ through their pods; readiness is what the store holds (the kubelet's last report
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from chaoskube.checkers.eviction import Change, StoreReplay, condition_status, is_deleting, labels_of, pod_ready, selector_matches
@@ -68,7 +68,7 @@ def convergence_problems(store: StoreReplay) -> list[dict[str, Any]]:
     problems: list[dict[str, Any]] = []
     pods = store.objects("pods")
     for key, deployment in sorted(store.objects("deployments").items()):
-        problem = _deployment_problem(key, deployment, store, pods)
+        problem = _deployment_problem(key, deployment, _ready_pods(key, deployment, store, pods))
         if problem is not None:
             problems.append(problem)
     for key, pod in sorted(pods.items()):
@@ -99,6 +99,34 @@ class _Tracker:
         self.pods: dict[str, dict[str, Any]] = {}
         self.deployments: dict[str, dict[str, Any]] = {}
         self.node_ready: dict[str, bool] = {}
+        # The pods that count as ready for a Deployment (live, Ready, on a Ready node), as
+        # (namespace, labels) -> how many: a Deployment's count sums the label sets its
+        # selector picks, instead of scanning every pod (pods of one ReplicaSet share labels).
+        self._ready_group: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {}
+        self._ready_counts: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
+
+    def _judge_ready(self, key: str, pod: Obj | None) -> None:
+        """Re-count ``key`` (``pod`` None: gone) among the ready pods."""
+        group = None
+        if pod is not None and _counts_ready(pod, self.store):
+            group = (key.partition("/")[0], tuple(sorted(labels_of(pod).items())))
+        old = self._ready_group.get(key)
+        if old == group:
+            return
+        if old is not None:
+            left = self._ready_counts[old] - 1
+            if left:
+                self._ready_counts[old] = left
+            else:
+                del self._ready_counts[old]
+            del self._ready_group[key]
+        if group is not None:
+            self._ready_group[key] = group
+            self._ready_counts[group] = self._ready_counts.get(group, 0) + 1
+
+    def ready_pods(self, namespace: str, selector: Obj | None) -> int:
+        """What :func:`_ready_pods` counts, from the groups."""
+        return sum(count for (group_namespace, labels), count in self._ready_counts.items() if group_namespace == namespace and selector_matches(selector, dict(labels)))
 
     def update(self, changes: list[Change]) -> None:
         dirty: set[str] = set()
@@ -112,6 +140,7 @@ class _Tracker:
                 dirty.add(change.key)
             else:
                 self._set(self.pods, change.key, None if change.after is None else _pod_problem(change.key, change.after, self.store))
+                self._judge_ready(change.key, change.after)
                 namespace = change.key.partition("/")[0]
                 for key, deployment in self.store.in_namespace("deployments", namespace):
                     selector = deployment.get("spec", {}).get("selector")
@@ -119,11 +148,17 @@ class _Tracker:
                         dirty.add(key)
         if everything:
             self.pods = {key: problem for key, pod in self.store.objects("pods").items() if (problem := _pod_problem(key, pod, self.store)) is not None}
+            self._ready_group, self._ready_counts = {}, {}
+            for key, pod in self.store.objects("pods").items():
+                self._judge_ready(key, pod)
             dirty = set(self.store.objects("deployments")) | set(self.deployments)
-        pods = self.store.objects("pods")
         for key in dirty:
             deployment = self.store.get("deployments", key)
-            self._set(self.deployments, key, None if deployment is None else _deployment_problem(key, deployment, self.store, pods))
+            if deployment is None:
+                self._set(self.deployments, key, None)
+                continue
+            ready = self.ready_pods(key.partition("/")[0], deployment.get("spec", {}).get("selector"))
+            self._set(self.deployments, key, _deployment_problem(key, deployment, ready))
 
     @staticmethod
     def _set(table: dict[str, dict[str, Any]], key: str, problem: dict[str, Any] | None) -> None:
@@ -136,16 +171,24 @@ class _Tracker:
         return [self.deployments[key] for key in sorted(self.deployments)] + [self.pods[key] for key in sorted(self.pods)]
 
 
-def _deployment_problem(key: str, deployment: Obj, store: StoreReplay, pods: dict[str, Obj]) -> dict[str, Any] | None:
+def _counts_ready(pod: Obj, store: StoreReplay) -> bool:
+    """A pod that counts towards a Deployment's ready pods: live, Ready, on a Ready node."""
+    return _live(pod) and pod_ready(pod) and _node_ready(store, pod.get("spec", {}).get("nodeName", ""))
+
+
+def _ready_pods(key: str, deployment: Obj, store: StoreReplay, pods: Mapping[str, Obj]) -> int:
+    """The live pods of the Deployment's namespace its selector picks that are Ready on a Ready node."""
+    namespace = key.partition("/")[0]
+    selector = deployment.get("spec", {}).get("selector")
+    return sum(
+        1 for pod_key, pod in pods.items()
+        if pod_key.startswith(f"{namespace}/") and selector_matches(selector, labels_of(pod)) and _counts_ready(pod, store)
+    )
+
+
+def _deployment_problem(key: str, deployment: Obj, ready_pods: int) -> dict[str, Any] | None:
     spec, status = deployment.get("spec", {}), deployment.get("status") or {}
     replicas = 1 if spec.get("replicas") is None else int(spec["replicas"])
-    namespace = key.partition("/")[0]
-    selector = spec.get("selector")
-    ready_pods = sum(
-        1 for pod_key, pod in pods.items()
-        if pod_key.startswith(f"{namespace}/") and _live(pod) and selector_matches(selector, labels_of(pod))
-        and pod_ready(pod) and _node_ready(store, pod.get("spec", {}).get("nodeName", ""))
-    )
     row = {
         "deployment": key, "replicas": replicas, "ready_replicas": status.get("readyReplicas", 0), "updated_replicas": status.get("updatedReplicas", 0),
         "status_replicas": status.get("replicas", 0), "observed_generation": status.get("observedGeneration", 0),

@@ -68,6 +68,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from chaoskube.checkers.verdict import Verdict
 
 __all__ = [
@@ -120,6 +122,15 @@ def parse_key(key: str) -> tuple[str, str] | None:
     return None
 
 
+def _loads(value: str) -> Any:
+    """``json.loads``, by orjson (about 5x faster, the same values for the JSON the API
+    server stores); the standard library for what orjson refuses (NaN, integers past 64 bits)."""
+    try:
+        return orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return json.loads(value)
+
+
 class StoreReplay:
     """The API objects of ``resources`` as the store held them, replayed from ``raft-apply``
     events. Feed it every journal event in order (:meth:`apply` ignores other types); each
@@ -157,7 +168,7 @@ class StoreReplay:
                 after = None
                 table.pop(name, None)
             else:
-                after = json.loads(value)
+                after = _loads(value)
                 table[name] = after
             changes.append(Change(event["t"], revision, resource, name, before, after))
         return changes
@@ -511,9 +522,11 @@ def _judge_revision(
     mine = [change for change in touched if change.key.startswith(f"{namespace}/") and (picks(change.before) or picks(change.after))]
     if not mine:
         return None
+    my_losses = [loss for loss in losses if loss.change.key.startswith(f"{namespace}/") and picks(loss.change.before)]
+    if not my_losses and not budget.losses_since_room:
+        return None  # nothing to judge and no list to clear: the count would change nothing
     count = sum(1 for _, pod in selected_pods(pdb_key, pdb, store) if healthy(pod))
     desired, source = desired_healthy(pdb_key, pdb, store)
-    my_losses = [loss for loss in losses if loss.change.key.startswith(f"{namespace}/") and picks(loss.change.before)]
     verdict = None
     for loss in my_losses:
         if loss.voluntary is None:

@@ -404,13 +404,14 @@ class Raft:
         if self._outstanding_ready is not None:
             return False
         log = self._log
+        # the cheap tests first (all are pure; only the answer matters)
         return bool(
-            SoftState(self._lead, self._role) != self._previous_soft_state
-            or self._hard_state() != self._previous_hard_state
-            or self._messages
+            self._messages
             or self._read_states
             or log.pending_snapshot is not None
             or log.stabled < log.last_index()
+            or SoftState(self._lead, self._role) != self._previous_soft_state
+            or self._hard_state() != self._previous_hard_state
             or log.next_committed_entries()
         )
 

@@ -48,20 +48,28 @@ class Journal:
 
     def write(self, event: dict[str, Any]) -> None:
         assert not self.closed, "journal is closed"
-        line = orjson.dumps(event, option=_OPTIONS)
-        self._hash.update(line)
+        # Lines are hashed in batches (the digest of the concatenation is the same): one
+        # ``update`` per batch instead of one per event.
+        self._buffer.append(orjson.dumps(event, option=_OPTIONS))
         self.count += 1
         if self._retain_network or event["type"] not in NETWORK_EVENTS:
             self.events.append(event)
-        if self._file is not None:
-            self._buffer.append(line)
-            if len(self._buffer) >= self._flush_every:
-                self.flush()
+        if len(self._buffer) >= self._flush_every:
+            self.flush()
+
+    def _take(self) -> bytes:
+        """The buffered lines, now hashed, and the buffer emptied."""
+        block = b"".join(self._buffer)
+        self._buffer.clear()
+        self._hash.update(block)
+        return block
 
     def flush(self) -> None:
-        if self._file is not None and self._buffer:
-            self._file.write(b"".join(self._buffer))
-            self._buffer.clear()
+        if not self._buffer:
+            return
+        block = self._take()
+        if self._file is not None:
+            self._file.write(block)
             self._file.flush()
 
     def close(self) -> None:
@@ -74,6 +82,7 @@ class Journal:
 
     @property
     def sha256(self) -> str:
+        self.flush()
         return self._hash.hexdigest()
 
     def of_type(self, *types: str) -> list[dict[str, Any]]:

@@ -1,0 +1,279 @@
+"""Exploration speed: seeds per minute on one core for a large ``random-nemesis`` run.
+
+The experiment is ``experiments/catalog/random-nemesis.yaml`` with its cluster, workload
+and phases replaced (issue 6, "Must show", the benchmark):
+
+- cluster: 3 etcd members, 2 API servers, 2 controller-managers, 2 schedulers, ``--nodes``
+  nodes (default 50) round-robin over 3 zones;
+- workload: ``--deployments`` Deployments (default 10) totalling ``--pods`` pods (default
+  500), each with a PodDisruptionBudget (``minAvailable`` = replicas - 2) and a Service,
+  traffic probes on;
+- faults: the catalogue's nemesis kinds and count, from 6 s into a ``--faults-s`` fault
+  phase (default 120 simulated seconds) and healed within ``faults_s - 12`` s of it;
+- checkers: every checker the kubernetes system offers (``KubernetesSystem.checkers()``)
+  that applies (``admission`` needs webhooks; this cluster has none); ``leader-election``
+  and ``service-availability`` may fail, as the catalogue entry says.
+
+Each seed runs sequentially in this process through
+:func:`experiments.runner.run_experiment` into its own temporary directory, so it writes
+the whole record: ``journal.jsonl``, ``run.log``, ``result.json``, ``report.md``,
+``report.html`` and ``junit.xml``. Pin the process to one core (``taskset -c 1``): the
+figure is seeds per minute per core (target >= 15, i.e. <= 4 s wall per seed).
+
+Printed: wall seconds per seed (mean / min / max), seeds per minute, the CPU seconds of
+the process per seed (on a shared machine wall / CPU above 1 says the core was not ours
+alone: compare runs by CPU time then), the split between
+the simulation (``world.run``), the checkers and the report writing, and the ratio to a
+baseline measured in the same process: the same experiment with no faults (nemesis and
+schedule removed), ``--baseline-seeds`` seeds of it. The ratio faults / no faults says
+what the nemesis costs on top of the cluster itself.
+
+    taskset -c 1 python3 bench/explore.py [--seeds 5] [--first-seed 1] [--nodes 50]
+        [--pods 500] [--faults-s 120] [--baseline-seeds 2] [--quick] [--profile FILE]
+
+``--quick`` (CI): 2 seeds and 1 baseline seed of a 10-node, 100-pod cluster with a 30 s
+fault phase. ``--profile FILE`` writes a cProfile of the fault runs to FILE (pstats) and
+prints the top functions by tottime and cumtime.
+
+The experiment is built programmatically from the catalogue file read as data
+(``msgspec.convert`` to :class:`experiments.model.Experiment`); the nemesis options are
+taken from wherever the file has them and go where the Experiment type keeps them: a
+top-level ``nemesis`` field when it has one, else ``workload.nemesis``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as ``python3 bench/explore.py`` from a checkout
+    sys.path.insert(0, str(ROOT))
+
+CATALOG_ENTRY = ROOT / "experiments" / "catalog" / "random-nemesis.yaml"
+#: The catalogue says these two may rightly fail under a random nemesis (its description).
+MAY_FAIL = ("leader-election", "service-availability")
+
+
+def build_experiment(*, nodes: int, pods: int, deployments: int, faults_s: float, faults: bool = True) -> Any:
+    """``random-nemesis`` resized (module docstring). ``faults=False``: the same run with
+    no nemesis and no schedule (the baseline). The catalogue file is read as data, so its
+    nemesis options are found in either place (top level or ``workload``) and put where
+    this build's Experiment type keeps them."""
+    from experiments.model import Experiment, ExperimentError
+    from experiments.systems import SYSTEMS
+
+    data = msgspec.yaml.decode(CATALOG_ENTRY.read_bytes())
+    workload = dict(data.get("workload") or {})
+    nemesis = dict(data.pop("nemesis", None) or workload.pop("nemesis", None) or {})
+    assert nemesis, f"{CATALOG_ENTRY}: no nemesis options found"
+    nemesis["after_s"] = 6.0
+    nemesis["window_s"] = max(1.0, faults_s - 12.0)
+    per = [pods // deployments + (1 if index < pods % deployments else 0) for index in range(deployments)]
+    workload["deployments"] = [
+        {"name": f"app-{index}", "replicas": replicas, "cpu": "100m", "pdb_min_available": max(0, replicas - 2), "service": True}
+        for index, replicas in enumerate(per)
+    ]
+    workload["traffic"] = True
+    workload["converge_s"] = 300.0
+    cluster = {"etcdMembers": 3, "apiServers": 2, "controllerManagers": 2, "schedulers": 2, "nodeGroups": [{"count": nodes, "zones": ["zone-a", "zone-b", "zone-c"]}]}
+    system = SYSTEMS[data["system"]]
+    # ``admission`` judges webhook calls: it applies only to a cluster with webhooks
+    # (random-nemesis has none; it would answer unknown, "nothing to judge")
+    checkers = sorted(name for name in system.checkers() if name != "admission" or cluster.get("webhooks"))
+    top_level = "nemesis" in Experiment.__struct_fields__
+    if faults:
+        if top_level:
+            data["nemesis"] = nemesis
+        elif "nemesis" in system.Workload.__struct_fields__:
+            workload["nemesis"] = nemesis
+        else:
+            raise ExperimentError(f"{CATALOG_ENTRY}: neither the Experiment nor the {data['system']} workload takes `nemesis` options in this build")
+    data["schedule"] = data.get("schedule", []) if faults else []
+    data |= {
+        "name": f"{data['name']}-bench",
+        "cluster": cluster,
+        "workload": workload,
+        "checkers": checkers,
+        "expected": {**(data.get("expected") or {}), "may_fail": [name for name in MAY_FAIL if name in checkers]},
+        "phases": {**(data.get("phases") or {}), "faults_s": faults_s},
+    }
+    experiment = msgspec.convert(data, type=Experiment)
+    system.options(experiment.cluster, experiment.workload)  # validates: raises ExperimentError in one line
+    return experiment
+
+
+@dataclass
+class Timing:
+    """Wall seconds of one seed, split by where they went."""
+
+    seed: int
+    total: float = 0.0
+    cpu: float = 0.0  # CPU seconds of this process for the seed: what contention on the core does not inflate
+    simulation: float = 0.0
+    checkers: float = 0.0
+    reports: float = 0.0
+    simulated: float = 0.0
+    as_expected: bool = False
+    failing: list[str] = field(default_factory=list)
+    journal_bytes: int = 0
+
+    @property
+    def other(self) -> float:
+        return max(0.0, self.total - self.simulation - self.checkers - self.reports)
+
+
+@contextmanager
+def timed_phases(timing: Timing) -> Iterator[None]:
+    """Time the runner's checker calls and report writing by wrapping the two names it
+    calls them by (``experiments.runner.run_checker`` and ``write_result``); restored after."""
+    import experiments.runner as runner
+
+    original_check, original_write = runner.run_checker, runner.write_result
+
+    def run_checker(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return original_check(*args, **kwargs)
+        finally:
+            timing.checkers += time.perf_counter() - started
+
+    def write_result(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return original_write(*args, **kwargs)
+        finally:
+            timing.reports += time.perf_counter() - started
+
+    runner.run_checker, runner.write_result = run_checker, write_result
+    try:
+        yield
+    finally:
+        runner.run_checker, runner.write_result = original_check, original_write
+
+
+def run_seed(experiment: Any, seed: int, work: Path) -> Timing:
+    from experiments.runner import run_experiment
+
+    timing = Timing(seed)
+    out = work / f"{experiment.name}-{seed}"
+    with timed_phases(timing):
+        started, cpu = time.perf_counter(), time.process_time()
+        result = run_experiment(experiment, seed, out)
+        timing.total = time.perf_counter() - started
+        timing.cpu = time.process_time() - cpu
+    timing.simulation = result.wall_seconds
+    timing.simulated = result.simulated_seconds
+    timing.as_expected = result.as_expected
+    timing.failing = result.failing + [f"{name}?" for name in result.unknown]
+    timing.journal_bytes = (out / "journal.jsonl").stat().st_size
+    for name in ("result.json", "report.md", "report.html", "junit.xml"):
+        assert (out / name).is_file(), f"{out}: {name} was not written"
+    return timing
+
+
+def run_seeds(experiment: Any, seeds: list[int], work: Path, label: str, wrap: Callable[[Callable[[], Any]], Any] | None = None) -> list[Timing]:
+    timings = []
+    for seed in seeds:
+        call = lambda: run_seed(experiment, seed, work)  # noqa: E731
+        timing = wrap(call) if wrap is not None else call()
+        timings.append(timing)
+        verdict = "as expected" if timing.as_expected else f"NOT as expected (failing: {', '.join(timing.failing) or 'none'})"
+        print(
+            f"  {label} seed {seed:>4}: {timing.total:6.2f} s wall ({timing.cpu:6.2f} s CPU) = sim {timing.simulation:5.2f} + checkers {timing.checkers:5.2f} + reports {timing.reports:5.2f} + other {timing.other:4.2f}"
+            f"; {timing.simulated:6.1f} simulated s; journal {timing.journal_bytes / 1e6:5.1f} MB; {verdict}",
+            flush=True,
+        )
+    return timings
+
+
+def summarise(label: str, timings: list[Timing]) -> float:
+    totals = [t.total for t in timings]
+    mean = statistics.fmean(totals)
+    part = lambda name: statistics.fmean(getattr(t, name) for t in timings)  # noqa: E731
+    cpu = statistics.fmean(t.cpu for t in timings)
+    print(f"  {label:<10}: {mean:6.2f} s wall per seed (min {min(totals):.2f}, max {max(totals):.2f}, n {len(totals)}) = {60.0 / mean:5.1f} seeds/min on one core")
+    print(f"  {'':<10}  {cpu:6.2f} s CPU per seed = {60.0 / cpu:5.1f} seeds/min of CPU (wall / CPU = {mean / cpu:.2f}: above 1, the core was shared)")
+    print(
+        f"  {'':<10}  split: simulation {part('simulation'):.2f} s ({part('simulation') / mean:.0%}), checkers {part('checkers'):.2f} s ({part('checkers') / mean:.0%}), "
+        f"reports {part('reports'):.2f} s ({part('reports') / mean:.0%}), other {part('other'):.2f} s; {part('simulated') / part('simulation'):.0f}x real time while simulating"
+    )
+    return mean
+
+
+def main() -> None:
+    from loguru import logger
+
+    logger.remove()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--first-seed", type=int, default=1)
+    parser.add_argument("--nodes", type=int, default=50)
+    parser.add_argument("--pods", type=int, default=500)
+    parser.add_argument("--deployments", type=int, default=10)
+    parser.add_argument("--faults-s", type=float, default=120.0)
+    parser.add_argument("--baseline-seeds", type=int, default=2)
+    parser.add_argument("--quick", action="store_true", help="CI: 2 seeds, 1 baseline seed, 10 nodes, 100 pods, 30 s of faults")
+    parser.add_argument("--profile", metavar="FILE", help="cProfile the fault runs into FILE and print the top functions")
+    parser.add_argument("--keep", metavar="DIR", help="write the run directories under DIR instead of a temporary one")
+    args = parser.parse_args()
+    if args.quick:
+        args.seeds, args.baseline_seeds, args.nodes, args.pods, args.faults_s = 2, 1, 10, 100, 30.0
+    if args.seeds < 1 or args.baseline_seeds < 0 or args.nodes < 1 or args.pods < args.deployments or args.faults_s < 13:
+        parser.error("need --seeds >= 1, --baseline-seeds >= 0, --nodes >= 1, --pods >= --deployments, --faults-s >= 13")
+
+    experiment = build_experiment(nodes=args.nodes, pods=args.pods, deployments=args.deployments, faults_s=args.faults_s)
+    baseline = build_experiment(nodes=args.nodes, pods=args.pods, deployments=args.deployments, faults_s=args.faults_s, faults=False)
+    nemesis = getattr(experiment, "nemesis", None) if "nemesis" in experiment.__struct_fields__ else experiment.workload.get("nemesis")
+    nemesis = nemesis if isinstance(nemesis, dict) or nemesis is None else msgspec.structs.asdict(nemesis)
+    phases = experiment.phases
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    print(
+        f"explore benchmark: random-nemesis on 3 etcd, 2 API servers, 2 controller-managers, 2 schedulers, {args.nodes} nodes in 3 zones, "
+        f"{args.pods} pods in {args.deployments} Deployments (PDB + Service each), traffic on; seeds {seeds[0]}..{seeds[-1]}"
+    )
+    print(f"  phases   : setup <= {phases.setup_s:g} s, warm-up {phases.warmup_s:g} s, faults {phases.faults_s:g} s, recovery <= {phases.recovery_s:g} s, settle {phases.settle_s:g} s")
+    print(f"  nemesis  : {msgspec.to_builtins(nemesis)}")
+    print(f"  checkers : {', '.join(experiment.checkers)} (may fail: {', '.join(experiment.expected.may_fail)})")
+    print("  reports  : journal.jsonl, run.log, result.json, report.md, report.html, junit.xml per seed")
+
+    with tempfile.TemporaryDirectory(prefix="chaoskube-bench-") as scratch:
+        work = Path(args.keep) if args.keep else Path(scratch)
+        work.mkdir(parents=True, exist_ok=True)
+        wrap = None
+        if args.profile:
+            import cProfile
+
+            profiler = cProfile.Profile()
+            wrap = profiler.runcall
+        faulty = run_seeds(experiment, seeds, work, "faults", wrap)
+        calm = run_seeds(baseline, seeds[: args.baseline_seeds], work / "baseline", "no faults") if args.baseline_seeds else []
+    print()
+    mean = summarise("faults", faulty)
+    if calm:
+        calm_mean = summarise("no faults", calm)
+        print(f"  ratio     : {mean / calm_mean:.2f} (wall per seed with faults / without, same process: what the nemesis costs)")
+    print(f"  target    : >= 15 seeds/min (<= 4 s per seed): {'met' if 60.0 / mean >= 15 else 'NOT met'}")
+    print(f"  peak RSS  : {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+    if args.profile:
+        import pstats
+
+        profiler.dump_stats(args.profile)
+        for key in ("tottime", "cumulative"):
+            print(f"\n  profile by {key} ({args.profile}):")
+            pstats.Stats(args.profile, stream=sys.stdout).sort_stats(key).print_stats(30)
+
+
+if __name__ == "__main__":
+    main()
