@@ -17,6 +17,7 @@ import msgspec
 
 from chaoskube import gallery
 from faults import FaultError, ScheduledFault, parse_target
+from faults.nemesis import NemesisSpec
 from faults.targets import TargetError
 
 
@@ -66,6 +67,7 @@ class Experiment(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     workload: dict[str, Any] = {}
     phases: Phases = Phases()
     schedule: list[FaultEntry] = []
+    nemesis: NemesisSpec | None = None  # a seeded random schedule, injected beside ``schedule``
     expected: Expected = Expected()
     broken: list[str] = []  # gallery variants (chaoskube/gallery.py) patched in for the run
     seed: int | None = None  # the seed ``chaoskube run`` uses when --seed is not given
@@ -106,6 +108,11 @@ def load_experiment(path: str | Path) -> Experiment:
                 f"{path}: field `{where}.at_s` = {entry.at_s} falls after the fault phase "
                 f"(phases.faults_s = {experiment.phases.faults_s}); move it earlier or lengthen the phase"
             )
+    if experiment.nemesis is not None and experiment.nemesis.ends_at_s() > experiment.phases.faults_s:
+        raise ExperimentError(
+            f"{path}: field `nemesis`: after_s + window_s = {experiment.nemesis.ends_at_s():g} falls after the fault phase "
+            f"(phases.faults_s = {experiment.phases.faults_s:g}); shorten the window or lengthen the phase"
+        )
     try:
         gallery.check(experiment.broken)
     except KeyError as error:

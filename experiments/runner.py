@@ -30,7 +30,7 @@ from chaoskube.checkers.verdict import Verdict, run_checker
 from chaoskube.sim import Journal, World
 from experiments.model import Experiment, experiment_dir
 from experiments.systems import SYSTEMS
-from faults import FaultInjector
+from faults import FaultInjector, ScheduledFault
 
 Progress = Callable[[float, float], None]
 
@@ -116,6 +116,10 @@ def run_experiment(
 
 
 def _run_experiment(experiment: Experiment, seed: int, out_dir: str | Path, progress: Progress | None) -> RunResult:
+    if getattr(SYSTEMS[experiment.system], "replays_steps", False):  # a saved Hypothesis example
+        from experiments.systems.hypothesis import run_hypothesis_experiment
+
+        return run_hypothesis_experiment(experiment, seed, out_dir, progress=progress)
     if getattr(SYSTEMS[experiment.system], "real_time", False):  # real processes, real clock
         from experiments.real import run_real_experiment
 
@@ -154,7 +158,7 @@ def _run_experiment(experiment: Experiment, seed: int, out_dir: str | Path, prog
         mark("faults")
         injector = FaultInjector(world, system.context)
         state["injector"] = injector
-        injector.schedule([entry.scheduled() for entry in experiment.schedule], origin_s=world.now)
+        injector.schedule([entry.scheduled() for entry in experiment.schedule] + nemesis_schedule(world, system), origin_s=world.now)
         await world.sleep(phases.faults_s)
         mark("heal")
         injector.heal_all()
@@ -167,6 +171,18 @@ def _run_experiment(experiment: Experiment, seed: int, out_dir: str | Path, prog
         mark("stop-workload")
         await system.stop_workload()
         mark("check")
+
+    def nemesis_schedule(world: World, system: Any) -> list[ScheduledFault]:
+        """The experiment's random nemesis, drawn now from the world's seeded generator
+        (``swizzle`` clogs the system's ``node`` processes, else all of them)."""
+        spec = experiment.nemesis
+        if spec is None:
+            return []
+        processes = system.context().processes
+        nodes = sorted(p.name for p in processes if p.role == "node") or sorted(p.name for p in processes)
+        entries = spec.schedule(world.random(spec.random_name), nodes)
+        world.record("nemesis", faults=[{"at_s": e.at_s, "kind": e.kind, "target": e.target, "duration_s": e.duration_s, "params": dict(sorted(e.params.items()))} for e in entries])
+        return entries
 
     async def wait_steady_state(system: Any, within_s: float) -> Verdict:
         """Probe the steady state until it holds or ``within_s`` has passed."""

@@ -3,9 +3,12 @@
 ``plan(kind, target, params, context, rng)`` resolves the target and computes everything
 the fault will do (which processes, which grudge, which link profile) without touching the
 world. ``apply(world, plan)`` does its action (a kill); ``reconcile(world, active,
-baseline)`` makes every state effect (grudge, links, pauses, clocks, disks) what the
-active plans imply; ``heal(world, plan, active)`` restarts what it killed. Healing is
-idempotent and order-independent: overlapping faults on the same resources heal right.
+baseline, admin)`` makes every state effect (grudge, links, pauses, clocks, disks,
+stopped kubelets, erring webhook servers, drains under way) what the active plans imply;
+``heal(world, plan, active)`` restarts what it killed. Healing is idempotent and
+order-independent: overlapping faults on the same resources heal right. Effects on a
+component inside a process (a kubelet, a webhook server) live in the process's memory:
+a process restarted by a heal is reconciled at once, so they hold across restarts too.
 
 Kinds (``params`` in brackets, with defaults):
 
@@ -62,6 +65,50 @@ roles too: the selectors (``leader:kube-scheduler``, ``zone:zone-a`` ...) pick t
   server's call ends in ``context deadline exceeded`` and the ``failurePolicy`` decides
   ("Timeouts", https://kubernetes.io/docs/reference/access-authn-authz/extensible-admission-controllers/#timeouts).
   The default, 6 s, is just above a 5 s timeout; kube-apiserver's default timeout is 10 s.
+- ``webhook-error`` — an admission webhook (``role:webhook`` processes only) answers every
+  request with an HTTP error [``code``: 500, any of 400..599] and its status text as the
+  body (a bad rollout of the webhook, a panicking handler): the API server's call fails with
+  ``failed to call webhook: an error on the server ("Internal Server Error") has prevented
+  the request from succeeding`` (client-go's ``NewGenericServerResponse`` wording, by code:
+  chaoskube/api/webhooks.py ``generic_server_response``), so under ``failurePolicy: Fail``
+  the request is refused with 500 ``Internal error occurred: failed calling webhook
+  "<name>": ...`` and under ``Ignore`` it is admitted (``validating/dispatcher.go``,
+  ``mutating/dispatcher.go``: an ``ErrCallingWebhook`` obeys the failure policy; "Failure
+  policy",
+  https://kubernetes.io/docs/reference/access-authn-authz/extensible-admission-controllers/#failure-policy).
+  Heal: the server answers with its handler again.
+- *Webhook unavailability* is ``kill`` on ``role:webhook``: no separate kind. A webhook
+  process stands for the webhook Service's whole backend; when every pod behind a
+  ClusterIP Service is gone, kube-proxy rejects connections to it (``pkg/proxy/iptables/proxier.go``:
+  services without endpoints get a REJECT rule), so the API server's dial is refused at
+  once, which is what a killed process gives here (``dial tcp <host>:443: connect:
+  connection refused``); the server keeps no state (chaoskube/api/webhooks.py
+  ``webhook_server``), so a kill and restart is indistinguishable from stopping and
+  starting it. A separate kind would be the same effect under a second name; the nemesis
+  offers it by name (``webhook-unavailable``, faults/nemesis.py).
+- ``kubelet-stop`` — ``systemctl stop kubelet`` on each target (``role:node`` processes
+  only): the kubelet's loops stop (no node status, no lease renewal, no pod sync), while
+  the machine stays up: its containers keep running and answering traffic and kube-proxy
+  keeps its rules (unlike ``kill`` of a node process, which takes the whole machine off the
+  network). The node lifecycle controller then marks the node ``Unknown`` after the
+  40 s grace period, taints it ``node.kubernetes.io/unreachable`` and evicts its pods after
+  their 300 s toleration ("Node status",
+  https://kubernetes.io/docs/reference/node/node-status/; "Taint based Evictions",
+  https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/#taint-based-evictions).
+  Heal: the kubelet starts again with fresh memory and re-adopts the running containers
+  (same ids). The stop is a state: a node process restarted while it is active (a
+  ``node-failure`` healed first) comes back with its kubelet still stopped.
+- ``drain`` — ``kubectl drain --ignore-daemonsets`` of each target (``role:node``
+  processes only), by the system's administrator (:class:`Admin`; only a system with an
+  API has one, and planning a drain elsewhere is a FaultError): cordon, then evict every
+  pod through the Eviction API, each retried every 5 s while a PodDisruptionBudget answers
+  429, as kubectl does (chaoskube/node/kubelet.py ``drain``; "Safely Drain a Node",
+  https://kubernetes.io/docs/tasks/administer-cluster/safely-drain-node/). A voluntary
+  disruption: every eviction attempt is journaled as a ``drain`` event, which the
+  ``pdb-eviction`` checker counts as voluntary. The drain runs as a task of the world;
+  heal stops a drain still under way and uncordons the node (``kubectl uncordon``, retried
+  while the API does not answer) once no active drain names it. Non-guarantee: heal
+  uncordons even a node that was cordoned before the fault.
 """
 
 from __future__ import annotations
@@ -70,7 +117,9 @@ import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+import trio
 
 from chaoskube.sim.network import ANY
 from faults import grudge as grudges
@@ -101,6 +150,9 @@ KINDS: dict[str, Params] = {
     "zone-outage": {"mode": "power"},
     "control-plane-partition": {"from_roles": "*"},
     "webhook-delay": {"delay_ms": 6000.0},
+    "webhook-error": {"code": 500},
+    "kubelet-stop": {},
+    "drain": {},
 }
 PARTITIONS = frozenset({"isolate", "split", "bridge", "control-plane-partition"})
 # The Kubernetes control plane's roles ("Control Plane Components",
@@ -114,6 +166,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "reorder": (0.0, 1.0),
     "drift": (-0.5, 10.0),  # a clock cannot run backwards; beyond 10x is not a clock
     "seconds": (-1e9, 1e9),
+    "code": (400, 599),  # an HTTP error status
 }
 CHOICES: dict[str, tuple[str, ...]] = {
     "scope": ("peers", "all"),
@@ -124,16 +177,41 @@ CHOICES: dict[str, tuple[str, ...]] = {
 ROLE_LISTS = frozenset({"from_roles"})
 
 
+#: The roles chaoskube/cluster.py gives node processes (kubelet and kube-proxy) and
+#: admission webhook servers: the kinds meant for them apply to processes of that role only.
+NODE_ROLE = "node"
+WEBHOOK_ROLE = "webhook"
+#: kind -> the role its targets must have (others are left out of the plan, with a note)
+TARGET_ROLES: dict[str, str] = {"kubelet-stop": NODE_ROLE, "drain": NODE_ROLE, "webhook-error": WEBHOOK_ROLE}
+
+
 class FaultError(ValueError):
     """A fault specification that cannot be planned (bad kind, parameter or target)."""
 
 
+class Admin(Protocol):
+    """Administrator actions through the system's own API, for the kinds that are
+    requests rather than process or network effects (``drain``). A system that has an API
+    provides one in its :class:`Context` (experiments/systems/kubernetes.py:
+    ``kubectl`` as cluster-admin); both methods journal what they did and never raise for
+    an API error (they are run as tasks of the world, nobody awaits them)."""
+
+    async def drain(self, node: str) -> None:
+        """``kubectl drain --ignore-daemonsets NODE``: cordon, then evict through the
+        Eviction API, retrying while a PodDisruptionBudget answers 429."""
+
+    async def uncordon(self, node: str) -> None:
+        """``kubectl uncordon NODE``, retried while the API does not answer."""
+
+
 @dataclass(frozen=True)
 class Context:
-    """What planning may look at: the processes and who leads each role's group."""
+    """What planning may look at: the processes and who leads each role's group; and, when
+    the system has one, the administrator that performs API-level faults (``drain``)."""
 
     processes: Sequence[ProcessInfo]
     leader_of: Callable[[str], str | None]
+    admin: Admin | None = None
 
     def group(self, role: str | None) -> list[str]:
         return sorted(process.name for process in self.processes if role is None or process.role == role)
@@ -179,7 +257,13 @@ def validate(kind: str, params: Params) -> Params:
         raise FaultError(f"fault {kind!r} has no parameter {unknown[0]!r} (allowed: {allowed})")
     merged = {**defaults, **params}
     for name, value in merged.items():
-        if isinstance(defaults[name], float):
+        if isinstance(defaults[name], int) and not isinstance(defaults[name], bool):
+            low, high = RANGES.get(name, (0, math.inf))
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise FaultError(f"fault {kind!r}: parameter {name!r} must be an integer, not {value!r}")
+            if not low <= value <= high:
+                raise FaultError(f"fault {kind!r}: parameter {name!r} = {value} is out of range [{low:g}, {high:g}]")
+        elif isinstance(defaults[name], float):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise FaultError(f"fault {kind!r}: parameter {name!r} must be a finite number, not {value!r}")
             low, high = RANGES.get(name, (0.0, math.inf))
@@ -210,9 +294,19 @@ def roles_of(value: str) -> tuple[str, ...] | None:
 def plan(kind: str, target: str, params: Params, context: Context, rng: random.Random) -> Plan:
     """Decide what the fault does, now, without touching the world."""
     params = validate(kind, params)
+    if kind == "drain" and context.admin is None:
+        raise FaultError("fault 'drain' needs a system with an API to evict through (the kubernetes system); this one has none")
     targets = resolve(target, context.processes, rng, context.leader_of)
     if not targets:
         return Plan(kind, target, (), params, note=f"no process matches {target!r} now")
+    if kind in TARGET_ROLES:
+        role = TARGET_ROLES[kind]
+        others = [name for name in targets if context.role_of(name) != role]
+        targets = [name for name in targets if context.role_of(name) == role]
+        if not targets:
+            return Plan(kind, target, (), params, note=f"{kind} applies to processes of role {role!r}; {target!r} matches none now")
+        if others:
+            return Plan(kind, target, tuple(targets), params, note=f"left out (not of role {role!r}): {others}")
     if kind == "control-plane-partition" or (kind == "zone-outage" and params["mode"] == "network"):
         return _plan_cut_off(kind, target, targets, params, context)
     if kind not in PARTITIONS:
@@ -292,6 +386,19 @@ class Baseline:
     disks: dict[str, tuple[float, bool]] = field(default_factory=dict)  # fsync latency, skip
     paused: set[str] = field(default_factory=set)  # processes the faults paused
     clocks: set[str] = field(default_factory=set)  # processes whose clocks the faults set
+    kubelets: set[str] = field(default_factory=set)  # node processes whose kubelet the faults stopped
+    webhooks: set[str] = field(default_factory=set)  # webhook processes the faults made answer errors
+    drains: dict[str, tuple[trio.CancelScope, Admin]] = field(default_factory=dict)  # node -> its drain task
+
+
+async def _drain(admin: Admin, node: str, scope: trio.CancelScope) -> None:
+    with scope:
+        await admin.drain(node)
+
+
+async def _uncordon(admin: Admin, node: str, drain: trio.CancelScope) -> None:
+    drain.cancel()  # ^C on a drain still under way, then uncordon (kubectl uncordon)
+    await admin.uncordon(node)
 
 
 def apply(world: World, plan: Plan) -> None:
@@ -320,8 +427,11 @@ def heal(world: World, plan: Plan, active: Sequence[Plan]) -> None:
             process.restart()
 
 
-def reconcile(world: World, active: Sequence[Plan], baseline: Baseline) -> None:
-    """Make every state effect what the active plans (in the order applied) imply."""
+def reconcile(world: World, active: Sequence[Plan], baseline: Baseline, admin: Admin | None = None) -> None:
+    """Make every state effect what the active plans (in the order applied) imply.
+    ``admin`` performs the drains that start now (the context's; a drain planned without
+    one is refused by ``plan``); the uncordon of a drain that ends uses the admin that
+    drained."""
     network = world.network
     # partitions: the union of the active grudges
     grudge: dict[str, set[str]] = {}
@@ -384,3 +494,41 @@ def reconcile(world: World, active: Sequence[Plan], baseline: Baseline) -> None:
     for name, (latency, skip) in sorted(baseline.disks.items()):
         disk = world.process(name).disk
         disk.fsync_latency_s, disk.skip_fsync = disks.get(name, (latency, skip))
+    _reconcile_components(world, active, baseline, admin)
+
+
+def _reconcile_components(world: World, active: Sequence[Plan], baseline: Baseline, admin: Admin | None) -> None:
+    """The effects on components inside processes: kubelets off, webhook servers answering
+    errors (both kept in the process's memory, so they are set again on a process that
+    restarted: a restart is always followed by a reconcile), and drains under way."""
+    from chaoskube.api.webhooks import server_fault
+    from chaoskube.node.kubelet import kubelet_switch
+
+    # kubelets: off while any kubelet-stop names the node
+    stopped = {name for plan in active if plan.kind == "kubelet-stop" for name in plan.targets}
+    for name in sorted(stopped | baseline.kubelets):
+        process = world.process(name)
+        if process.alive:  # a process that is down has no kubelet; its restart reconciles again
+            kubelet_switch(process).set_running(name not in stopped)
+    baseline.kubelets = stopped
+    # webhook servers: the code of the latest active webhook-error, else serving normally
+    codes: dict[str, int] = {}
+    for plan in active:
+        if plan.kind == "webhook-error":
+            for name in plan.targets:
+                codes[name] = int(plan.params["code"])
+    for name in sorted(set(codes) | baseline.webhooks):
+        process = world.process(name)
+        if process.alive:
+            server_fault(process).error_code = codes.get(name)
+    baseline.webhooks = set(codes)
+    # drains: one drain task per node while any drain names it; uncordon when none does
+    drained = {name for plan in active if plan.kind == "drain" for name in plan.targets}
+    for name in sorted(drained - set(baseline.drains)):
+        assert admin is not None, "a drain is planned only with an admin"
+        scope = trio.CancelScope()
+        baseline.drains[name] = (scope, admin)
+        world.start_soon(_drain, admin, name, scope)
+    for name in sorted(set(baseline.drains) - drained):
+        scope, drainer = baseline.drains.pop(name)
+        world.start_soon(_uncordon, drainer, name, scope)

@@ -16,11 +16,25 @@ Nemesis kinds (:data:`NEMESIS_KINDS`, name -> fault kind, target, params):
   from the control plane (``control-plane-partition``);
 - ``pause-etcd``, ``pause-apiserver`` — SIGSTOP a random one (a long GC pause);
 - ``clock-jump-node`` — step a random node's clock 30 s forward;
+- ``kubelet-stop`` — stop a random node's kubelet (its containers keep serving);
+  ``drain-node`` — ``kubectl drain`` a random node (voluntary: through the Eviction API,
+  honouring PodDisruptionBudgets), uncordoned at the fault's end;
+- ``webhook-error`` — a random admission webhook answers HTTP 500;
+  ``webhook-delay`` — it answers 6 s late; ``webhook-unavailable`` — it is down (a
+  ``kill``: connection refused; faults/kinds.py says why that is the unavailability). With
+  no webhook in the cluster these match nothing and are skipped;
 - ``swizzle`` — swizzle-clogging over the nodes: a random subset of them is clogged one
   by one (every link to and from the node drops everything: ``link-loss`` 1.0), then
   unclogged in an independently random order ("swizzle-clogging",
   https://apple.github.io/foundationdb/testing.html and Will Wilson's "Testing Distributed
   Systems w/ Deterministic Simulation", Strange Loop 2014).
+
+:class:`NemesisSpec` is the same as data, for an experiment file (``nemesis:``): its fields
+are :func:`generate`'s arguments plus ``after_s`` (where in the fault phase the window
+starts) and ``seed_offset`` (which generator: ``world.random(spec.random_name)``), checked
+when the spec is read; :meth:`NemesisSpec.schedule` draws the entries, already shifted by
+``after_s``, for the run's own FaultInjector (experiments/runner.py), so the nemesis's
+faults are the run's faults.
 
 Guarantees: same rng state and arguments, same schedule; every entry validates as a
 ScheduledFault; the swizzle's unclog order is a permutation of its clog order.
@@ -30,9 +44,13 @@ for a while); a target may match nothing when it fires (the injector records a s
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import random
 from collections.abc import Sequence
 from typing import Any
+
+import msgspec
 
 from faults.kinds import FaultError
 from faults.schedule import ScheduledFault
@@ -48,6 +66,11 @@ NEMESIS_KINDS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "pause-etcd": ("pause", "random:etcd", {}),
     "pause-apiserver": ("pause", "random:kube-apiserver", {}),
     "clock-jump-node": ("clock-jump", "random:node", {"seconds": 30.0}),
+    "kubelet-stop": ("kubelet-stop", "random:node", {}),
+    "drain-node": ("drain", "random:node", {}),
+    "webhook-error": ("webhook-error", "random:webhook", {"code": 500}),
+    "webhook-delay": ("webhook-delay", "random:webhook", {"delay_ms": 6000.0}),
+    "webhook-unavailable": ("kill", "random:webhook", {}),
     "swizzle": ("link-loss", "", {"loss": 1.0}),  # expanded by :func:`swizzle`
 }
 #: How far apart the swizzle clogs (and unclogs) its nodes.
@@ -114,3 +137,42 @@ def _check(kinds: Sequence[str], count: int, window_s: float, nodes: Sequence[st
         raise FaultError(f"nemesis durations must satisfy 0 < min ({min_duration_s}) <= max ({max_duration_s}) < window ({window_s})")
     if "swizzle" in kinds and not nodes:
         raise FaultError("the nemesis kind `swizzle` needs nodes to clog")
+
+
+class NemesisSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    """A random fault schedule as data (module docstring): ``count`` faults of ``kinds``
+    (names of :data:`NEMESIS_KINDS`) within ``window_s``, starting ``after_s`` into the
+    fault phase, each lasting ``min_duration_s`` to ``max_duration_s``; ``seed_offset``
+    picks another generator for the same seed. Raises ValueError (one line) when invalid."""
+
+    kinds: list[str]
+    count: int = 6
+    after_s: float = 0.0
+    window_s: float = 60.0
+    seed_offset: int = 0
+    min_duration_s: float = 3.0
+    max_duration_s: float = 15.0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.after_s) and 0 <= self.after_s <= 3600 and math.isfinite(self.window_s) and 0 < self.window_s <= 3600):
+            raise ValueError(f"`after_s` and `window_s` must be finite, 0 <= after_s <= 3600 and 0 < window_s <= 3600; got {self.after_s}, {self.window_s}")
+        try:  # validate once with a throw-away generator (the same checks as the run's)
+            generate(random.Random(0), kinds=self.kinds, count=self.count, window_s=self.window_s, nodes=["node"], min_duration_s=self.min_duration_s, max_duration_s=self.max_duration_s)
+        except FaultError as error:
+            raise ValueError(str(error)) from None
+
+    @property
+    def random_name(self) -> str:
+        """The name of the world generator the schedule is drawn from."""
+        return f"nemesis/{self.seed_offset}"
+
+    def schedule(self, rng: random.Random, nodes: Sequence[str]) -> list[ScheduledFault]:
+        """The entries, drawn from ``rng`` (take it as ``world.random(spec.random_name)``),
+        with ``at_s`` counted from the start of the fault phase (``after_s`` added);
+        ``nodes`` are what a ``swizzle`` clogs. Sorted by ``at_s``."""
+        entries = generate(rng, kinds=self.kinds, count=self.count, window_s=self.window_s, nodes=nodes, min_duration_s=self.min_duration_s, max_duration_s=self.max_duration_s)
+        return [dataclasses.replace(entry, at_s=round(entry.at_s + self.after_s, 6)) for entry in entries]
+
+    def ends_at_s(self) -> float:
+        """When the last fault of the schedule is healed, counted as ``schedule``'s ``at_s``."""
+        return self.after_s + self.window_s

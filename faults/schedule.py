@@ -4,6 +4,8 @@ A schedule is data (``ScheduledFault``). The :class:`FaultInjector` turns each e
 plan when it falls due (targets such as ``leader:etcd`` are resolved then, not earlier),
 applies it from a world callback — at a quiescent instant, so a pause freezes a process
 between steps — and heals it ``duration_s`` later, or in :meth:`FaultInjector.heal_all`.
+Kinds that are API requests (``drain``) run as tasks of the world, through the context's
+``admin``; applying and healing stay synchronous.
 Every apply and heal is journaled as ``{"type": "fault", "event": "apply"|"heal", ...}``.
 """
 
@@ -69,8 +71,9 @@ class FaultInjector:
     def inject(self, kind: str, target: str, params: dict[str, Any] | None = None) -> ActiveFault | None:
         """Plan and apply one fault now. Returns None when its target matched nothing."""
         fault_id = len(self.faults) + 1
+        context = self.context()
         try:
-            plan = kinds.plan(kind, target, dict(params or {}), self.context(), self.rng)
+            plan = kinds.plan(kind, target, dict(params or {}), context, self.rng)
         except kinds.FaultError as error:
             self.world.record("fault", event="skip", id=fault_id, kind=kind, target=target, note=str(error))
             self.skipped.append(f"{kind} {target}: {error}")
@@ -84,7 +87,7 @@ class FaultInjector:
         active = ActiveFault(fault_id, plan, self.world.now)
         self.faults.append(active)
         kinds.apply(self.world, plan)
-        kinds.reconcile(self.world, [fault.plan for fault in self.active], self._baseline)
+        kinds.reconcile(self.world, [fault.plan for fault in self.active], self._baseline, context.admin)
         return active
 
     def heal(self, active: ActiveFault) -> None:

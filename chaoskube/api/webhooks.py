@@ -58,6 +58,11 @@ What is modelled:
   response's code (below 400 becomes 400, ``ToStatusErr``). A patch that does not apply,
   or whose result does not decode as the object, is a 500 whatever the failure policy, as
   upstream (``apierrors.NewInternalError``); an undecodable patch is a call error.
+- An error answer (an HTTP status with a body that is not a Status) reads as client-go
+  words it (:func:`generic_server_response`, after ``NewGenericServerResponse``): a 500
+  gives ``failed to call webhook: an error on the server ("Internal Server Error") has
+  prevented the request from succeeding``, a 503 ``... the server is currently unable to
+  handle the request``.
 - Webhook servers (:func:`webhook_server`) answer plain handlers at delivery and serve
   async ones in a task each; a task lives until it answers or the process dies (its
   caller's deadline does not end it, as a real server does not notice a client's timeout).
@@ -133,6 +138,8 @@ __all__ = [
     "WebhookConfigError",
     "WebhookDispatcher",
     "WebhookResult",
+    "SERVER_FAULT_KEY",
+    "ServerFault",
     "WebhookServerError",
     "admission_review",
     "allow",
@@ -141,6 +148,7 @@ __all__ = [
     "deny",
     "deny_when",
     "failure_policy",
+    "generic_server_response",
     "is_exempt",
     "label_injector",
     "matches",
@@ -148,6 +156,7 @@ __all__ = [
     "reinvocation_policy",
     "resolve_endpoint",
     "rule_matches",
+    "server_fault",
     "serving_process",
     "slow",
     "timeout_seconds",
@@ -722,9 +731,39 @@ def _call_error_reason(outcome: Any, endpoint: Endpoint, timeout: int) -> str:
         if outcome.reason == "connection refused":
             return f"failed to call webhook: {post}: dial tcp {endpoint.address}: connect: connection refused"
         value = outcome.value if isinstance(outcome.value, Mapping) else {"message": outcome.reason}
-        # apimachinery errors.NewGenericServerResponse for a non-Status error body.
-        return f'failed to call webhook: an error on the server ("{value.get("message", "")}") has prevented the request from succeeding'
+        code = value.get("code", 500)
+        return f"failed to call webhook: {generic_server_response(code if isinstance(code, int) else 500, str(value.get('message', '')))}"
     return f"failed to call webhook: {post}: context deadline exceeded"
+
+
+#: ``errors.NewGenericServerResponse`` (``k8s.io/apimachinery/pkg/api/errors/errors.go``):
+#: the message a client-go REST client gives an error answer whose body is not a Status.
+_GENERIC_MESSAGES = {
+    400: "the server rejected our request for an unknown reason",
+    401: "the server has asked for the client to provide credentials",
+    404: "the server could not find the requested resource",
+    405: "the server does not allow this method on the requested resource",
+    409: "the server reported a conflict",
+    422: "the server rejected our request due to an error in our request",
+    429: "the server has received too many requests and has asked us to try again later",
+    503: "the server is currently unable to handle the request",
+    504: "the server was unable to return a response in the time allotted, but may still be processing the request",
+}
+
+
+def generic_server_response(code: int, server_message: str) -> str:
+    """``NewGenericServerResponse``'s message for an HTTP error ``code`` whose body (here
+    ``server_message``) is not a Status: fixed texts for the codes it knows, the server's
+    message for 403, 406 and 415, ``an error on the server ("<body>") has prevented the
+    request from succeeding`` for any other 5xx (500 among them), and ``the server
+    responded with the status code <code> but did not return more information`` else."""
+    if code in _GENERIC_MESSAGES:
+        return _GENERIC_MESSAGES[code]
+    if code in (403, 406, 415):
+        return server_message
+    if code >= 500:
+        return f"an error on the server ({json.dumps(server_message)}) has prevented the request from succeeding"
+    return f"the server responded with the status code {code} but did not return more information"
 
 
 # =========================================================================== dispatch
@@ -1084,6 +1123,36 @@ def _error_body(code: int, message: str) -> dict[str, Any]:
     return {"code": code, "message": message}
 
 
+#: Where a webhook process keeps its :class:`ServerFault` (``process.memory``).
+SERVER_FAULT_KEY = "webhook-server/fault"
+# Go's net/http StatusText for the codes a fault is likely to use.
+_STATUS_TEXT = {
+    400: "Bad Request", 403: "Forbidden", 404: "Not Found", 408: "Request Timeout", 429: "Too Many Requests",
+    500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout",
+}
+
+
+def _status_text(code: int) -> str:
+    return _STATUS_TEXT.get(code, f"HTTP {code}")
+
+
+@dataclass(slots=True)
+class ServerFault:
+    """What a fault makes the webhook server of one process incarnation do instead of
+    its handler: ``error_code`` (an HTTP status, 400..599) answers every request with that
+    error; None serves normally. Set by faults/kinds.py ``webhook-error``."""
+
+    error_code: int | None = None
+
+
+def server_fault(process: Process) -> ServerFault:
+    """The :class:`ServerFault` of ``process``'s current incarnation, made on first use."""
+    fault = process.memory.get(SERVER_FAULT_KEY)
+    if fault is None:
+        fault = process.memory[SERVER_FAULT_KEY] = ServerFault()
+    return fault
+
+
 async def _serve(process: Process, message: Message, request: Mapping[str, Any], pending: Awaitable[Any]) -> None:
     _SERVING.set(process)  # this task's own context: visible to the handler's coroutine
     try:
@@ -1102,10 +1171,17 @@ def webhook_server(handler: Handler | Mapping[str, Handler]) -> Callable[[Proces
     A plain handler runs at delivery; one that returns an awaitable (``async def``) is
     served in a task of the process, so it can sleep and is cancelled if the process is
     killed. A handler raising :class:`WebhookServerError` answers with an HTTP error; an
-    unknown path answers 404. The process keeps no state across restarts."""
+    unknown path answers 404. While the process's :class:`ServerFault` has an
+    ``error_code``, every request is answered with that HTTP error and its status text
+    (Go's ``http.StatusText``) as the body, before the handler: a broken deployment
+    of the webhook. The process keeps no state across restarts."""
 
     async def main(process: Process) -> None:
         def on_request(message: Message) -> None:
+            fault = process.memory.get(SERVER_FAULT_KEY)
+            if fault is not None and fault.error_code is not None:
+                process.reply(message, _error_body(fault.error_code, _status_text(fault.error_code)), ok=False)
+                return
             body = message.body if isinstance(message.body, Mapping) else {}
             review = body.get("review")
             request = review.get("request") if isinstance(review, Mapping) else None

@@ -65,11 +65,25 @@ its own Node, Lease and pods). What it does, after ``pkg/kubelet``:
    whose containers all run answers (whether or not its readiness probe passes: readiness
    only steers Services); a pod with a container not running refuses (nothing listens); a
    hung process (``chaoskube.io/fail-liveness-after``) does not answer; an IP with no live
-   sandbox on the node is dropped (no answer). While the node's process is down the
-   simulated network refuses the connection: the process stands for the whole machine on
-   the network, even though its containers survive a kubelet restart.
+   sandbox on the node is dropped (no answer). The answer is computed from the runtime's
+   records, so it does not depend on the kubelet running (item 9). While the node's process
+   is down the simulated network refuses the connection: the process stands for the whole
+   machine on the network, even though its containers survive a kubelet restart.
+9. **Stop and start** (``systemctl stop kubelet`` / ``start``): :class:`KubeletSwitch`, kept
+   in the process's memory (:func:`kubelet_switch`), turns only the kubelet off: its
+   registration, node status and lease loops, informers, pod workers and housekeeping are
+   cancelled, while the process (the machine) stays up, its containers keep running on
+   the runtime (exits planned before the stop still happen; nothing restarts them) and
+   keep answering traffic, and kube-proxy keeps its rules. The node controller then sees
+   no heartbeat: the Ready condition turns Unknown after ``--node-monitor-grace-period``
+   (40 s), the node gets the ``unreachable`` taints and its pods are evicted after their
+   ``tolerationSeconds`` (300 s) ("Node status", https://kubernetes.io/docs/reference/node/node-status/;
+   ``pkg/controller/nodelifecycle``). Turned on again, the kubelet starts with fresh memory
+   exactly as after a process restart (item 7) and re-adopts the running containers.
+   A restarted process starts with the switch on (a fault that keeps the kubelet off
+   turns it off again: faults/kinds.py ``kubelet-stop``).
 
-Journal (sparse): ``kubelet`` (event start / registered / adopted / orphan), ``pod-phase``
+Journal (sparse): ``kubelet`` (event start / stop / registered / adopted / orphan), ``pod-phase``
 (pod, node, phase) when a reported phase changes, ``container-start`` (pod, node,
 container, restart_count, container_id), ``container-exit`` (exit_code, reason, cause) once
 per instance, ``container-kill`` (cause liveness / startup, after_s), ``probe``
@@ -149,14 +163,17 @@ from chaoskube.sim.process import Process
 
 __all__ = [
     "DrainResult",
+    "KUBELET_SWITCH_KEY",
     "Kubelet",
     "KubeletNode",
+    "KubeletSwitch",
     "NODE_LEASE_NAMESPACE",
     "allocatable_of",
     "cordon",
     "drain",
     "generate_pod_status",
     "initial_node",
+    "kubelet_switch",
     "node_conditions",
     "node_status_changed",
     "pods_to_evict",
@@ -844,23 +861,62 @@ class PodWorker:
 
 
 def _answer(sandbox: SandboxRecord, pod: Pod | None, now: float) -> str:
+    """How the pod's application answers: from the runtime's records alone (a container
+    that hangs carries ``hang_at``), so it is the same with or without a kubelet running;
+    ``pod`` (when the kubelet has it) adds its containers that have not started yet."""
     containers = pod.spec.containers if pod is not None else []
     names = [c.name for c in containers] or [c.name for c in sandbox.containers]
     for name in names:
         record = sandbox.container(name)
         if record is None or not record.running(now):
             return "refused"
-        if pod is not None:
-            try:
-                behaviour = ContainerBehaviour.from_annotations(pod.metadata.annotations, name)
-            except BehaviourError:
-                continue
-            if behaviour.hung(now - record.started_at):
-                return "silent"
+        if record.hung(now):
+            return "silent"
     return "ok"
 
 
 # =========================================================================== the kubelet
+#: Where a node process keeps its :class:`KubeletSwitch` (``process.memory``: per incarnation).
+KUBELET_SWITCH_KEY = "kubelet/switch"
+
+
+class KubeletSwitch:
+    """``systemctl stop|start kubelet`` for one incarnation of a node process: the kubelet
+    runs while the switch is on. ``set_running`` is synchronous and idempotent (callable
+    from a world callback, e.g. a fault); turning it off cancels the running kubelet at
+    once, turning it on lets it start again. The node's containers and its traffic handler
+    are not affected."""
+
+    def __init__(self) -> None:
+        self.running = True
+        self._changed = trio.Event()
+        self._on_stop: Any = None  # the running kubelet's cancel, while it runs
+
+    def set_running(self, running: bool) -> bool:
+        """Turn the kubelet on or off; answers whether anything changed."""
+        if running == self.running:
+            return False
+        self.running = running
+        if not running and self._on_stop is not None:
+            self._on_stop()
+        self._changed.set()
+        self._changed = trio.Event()
+        return True
+
+    async def wait_running(self) -> None:
+        while not self.running:
+            await self._changed.wait()
+
+
+def kubelet_switch(process: Process) -> KubeletSwitch:
+    """The switch of ``process``'s current incarnation, made on first use (a restarted
+    process starts with its kubelet on, unless something turns it off again)."""
+    switch = process.memory.get(KUBELET_SWITCH_KEY)
+    if switch is None:
+        switch = process.memory[KUBELET_SWITCH_KEY] = KubeletSwitch()
+    return switch
+
+
 class Kubelet:
     """The kubelet of node ``spec`` in ``process`` (module docstring). ``await run()``
     runs it until the process dies; it never returns."""
@@ -873,12 +929,17 @@ class Kubelet:
         self.config = config or KubeletConfig()
         self.runtime = ContainerRuntime(process, node=spec.name, pod_cidr=spec.pod_cidr, config=self.config)
         self.rng = process.random(f"kubelet/{spec.name}")
-        self.informers = SharedInformerFactory(client)
-        self.pods = self.informers.informer("pods", field_selector=f"spec.nodeName={spec.name}")
+        self._fresh_memory()
+
+    def _fresh_memory(self) -> None:
+        """What the kubelet keeps only in memory (module docstring, items 7 and 9): lost on
+        every start, whether the process or only the kubelet restarted."""
+        self.informers = SharedInformerFactory(self.client)
+        self.pods = self.informers.informer("pods", field_selector=f"spec.nodeName={self.spec.name}")
         self.pods.add_event_handler(on_add=self._pod_seen, on_update=lambda _old, new: self._pod_seen(new), on_delete=self._pod_gone)
         self.workers: dict[str, PodWorker] = {}
         self.registered = trio.Event()
-        self.started_at = process.now()
+        self.started_at = self.process.now()
         self.node_uid = ""
         self.lease: Lease | None = None
         self._last_status_report = -math.inf
@@ -887,7 +948,25 @@ class Kubelet:
 
     # -- running ------------------------------------------------------------------------
     async def run(self) -> None:
+        """Serve traffic for the node's containers for as long as the process lives, and run
+        the kubelet whenever the process's :class:`KubeletSwitch` is on (module docstring,
+        item 9)."""
         self.process.on_message(TRAFFIC_PORT, self._on_traffic)
+        switch = kubelet_switch(self.process)
+        first = True
+        while True:
+            await switch.wait_running()
+            if not first:
+                self._fresh_memory()
+            first = False
+            with trio.CancelScope() as scope:
+                switch._on_stop = scope.cancel
+                await self._serve()
+            switch._on_stop = None
+            self.workers = {}  # the pod workers died with the kubelet; the containers did not
+            self.world.record("kubelet", event="stop", node=self.spec.name)
+
+    async def _serve(self) -> None:
         adopted = [f"{record.namespace}/{record.name}" for record in self.runtime.sandboxes() if not record.stopped]
         self.world.record("kubelet", event="start", node=self.spec.name, adopted=adopted)
         async with trio.open_nursery() as nursery:
@@ -949,7 +1028,7 @@ class Kubelet:
         sandbox = self.runtime.sandbox_by_ip(request.pod_ip)
         if sandbox is None:
             return  # no such address here: the packet is dropped
-        worker = self.workers.get(sandbox.uid)
+        worker = self.workers.get(sandbox.uid)  # none while the kubelet is stopped: the containers answer alone
         answer = _answer(sandbox, worker.pod if worker is not None else None, self.process.now())
         if answer == "ok":
             self.process.reply(message, {"pod": f"{sandbox.namespace}/{sandbox.name}", "node": self.spec.name})

@@ -25,7 +25,9 @@ upstream code it follows:
   containers.
 - :class:`ContainerRecord` — a container as the runtime stores it. Its state is a function
   of time: a record carries its start and its planned exit (``exit_at``), so
-  :meth:`ContainerRecord.terminated` answers for any ``now`` without a task per container.
+  :meth:`ContainerRecord.terminated` answers for any ``now`` without a task per container;
+  it also carries when the process hangs (``hang_at``), so a container answers traffic
+  as its behaviour says even while no kubelet runs (``kubelet-stop``).
 
 The shell, :class:`ContainerRuntime`, keeps the node's sandboxes, containers, images and IP
 allocations on ``process.disk`` (key prefix ``runtime/``) and takes the configured
@@ -368,9 +370,16 @@ class ContainerRecord:
     exit_code: int = 0
     cause: str = ""
     last_termination: Terminated | None = None
+    hang_at: float | None = None  # when the process stops making progress (fail-liveness-after)
 
     def running(self, now: float) -> bool:
         return self.exit_at is None or now < self.exit_at
+
+    def hung(self, now: float) -> bool:
+        """The process runs but no longer makes progress: it answers nothing. Kept with the
+        container (not read from the pod) so that the container behaves the same whether or
+        not a kubelet is watching it."""
+        return self.hang_at is not None and now >= self.hang_at and self.running(now)
 
     def terminated(self, now: float) -> Terminated | None:
         if self.running(now):
@@ -601,9 +610,11 @@ class ContainerRuntime:
             return None
         now = self.process.now()
         exit_at = None if behaviour.exit_after_s is None else now + behaviour.exit_after_s
+        hang_at = None if behaviour.fail_liveness_after_s is None else now + behaviour.fail_liveness_after_s
         started = ContainerRecord(
             name=container.name, container_id=container_id_of(self.node, uid, container.name, restart_count), image=container.image,
             restart_count=restart_count, started_at=now, exit_at=exit_at, exit_code=behaviour.exit_code, last_termination=last,
+            hang_at=hang_at,
         )
         others = tuple(c for c in record.containers if c.name != container.name)
         assert len(others) < MAX_CONTAINERS, "too many containers in one pod"

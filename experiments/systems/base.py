@@ -1,7 +1,8 @@
 """What the runner needs from a system under test.
 
 A system builds its processes in a world, runs a workload, answers a steady-state probe,
-tells the fault injector who is who (roles, zones, leaders), and judges the run with named
+tells the fault injector who is who (roles, zones, leaders) and, if it has an API, who
+performs API-level faults (:meth:`System.admin`), and judges the run with named
 checkers that are pure functions of the journal and the recorded history.
 """
 
@@ -16,6 +17,7 @@ from chaoskube.checkers.verdict import Verdict
 from chaoskube.sim import World
 from experiments.model import convert_options
 from faults import Context, ProcessInfo
+from faults.kinds import Admin
 
 
 class System:
@@ -65,9 +67,14 @@ class System:
     def leader_of(self, role: str) -> str | None:
         return None
 
+    def admin(self) -> Admin | None:
+        """The administrator that performs API-level faults (``drain``), if the system has
+        an API; None by default (such faults are then skipped, with a reason)."""
+        return None
+
     def context(self) -> Context:
         infos = [ProcessInfo(p.name, p.role, p.zone) for p in self.world.processes.values()]
-        return Context(infos, self.leader_of)
+        return Context(infos, self.leader_of, self.admin())
 
     def check(self, name: str) -> Verdict:
         raise NotImplementedError

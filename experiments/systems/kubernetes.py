@@ -32,13 +32,17 @@ Workload options (:class:`KubernetesWorkload`):
   :func:`chaoskube.node.kubelet.drain`, of ``node`` or else of the node holding most pods
   of ``deployment``, first by name on ties) and ``uncordon``. Each is journaled as a
   ``workload-step`` event {action, target, outcome}; an API error ends that step only.
-- ``nemesis``: :class:`NemesisOptions` ``{kinds, count, after_s, window_s, seed_offset?}``:
-  a random schedule from :func:`faults.nemesis.generate` (generator
-  ``world.random("nemesis/<seed_offset>")``, ``swizzle`` over the spec's nodes), injected
-  from ``after_s`` after the workload converged by a :class:`~faults.schedule.FaultInjector`
-  of the system's own; every fault heals itself within ``window_s`` (keep
-  ``after_s + window_s`` inside the fault phase). Its faults are journaled as ``fault``
-  events like the schedule's, but are not in the run result's ``faults`` list.
+
+Random nemesis: not a workload option. An experiment's top-level ``nemesis``
+(:class:`faults.nemesis.NemesisSpec`) is injected by the runner with the run's own
+FaultInjector, so its faults are in the run's fault table.
+
+Fault context (:meth:`KubernetesSystem.context`): the processes, the leaders (below), and
+an administrator (:class:`KubectlAdmin`, a :class:`faults.kinds.Admin`) that performs the
+``drain`` fault as ``kubectl``: :func:`chaoskube.node.kubelet.drain` (journaled as ``drain``
+events, each eviction attempt with its code) and ``kubectl uncordon`` on heal, retried
+every :data:`UNCORDON_RETRY_S` up to :data:`UNCORDON_ATTEMPTS` times; each ends with a
+``fault-action`` event {action, node, outcome}.
 
 The run: :meth:`~KubernetesSystem.start` opens the cluster (every process of the spec) and
 waits until every node is registered and Ready; :meth:`~KubernetesSystem.start_workload`
@@ -75,7 +79,6 @@ observer process whatever the faults do to the node whose rules they read.
 from __future__ import annotations
 
 import math
-import random
 from pathlib import Path
 from typing import Any, Literal
 
@@ -204,35 +207,15 @@ class WorkloadStep(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, fro
 
 #: ``kubectl drain`` in a step: bounded (kubectl's default is no timeout).
 DRAIN_TIMEOUT_S = 300.0
+#: ``kubectl uncordon`` on the heal of a ``drain`` fault: retried while the API does not
+#: answer (an operator retries), for at most a minute.
+UNCORDON_ATTEMPTS = 60
+UNCORDON_RETRY_S = 1.0
 #: ``kubectl rollout restart``'s annotation (``objectrestarter.go``).
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 
 
-class NemesisOptions(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
-    """A random fault schedule (:mod:`faults.nemesis`)."""
-
-    kinds: list[str]
-    count: int = 6
-    after_s: float = 0.0
-    window_s: float = 60.0
-    seed_offset: int = 0
-    min_duration_s: float = 3.0
-    max_duration_s: float = 15.0
-
-    def __post_init__(self) -> None:
-        from faults.kinds import FaultError
-        from faults.nemesis import generate
-
-        if not (math.isfinite(self.after_s) and 0 <= self.after_s <= 3600 and math.isfinite(self.window_s) and 0 < self.window_s <= 3600):
-            raise ValueError(f"`after_s` and `window_s` must be finite, 0 <= after_s <= 3600 and 0 < window_s <= 3600; got {self.after_s}, {self.window_s}")
-        try:  # validate once with a throw-away generator (the same checks as the run's)
-            generate(random.Random(0), kinds=self.kinds, count=self.count, window_s=self.window_s, nodes=["node"], min_duration_s=self.min_duration_s, max_duration_s=self.max_duration_s)
-        except FaultError as error:
-            raise ValueError(str(error)) from None
-
-
 class KubernetesWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
-    nemesis: NemesisOptions | None = None
     manifests: list[str] = []
     deployments: list[DeploymentWorkload] = []
     steps: list[WorkloadStep] = []
@@ -324,7 +307,7 @@ class KubernetesSystem(System):
         self._client: ApiClient | None = None
         self._traffic_on = False
         self._workload_created = False
-        self.nemesis: Any = None  # the nemesis's FaultInjector, once started
+        self._admin = KubectlAdmin(self)
 
     def _workload_objects(self) -> list[Object]:
         objects: list[Object] = []
@@ -368,18 +351,6 @@ class KubernetesSystem(System):
             self._start_traffic()
         for step in sorted(self.workload.steps, key=lambda step: step.after_s):
             self.world.call_later(step.after_s, self._start_step, step)
-        if self.workload.nemesis is not None:
-            self._start_nemesis(self.workload.nemesis)
-
-    def _start_nemesis(self, options: NemesisOptions) -> None:
-        from faults.nemesis import generate
-        from faults.schedule import FaultInjector
-
-        rng = self.world.random(f"nemesis/{options.seed_offset}")
-        entries = generate(rng, kinds=options.kinds, count=options.count, window_s=options.window_s, nodes=self.nodes, min_duration_s=options.min_duration_s, max_duration_s=options.max_duration_s)
-        self.world.record("kubernetes", event="nemesis", faults=[[entry.at_s, entry.kind, entry.target, entry.duration_s] for entry in entries])
-        self.nemesis = FaultInjector(self.world, self.context, rng=self.world.random(f"nemesis/{options.seed_offset}/targets"))
-        self.nemesis.schedule(entries, origin_s=self.world.now + options.after_s)
 
     def _start_step(self, step: WorkloadStep) -> None:
         self.world.start_soon(self._run_step, step)
@@ -469,8 +440,6 @@ class KubernetesSystem(System):
 
     async def stop_workload(self) -> None:
         self._traffic_on = False
-        if self.nemesis is not None:
-            self.nemesis.heal_all()
         verdict = await self.steady_state()
         ready, desired = await self._pods_ready()
         self.world.record("kubernetes", event="final", steady=verdict.valid, reason=verdict.reason, pods_ready=ready, pods_desired=desired)
@@ -543,6 +512,10 @@ class KubernetesSystem(System):
                 ready.add(service)
         return [f"Service {key} has no ready endpoint" for key in self.services if key not in ready]
 
+    def admin(self) -> KubectlAdmin | None:
+        """The administrator of the ``drain`` fault, once the cluster (and ``kubectl``) runs."""
+        return self._admin if self._client is not None else None
+
     def leader_of(self, role: str) -> str | None:
         if self.handle is None:
             return None
@@ -579,8 +552,10 @@ class KubernetesSystem(System):
             healed = [event["t"] for event in events if event["type"] == "phase" and event["name"] == "heal"]
             if not healed:
                 return Verdict(None, "the run never reached the heal phase")
-            end = events[-1]["t"]
-            return run_checker(checker, events, healed_at=healed[-1], deadline_s=max(0.0, end - healed[-1]))
+            deadline_s = getattr(self, "recovery_s", None)  # the experiment's recovery deadline (the runner sets it)
+            if deadline_s is None:
+                deadline_s = max(0.0, events[-1]["t"] - healed[-1])
+            return run_checker(checker, events, healed_at=healed[-1], deadline_s=deadline_s)
         return run_checker(checker, events)
 
     def metrics(self) -> dict[str, Any]:
@@ -638,6 +613,48 @@ def check_no_mass_eviction(events: list[dict[str, Any]], nodes: list[str], fract
         evidence = tuple(rows[0] for _, rows in sorted(by_node.items()))
         return Verdict(False, f"taint-based evictions took {pods} pod(s) from {evicted} of {len(nodes)} nodes (mass eviction: at least {fraction:.0%} of the nodes)", evidence, details)
     return Verdict(True, f"taint-based evictions took {pods} pod(s) from {evicted} of {len(nodes)} nodes (below {fraction:.0%})", details=details)
+
+
+class KubectlAdmin:
+    """:class:`faults.kinds.Admin` for the cluster: ``kubectl`` (cluster-admin, from the
+    system's ``kubectl`` process) drains and uncordons nodes for the ``drain`` fault
+    (module docstring, "Fault context"). Never raises for an API error: it journals it."""
+
+    def __init__(self, system: KubernetesSystem) -> None:
+        self.system = system
+
+    async def drain(self, node: str) -> None:
+        from chaoskube.node.kubelet import drain
+
+        client, world = self.system._client, self.system.world
+        assert client is not None, "the cluster runs"
+        try:
+            result = await drain(client, node, timeout_s=DRAIN_TIMEOUT_S)
+        except ApiError as error:
+            outcome = f"error: {error}"
+        except trio.Cancelled:
+            world.record("fault-action", action="drain", node=node, outcome="stopped by heal")
+            raise
+        else:
+            outcome = "drained" if result.completed else f"incomplete: {len(result.remaining)} remaining, {len(result.errors)} error(s)"
+        world.record("fault-action", action="drain", node=node, outcome=outcome)
+
+    async def uncordon(self, node: str) -> None:
+        from chaoskube.node.kubelet import cordon
+
+        client, world = self.system._client, self.system.world
+        assert client is not None, "the cluster runs"
+        for attempt in range(1, UNCORDON_ATTEMPTS + 1):
+            try:
+                await cordon(client, node, unschedulable=False)
+            except ApiError as error:
+                if attempt == UNCORDON_ATTEMPTS or error.code == 404:
+                    world.record("fault-action", action="uncordon", node=node, outcome=f"error: {error} (attempt {attempt})")
+                    return
+                await world.sleep(UNCORDON_RETRY_S)
+                continue
+            world.record("fault-action", action="uncordon", node=node, outcome="uncordoned")
+            return
 
 
 class _CurrentProxy:

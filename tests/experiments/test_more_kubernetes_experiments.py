@@ -63,6 +63,9 @@ def test_random_nemesis_mixes_kinds_and_heals(tmp_path):
     healed = {e["id"] for e in events if e["type"] == "fault" and e["event"] == "heal"}
     assert len({e["kind"] for e in applied}) >= 3
     assert {e["id"] for e in applied} <= healed
+    # the nemesis's faults are the run's: in its fault table, with their apply and heal times
+    assert [fault["id"] for fault in result.faults] == sorted(e["id"] for e in applied)
+    assert all(fault["healed_at"] is not None for fault in result.faults)
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -70,5 +73,5 @@ def test_random_nemesis_is_deterministic_per_seed(tmp_path, seed):
     faults = []
     for attempt in range(2):
         _, events = run("random-nemesis", tmp_path / str(attempt), seed)
-        faults.append([e["faults"] for e in events if e["type"] == "kubernetes" and e["event"] == "nemesis"])
+        faults.append([e["faults"] for e in events if e["type"] == "nemesis"])
     assert faults[0] == faults[1] and faults[0]

@@ -5,6 +5,7 @@ import trio
 
 from chaoskube.sim import State, World
 from faults import KINDS, Context, FaultInjector, ProcessInfo, ScheduledFault
+from faults.kinds import TARGET_ROLES
 
 
 async def idle(process):
@@ -19,7 +20,12 @@ def context_of(world):
     return build
 
 
-@pytest.mark.parametrize("kind", sorted(KINDS))
+# Kinds that act on a component inside a process of a given role (a kubelet, a webhook
+# server) or through the system's API: tests/faults/test_cluster_fault_kinds.py covers them.
+COMPONENT_KINDS = set(TARGET_ROLES)
+
+
+@pytest.mark.parametrize("kind", sorted(set(KINDS) - COMPONENT_KINDS))
 def test_every_kind_applies_and_heals_idempotently(kind):
     observations = {}
 

@@ -5,7 +5,7 @@ import random
 import pytest
 
 from faults import FaultError, FaultInjector
-from faults.nemesis import NEMESIS_KINDS, generate, swizzle
+from faults.nemesis import NEMESIS_KINDS, NemesisSpec, generate, swizzle
 
 KINDS = sorted(NEMESIS_KINDS)
 NODES = ["node-1", "node-2", "node-3", "node-4"]
@@ -22,9 +22,11 @@ def test_same_seed_same_schedule_other_seed_other_schedule():
 
 
 def test_mixes_kinds_and_heals_within_the_window():
-    entries = schedule(3)
+    entries = schedule(3, count=len(KINDS) + 2)  # every kind at least once
     assert len({(entry.kind, entry.target) for entry in entries}) >= 5
-    assert {entry.kind for entry in entries} >= {"kill", "pause", "clock-jump", "link-loss", "control-plane-partition", "node-failure"}
+    assert {entry.kind for entry in entries} >= {"kill", "pause", "clock-jump", "link-loss", "control-plane-partition", "node-failure",
+                                                 "kubelet-stop", "drain", "webhook-error", "webhook-delay"}
+    assert ("kill", "random:webhook") in {(entry.kind, entry.target) for entry in entries}  # webhook-unavailable
     assert all(entry.duration_s is not None and entry.at_s + entry.duration_s <= 60.0 + 1e-6 for entry in entries)
     assert [entry.at_s for entry in entries] == sorted(entry.at_s for entry in entries)
 
@@ -87,3 +89,23 @@ def test_swizzle_in_a_world_clogs_then_unclogs_every_link():
     World(1).run(main)
     assert seen["clogged"] == seen["expected"] and seen["clogged"]
     assert seen["after"] == [] and seen["links"] == {}
+
+
+def test_nemesis_spec_checks_itself_and_shifts_its_schedule_by_after_s():
+    import msgspec
+
+    spec = msgspec.convert({"kinds": ["kubelet-stop", "drain-node", "swizzle"], "count": 5, "after_s": 10.0, "window_s": 40.0}, NemesisSpec)
+    entries = spec.schedule(random.Random(4), NODES)
+    plain = generate(random.Random(4), kinds=spec.kinds, count=5, window_s=40.0, nodes=NODES)
+    assert [round(e.at_s - 10.0, 6) for e in entries] == [e.at_s for e in plain]
+    assert all(10.0 <= e.at_s and e.at_s + e.duration_s <= spec.ends_at_s() + 1e-6 for e in entries)
+    assert spec.random_name == "nemesis/0" and spec.schedule(random.Random(4), NODES) == entries
+    for fields, message in (
+        ({"kinds": ["meteor"]}, "unknown nemesis kind 'meteor'"),
+        ({"kinds": ["kill-apiserver"], "window_s": 0}, "`after_s` and `window_s` must be finite"),
+        ({"kinds": ["kill-apiserver"], "count": 500}, "the nemesis `count` must be between 0 and 200, got 500"),
+        ({"kinds": ["kill-apiserver"], "max_duration_s": 90.0}, "nemesis durations must satisfy"),
+        ({"kinds": ["kill-apiserver"], "surprise": 1}, "unknown field"),
+    ):
+        with pytest.raises(msgspec.ValidationError, match=message):
+            msgspec.convert(fields, NemesisSpec)
