@@ -76,8 +76,8 @@ from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import msgspec
+import outcome
 import trio
-from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt
 
 from chaoskube.api.leaderelection import LeaseRecord, LockError
 from chaoskube.api.objects import Lease, LeaseSpec, Object, ObjectMeta, deep_copy
@@ -310,21 +310,29 @@ class ApiClient:
         return response
 
     async def _with_retries(self, request: Request, state: _Attempts) -> Response:
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.attempts) | (lambda _: state.retry_after_retries > MAX_RETRY_AFTER_RETRIES),
-            wait=lambda _: state.wait_s,
-            retry=retry_if_result(lambda _: state.retry),
-            sleep=self.process.sleep,
-            retry_error_callback=lambda retry_state: retry_state.outcome.result(),  # the last answer stands
-        )
         response: Response | None = None
         with self.process.move_on_after(self.deadline_s):
-            response = await retrying(self._attempt, request, state)
+            response = await self._attempts_loop(request, state)
         if response is None:  # the overall deadline passed
             response = self._past_deadline(request, state)
         if state.ambiguous and not response.ok:
             response = _mark_ambiguous(response)
         return response
+
+    async def _attempts_loop(self, request: Request, state: _Attempts) -> Response:
+        """Attempts until one needs no retry (``state.retry`` false), ``attempts`` were
+        made, or more than MAX_RETRY_AFTER_RETRIES Retry-After answers were retried; the
+        last answer stands. Between attempts, a sleep of ``state.wait_s`` on the process's
+        clock. (This is what a tenacity ``AsyncRetrying`` with ``stop_after_attempt`` and
+        ``retry_if_result`` did, decision for decision; written out because every API
+        request went through it and tenacity's per-call machinery cost ~3 % of a run.)"""
+        attempt = 0
+        while True:
+            attempt += 1
+            response = await self._attempt(request, state)
+            if not state.retry or attempt >= self.attempts or state.retry_after_retries > MAX_RETRY_AFTER_RETRIES:
+                return response
+            await self.process.sleep(state.wait_s)
 
     def _past_deadline(self, request: Request, state: _Attempts) -> Response:
         if state.in_flight:  # the deadline cut a hung attempt short: it timed out too
@@ -561,7 +569,7 @@ class WatchStream:
         self.events_received = 0
         self._messages: deque[WatchMessage] = deque()
         self._expected = 1
-        self._wakeup = trio.Event()
+        self._waiter: _Waiter | None = None  # the task parked in next(), if any
         self._broken = ""
         self._ended = False
         self._stopped = False
@@ -584,11 +592,41 @@ class WatchStream:
         self._expected += 1
         self._messages.append(message)
         self._last_heard = self.client.process.now()
-        self._wakeup.set()
+        self._wake(True)
 
     def _break(self, reason: str) -> None:
         self._broken = reason
-        self._wakeup.set()
+        self._wake(True)
+
+    def _wake(self, news: bool) -> None:
+        """Wake the task parked in :meth:`next`: with ``news`` (a message or a break),
+        or without (``probe_every_s`` passed first)."""
+        waiter = self._waiter
+        if waiter is not None and waiter.alive:
+            waiter.alive = False
+            self._waiter = None
+            trio.lowlevel.reschedule(waiter.task, outcome.Value(news))
+
+    def _silence(self, waiter: _Waiter) -> None:
+        if waiter is self._waiter:
+            self._wake(False)
+
+    async def _wait_for_news(self, process: Process) -> bool:
+        """Park until a message or a break (True) or ``probe_every_s`` of the process's
+        clock (False). The same wake-ups, at the same instants, as waiting on a
+        ``trio.Event`` inside ``process.move_on_after(probe_every_s)`` (the timer is one
+        entry on the world's heap, held while the process is paused), without a cancel
+        scope and an Event per wait: one per watch message, the commonest wait of a run."""
+        waiter = self._waiter = _Waiter(trio.lowlevel.current_task())
+        process.call_later(self.client.probe_every_s, self._silence, waiter)
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            waiter.alive = False
+            if self._waiter is waiter:
+                self._waiter = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        return await trio.lowlevel.wait_task_rescheduled(abort)
 
     async def next(self) -> tuple[WatchEvent, ...]:
         """The events of the next message (possibly none). Raises WatchEnded / WatchBroken."""
@@ -604,10 +642,8 @@ class WatchStream:
             if self._broken:
                 raise WatchBroken(self._broken)
             assert not self._stopped, "next() on a stopped stream"
-            self._wakeup = trio.Event()
-            with process.move_on_after(self.client.probe_every_s) as scope:
-                await self._wakeup.wait()
-            if scope.cancelled_caught and not self._messages and not self._broken:
+            news = await self._wait_for_news(process)
+            if not news and not self._messages and not self._broken:
                 await self._probe()
 
     async def _probe(self) -> None:
@@ -635,6 +671,12 @@ class WatchStream:
             del router.streams[self.watch_id]
         if self.client.process.alive:
             self.client.process.send(self.server, WatchStop(self.watch_id), port=API_PORT, duplicable=False)
+
+
+@dataclass(slots=True, eq=False)
+class _Waiter:
+    task: Any  # trio.lowlevel.Task
+    alive: bool = True
 
 
 class _WatchRouter:

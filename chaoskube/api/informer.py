@@ -433,7 +433,7 @@ class Reflector:
                 self._record("gone", reason=status.message)
             raise _ListAndWatchEnded(f"watch error {status.code} {status.reason}: {status.message}")
         if event.type != "BOOKMARK":
-            self.store.apply(event)  # the server sent this client its own copy
+            self.store.apply(event)  # a copy shared with nothing in the server; read-only (other watchers of the event may hold it)
         resource_version = event.resource_version
         if not resource_version and event.object is not None:
             resource_version = event.object.metadata.resource_version

@@ -157,8 +157,15 @@ IntOrString: TypeAlias = int | str
 Time: TypeAlias = str
 
 
-class _Struct(msgspec.Struct, rename="camel", omit_defaults=True, forbid_unknown_fields=True, kw_only=True):
-    """Base of every type here: Kubernetes JSON names, unknown fields rejected, defaults omitted."""
+class _Struct(msgspec.Struct, rename="camel", omit_defaults=True, forbid_unknown_fields=True, kw_only=True, gc=False):
+    """Base of every type here: Kubernetes JSON names, unknown fields rejected, defaults omitted.
+
+    ``gc=False``: instances are not tracked by the cyclic garbage collector (msgspec
+    "Disabling Garbage Collection"). An object is a tree of JSON values and structs: it
+    cannot be part of a reference cycle, so refcounting frees it; never store in one a
+    reference back to something that holds it. A 50-node run keeps hundreds of thousands
+    of these (caches, histories, informer stores of every node): tracking them made the
+    collector's passes over a run's survivors cost ~2 s per seed (bench/explore.py)."""
 
 
 def _field_error(field: str, text: str) -> ValueError:

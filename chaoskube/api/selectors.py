@@ -121,7 +121,10 @@ class LabelSelectorExpr:
     def matches_labels(self, labels: Mapping[str, str]) -> bool:
         if self.nothing:
             return False
-        return all(requirement.matches(labels) for requirement in self.requirements)
+        for requirement in self.requirements:  # a loop, not all(generator): called per object per watcher
+            if not requirement.matches(labels):
+                return False
+        return True
 
     def matches(self, obj: Object) -> bool:
         return self.matches_labels(obj.metadata.labels)
@@ -486,7 +489,10 @@ class FieldSelectorExpr:
         return not self.requirements
 
     def matches_fields(self, fields: Mapping[str, str]) -> bool:
-        return all(requirement.matches(fields) for requirement in self.requirements)
+        for requirement in self.requirements:  # a loop, not all(generator): called per object per watcher
+            if not requirement.matches(fields):
+                return False
+        return True
 
     def matches(self, obj: Object) -> bool:
         if not self.requirements:

@@ -143,25 +143,73 @@ def _slice_endpoints(slices: Iterable[EndpointSlice], port_name: str, protocol: 
     return [found[address] for address in sorted(found)]
 
 
-def compute_rules(services: Iterable[Service], slices: Iterable[EndpointSlice], node: str) -> RuleTable:
-    """The rule table of ``node`` (module docstring). Pure; keys (service, port name) sorted."""
+#: Endpoints of a tuple of EndpointSlice objects for one port, by the objects' identities
+#: (the slices are kept in the entry, so an id cannot be reused while it is there). The
+#: watch cache hands one copy of an event's object to every watcher
+#: (:mod:`chaoskube.api.watchcache`), so the kube-proxies of all nodes hold the same slice
+#: objects and the endpoints of a change are worked out once, not once per node. A pure
+#: memo (the value depends only on the slices' contents, which nobody changes: informer
+#: objects are read-only): it cannot change a result, only skip recomputing one. Bounded:
+#: emptied when it reaches _SLICE_MEMO_LIMIT entries.
+_SLICE_MEMO: dict[tuple[Any, ...], tuple[tuple[EndpointSlice, ...], list[EndpointRule]]] = {}
+_SLICE_MEMO_LIMIT = 1024
+
+
+def _memo_slice_endpoints(slices: tuple[EndpointSlice, ...], port_name: str, protocol: str) -> list[EndpointRule]:
+    key = (port_name, protocol, *map(id, slices))
+    entry = _SLICE_MEMO.get(key)
+    if entry is not None and all(a is b for a, b in zip(entry[0], slices)):
+        return entry[1]
+    endpoints = _slice_endpoints(slices, port_name, protocol)
+    if len(_SLICE_MEMO) >= _SLICE_MEMO_LIMIT:
+        _SLICE_MEMO.clear()
+    _SLICE_MEMO[key] = (slices, endpoints)
+    return endpoints
+
+
+#: What :func:`compute_rules` remembers between calls, per Service key: the Service object,
+#: its slices (in order) and the rules computed from them.
+RuleMemo = dict[str, tuple[Service, tuple[EndpointSlice, ...], list[ServiceRule]]]
+
+
+def compute_rules(services: Iterable[Service], slices: Iterable[EndpointSlice], node: str, *, memo: RuleMemo | None = None) -> RuleTable:
+    """The rule table of ``node`` (module docstring). Pure; keys (service, port name) sorted.
+
+    ``memo`` (a dict the caller keeps between calls, for one ``node``): the rules of a
+    Service whose Service object and slices are the very same objects (``is``) as in the
+    previous call are reused instead of recomputed. Informer stores replace an object on
+    every change and never edit one in place, so identity means "unchanged"; the memo is
+    rewritten to hold only this call's Services (it keeps the objects alive, so an
+    identity cannot be reused by a new object)."""
     by_service: dict[str, list[EndpointSlice]] = {}
     for endpoint_slice in slices:
         service_name = endpoint_slice.metadata.labels.get(SERVICE_NAME_LABEL)
         if service_name:
             by_service.setdefault(f"{endpoint_slice.metadata.namespace}/{service_name}", []).append(endpoint_slice)
     table: RuleTable = {}
+    previous = dict(memo) if memo is not None else {}
+    if memo is not None:
+        memo.clear()
     for service in services:
         spec = service.spec
         if spec.type == "ExternalName" or spec.cluster_ip == "None":
             continue
         key = f"{service.metadata.namespace}/{service.metadata.name}"
-        mine = sorted(by_service.get(key, []), key=lambda s: s.metadata.name)
-        local_only = spec.internal_traffic_policy == "Local"
-        for port in spec.ports:
-            protocol = port.protocol or "TCP"
-            endpoints = usable_endpoints(_slice_endpoints(mine, port.name, protocol), node=node, local_only=local_only)
-            table[(key, port.name)] = ServiceRule(key, port.name, port.port, protocol, spec.cluster_ip, endpoints)
+        mine = tuple(sorted(by_service.get(key, []), key=lambda s: s.metadata.name))
+        entry = previous.get(key)
+        if entry is not None and entry[0] is service and len(entry[1]) == len(mine) and all(a is b for a, b in zip(entry[1], mine)):
+            rules = entry[2]
+        else:
+            local_only = spec.internal_traffic_policy == "Local"
+            rules = []
+            for port in spec.ports:
+                protocol = port.protocol or "TCP"
+                endpoints = usable_endpoints(_memo_slice_endpoints(mine, port.name, protocol), node=node, local_only=local_only)
+                rules.append(ServiceRule(key, port.name, port.port, protocol, spec.cluster_ip, endpoints))
+        if memo is not None:
+            memo[key] = (service, mine, rules)
+        for rule in rules:
+            table[(key, rule.port_name)] = rule
     return {key: table[key] for key in sorted(table)}
 
 
@@ -207,6 +255,7 @@ class KubeProxy:
         for informer in (self.services, self.slices):
             informer.add_event_handler(on_add=self._changed, on_update=self._changed, on_delete=self._changed)
         self.rules: RuleTable = {}
+        self._memo: RuleMemo = {}
         self.syncs = 0
         self._dirty = trio.Event()
 
@@ -227,11 +276,12 @@ class KubeProxy:
 
     def sync(self) -> list[str]:
         """Recompute the table; journal and answer the Service ports that changed."""
-        new = compute_rules(self.services.indexer.list(), self.slices.indexer.list(), self.node)
-        changed = [key for key in sorted(set(new) | set(self.rules)) if new.get(key) != self.rules.get(key)]
+        new = compute_rules(self.services.indexer.list(), self.slices.indexer.list(), self.node, memo=self._memo)
+        old = self.rules
+        changed = [key for key in sorted(set(new) | set(old)) if new.get(key) is not old.get(key) and new.get(key) != old.get(key)]
         for key in changed:
             endpoints = _addresses(new.get(key))
-            if endpoints != _addresses(self.rules.get(key)):  # the chains differ, not only conditions
+            if endpoints != _addresses(old.get(key)):  # the chains differ, not only conditions
                 self.process.world.record("proxy-rules", node=self.node, service=key[0], port=key[1], endpoints=endpoints)
         self.rules = new
         self.syncs += 1

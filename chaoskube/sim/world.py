@@ -40,6 +40,12 @@ from chaoskube.sim.randomness import RandomTree, derive_seed
 T = TypeVar("T")
 
 
+#: ``gc.set_threshold`` during a run (see :meth:`World.run`): young objects collected once
+#: per million net allocations of tracked objects (at 100 000, 50-node runs spent ~1 s per
+#: seed rescanning young survivors), older generations almost never.
+RUN_GC_THRESHOLDS = (1_000_000, 50, 100)
+
+
 class SimulationStuck(RuntimeError):
     """Every task is blocked and nothing is scheduled: the run can never make progress."""
 
@@ -59,6 +65,8 @@ class World:
         self.journal = journal if isinstance(journal, Journal) else Journal(journal)
         self.clock = trio.testing.MockClock(autojump_threshold=0)
         self.now = 0.0
+        self._stamped_now: float | None = None  # the ``now`` whose rounding ``_stamped_t`` holds
+        self._stamped_t = 0.0
         self.logger = logger.bind(seed=seed).patch(self._stamp)
         self.processes: dict[str, Process] = {}
         self._heap: list[tuple[float, int, Callable[[Any], None], Any]] = []
@@ -188,7 +196,11 @@ class World:
     # -- journal ------------------------------------------------------------------------
     def record(self, type: str, **fields: Any) -> None:  # noqa: A002 - the journal's field name
         """Append one event to the journal, stamped with the virtual time."""
-        fields["t"] = round(self.now, 9)
+        now = self.now
+        if now is not self._stamped_now:  # the same float object: the same instant, rounded once
+            self._stamped_now = now
+            self._stamped_t = round(now, 9)
+        fields["t"] = self._stamped_t
         fields["type"] = type
         self.journal.write(fields)
 
@@ -205,10 +217,12 @@ class World:
         thresholds = gc.get_threshold()
         # Garbage of earlier runs (their tasks, async generators, scopes) is collected now,
         # not at a moment that depends on allocation counts during this run: a collection
-        # mid-run can run an old async generator's finalizer and shift task order.
+        # mid-run can run an old async generator's finalizer and shift task order. What an
+        # earlier run left frozen (see ``finally``) is unfrozen first, so it is collected too.
+        gc.unfreeze()
         gc.collect()
         gc.freeze()
-        gc.set_threshold(100_000, 50, 100)
+        gc.set_threshold(*RUN_GC_THRESHOLDS)
         try:
             return trio.run(self._root, main, clock=self.clock)
         except BaseExceptionGroup as group:
@@ -220,8 +234,14 @@ class World:
                 raise
             raise leaf from group
         finally:
+            # Everything the run made stays frozen (its cyclic garbage too) until the next
+            # World.run, which unfreezes and collects it in one full collection. Unfreezing
+            # here instead made the caller's first collections (the checkers', the
+            # reports') rescan the whole world and free the run's garbage: about 1 s per
+            # seed of a 50-node run (bench/explore.py). The cost: a process that never runs
+            # another World keeps the last run's cyclic garbage until it exits.
+            gc.freeze()
             gc.set_threshold(*thresholds)
-            gc.unfreeze()
             self.finished = True
             self.journal.close()
 
