@@ -1,15 +1,20 @@
 """Testing a live simulated cluster with Hypothesis: :class:`ClusterMachine` (a stateful
-machine whose state is a running cluster) and :class:`LiveCluster` (a World stepped from
-the test's thread). The pytest plugin is :mod:`chaoskube.testing.plugin`."""
+machine whose state is a running cluster, with a rule per fault kind of ``faults/``) and
+:class:`LiveCluster` (a World stepped from the test's thread). The pytest plugin is
+:mod:`chaoskube.testing.plugin`."""
 
 from chaoskube.testing.machine import (
     CONTROL_PLANE_ROLES,
-    TARGETS,
+    EXCLUDED_KINDS,
+    FAULT_KINDS,
+    FAULT_RULES,
     ClusterMachine,
     InvariantViolation,
     LiveCluster,
     RunSummary,
     SimulationCrashed,
+    fault_rule_name,
+    focus,
     small_cluster_spec,
     step,
 )
@@ -17,11 +22,15 @@ from chaoskube.testing.machine import (
 __all__ = [
     "CONTROL_PLANE_ROLES",
     "ClusterMachine",
+    "EXCLUDED_KINDS",
+    "FAULT_KINDS",
+    "FAULT_RULES",
     "InvariantViolation",
     "LiveCluster",
     "RunSummary",
     "SimulationCrashed",
-    "TARGETS",
+    "fault_rule_name",
+    "focus",
     "small_cluster_spec",
     "step",
 ]

@@ -4,19 +4,31 @@ Contract. :class:`ClusterMachine` is a ``hypothesis.stateful.RuleBasedStateMachi
 state is a whole simulated cluster (:func:`chaoskube.cluster.open_cluster`) that stays alive
 between rules. Hypothesis draws the World seed first (``boot``, an ``@initialize`` rule:
 ``st.integers``), so the Trio task order, the network's delays and every component's
-randomness are explored and shrink with the steps. Then it draws rules — workload steps
-(create / scale / delete a Deployment from a bundle of names, create a PDB, delete or
-evict a pod, cordon / uncordon / drain a node), faults (kill / restart / pause a process by
-role, including the etcd leader and the acting controller-manager; partition a node from
-the control plane; jump a process's clock), ``heal_all`` and ``wait(seconds)`` — and after
-every step runs the safety checkers on the journal so far (Raft safety, leader election,
-PDB-aware eviction, scheduling). Teardown heals everything and requires convergence within
-``convergence_deadline_s`` (:func:`~chaoskube.checkers.check_convergence`): the safety
-phase, then the liveness phase, as TigerBeetle's VOPR runs.
+randomness are explored and shrink with the steps. Then it draws rules:
+
+- workload steps: create / scale / update (``kubectl rollout restart``, or a new image) /
+  delete a Deployment from a bundle of names, create a PDB, delete or evict a pod, cordon /
+  uncordon / drain a node;
+- faults: one rule per fault kind of :data:`faults.kinds.KINDS` (read when this module is
+  imported, so a kind added there joins the machine), named after the kind (``kill``,
+  ``lossy_crash``, ``clock_jump``, ``control_plane_partition`` ...; ``drain_fault`` for
+  the ``drain`` kind, whose bare name is the workload step). Each draws a target — a
+  selector (``leader:etcd``, ``random:node``, ``role:kube-apiserver``, ``zone:zone-a``)
+  or ``name:<process>`` from the cluster's processes, as fits the kind — its parameters,
+  and a duration (healed by a timer after ``duration_s`` of world time, or, for ``None``,
+  by ``heal_all`` or teardown). The machine's :class:`~faults.schedule.FaultInjector`
+  plans, applies, journals and heals them, as in a catalogue experiment; ``restart`` is
+  a kill healed at once. :data:`EXCLUDED_KINDS` lists the kinds left out, and why;
+- ``heal_all`` and ``wait(seconds)``.
+
+After every step the safety checkers run on the journal so far (Raft safety, leader
+election, PDB-aware eviction, scheduling). Teardown heals everything and requires
+convergence within ``convergence_deadline_s`` (:func:`~chaoskube.checkers.check_convergence`):
+the safety phase, then the liveness phase, as TigerBeetle's VOPR runs.
 
 Why pattern (c) of shared/FACTS.md ("Hypothesis with Trio"). The World runs in one long
-``trio.run`` in a background thread (:class:`LiveCluster`); each rule is one
-``trio.from_thread.run`` call. A step sets the MockClock's ``autojump_threshold`` to 0 (the
+``trio.run`` in a background thread (:class:`LiveCluster`); each rule is one request to a
+stepper task inside it. A step sets the MockClock's ``autojump_threshold`` to 0 (the
 World's driver moves virtual time), runs, waits for ``trio.testing.wait_all_tasks_blocked``
 and sets the threshold back to infinity: between rules every task is blocked and virtual
 time stands still, so how long Hypothesis takes to draw the next rule cannot change what
@@ -24,14 +36,20 @@ the cluster does. Pattern (b) (``@given(st.data())`` around one ``trio.run``) is
 but gives up Hypothesis's own rule machinery (bundles, ``@precondition``, ``@invariant``,
 printing the falsifying steps as code, the stateful shrinker); users extend this machine by
 subclassing with their own ``@rule`` and ``@invariant`` methods, which only (c) allows.
+This module sits on top of the layers (it uses ``faults/``, as experiments do; nothing
+below ``chaoskube/testing`` imports it).
 
 Guarantees.
 
-- Replay: a run is a pure function of the seed and the steps. Every step is journaled
-  (``{"type": "hypothesis-step", "step", "args", "index"}``) before it acts, so the
-  journal fingerprint covers the steps too; :meth:`ClusterMachine.replay` runs a recorded
-  step list again and gives the same fingerprint. Between steps the Trio loop is quiescent
-  (see above); the thread hand-over is the only concurrency, and it never overlaps a step.
+- Replay: a run is a pure function of the seed and the steps, in any process and after any
+  other runs in the same process. Every step is journaled (``{"type": "hypothesis-step",
+  "step", "args", "index"}``) before it acts, so the journal fingerprint covers the steps
+  too; :meth:`ClusterMachine.replay` runs a recorded step list again and gives the same
+  fingerprint. Between steps the Trio loop is quiescent; the thread hand-over is the only
+  concurrency, and it never overlaps a step: the stepper reports ready only once every
+  task of the new run is blocked (before that fix, the first request could reach the Trio
+  loop in the same scheduling batch as the World's own start-up tasks or in the next one,
+  depending on thread timing, and the seeded batch shuffles drew differently from there).
 - On a failure (a violated invariant, a component crash, a rule raising), teardown skips
   the liveness phase, stops the world and attaches the seed, the step list and the journal
   fingerprint to the exception (``exception.chaoskube_run``, a :class:`RunSummary`, and an
@@ -39,6 +57,8 @@ Guarantees.
 - Every operation is bounded: API calls by the client's deadline and ``op_timeout_s``,
   drains by ``drain_timeout_s``, the boot by ``boot_within_s``, the liveness phase by
   ``convergence_deadline_s``.
+- ``journal_path`` (a class attribute) writes the journal of every run to that file as
+  well (the last run's survives).
 
 Non-guarantees.
 
@@ -48,23 +68,27 @@ Non-guarantees.
   acting as a leader", ``tools/leaderelection/leaderelection.go``): with more than one
   controller-manager or scheduler, a pause or clock jump of the leader is *expected* to
   make the leader-election invariant fail. The default spec runs one of each; subclasses
-  that run more can raise ``leader_overlap_tolerance_s``.
+  that run more can raise ``leader_overlap_tolerance_s`` or leave those rules out.
 - Teardown uncordons every node as part of "heal everything": a cordon is an operator's
   choice, not a fault, but a cluster with every node cordoned cannot converge.
+- A fault whose target matches nothing now (no leader during an election, no webhook in
+  the spec) is journaled as skipped (``{"type": "fault", "event": "skip"}``) and does
+  nothing; the step still counts.
 - Wall time is not bounded: the cost of a step grows with the virtual time it covers.
 
 Upstream behaviour the steps drive: ``kubectl cordon`` / ``drain``
-(``staging/src/k8s.io/kubectl/pkg/drain``, via :func:`chaoskube.node.kubelet.drain`), the
-Eviction API and PDBs ("Disruptions",
-https://kubernetes.io/docs/concepts/workloads/pods/disruptions/), deleting a pod or a
-Deployment (bypasses PDBs, same page), node partitions ("Nodes", rate limits on eviction,
-https://kubernetes.io/docs/concepts/architecture/nodes/), and level-triggered controllers
-converging after the faults end ("Controllers",
-https://kubernetes.io/docs/concepts/architecture/controller/).
+(``staging/src/k8s.io/kubectl/pkg/drain``, via :func:`chaoskube.node.kubelet.drain`),
+``kubectl rollout restart`` (``staging/src/k8s.io/kubectl/pkg/polymorphichelpers/objectrestarter.go``:
+it sets the pod template annotation ``kubectl.kubernetes.io/restartedAt``), the Eviction
+API and PDBs ("Disruptions", https://kubernetes.io/docs/concepts/workloads/pods/disruptions/),
+deleting a pod or a Deployment (bypasses PDBs, same page), the fault kinds' own sources
+(faults/kinds.py), and level-triggered controllers converging after the faults end
+("Controllers", https://kubernetes.io/docs/concepts/architecture/controller/).
 """
 
 from __future__ import annotations
 
+import datetime
 import functools
 import math
 import queue
@@ -72,44 +96,109 @@ import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 import outcome
 import trio
 import trio.testing
 from hypothesis import strategies as st
-from hypothesis.stateful import INVARIANT_MARKER, Bundle, RuleBasedStateMachine, consumes, initialize, invariant, precondition, rule
+from hypothesis.stateful import INVARIANT_MARKER, RULE_MARKER, Bundle, RuleBasedStateMachine, consumes, initialize, invariant, precondition, rule
 
 from chaoskube.api.client import ApiError
 from chaoskube.api.manifests import from_dict
 from chaoskube.checkers import check_convergence, check_leader_election, check_pdb_eviction, check_raft_safety, check_scheduling
 from chaoskube.checkers.verdict import Verdict, run_checker
 from chaoskube.cluster import Cluster, ClusterSpec, NodeGroup, open_cluster
-from chaoskube.sim import Process, World
+from chaoskube.sim import Journal, Process, World
+from faults.kinds import CHOICES, CONTROL_PLANE_ROLES, KINDS, ROLE_LISTS, TARGET_ROLES, Context
+from faults.schedule import ActiveFault, FaultInjector
+from faults.targets import ProcessInfo
 
 __all__ = [
     "CONTROL_PLANE_ROLES",
     "ClusterMachine",
+    "EXCLUDED_KINDS",
+    "FAULT_KINDS",
+    "FAULT_RULES",
     "InvariantViolation",
     "LiveCluster",
     "RunSummary",
     "SimulationCrashed",
-    "TARGETS",
+    "fault_rule_name",
+    "focus",
     "small_cluster_spec",
     "step",
 ]
 
-#: Roles a node partition cuts the node off from (chaoskube/cluster.py's role names).
-CONTROL_PLANE_ROLES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
-#: What a fault rule may target: a role (then an index picks the process) or the acting
-#: leader of etcd / a leader-elected component.
-TARGETS = (
-    "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "node",
-    "leader:etcd", "leader:kube-controller-manager", "leader:kube-scheduler",
+#: Fault kinds of faults/kinds.py the machine does not draw, and why: each would make a
+#: safety invariant fail on correct components, by design rather than by a bug.
+EXCLUDED_KINDS: dict[str, str] = {
+    "skip-fsync": (
+        "an etcd member that acknowledges writes it never synced loses them in a lossy crash "
+        "(lossy-crash, node-failure, zone-outage): committed Raft entries vanish, which the "
+        "Raft safety invariant reports; etcd documents --unsafe-no-fsync as unsafe for that reason "
+        "(https://etcd.io/docs/v3.5/op-guide/configuration/#unsafe-features)"
+    ),
+}
+#: The fault kinds the machine draws: every kind of faults.kinds.KINDS not excluded, in its order.
+FAULT_KINDS: tuple[str, ...] = tuple(kind for kind in KINDS if kind not in EXCLUDED_KINDS)
+#: How long a fault lasts (world seconds) before its timer heals it; None: until heal_all.
+FAULT_DURATIONS_S: tuple[float | None, ...] = (None, 10.0, 30.0, 120.0)
+#: Parameter values drawn (the first is where shrinking goes); a parameter not listed is
+#: drawn from faults.kinds.CHOICES when it has choices, else left at its default.
+PARAMETER_VALUES: dict[str, tuple[Any, ...]] = {
+    "seconds": (60.0, -30.0, 300.0),
+    "drift": (0.01, -0.2, 1.0),
+    "delay_ms": (100.0, 1000.0, 5000.0),
+    "jitter_ms": (0.0, 50.0),
+    "loss": (0.2, 0.5, 1.0),
+    "duplicate": (0.2, 0.5),
+    "reorder": (0.5, 0.9),
+    "window_ms": (50.0, 500.0),
+    "fsync_ms": (500.0, 2000.0),
+    "code": (500, 503, 400),
+    "from_roles": ("control-plane", "*"),
+}
+#: (kind, parameter) values that differ from PARAMETER_VALUES.
+KIND_PARAMETER_VALUES: dict[tuple[str, str], tuple[Any, ...]] = {
+    ("webhook-delay", "delay_ms"): (6000.0, 1000.0, 15000.0),
+}
+#: kind -> the role its targets must have, beyond faults.kinds.TARGET_ROLES: a split or a
+#: bridge needs a group of at least 3 (the etcd members); the node and webhook faults.
+KIND_ROLES: dict[str, str] = {
+    **TARGET_ROLES,
+    "split": "etcd",
+    "bridge": "etcd",
+    "node-failure": "node",
+    "control-plane-partition": "node",
+    "webhook-delay": "webhook",
+}
+ZONE_KINDS = frozenset({"zone-outage"})  # kinds whose targets are whole zones
+#: Rule names taken by workload steps: a fault kind of the same name gets a suffix.
+_WORKLOAD_RULES = frozenset({"drain", "cordon", "uncordon", "wait", "restart", "heal_all"})
+#: Selectors offered to a fault of any role, first the simplest (where shrinking goes).
+ANY_ROLE_SELECTORS = (
+    "leader:etcd", "leader:kube-controller-manager", "leader:kube-scheduler", "follower:etcd",
+    "random:node", "random:kube-apiserver", "role:kube-apiserver", "role:etcd", "role:node",
 )
+#: Processes no fault targets: the machine's own client and the one-shot bootstrap.
+UNTARGETED_ROLES = frozenset({"client", "bootstrap"})
 CLIENT_PROCESS = "chaoskube-hypothesis"
 NAMESPACE = "default"
+RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"  # kubectl rollout restart's annotation
+IMAGES = ("nginx:1.27", "nginx:1.28")
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 MAX_STEPS = 1000  # a run longer than this is a bug in the caller (Hypothesis stops at stateful_step_count)
+UNCORDON_ATTEMPTS = 10  # the drain fault's heal: kubectl uncordon, retried while the API does not answer
+UNCORDON_RETRY_S = 2.0
+
+
+def fault_rule_name(kind: str) -> str:
+    """The rule of ``kind``: its name with ``_`` for ``-``, ``_fault`` added when a
+    workload step has that name (``drain`` -> ``drain_fault``)."""
+    name = kind.replace("-", "_")
+    return f"{name}_fault" if name in _WORKLOAD_RULES else name
 
 
 def small_cluster_spec(nodes: int = 3) -> ClusterSpec:
@@ -204,11 +293,15 @@ class LiveCluster:
         quiescent when the next request arrives and the batches of tasks Trio shuffles (with
         the seeded ``_r``) never depend on wall-clock timing. (``trio.from_thread.run``
         spawns a task per call that finishes *after* handing back: that raced the next call
-        and changed the shuffles.)"""
+        and changed the shuffles.) For the same reason it reports ready only once every task
+        of the new run is blocked: otherwise the first request reached the loop in the same
+        batch as the World's start-up tasks or in a later one, as the threads' timing fell,
+        and a process's first run (or any run, under load) could differ from its replays."""
         world.clock.autojump_threshold = math.inf  # time stands still until the first step
         send, receive = trio.open_memory_channel[Any](1)
         self._stop = send
         self._token = trio.lowlevel.current_trio_token()
+        await trio.testing.wait_all_tasks_blocked()
         self._ready.set()
         async for request in receive:
             if request is None:  # stop
@@ -292,10 +385,6 @@ def _node_ready(node: Any) -> bool:
     return any(condition.type == "Ready" and condition.status == "True" for condition in node.status.conditions)
 
 
-def _pod_ready(pod: Any) -> bool:
-    return pod.metadata.deletion_timestamp is None and any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions)
-
-
 # ============================================================================ the machine
 def step(function: Callable[..., Any]) -> Callable[..., Any]:
     """Decorate a rule of a :class:`ClusterMachine` (under ``@rule``) to journal it as a
@@ -316,8 +405,12 @@ def _booted(machine: ClusterMachine) -> bool:
 
 def _deployment(name: str, replicas: int) -> Any:
     labels = {"app": name}
-    template = {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "nginx:1.27", "resources": {"requests": {"cpu": "100m"}}}]}}
+    template = {"metadata": {"labels": labels}, "spec": {"containers": [_container(IMAGES[0])]}}
     return from_dict({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": NAMESPACE}, "spec": {"replicas": replicas, "selector": {"matchLabels": labels}, "template": template}})
+
+
+def _container(image: str) -> dict[str, Any]:
+    return {"name": "c", "image": image, "resources": {"requests": {"cpu": "100m"}}}
 
 
 def _pdb(name: str, max_unavailable: int) -> Any:
@@ -325,28 +418,78 @@ def _pdb(name: str, max_unavailable: int) -> Any:
     return from_dict({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name, "namespace": NAMESPACE}, "spec": spec})
 
 
+def _rfc3339(world_s: float) -> str:
+    """Virtual time as ``time.RFC3339`` (kubectl's format for ``restartedAt``), counted
+    from the Unix epoch: the simulation has no wall clock."""
+    return (EPOCH + datetime.timedelta(seconds=int(world_s))).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class _Admin:
+    """:class:`faults.kinds.Admin` of the machine (the ``drain`` fault): ``kubectl drain``
+    and ``uncordon`` through the machine's client. Journals what it did as
+    ``fault-action`` events (as experiments/systems/kubernetes.py's ``KubectlAdmin``) and
+    never raises for an API error."""
+
+    def __init__(self, machine: ClusterMachine) -> None:
+        self.machine = machine
+
+    async def drain(self, node: str) -> None:
+        from chaoskube.node.kubelet import drain
+
+        world = self.machine.world
+        try:
+            result = await drain(self.machine.client, node, timeout_s=self.machine.drain_timeout_s)
+        except ApiError as error:
+            outcome_text = f"error: {error}"
+        except trio.Cancelled:
+            world.record("fault-action", action="drain", node=node, outcome="stopped by heal")
+            raise
+        else:
+            outcome_text = "drained" if result.completed else f"incomplete: {len(result.remaining)} remaining, {len(result.errors)} error(s)"
+        world.record("fault-action", action="drain", node=node, outcome=outcome_text)
+
+    async def uncordon(self, node: str) -> None:
+        from chaoskube.node.kubelet import cordon
+
+        world = self.machine.world
+        for attempt in range(1, UNCORDON_ATTEMPTS + 1):
+            try:
+                await cordon(self.machine.client, node, unschedulable=False)
+            except ApiError as error:
+                if attempt == UNCORDON_ATTEMPTS or error.code == 404:
+                    world.record("fault-action", action="uncordon", node=node, outcome=f"error: {error} (attempt {attempt})")
+                    return
+                await world.sleep(UNCORDON_RETRY_S)
+                continue
+            world.record("fault-action", action="uncordon", node=node, outcome="uncordoned")
+            return
+
+
 class ClusterMachine(RuleBasedStateMachine):
     """A live simulated cluster under Hypothesis (module docstring). Subclass to change
     ``spec`` and the bounds below, or to add ``@rule`` / ``@invariant`` methods: use
     :meth:`run` to act inside the simulation, :attr:`world`, :attr:`cluster` and
     :attr:`client` to look, :meth:`require` to turn a checker verdict into a failure, and
-    :func:`step` under ``@rule`` so the step is journaled and replayable."""
+    :func:`step` under ``@rule`` so the step is journaled and replayable. Leave a rule or an
+    invariant out by shadowing it with ``None``, or keep only some with :func:`focus`."""
 
-    spec: ClusterSpec = small_cluster_spec()
-    deployment_names: tuple[str, ...] = ("web", "api", "db")
-    boot_within_s = 60.0
-    op_timeout_s = 30.0
-    drain_timeout_s = 30.0
-    convergence_deadline_s = 300.0
-    convergence_poll_s = 10.0
-    leader_overlap_tolerance_s = 0.0
+    spec: ClassVar[ClusterSpec] = small_cluster_spec()
+    deployment_names: ClassVar[tuple[str, ...]] = ("web", "api", "db")
+    boot_within_s: ClassVar[float] = 60.0
+    op_timeout_s: ClassVar[float] = 30.0
+    drain_timeout_s: ClassVar[float] = 30.0
+    convergence_deadline_s: ClassVar[float] = 300.0
+    convergence_poll_s: ClassVar[float] = 10.0
+    leader_overlap_tolerance_s: ClassVar[float] = 0.0
+    #: When set, every run's journal is written to this file too (the last run's survives).
+    journal_path: ClassVar[Path | None] = None
 
     deployments = Bundle("deployments")
 
     def __init__(self) -> None:
         super().__init__()
         self.live: LiveCluster | None = None
-        self._pauses: dict[str, int] = {}
+        self.faults: FaultInjector | None = None
 
     # -- access -------------------------------------------------------------------------
     @property
@@ -368,9 +511,22 @@ class ClusterMachine(RuleBasedStateMachine):
     def client(self) -> Any:
         return self.live_cluster.client
 
+    @property
+    def injector(self) -> FaultInjector:
+        assert self.faults is not None, "the cluster is not booted yet (boot is the first step)"
+        return self.faults
+
     def run(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
         """Await ``fn(*args)`` inside the simulation (virtual time moves only here)."""
         return self.live_cluster.run(fn, *args)
+
+    def run_sync(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Call ``fn(*args)`` inside the simulation's thread, at the current instant."""
+
+        async def call() -> Any:
+            return fn(*args)
+
+        return self.run(call)
 
     def record(self, type: str, **fields: Any) -> None:  # noqa: A002 - the journal's field name
         self.world.record(type, **fields)
@@ -387,9 +543,55 @@ class ClusterMachine(RuleBasedStateMachine):
     @initialize(seed=st.integers(min_value=0, max_value=2**32 - 1))
     def boot(self, seed: int) -> None:
         """Start the World (seed drawn by Hypothesis) and the cluster; wait for the nodes."""
-        self.live = LiveCluster(World(seed), self.spec, boot_within_s=self.boot_within_s)
+        journal = Journal(self.journal_path) if self.journal_path is not None else None
+        world = World(seed, journal=journal)
+        self.live = LiveCluster(world, self.spec, boot_within_s=self.boot_within_s)
+        self.faults = FaultInjector(world, self.fault_context, rng=world.random("hypothesis/faults"))
         self.live.steps.append(("boot", {"seed": seed}))
         self.live.open()
+
+    # -- faults: context and targets ------------------------------------------------------
+    def fault_context(self) -> Context:
+        """What the injector plans with: the cluster's processes (not the machine's own
+        client), who leads etcd and the leader-elected components, and the admin that
+        drains (as experiments/systems/kubernetes.py gives its injector)."""
+        infos = [ProcessInfo(process.name, process.role, process.zone) for process in self.world.processes.values() if process.role not in UNTARGETED_ROLES]
+        return Context(infos, self.leader_of, admin=_Admin(self))
+
+    def leader_of(self, role: str) -> str | None:
+        if role == "etcd":
+            return self.cluster.etcd_leader()
+        if role in ("kube-controller-manager", "kube-scheduler"):
+            return self.cluster.leader(role)
+        return None
+
+    def fault_targets(self, kind: str) -> list[str]:
+        """The targets a rule of ``kind`` draws from, simplest first: selectors, then
+        ``name:`` for each process of the kind's role (every process for most kinds) and
+        ``zone:`` for each zone. Depends only on the cluster (deterministic)."""
+        role = KIND_ROLES.get(kind)
+        processes = sorted((process for process in self.world.processes.values() if process.role not in UNTARGETED_ROLES), key=lambda process: process.name)
+        zones = [f"zone:{zone}" for zone in sorted({process.zone for process in processes if process.zone})]
+        if kind in ZONE_KINDS:
+            return zones or ["zone:none"]
+        if role is None:
+            selectors = list(ANY_ROLE_SELECTORS)
+        elif role == "etcd":
+            selectors = ["leader:etcd", "role:etcd", "follower:etcd"]
+        else:
+            selectors = [f"random:{role}", f"role:{role}"]
+        names = [f"name:{process.name}" for process in processes if role is None or process.role == role]
+        return selectors + names + (zones if role is None else [])
+
+    def inject(self, kind: str, target: str, duration_s: float | None = None, params: dict[str, Any] | None = None) -> ActiveFault | None:
+        """Plan and apply one fault now through the injector (journaled as a ``fault``
+        event; a target matching nothing is journaled as skipped); heal it after
+        ``duration_s`` of world time, or leave it to ``heal_all``. Call inside the
+        simulation (from a step)."""
+        active = self.injector.inject(kind, target, params)
+        if active is not None and duration_s is not None:
+            self.world.call_later(duration_s, lambda _: self.injector.heal(active))
+        return active
 
     # -- helpers run inside the simulation ------------------------------------------------
     async def _api(self, what: str, fn: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
@@ -413,35 +615,6 @@ class ClusterMachine(RuleBasedStateMachine):
         listed = await self._api(f"list pods app={name}", self.client.list, "pods", NAMESPACE, label_selector=f"app={name}")
         return sorted(listed.items, key=lambda pod: pod.metadata.name) if listed else []
 
-    def _resolve(self, target: str, index: int) -> Process | None:
-        """The process a fault rule targets, or None (no leader now, no such role)."""
-        if target.startswith("leader:"):
-            role = target.split(":", 1)[1]
-            name = self.cluster.etcd_leader() if role == "etcd" else self.cluster.leader(role)
-            return self.world.processes[name] if name else None
-        names = self.cluster.processes(target)
-        return self.world.processes[names[index % len(names)]] if names else None
-
-    def _fault(self, what: str, target: str, index: int, act: Callable[[Process], None]) -> None:
-        """Apply ``act`` to the resolved process inside the Trio thread (cancelling or
-        starting tasks needs the run's context)."""
-
-        async def apply() -> None:
-            process = self._resolve(target, index)
-            self.record("hypothesis-fault", fault=what, target=target, process=process.name if process else None)
-            if process is not None:
-                act(process)
-
-        self.run(apply)
-
-    def run_sync(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Call ``fn(*args)`` inside the simulation's thread, at the current instant."""
-
-        async def call() -> Any:
-            return fn(*args)
-
-        return self.run(call)
-
     # -- workload rules -------------------------------------------------------------------
     @rule(target=deployments, name=st.sampled_from(deployment_names), replicas=st.integers(1, 4))
     @step
@@ -453,6 +626,26 @@ class ClusterMachine(RuleBasedStateMachine):
     @step
     def scale_deployment(self, name: str, replicas: int) -> None:
         self.run(self._api, f"scale deployment {name}", self.client.patch, "deployments", NAMESPACE, name, {"spec": {"replicas": replicas}})
+
+    @rule(name=deployments, change=st.sampled_from(("restart", "image")))
+    @step
+    def update_deployment(self, name: str, change: str) -> None:
+        """A new pod template, so the Deployment controller rolls out a new ReplicaSet:
+        ``kubectl rollout restart`` (``restart``: the ``restartedAt`` annotation, stamped
+        with virtual time) or ``kubectl set image`` (``image``: the other of two images)."""
+
+        async def update() -> None:
+            if change == "restart":
+                patch = {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: _rfc3339(self.world.now)}}}}}
+            else:
+                current = await self._api(f"get deployment {name}", self.client.get, "deployments", NAMESPACE, name)
+                if current is None:
+                    return
+                image = current.spec.template.spec.containers[0].image if current.spec.template.spec.containers else IMAGES[0]
+                patch = {"spec": {"template": {"spec": {"containers": [_container(IMAGES[1] if image == IMAGES[0] else IMAGES[0])]}}}}
+            await self._api(f"update deployment {name} ({change})", self.client.patch, "deployments", NAMESPACE, name, patch)
+
+        self.run(update)
 
     @rule(name=consumes(deployments))
     @step
@@ -507,7 +700,8 @@ class ClusterMachine(RuleBasedStateMachine):
     @rule(index=st.integers(0, 7))
     @step
     def drain(self, index: int) -> None:
-        """``kubectl drain`` bounded by ``drain_timeout_s`` of virtual time."""
+        """``kubectl drain`` by the user, awaited, bounded by ``drain_timeout_s`` of virtual
+        time (the ``drain_fault`` rule runs one in the background and uncordons on heal)."""
         from chaoskube.node.kubelet import drain
 
         node = self._node(index)
@@ -517,56 +711,20 @@ class ClusterMachine(RuleBasedStateMachine):
         names = [name for name, _, _ in self.spec.nodes()]
         return names[index % len(names)]
 
-    # -- fault rules ----------------------------------------------------------------------
-    @rule(who=st.sampled_from(TARGETS), index=st.integers(0, 7))
+    # -- fault rules (one per kind, added below the class) and healing ---------------------
+    @precondition(_booted)
+    @rule(who=st.runner().flatmap(lambda machine: st.sampled_from(machine.fault_targets("kill"))))
     @step
-    def kill(self, who: str, index: int) -> None:
-        """SIGKILL; ``heal_all`` (or teardown) restarts it from its disk."""
-        self._fault("kill", who, index, lambda process: process.kill())
+    def restart(self, who: str) -> None:
+        """Kill the targets and start them again from their disks at once (a crash-loop's
+        one turn, ``kubectl delete pod`` of a static pod): a ``kill`` healed at once."""
 
-    @rule(who=st.sampled_from(TARGETS), index=st.integers(0, 7))
-    @step
-    def restart(self, who: str, index: int) -> None:
-        """Kill (if alive) and start again from the disk at once."""
-        self._fault("restart", who, index, lambda process: process.restart())
+        async def restart() -> None:
+            active = self.inject("kill", who)
+            if active is not None:
+                self.injector.heal(active)
 
-    @rule(who=st.sampled_from(TARGETS), index=st.integers(0, 7), duration_s=st.sampled_from([5.0, 20.0, 60.0]))
-    @step
-    def pause(self, who: str, index: int, duration_s: float) -> None:
-        """SIGSTOP / a long GC pause; resumed after ``duration_s`` of world time (or by
-        ``heal_all``), when the process sees time jump."""
-        self._fault("pause", who, index, lambda process: self._pause(process, duration_s))
-
-    def _pause(self, process: Process, duration_s: float) -> None:
-        token = self._pauses.get(process.name, 0) + 1
-        self._pauses[process.name] = token
-        process.pause()
-
-        def resume(_: Any) -> None:
-            if self._pauses.get(process.name) == token:
-                process.resume()
-
-        self.world.call_later(duration_s, resume)
-
-    @rule(who=st.sampled_from(TARGETS), index=st.integers(0, 7), seconds=st.sampled_from([-30.0, 30.0, 120.0]))
-    @step
-    def clock_jump(self, who: str, index: int, seconds: float) -> None:
-        """Step the process's clock (NTP step, VM migration); ``heal_all`` steps it back."""
-        self._fault("clock-jump", who, index, lambda process: process.jump_clock(seconds))
-
-    @rule(index=st.integers(0, 7))
-    @step
-    def partition_node(self, index: int) -> None:
-        """Cut the node off from the control plane, both ways, keeping other cuts."""
-        self.run_sync(self._partition_node, self._node(index))
-
-    def _partition_node(self, node: str) -> None:
-        plane = [name for name in self.cluster.processes() if self.world.processes[name].role in CONTROL_PLANE_ROLES]
-        grudge = {dst: set(sources) for dst, sources in self.world.network.grudge.items()}
-        grudge.setdefault(node, set()).update(plane)
-        for name in plane:
-            grudge.setdefault(name, set()).add(node)
-        self.world.network.partition(grudge)
+        self.run(restart)
 
     @rule()
     @step
@@ -574,10 +732,12 @@ class ClusterMachine(RuleBasedStateMachine):
         self.run_sync(self._heal)
 
     def _heal(self) -> None:
-        """Heal every fault: the network, pauses, clocks, and killed processes (restarted
-        from their disks). Idempotent."""
+        """Heal every fault: the injector's (newest first), then whatever else a subclass's
+        own rules did to the network, pauses, clocks and processes (a killed process is
+        restarted from its disk). Idempotent."""
+        if self.faults is not None:
+            self.faults.heal_all()
         self.world.network.heal()
-        self._pauses.clear()
         for name in self.cluster.processes():
             process = self.world.processes[name]
             process.resume()
@@ -679,6 +839,65 @@ class ClusterMachine(RuleBasedStateMachine):
             marker = getattr(function, INVARIANT_MARKER, None)
             if marker is not None and all(condition(self) for condition in marker.preconditions):
                 function(self)
+
+
+# ---------------------------------------------------------------------- one rule per kind
+def _parameter_strategies(kind: str) -> dict[str, st.SearchStrategy[Any]]:
+    strategies: dict[str, st.SearchStrategy[Any]] = {}
+    for name, default in KINDS[kind].items():
+        assert name not in ("who", "duration_s", "self"), f"fault kind {kind!r}: parameter {name!r} collides with a rule argument"
+        values = KIND_PARAMETER_VALUES.get((kind, name)) or PARAMETER_VALUES.get(name) or CHOICES.get(name)
+        if values is None and name in ROLE_LISTS:
+            values = ("*",)
+        strategies[name] = st.sampled_from(values) if values else st.just(default)
+    return strategies
+
+
+def _fault_rule(kind: str) -> Callable[..., Any]:
+    """The rule that draws and applies a fault of ``kind`` (module docstring)."""
+    name = fault_rule_name(kind)
+
+    def fault(self: ClusterMachine, who: str, duration_s: float | None, **params: Any) -> None:
+        self.run_sync(self.inject, kind, who, duration_s, params)
+
+    fault.__name__ = name
+    fault.__qualname__ = f"ClusterMachine.{name}"
+    fault.__doc__ = f"Fault ``{kind}`` (faults/kinds.py) on the target ``who``, healed after ``duration_s`` (None: by heal_all or teardown)."
+    targets = st.runner().flatmap(lambda machine: st.sampled_from(machine.fault_targets(kind)))
+    decorated = rule(who=targets, duration_s=st.sampled_from(FAULT_DURATIONS_S), **_parameter_strategies(kind))(step(fault))
+    return precondition(_booted)(decorated)
+
+
+for _kind in FAULT_KINDS:
+    assert not hasattr(ClusterMachine, fault_rule_name(_kind)), f"fault kind {_kind!r}: rule name {fault_rule_name(_kind)!r} is taken"
+    setattr(ClusterMachine, fault_rule_name(_kind), _fault_rule(_kind))
+del _kind
+
+#: The rule of each fault kind the machine draws (kind -> rule name).
+FAULT_RULES: dict[str, str] = {kind: fault_rule_name(kind) for kind in FAULT_KINDS}
+
+
+def focus(machine: type[ClusterMachine], name: str, *, rules: Iterable[str], invariants: Iterable[str] | None = None, **attributes: Any) -> type[ClusterMachine]:
+    """A subclass of ``machine`` named ``name`` that keeps only ``rules`` (plus ``wait``)
+    and, when given, only ``invariants``: every other rule or invariant, including fault
+    rules added later, is shadowed with None. ``attributes`` set class attributes; the
+    class's ``__module__`` is the caller's (so ``module:QualName`` imports it). A
+    focused machine finds and shrinks a bug that needs few rules much faster."""
+    keep = set(rules) | {"wait"}
+    kept_invariants = None if invariants is None else set(invariants)
+    namespace: dict[str, Any] = {}
+    for attribute in sorted(dir(machine)):
+        value = getattr(machine, attribute, None)
+        if getattr(value, RULE_MARKER, None) is not None and attribute not in keep:
+            namespace[attribute] = None
+        if kept_invariants is not None and getattr(value, INVARIANT_MARKER, None) is not None and attribute not in kept_invariants:
+            namespace[attribute] = None
+    unknown = sorted(keep - {attribute for attribute in dir(machine) if getattr(getattr(machine, attribute, None), RULE_MARKER, None) is not None})
+    if unknown:
+        raise ValueError(f"focus({machine.__name__}): no rule named {unknown[0]!r}")
+    namespace.update(attributes)
+    namespace.setdefault("__module__", sys._getframe(1).f_globals.get("__name__", machine.__module__))  # where focus was called
+    return type(name, (machine,), namespace)
 
 
 def _label(error: BaseException, summary: RunSummary) -> None:

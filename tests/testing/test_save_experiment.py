@@ -18,6 +18,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from chaoskube import gallery
 from chaoskube.sim.journal import journal_sha256
 from chaoskube.testing import ClusterMachine, InvariantViolation, RunSummary
+from chaoskube.testing.machine import focus
 from chaoskube.testing.experiment import checkers_judged, failing_checkers, machine_path, save_experiment
 from experiments.model import ExperimentError, load_experiment
 from experiments.systems import SYSTEMS
@@ -25,7 +26,7 @@ from experiments.systems.hypothesis import HypothesisSystem, main, run_hypothesi
 
 ROOT = Path(__file__).resolve().parents[2]
 
-CLEAN_STEPS = [("boot", {"seed": 3}), ("create_deployment", {"name": "web", "replicas": 2}), ("kill", {"who": "leader:etcd", "index": 0}), ("wait", {"seconds": 5.0}), ("heal_all", {})]
+CLEAN_STEPS = [("boot", {"seed": 3}), ("create_deployment", {"name": "web", "replicas": 2}), ("kill", {"who": "leader:etcd", "duration_s": None}), ("wait", {"seconds": 5.0}), ("heal_all", {})]
 EVICTION_STEPS = [("boot", {"seed": 5}), ("create_deployment", {"name": "web", "replicas": 2}), ("create_pdb", {"name": "web", "max_unavailable": 0}), ("wait", {"seconds": 15.0}), ("evict_pod", {"name": "web", "index": 0})]
 
 
@@ -36,13 +37,8 @@ def hypothesis_system_registered(monkeypatch):
         monkeypatch.setitem(SYSTEMS, "hypothesis", HypothesisSystem)
 
 
-class EvictionOnly(ClusterMachine):
-    """Workload rules and the PDB invariant only (a module-level class: importable by name)."""
-
-    kill = restart = pause = clock_jump = partition_node = heal_all = None  # type: ignore[assignment]
-    delete_pod = cordon = uncordon = scale_deployment = delete_deployment = None  # type: ignore[assignment]
-    raft_is_safe = leader_election_holds = bindings_fit = None  # type: ignore[assignment]
-    convergence_deadline_s = 120.0
+#: Workload rules and the PDB invariant only (module-level: importable by name).
+EvictionOnly = focus(ClusterMachine, "EvictionOnly", rules=["create_deployment", "create_pdb", "evict_pod", "drain"], invariants=["evictions_respect_pdbs"], convergence_deadline_s=120.0)
 
 
 def _failing_example() -> InvariantViolation:
