@@ -51,6 +51,33 @@ def _tolerate_everything() -> Any:
     return lambda self, state, pod, node_info: Status()
 
 
+def _no_full_disruption_stop() -> Any:
+    """plan_disruption (``handleDisruption``) without the all-zones-fully-disrupted branch:
+    every zone keeps its own state and limiter (FullDisruption: HealthyQPSFunc, the normal
+    eviction rate), so a control plane cut off from every node taints them all NoExecute
+    and the taint manager evicts every pod when its tolerationSeconds run out. Upstream
+    stops all evictions there: pkg/controller/nodelifecycle/node_lifecycle_controller.go,
+    ``handleDisruption`` ("Controller detected that all Nodes are not-Ready. Entering
+    master disruption mode")."""
+    from chaoskube.controllers import nodelifecycle as nlc
+
+    def plan(previous: dict[str, str], zone_ready: dict[str, list[str | None]], config: Any) -> Any:
+        states = {zone: previous.get(zone, nlc.ZONE_INITIAL) for zone in sorted(zone_ready)}
+        new_states = {zone: nlc.compute_zone_state(zone_ready[zone], config.unhealthy_zone_threshold)[1] for zone in sorted(zone_ready)}
+        limiters: dict[str, float] = {}
+        changes = []
+        for zone in states:
+            if states[zone] == new_states[zone]:
+                continue
+            qps = nlc.limiter_qps(new_states[zone], len(zone_ready[zone]), config)
+            if qps is not None:
+                limiters[zone] = qps
+            changes.append((zone, new_states[zone]))
+        return nlc.DisruptionPlan("zones", new_states, limiters, changes)
+
+    return plan
+
+
 def _admit_on_error() -> Any:
     from chaoskube.api.webhooks import WebhookResult
 
@@ -75,6 +102,18 @@ VARIANTS: dict[str, Variant] = {
         Variant(
             "webhook-ignores-failure-policy", "kube-apiserver admission", "a validating webhook call that errs admits the object whatever its failurePolicy",
             "admission", "webhook-latency-fail-closed", "chaoskube.api.webhooks:WebhookDispatcher._verdict", _admit_on_error,
+        ),
+        Variant(
+            "node-controller-no-full-disruption-stop", "kube-controller-manager node lifecycle", "when every zone is fully disrupted the node controller keeps tainting and evicting instead of entering master disruption mode",
+            "no-mass-eviction", "control-plane-partition", "chaoskube.controllers.nodelifecycle:plan_disruption", _no_full_disruption_stop,
+        ),
+        Variant(
+            "broken-raft", "etcd Raft", "members grant votes and pre-votes without the up-to-date log check of Raft section 5.4.1, so a lagging member can win and overwrite committed entries",
+            "raft-safety", "etcd-leader-kill", "chaoskube.etcd.raft:Raft._candidate_log_ok", lambda: _grant_any_vote(),
+        ),
+        Variant(
+            "example-controller-unsynced-cache", "pdb-guard (chaoskube/examples)", "the example controller's worker starts before its Deployment cache has synced and trusts it, so after a restart it deletes the guard PDBs of live Deployments",
+            "pdb-guard promise", "", "chaoskube.examples.pdb_guard:PdbGuard.fixed", lambda: False,
         ),
     )
 }
@@ -111,3 +150,10 @@ def applied(names: Sequence[str]) -> Iterator[None]:
     finally:
         for owner, attribute, original in reversed(undo):
             setattr(owner, attribute, original)
+
+
+def _grant_any_vote() -> Any:
+    """Raft._candidate_log_ok of etcd/raft_broken.py's VoteWithoutLogCheck."""
+    from chaoskube.etcd.raft_broken import VoteWithoutLogCheck
+
+    return VoteWithoutLogCheck._candidate_log_ok

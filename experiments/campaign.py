@@ -7,19 +7,36 @@ Contract of a campaign:
   independent and deterministic: a job's journal is byte-identical to
   ``chaoskube run NAME --seed N``'s, whichever worker ran it and in what order (the
   runtime seeds everything per run; a test compares the fingerprints).
+- A job may carry gallery variants (``--broken NAME``, chaoskube/gallery.py) and a
+  manifests directory (``--manifests DIR``); the worker applies them with
+  ``model.with_broken`` / ``model.with_manifests`` and the job's replay command names them
+  again. A run with broken variants is judged differently: its expected outcome is
+  irrelevant, any checker that answers false is a *finding* (``record["findings"]``), and
+  the record counts as "as expected" only when no checker failed (the broken component
+  went unnoticed); so ``explore --broken`` exits 1, and ``--fail-fast`` stops, on a finding.
 - :func:`run_campaign` runs the jobs in ``workers`` processes of a
   ``concurrent.futures.ProcessPoolExecutor`` whose processes are started by the
   ``forkserver`` method where the platform has it, else ``spawn`` (never ``fork``: the
   parent may hold threads; https://docs.python.org/3/library/multiprocessing.html#contexts-and-start-methods).
-  Workers ignore SIGINT, so a Ctrl-C reaches only the parent, which then cancels the jobs
-  not started, stops the workers that are running one (those runs are *abandoned*: their
-  directories keep a partial journal and no result) and keeps every finished result.
+  At most ``workers`` jobs are handed to the pool at a time (the next when one finishes),
+  so stopping early never has to cancel queued work. Workers ignore SIGINT, so a Ctrl-C
+  reaches only the parent, which then starts no more jobs, stops the workers that are
+  running one (those runs are *abandoned*: their directories keep a partial journal and no
+  result) and keeps every finished result. With ``stop_when`` (``explore --fail-fast``),
+  the first record it accepts stops the campaign: no job starts after it, the jobs already
+  running finish and are kept (one may be a lower seed that fails too), and the result
+  names the record that stopped it.
 - Records come back in completion order (for a progress bar) and are kept sorted by
   (experiment, seed), so the summary does not depend on scheduling.
 - :func:`summarize` aggregates per experiment and per fault kind: verdict counts, runs as
   expected, availability lost (``report_html.availability_figures``: ``lost_s`` and
   ``stalled_s``), the availability inside each fault's window, and the metrics the runner
-  records (min / mean / max over seeds). :func:`write_summary` writes ``summary.md``,
+  records (min / mean / max over seeds). Per fault kind (every fault of a run's fault
+  table, the random nemesis's included) it also gives, over the runs that had one, the
+  time the steady state took to return after heal (``recovery_s``), the convergence
+  checker's time to converge, and the runs with a violation (a checker answering false).
+  Per experiment run with broken variants it lists the findings: for each checker, the
+  seeds it failed on, the variant's ``caught_by`` checker first. :func:`write_summary` writes ``summary.md``,
   ``summary.json``, ``summary.html`` and ``junit.xml`` (one testsuite per run) in OUT.
 
 Non-guarantees: wall times differ between campaigns; a worker that dies (killed by the OS)
@@ -27,7 +44,8 @@ fails its job with an error record, and later jobs of a broken pool fail the sam
 
 Contract of a replay (:func:`replay_run`): it reads ``result.json`` of a run directory
 (experiment file or name from the recorded replay command, else the experiment name; the
-seed), runs it again into a temporary directory and compares the journal sha256 with the
+seed; the gallery variants of its ``broken`` list; ``--manifests DIR`` if the replay
+command names one), runs it again into a temporary directory and compares the journal sha256 with the
 recorded one. The temporary directory is removed on a match and kept on a mismatch (its
 path and the first journal line that differs are returned). A directory without a readable
 ``result.json`` of a simulated run raises :class:`NotARun`.
@@ -98,18 +116,41 @@ class Job:
     name: str
     seed: int
     out_dir: str
+    broken: tuple[str, ...] = ()  # --broken NAME: gallery variants added to the experiment
+    manifests: str | None = None  # --manifests DIR: the workload replaced by these manifests
 
     @property
     def replay(self) -> str:
-        return shlex.join(["chaoskube", "run", self.target, "--seed", str(self.seed)])
+        options = [item for name in self.broken for item in ("--broken", name)]
+        if self.manifests is not None:
+            options += ["--manifests", self.manifests]
+        return shlex.join(["chaoskube", "run", self.target, "--seed", str(self.seed), *options])
+
+    def experiment(self) -> Experiment:
+        """The experiment this job runs: the target, with its variants and manifests."""
+        from experiments import registry
+        from experiments.model import with_broken, with_manifests
+
+        experiment = registry.find(self.target)
+        if self.manifests is not None:
+            experiment = with_manifests(experiment, self.manifests)
+        return with_broken(experiment, self.broken) if self.broken else experiment
 
 
-def plan_jobs(experiments: Sequence[tuple[str, Experiment]], seeds: Sequence[int], out: Path) -> list[Job]:
-    """One job per (experiment, seed), experiments in the given order, seeds ascending."""
+def plan_jobs(
+    experiments: Sequence[tuple[str, Experiment]], seeds: Sequence[int], out: Path, *, broken: Sequence[str] = (), manifests: Path | None = None
+) -> list[Job]:
+    """One job per (experiment, seed), experiments in the given order, seeds ascending;
+    each with the gallery variants ``broken`` and the manifests directory ``manifests``."""
     assert seeds, "no seeds"
     names = [experiment.name for _, experiment in experiments]
     assert len(names) == len(set(names)), f"an experiment is listed twice: {names}"
-    return [Job(target, experiment.name, seed, str(out / f"{experiment.name}-seed{seed}")) for target, experiment in experiments for seed in seeds]
+    directory = str(manifests.resolve()) if manifests is not None else None
+    return [
+        Job(target, experiment.name, seed, str(out / f"{experiment.name}-seed{seed}"), tuple(dict.fromkeys(broken)), directory)
+        for target, experiment in experiments
+        for seed in seeds
+    ]
 
 
 # -- one job, in a worker process ------------------------------------------------------------
@@ -136,25 +177,32 @@ def _exit_with_parent(sentinel: int) -> None:
 def run_job(job: Job) -> dict[str, Any]:
     """Run one job and describe it as a plain record (picklable, JSON-ready). A run that
     cannot start or crashes gives a record with ``error`` instead of raising."""
-    from experiments import registry
     from experiments.runner import run_experiment
 
     started = time.perf_counter()
     try:
-        experiment = registry.find(job.target)
+        experiment = job.experiment()
         result = run_experiment(experiment, job.seed, job.out_dir)
     except Exception as error:  # noqa: BLE001 - one broken run must not end the campaign
         return _error_record(job, f"{type(error).__name__}: {error}") | {"job_seconds": round(time.perf_counter() - started, 3)}
     payload = result.to_json()
     events = read_timeline_events(Path(job.out_dir) / "journal.jsonl")
     availability, effects = run_effects(events, result.faults, result.simulated_seconds)
+    broken = list(experiment.broken)
+    findings = result.failing if broken else []
     return {
         "experiment": job.name,
         "target": job.target,
         "seed": job.seed,
         "out_dir": job.out_dir,
         "replay": job.replay,
-        "as_expected": result.as_expected,
+        # With broken variants the expected outcome is irrelevant: a failing checker is a
+        # finding, and only a run where every checker passed (the bug went unnoticed) and
+        # none was unknown counts as "as expected".
+        "as_expected": (not findings and not result.unknown and not result.interrupted) if broken else result.as_expected,
+        "broken": broken,
+        "caught_by": _caught_by(broken),
+        "findings": findings,
         "interrupted": result.interrupted,
         "error": None,
         "expected": payload["expected"],
@@ -172,10 +220,16 @@ def run_job(job: Job) -> dict[str, Any]:
     }
 
 
+def _caught_by(broken: Sequence[str]) -> list[str]:
+    from chaoskube import gallery
+
+    return list(dict.fromkeys(gallery.VARIANTS[name].caught_by for name in broken if name in gallery.VARIANTS))
+
+
 def _error_record(job: Job, error: str) -> dict[str, Any]:
     return {
         "experiment": job.name, "target": job.target, "seed": job.seed, "out_dir": job.out_dir, "replay": job.replay,
-        "as_expected": False, "interrupted": False, "error": error, "expected": {}, "verdicts": {}, "journal_sha256": "",
+        "as_expected": False, "broken": list(job.broken), "caught_by": _caught_by(job.broken), "findings": [], "interrupted": False, "error": error, "expected": {}, "verdicts": {}, "journal_sha256": "",
         "chaoskube_version": "", "mode": "simulated", "simulated_seconds": 0.0, "wall_seconds": 0.0, "metrics": {},
         "faults": [], "availability": None, "fault_effects": [], "job_seconds": 0.0,
     }  # fmt: skip
@@ -230,10 +284,12 @@ class CampaignResult:
     interrupted: bool = False
     abandoned: list[Job] = field(default_factory=list)  # handed to a worker, stopped unfinished
     wall_seconds: float = 0.0
+    stopped_by: dict[str, Any] | None = None  # --fail-fast: the record that stopped the campaign
+    not_started: int = 0  # jobs never handed to a worker (stopped early or interrupted)
 
     @property
     def all_as_expected(self) -> bool:
-        return not self.interrupted and len(self.records) == self.planned and all(record["as_expected"] for record in self.records)
+        return not self.interrupted and self.stopped_by is None and len(self.records) == self.planned and all(record["as_expected"] for record in self.records)
 
 
 def _context() -> multiprocessing.context.BaseContext:
@@ -244,24 +300,47 @@ def _context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("spawn")
 
 
-def run_campaign(jobs: Sequence[Job], workers: int, on_record: Callable[[dict[str, Any]], None] | None = None) -> CampaignResult:
+def run_campaign(
+    jobs: Sequence[Job],
+    workers: int,
+    on_record: Callable[[dict[str, Any]], None] | None = None,
+    stop_when: Callable[[dict[str, Any]], bool] | None = None,
+) -> CampaignResult:
     """Run ``jobs`` in ``workers`` processes; ``on_record`` sees each record as it arrives.
-    Ctrl-C (KeyboardInterrupt in this process) ends the campaign early, as the module
-    docstring says, and returns what finished with ``interrupted=True``."""
+    The first record ``stop_when`` accepts stops the campaign (``--fail-fast``). Ctrl-C
+    (KeyboardInterrupt in this process) ends the campaign early, as the module docstring
+    says, and returns what finished with ``interrupted=True``."""
     assert workers >= 1, workers
     started = time.perf_counter()
     result = CampaignResult(records=[], planned=len(jobs))
     if not jobs:
         return result
-    executor = concurrent.futures.ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=_context(), initializer=_init_worker)
+    width = min(workers, len(jobs))
+    executor = concurrent.futures.ProcessPoolExecutor(max_workers=width, mp_context=_context(), initializer=_init_worker)
     futures: dict[concurrent.futures.Future[dict[str, Any]], Job] = {}
+    queue = list(reversed(jobs))  # pop() hands them out in order
+    in_flight: set[concurrent.futures.Future[dict[str, Any]]] = set()
     try:
-        futures = {executor.submit(run_job, job): job for job in jobs}
-        for future in concurrent.futures.as_completed(futures):
-            record = _record_of(future, futures[future])
-            result.records.append(record)
-            if on_record is not None:
-                on_record(record)
+        while queue or in_flight:
+            while queue and len(in_flight) < width and result.stopped_by is None:
+                job = queue.pop()
+                future = executor.submit(run_job, job)
+                futures[future] = job
+                in_flight.add(future)
+            if not in_flight:
+                break
+            done, in_flight = concurrent.futures.wait(in_flight, return_when=concurrent.futures.FIRST_COMPLETED)
+            for future in sorted(done, key=lambda item: (futures[item].name, futures[item].seed)):
+                record = _record_of(future, futures[future])
+                result.records.append(record)
+                if on_record is not None:
+                    on_record(record)
+                if result.stopped_by is None and stop_when is not None and stop_when(record):
+                    result.stopped_by = record
+        result.not_started = len(queue)
+        if result.stopped_by is not None:  # jobs running beside it may have failed on a lower seed
+            flagged = [record for record in result.records if stop_when is not None and stop_when(record)]
+            result.stopped_by = min(flagged, key=lambda record: (record["seed"], record["experiment"]))
     except KeyboardInterrupt:
         result.interrupted = True
         done = {record["out_dir"] for record in result.records}
@@ -277,6 +356,7 @@ def run_campaign(jobs: Sequence[Job], workers: int, on_record: Callable[[dict[st
                 result.records.append(future.result())  # finished before we got to read it
         finished = {record["out_dir"] for record in result.records}
         result.abandoned = [futures[future] for future in running if futures[future].out_dir not in finished]
+        result.not_started = len(queue) + sum(1 for future in futures if future.cancelled())
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
     result.records.sort(key=lambda record: (record["experiment"], record["seed"]))
@@ -330,16 +410,35 @@ def _verdict_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str,
     return counts
 
 
+def _violated(record: Mapping[str, Any]) -> list[str]:
+    """The checkers that answered false in a run."""
+    return sorted(name for name, verdict in record["verdicts"].items() if verdict["valid"] == "false")
+
+
+def _time_to_converge(record: Mapping[str, Any]) -> Any:
+    verdict = record["verdicts"].get("convergence")
+    return (verdict.get("details") or {}).get("time_to_converge_s") if verdict else None
+
+
 def _kind_effects(kind: str, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """What faults of one kind did across ``records``: inside each fault's window."""
+    """What faults of one kind did across ``records``: inside each fault's window, and in
+    the runs that had one (time to recover and converge after heal, violations)."""
     with_kind = [record for record in records if any(effect["kind"] == kind for effect in record["fault_effects"])]
     effects = [effect for record in with_kind for effect in record["fault_effects"] if effect["kind"] == kind]
+    violations: dict[str, int] = {}
+    for record in with_kind:
+        for name in _violated(record):
+            violations[name] = violations.get(name, 0) + 1
     return {
         "kind": kind,
         "experiments": sorted({record["experiment"] for record in with_kind}),
         "runs": len(with_kind),
         "faults": len(effects),
         "runs_as_expected": sum(1 for record in with_kind if record["as_expected"]),
+        "runs_with_violations": sum(1 for record in with_kind if _violated(record)),
+        "violations": dict(sorted(violations.items())),  # checker -> runs it failed in
+        "recovery_s": _numbers(record["metrics"].get("recovery_s") for record in with_kind),
+        "time_to_converge_s": _numbers(_time_to_converge(record) for record in with_kind),
         "verdicts": _verdict_counts(with_kind),
         "window_s": _numbers(effect["window_s"] for effect in effects),
         "ok_fraction": _numbers(effect["ok_fraction"] for effect in effects),
@@ -355,6 +454,12 @@ def why_unexpected(record: Mapping[str, Any]) -> str:
         return f"error: {record['error']}"
     if record.get("interrupted"):
         return "interrupted"
+    if record.get("broken"):
+        caught_by = set(record.get("caught_by") or ())
+        failed = sorted(record.get("findings") or (), key=lambda name: (name not in caught_by, name))
+        found = [f"{name} failed{' (the variant' + chr(39) + 's caught_by checker)' if name in caught_by else ''}: {record['verdicts'][name]['reason']}" for name in failed]
+        unknown = [f"{name} unknown: {verdict['reason']}" for name, verdict in record["verdicts"].items() if verdict["valid"] == "unknown"]
+        return "; ".join([f"finding with --broken {', '.join(record['broken'])}: " + "; ".join(found)] if found else unknown) or "not as expected"
     expected = record.get("expected") or {}
     failing, may_fail = set(expected.get("failing", ())), set(expected.get("may_fail", ()))
     reasons = []
@@ -386,19 +491,22 @@ def summarize(result: CampaignResult, seeds: str, workers: int) -> dict[str, Any
                 "availability": {key: _numbers((record["availability"] or {}).get(key) for record in mine) for key in ("ok_fraction", "lost_s", "stalled_s")},
                 "metrics": {key: _numbers(record["metrics"].get(key) for record in mine) for key in metric_names},
                 "wall_seconds": round(sum(record["job_seconds"] for record in mine), 3),  # run + checks + reports
+                "broken": sorted({name for record in mine for name in record.get("broken", ())}),
             }
         )
     kinds = sorted({effect["kind"] for record in records for effect in record["fault_effects"]})
     per_kind = [_kind_effects(kind, records) for kind in kinds]
     per_experiment_kind = [_kind_effects(kind, [record for record in records if record["experiment"] == item["experiment"]]) | {"experiment": item["experiment"]} for item in experiments for kind in kinds]
     unexpected = [
-        {"experiment": record["experiment"], "seed": record["seed"], "why": why_unexpected(record), "replay": record["replay"], "out_dir": record["out_dir"]}
+        {"experiment": record["experiment"], "seed": record["seed"], "why": why_unexpected(record), "replay": record["replay"], "out_dir": record["out_dir"], "broken": list(record.get("broken", ()))}
         for record in records
         if not record["as_expected"]
     ]
+    stopped = result.stopped_by
     return {
         "seeds": seeds,
         "jobs": workers,
+        "stopped_early": None if stopped is None else {"experiment": stopped["experiment"], "seed": stopped["seed"], "why": why_unexpected(stopped), "replay": stopped["replay"], "out_dir": stopped["out_dir"], "not_started": result.not_started},
         "planned_runs": result.planned,
         "finished_runs": len(records),
         "as_expected": sum(1 for record in records if record["as_expected"]),
@@ -411,8 +519,41 @@ def summarize(result: CampaignResult, seeds: str, workers: int) -> dict[str, Any
         "fault_kinds": per_kind,
         "fault_effects": [item for item in per_experiment_kind if item["faults"]],
         "unexpected_runs": unexpected,
+        "findings": _findings(records),
         "runs": [{key: record[key] for key in ("experiment", "seed", "as_expected", "journal_sha256", "out_dir", "replay", "error")} | {"verdicts": {name: verdict["valid"] for name, verdict in record["verdicts"].items()}} for record in records],
     }
+
+
+def _findings(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per experiment run with broken variants: which seeds each checker failed on."""
+    out = []
+    for name in sorted({record["experiment"] for record in records if record.get("broken")}):
+        mine = [record for record in records if record["experiment"] == name and record.get("broken")]
+        caught_by = list(dict.fromkeys(checker for record in mine for checker in record.get("caught_by", ())))
+        failed: dict[str, list[int]] = {}
+        for record in mine:
+            for checker in record.get("findings", ()):
+                failed.setdefault(checker, []).append(record["seed"])
+        order = sorted(failed, key=lambda checker: (checker not in caught_by, checker))
+        first = min((record for record in mine if record.get("findings")), key=lambda record: record["seed"], default=None)
+        out.append(
+            {
+                "experiment": name,
+                "broken": sorted({variant for record in mine for variant in record["broken"]}),
+                "caught_by": caught_by,
+                "runs": len(mine),
+                "runs_with_findings": sum(1 for record in mine if record.get("findings")),
+                "failed_on": {checker: sorted(failed[checker]) for checker in order},
+                "caught_by_failed_on": sorted({seed for checker in caught_by for seed in failed.get(checker, ())}),
+                "first": None if first is None else {"seed": first["seed"], "checkers": first["findings"], "replay": first["replay"], "out_dir": first["out_dir"]},
+            }
+        )
+    return out
+
+
+def _seed_list(seeds: Sequence[int], limit: int = 20) -> str:
+    shown = ", ".join(str(seed) for seed in seeds[:limit])
+    return shown + (f", … ({len(seeds)} seeds)" if len(seeds) > limit else "")
 
 
 def _stat(value: Mapping[str, float] | None, key: str = "mean", digits: int = 3) -> str:
@@ -432,6 +573,38 @@ def _effect_cells(item: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _converge_cells(item: Mapping[str, Any]) -> list[str]:
+    return [f"{_stat(item['recovery_s'])} ({_stat(item['recovery_s'], 'max')})", f"{_stat(item['time_to_converge_s'])} ({_stat(item['time_to_converge_s'], 'max')})"]
+
+
+def _violation_cell(item: Mapping[str, Any]) -> str:
+    named = ", ".join(f"{name} {count}" for name, count in item["violations"].items())
+    return f"{item['runs_with_violations']}/{item['runs']}" + (f" ({named})" if named else "")
+
+
+def _stopped_lines(summary: Mapping[str, Any]) -> list[str]:
+    stopped = summary.get("stopped_early")
+    if not stopped:
+        return []
+    return [
+        f"- **Stopped early (--fail-fast)** at {stopped['experiment']} seed {stopped['seed']}: {stopped['why'].replace('|', '/')}",
+        f"  - replay: `{stopped['replay']}`; report: {stopped['out_dir']}/report.md; {stopped['not_started']} run(s) not started",
+    ]
+
+
+def _findings_lines(summary: Mapping[str, Any]) -> list[str]:
+    lines = []
+    for item in summary.get("findings", ()):
+        lines.append(
+            f"- **Broken on purpose** ({', '.join(item['broken'])}) in {item['experiment']}: {item['runs_with_findings']} of {item['runs']} runs failed a checker; "
+            f"the variant's checker ({', '.join(item['caught_by']) or 'none named'}) failed on seeds: {_seed_list(item['caught_by_failed_on']) or 'none'}"
+        )
+        lines += [f"  - {checker} failed on seeds {_seed_list(seeds)}" for checker, seeds in item["failed_on"].items()]
+        if item["first"]:
+            lines.append(f"  - first: seed {item['first']['seed']} — `{item['first']['replay']}`")
+    return lines
+
+
 def render_summary_markdown(summary: Mapping[str, Any]) -> str:
     lines = [
         f"# chaoskube explore — seeds {summary['seeds']}",
@@ -439,6 +612,8 @@ def render_summary_markdown(summary: Mapping[str, Any]) -> str:
         f"- Runs: {summary['finished_runs']} of {summary['planned_runs']} finished; {summary['as_expected']} as expected, {summary['unexpected']} not"
         + (" — **interrupted**" if summary["interrupted"] else ""),
         f"- {summary['jobs']} parallel processes, {summary['wall_seconds']:.1f} s of wall time",
+        *_stopped_lines(summary),
+        *_findings_lines(summary),
         "",
         "## Experiments",
         "",
@@ -467,9 +642,22 @@ def render_summary_markdown(summary: Mapping[str, Any]) -> str:
     ]
     for item in summary["fault_effects"]:
         lines.append(f"| {item['experiment']} | {item['kind']} | {item['faults']} | " + " | ".join(_effect_cells(item)) + " |")
-    lines += ["", "## Fault kinds across experiments", "", "| fault kind | experiments | faults | runs as expected | ok fraction | lost s | stalled s | leader changes | verdicts of those runs |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Fault kinds across experiments",
+        "",
+        "Every fault of the runs' fault tables (scheduled and random-nemesis ones). Window figures: mean (max) over the faults of that kind; "
+        "recovery (the steady state back after heal) and time to converge (the convergence checker): mean (max) over the runs that had one; "
+        "violations: the runs where a checker answered false.",
+        "",
+        "| fault kind | experiments | faults | runs as expected | ok fraction | lost s | stalled s | leader changes | recovery s | time to converge s | runs with violations | verdicts of those runs |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for item in summary["fault_kinds"]:
-        lines.append(f"| {item['kind']} | {', '.join(item['experiments'])} | {item['faults']} | {item['runs_as_expected']}/{item['runs']} | " + " | ".join(_effect_cells(item)) + f" | {_counts(item['verdicts'])} |")
+        lines.append(
+            f"| {item['kind']} | {', '.join(item['experiments'])} | {item['faults']} | {item['runs_as_expected']}/{item['runs']} | " + " | ".join(_effect_cells(item))
+            + f" | {' | '.join(_converge_cells(item))} | {_violation_cell(item)} | {_counts(item['verdicts'])} |"
+        )
     lines += ["", "## Runs not as expected", ""]
     lines += [f"- {item['experiment']} seed {item['seed']}: {item['why'].replace('|', '/')} — `{item['replay']}`" for item in summary["unexpected_runs"]] or ["None."]
     if summary["abandoned"]:
@@ -494,9 +682,21 @@ def render_summary_html(summary: Mapping[str, Any]) -> str:
     ]  # fmt: skip
     effects = [[esc(item["experiment"]), esc(item["kind"]), str(item["faults"]), *_effect_cells(item)] for item in summary["fault_effects"]]
     kinds = [
-        [esc(item["kind"]), esc(", ".join(item["experiments"])), str(item["faults"]), f"{item['runs_as_expected']}/{item['runs']}", *_effect_cells(item), esc(_counts(item["verdicts"]))]
+        [
+            esc(item["kind"]), esc(", ".join(item["experiments"])), str(item["faults"]), f"{item['runs_as_expected']}/{item['runs']}", *_effect_cells(item),
+            *_converge_cells(item), esc(_violation_cell(item)), esc(_counts(item["verdicts"])),
+        ]
         for item in summary["fault_kinds"]
-    ]
+    ]  # fmt: skip
+    findings = [
+        [
+            esc(item["experiment"]), esc(", ".join(item["broken"])), esc(", ".join(item["caught_by"])), f"{item['runs_with_findings']}/{item['runs']}",
+            esc("; ".join(f"{checker}: {_seed_list(seeds)}" for checker, seeds in item["failed_on"].items()) or "none"),
+            f"<code>{esc(item['first']['replay'])}</code> (<a href=\"{esc(Path(item['first']['out_dir']).name)}/report.html\">report</a>)" if item["first"] else "—",
+        ]
+        for item in summary.get("findings", ())
+    ]  # fmt: skip
+    stopped = summary.get("stopped_early")
     # Run directories sit beside the summary: link each report by its directory's name.
     unexpected = [[esc(item["experiment"]), str(item["seed"]), esc(item["why"]), f"<code>{esc(item['replay'])}</code>", f'<a href="{esc(Path(item["out_dir"]).name)}/report.html">report</a>'] for item in summary["unexpected_runs"]]
     status = "interrupted — " if summary["interrupted"] else ""
@@ -506,12 +706,20 @@ def render_summary_html(summary: Mapping[str, Any]) -> str:
         f"<h1>chaoskube explore — seeds {esc(summary['seeds'])}</h1>",
         f'<p id="totals">{status}{summary["finished_runs"]} of {summary["planned_runs"]} runs finished; {summary["as_expected"]} as expected, '
         f'{summary["unexpected"]} not; {summary["jobs"]} processes, {summary["wall_seconds"]:.1f} s wall.</p>',
+        (
+            f'<p id="stopped"><strong>Stopped early (--fail-fast)</strong> at {esc(stopped["experiment"])} seed {stopped["seed"]}: {esc(stopped["why"])}; '
+            f'replay <code>{esc(stopped["replay"])}</code>; <a href="{esc(Path(stopped["out_dir"]).name)}/report.html">report</a>; {stopped["not_started"]} run(s) not started.</p>'
+        ) if stopped else "",
+        (
+            "<h2>Broken on purpose: findings</h2><p class=\"muted\">Runs with gallery variants patched in (chaoskube/gallery.py): the seeds each checker failed on, the variant's checker first.</p>"
+            + table("findings", ["experiment", "broken", "caught by", "runs with findings", "failed on seeds", "first finding"], findings)
+        ) if findings else "",
         "<h2>Experiments</h2><p class=\"muted\">Verdicts per checker: pass/fail/unknown over seeds; metrics min/mean/max.</p>",
         table("experiments", ["experiment", "runs", "as expected", "unexpected", "verdicts", "ok fraction", "lost s", "stalled s", "metrics", "wall s"], experiments),
         "<h2>Fault effects per experiment and fault kind</h2><p class=\"muted\">Inside each fault's window (apply to heal): mean (max) over the faults of that kind in every seed.</p>",
         table("fault-effects", ["experiment", "fault kind", "faults", "ok fraction", "lost s", "stalled s", "leader changes"], effects),
         "<h2>Fault kinds across experiments</h2>",
-        table("fault-kinds", ["fault kind", "experiments", "faults", "runs as expected", "ok fraction", "lost s", "stalled s", "leader changes", "verdicts of those runs"], kinds),
+        table("fault-kinds", ["fault kind", "experiments", "faults", "runs as expected", "ok fraction", "lost s", "stalled s", "leader changes", "recovery s", "time to converge s", "runs with violations", "verdicts of those runs"], kinds),
         "<h2>Runs not as expected</h2>",
         table("unexpected", ["experiment", "seed", "why", "replay", "report"], unexpected) if unexpected else "<p>None.</p>",
         "</body></html>",
@@ -582,6 +790,31 @@ def replay_target(payload: Mapping[str, Any]) -> str:
     return str(payload["experiment"])
 
 
+def _replay_option(payload: Mapping[str, Any], option: str) -> list[str]:
+    """The values of ``option`` in the recorded replay command."""
+    try:
+        argv = shlex.split(str(payload.get("replay", "")))
+    except ValueError:
+        return []
+    return [argv[index + 1] for index in range(len(argv) - 1) if argv[index] == option]
+
+
+def replay_experiment(payload: Mapping[str, Any]) -> Experiment:
+    """The experiment a recorded run ran: :func:`replay_target`, with the manifests
+    directory of its replay command and the gallery variants of its ``broken`` list (or
+    of its replay command's ``--broken`` options, for a result.json that has no list)."""
+    from experiments import registry
+    from experiments.model import with_broken, with_manifests
+
+    experiment = registry.find(replay_target(payload))
+    manifests = _replay_option(payload, "--manifests")
+    if manifests:
+        experiment = with_manifests(experiment, manifests[-1])
+    broken = payload.get("broken")
+    names = [str(name) for name in broken] if isinstance(broken, list) else _replay_option(payload, "--broken")
+    return with_broken(experiment, names) if names else experiment
+
+
 def first_different_line(first: Path, second: Path) -> int | None:
     """The 1-based number of the first line where two files differ (None if equal or a
     file is missing); bounded by MAX_DIFF_LINES."""
@@ -600,12 +833,11 @@ def first_different_line(first: Path, second: Path) -> int | None:
 
 def replay_run(run_dir: Path, progress: Callable[[float, float], None] | None = None) -> ReplayOutcome:
     from chaoskube.sim.journal import journal_sha256
-    from experiments import registry
     from experiments.runner import run_experiment
 
     payload = load_run(run_dir)
+    experiment = replay_experiment(payload)
     target = replay_target(payload)
-    experiment = registry.find(target)
     work = Path(tempfile.mkdtemp(prefix="chaoskube-replay-"))
     result = run_experiment(experiment, payload["seed"], work, progress=progress)
     recorded = str(payload["journal_sha256"])

@@ -1,10 +1,16 @@
 """The ``chaoskube`` command line.
 
 Exit codes: 0 the outcome was the expected one; 1 it was not; 2 bad input (unknown
-experiment, malformed file, bad flag, unwritable --out) with a one-line message and no
-traceback; 3 a check that could not decide (``check-history``: unknown); 130 interrupted.
-``explore`` exits 1 when any run missed its expected outcome; ``replay`` exits 1 when the
-fingerprints differ and 2 when the directory is not a run.
+experiment, malformed file or manifests, bad flag, unknown --broken variant, unwritable
+--out) with a one-line message and no traceback; 3 a check that could not decide
+(``check-history``: unknown); 130 interrupted. ``explore`` exits 1 when any run missed its
+expected outcome; with ``--broken`` (deliberately broken components of
+chaoskube/gallery.py) the expected outcome is irrelevant and it exits 1 when a checker
+failed on some seed (a finding: the checkers caught the bug) and 0 when none did.
+``replay`` exits 1 when the fingerprints differ and 2 when the directory is not a run.
+
+``--manifests DIR`` (``run``, ``explore``): the experiment's workload is replaced by the
+Kubernetes manifests of DIR (``experiments.model.with_manifests``); users bring their own.
 
 click parses arguments (well kept, composable subcommands, typed options); rich draws the
 tables and the progress bar (only when stderr is a terminal).
@@ -45,14 +51,34 @@ def cli() -> None:
 
 
 @cli.command("list")
-def list_experiments() -> None:
+@click.option("--broken", "broken", is_flag=True, help="List the gallery of deliberately broken components instead (for --broken NAME).")
+def list_experiments(broken: bool) -> None:
     """One experiment per line: its name and what it does."""
     from experiments import registry
 
+    if broken:
+        _print_gallery()
+        return
     experiments = registry.load_all()
     width = max((len(experiment.name) for experiment in experiments), default=0)
     for experiment in experiments:
         click.echo(f"{experiment.name.ljust(width)}  {experiment.title}")
+
+
+@cli.command()
+def gallery() -> None:
+    """The deliberately broken components (same as `list --broken`): one variant per line
+    with the component it breaks, the checker that catches it, the experiment that shows it."""
+    _print_gallery()
+
+
+def _print_gallery() -> None:
+    from chaoskube import gallery as variants
+
+    width = max((len(name) for name in variants.VARIANTS), default=0)
+    for name, variant in variants.VARIANTS.items():
+        shows = f"chaoskube explore {variant.experiment} --broken {name} --seeds 1..200 --fail-fast" if variant.experiment else "its own tests"
+        click.echo(f"{name.ljust(width)}  {variant.component}: {variant.description}; caught by {variant.caught_by}; try: {shows}")
 
 
 @cli.command()
@@ -73,9 +99,26 @@ def describe(experiment: str) -> None:
     for entry in found.schedule:
         table.add_row(f"{entry.at_s:g}", entry.kind, entry.target, "until heal" if entry.duration_s is None else f"{entry.duration_s:g}", ", ".join(f"{k}={v}" for k, v in sorted(entry.params.items())))
     stdout.print(table)
+    if found.nemesis is not None:
+        stdout.print(_nemesis_line(found.nemesis), markup=False)
     stdout.print(f"Checkers: {', '.join(found.checkers)}")
     expected = found.expected
     stdout.print(f"Expected: {expected.outcome}" + (f" — {', '.join(expected.failing)} fail: {expected.failure_mode}" if expected.failing else ""))
+    if found.broken:
+        stdout.print(f"Broken on purpose: {', '.join(found.broken)}")
+    from chaoskube import gallery as variants
+
+    shown_by = [variant for variant in variants.VARIANTS.values() if variant.experiment == found.name]
+    for variant in shown_by:
+        stdout.print(f"Gallery: --broken {variant.name} ({variant.component}: {variant.description}) is caught by {variant.caught_by}", markup=False)
+
+
+def _nemesis_line(spec: Any) -> str:
+    """One line for an experiment's random nemesis (drawn from the run's seed when it runs)."""
+    return (
+        f"Random nemesis: {spec.count} fault(s) of {', '.join(spec.kinds)}, each {spec.min_duration_s:g}-{spec.max_duration_s:g} s, "
+        f"within {spec.window_s:g} s from {spec.after_s:g} s into the fault phase (drawn from the seed when the run starts)"
+    )
 
 
 def _writable_directory(path: Path) -> Path:
@@ -89,28 +132,48 @@ def _writable_directory(path: Path) -> Path:
     return path
 
 
+BROKEN_HELP = "Patch in a deliberately broken component of the gallery (`chaoskube list --broken`); repeatable."
+MANIFESTS_HELP = "A directory of Kubernetes YAML/JSON manifests that replaces the experiment's workload."
+
+
+def _resolve(experiment: str, broken: tuple[str, ...], manifests: Path | None) -> Any:
+    """The experiment named (catalogue name or file), with --manifests and --broken."""
+    from experiments import registry
+    from experiments.model import with_broken, with_manifests
+
+    found = registry.find(experiment)
+    if manifests is not None:
+        found = with_manifests(found, manifests)
+    return with_broken(found, broken) if broken else found
+
+
 @cli.command()
 @click.argument("experiment")
-@click.option("--seed", type=click.IntRange(min=0), default=1, show_default=True, help="The run's seed: same seed, same journal.")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="The run's seed: same seed, same journal [default: the experiment's `seed`, else 1].")
+@click.option("--broken", "broken", multiple=True, metavar="NAME", help=BROKEN_HELP)
+@click.option("--manifests", type=click.Path(path_type=Path), default=None, metavar="DIR", help=MANIFESTS_HELP)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Result directory [default: runs/NAME-seedN].")
 @click.option("--dry-run", is_flag=True, help="Print the resolved cluster, schedule and checkers without running.")
-def run(experiment: str, seed: int, out_dir: Path | None, dry_run: bool) -> None:
+def run(experiment: str, seed: int | None, broken: tuple[str, ...], manifests: Path | None, out_dir: Path | None, dry_run: bool) -> None:
     """Run EXPERIMENT (a catalogue name or a YAML file) with one seed."""
-    from experiments import registry
     from experiments.runner import run_experiment
     from experiments.systems import SYSTEMS
 
-    found = registry.find(experiment)
+    found = _resolve(experiment, broken, manifests)
+    if seed is None:
+        seed = found.seed if found.seed is not None else 1
     out = out_dir or Path("runs") / f"{found.name}-seed{seed}"
     if dry_run:
         cluster, workload = SYSTEMS[found.system].options(found.cluster, found.workload, base_dir=experiment_dir(found))
-        stdout.print(f"{found.name} seed {seed}: system {found.system}")
+        stdout.print(f"{found.name} seed {seed}: system {found.system}" + (f"; broken on purpose: {', '.join(found.broken)}" if found.broken else ""))
         import msgspec
 
         stdout.print(f"cluster: {msgspec.to_builtins(cluster)}")
         stdout.print(f"workload: {msgspec.to_builtins(workload)}")
         for entry in found.schedule:
             stdout.print(f"  at {entry.at_s:g} s: {entry.kind} {entry.target} for {'the fault phase' if entry.duration_s is None else f'{entry.duration_s:g} s'} {dict(entry.params) or ''}")
+        if found.nemesis is not None:
+            stdout.print(_nemesis_line(found.nemesis), markup=False)
         stdout.print(f"checkers: {', '.join(found.checkers)}; expected: {found.expected.outcome}")
         return
     _writable_directory(out)
@@ -121,7 +184,24 @@ def run(experiment: str, seed: int, out_dir: Path | None, dry_run: bool) -> None
     if result.interrupted:
         stderr.print(f"interrupted: kept {out / 'journal.jsonl'} and a partial result.json")
         sys.exit(130)
+    if result.experiment.broken:  # the expected outcome is irrelevant: did a checker catch it?
+        _print_finding(result)
+        sys.exit(1 if result.failing or result.unknown else 0)
     sys.exit(0 if result.as_expected else 1)
+
+
+def _print_finding(result: Any) -> None:
+    from chaoskube import gallery as variants
+
+    broken = ", ".join(result.experiment.broken)
+    caught_by = {variants.VARIANTS[name].caught_by for name in result.experiment.broken if name in variants.VARIANTS}
+    if not result.failing:
+        stdout.print(f"not caught: with {broken} broken on purpose every checker passed on seed {result.seed} (try `chaoskube explore` over more seeds)", markup=False)
+        return
+    for name in sorted(result.failing, key=lambda name: (name not in caught_by, name)):
+        mark = " (the variant's caught_by checker)" if name in caught_by else ""
+        stdout.print(f"finding: {name} failed{mark} with {broken} broken on purpose: {result.verdicts[name].reason}", markup=False)
+    stdout.print(f"report: {result.out_dir / 'report.md'} (the shortest history that shows it)", markup=False)
 
 
 class _progress:
@@ -166,16 +246,20 @@ def _print_result(result: Any) -> None:
 
 @cli.command()
 @click.argument("experiments", nargs=-1, metavar="[NAME|FILE]...")
-@click.option("--all", "all_experiments", is_flag=True, help="Every simulated experiment of the catalogue (real-process ones run in real time: use `run`).")
+@click.option("--all", "all_experiments", is_flag=True, help="Every simulated experiment of the catalogue (real-process ones run in real time: use `run`); with --manifests, every one that takes manifests.")
 @click.option("--seeds", "seeds_text", required=True, metavar="A..B", help="Seeds, both ends included (1..20); also N, or a comma-separated list (1..5,9).")
 @click.option("--jobs", type=click.IntRange(min=1, max=256), default=None, help="Parallel processes [default: the CPU count].")
+@click.option("--broken", "broken", multiple=True, metavar="NAME", help=BROKEN_HELP + " A failing checker is then a finding.")
+@click.option("--manifests", type=click.Path(path_type=Path), default=None, metavar="DIR", help=MANIFESTS_HELP)
+@click.option("--fail-fast", is_flag=True, help="Stop at the first run not as expected (with --broken: the first finding); runs already going finish, no more start.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs/explore"), show_default=True, help="Campaign directory: a run directory per seed, and the summary.")
-def explore(experiments: tuple[str, ...], all_experiments: bool, seeds_text: str, jobs: int | None, out_dir: Path) -> None:
+def explore(experiments: tuple[str, ...], all_experiments: bool, seeds_text: str, jobs: int | None, broken: tuple[str, ...], manifests: Path | None, fail_fast: bool, out_dir: Path) -> None:
     """Run experiments over many seeds in parallel processes and summarize what the faults did.
 
     Writes OUT/NAME-seedN/ per run and OUT/summary.{md,json,html} and OUT/junit.xml. Exits 0
-    when every run met its expected outcome, 1 when one did not, 130 on Ctrl-C (finished
-    runs and the summary are kept)."""
+    when every run met its expected outcome, 1 when one did not (with --broken: when a
+    checker caught the broken component on some seed), 130 on Ctrl-C (finished runs and
+    the summary are kept)."""
     import os
 
     from experiments import registry
@@ -189,18 +273,21 @@ def explore(experiments: tuple[str, ...], all_experiments: bool, seeds_text: str
     if all_experiments == bool(experiments):
         fail("name experiments or give --all (one of the two)")
     names = [name for name in registry.names() if not getattr(SYSTEMS[registry.find(name).system], "real_time", False)] if all_experiments else list(dict.fromkeys(experiments))
-    targets = [(name, registry.find(name)) for name in names]
+    if all_experiments and manifests is not None:
+        names = [name for name in names if "manifests" in SYSTEMS[registry.find(name).system].Workload.__struct_fields__]
+    targets = [(name, _resolve(name, broken, manifests)) for name in names]  # bad variants and manifests fail here, before any run
     for target, found in targets:
         if getattr(SYSTEMS[found.system], "real_time", False):
             fail(f"{target}: runs real processes in real time, not reproducible by seed; run it with `chaoskube run`")
     if len({found.name for _, found in targets}) != len(targets):
         fail("two of the experiments named have the same name; give each once")
     _writable_directory(out_dir)
-    job_list = plan_jobs(targets, seeds, out_dir)
+    job_list = plan_jobs(targets, seeds, out_dir, broken=broken, manifests=manifests)
     workers = min(jobs or os.cpu_count() or 1, len(job_list))
-    stderr.print(f"chaoskube {__version__}: {len(targets)} experiment(s) x {len(seeds)} seed(s) = {len(job_list)} runs in {workers} process(es) -> {out_dir}")
+    with_broken = f" with {', '.join(broken)} broken on purpose" if broken else ""
+    stderr.print(f"chaoskube {__version__}: {len(targets)} experiment(s) x {len(seeds)} seed(s) = {len(job_list)} runs in {workers} process(es){with_broken} -> {out_dir}")
     with _campaign_progress(len(job_list)) as advance:
-        result = run_campaign(job_list, workers, on_record=advance)
+        result = run_campaign(job_list, workers, on_record=advance, stop_when=(lambda record: not record["as_expected"]) if fail_fast else None)
     summary = summarize(result, seeds_text, workers)
     paths = write_summary(out_dir, summary, result.records)
     _print_campaign(summary, paths)
@@ -227,7 +314,10 @@ class _campaign_progress:
         task = self.bar.add_task("explore", total=self.total, last="")
 
         def advance(record: dict[str, Any]) -> None:
-            mark = "ok" if record["as_expected"] else "NOT as expected"
+            if record.get("broken"):
+                mark = f"caught: {', '.join(record['findings'])}" if record["findings"] else ("not caught" if record["as_expected"] else "NOT as expected")
+            else:
+                mark = "ok" if record["as_expected"] else "NOT as expected"
             self.bar.update(task, advance=1, last=f"{record['experiment']} seed {record['seed']}: {mark}")
 
         return advance
@@ -244,11 +334,22 @@ def _print_campaign(summary: dict[str, Any], paths: list[Path]) -> None:
         table.add_row(item["experiment"], str(item["runs"]), str(item["as_expected"]), unexpected, f"{item['wall_seconds']:.1f}")
     stdout.print(table)
     stdout.print(f"{summary['as_expected']} of {summary['finished_runs']} runs as expected ({summary['planned_runs']} planned) in {summary['wall_seconds']:.1f} s")
-    if summary["unexpected_runs"]:
-        stdout.print("not as expected:")
-        for item in summary["unexpected_runs"]:
+    for item in summary["findings"]:
+        caught = ", ".join(str(seed) for seed in item["caught_by_failed_on"][:20]) or "none"
+        stdout.print(f"findings with {', '.join(item['broken'])} broken on purpose in {item['experiment']}: {item['runs_with_findings']} of {item['runs']} runs failed a checker; {', '.join(item['caught_by']) or 'its checker'} failed on seeds: {caught}", markup=False)
+        for checker, seeds in item["failed_on"].items():
+            stdout.print(f"  {checker} failed on seeds {', '.join(str(seed) for seed in seeds[:20])}{' …' if len(seeds) > 20 else ''}", markup=False)
+    for heading, broken in (("not as expected:", False), ("findings (a checker failed):", True)):
+        items = [item for item in summary["unexpected_runs"] if bool(item.get("broken")) == broken]
+        if items:
+            stdout.print(heading)
+        for item in items:
             stdout.print(f"  {item['experiment']} seed {item['seed']}: {item['why']}", markup=False)
             stdout.print(f"    replay: {item['replay']}", markup=False)
+            stdout.print(f"    report: {Path(item['out_dir']) / 'report.md'}", markup=False)
+    stopped = summary.get("stopped_early")
+    if stopped:
+        stdout.print(f"stopped early (--fail-fast) at {stopped['experiment']} seed {stopped['seed']}; {stopped['not_started']} run(s) not started", markup=False)
     stdout.print("summary: " + ", ".join(str(path) for path in paths), markup=False)
 
 

@@ -1,0 +1,121 @@
+"""`chaoskube run|explore --broken NAME`, `--manifests DIR`, `explore --fail-fast`, the
+experiment's default `seed`, `chaoskube list --broken` / `chaoskube gallery`, and
+`chaoskube replay` of a run made with them: run as a user would (separate processes)."""
+
+from __future__ import annotations
+
+import json
+
+from chaoskube import gallery
+from tests.cli.test_cli import ROOT, chaoskube
+
+SHOP = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: shop, labels: {app: shop}}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: shop}}
+  template:
+    metadata: {labels: {app: shop}}
+    spec: {containers: [{name: app, image: "nginx:1.27", ports: [{containerPort: 80}], resources: {requests: {cpu: 100m}}}]}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: shop}
+spec: {maxUnavailable: 1, selector: {matchLabels: {app: shop}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: shop}
+spec: {selector: {app: shop}, ports: [{port: 80, targetPort: 80}]}
+"""
+
+
+def test_list_broken_and_gallery_list_every_variant_with_its_checker_and_experiment():
+    listed = chaoskube("list", "--broken")
+    assert listed.returncode == 0, listed.stderr
+    assert chaoskube("gallery").stdout == listed.stdout
+    lines = listed.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == list(gallery.VARIANTS)
+    for line, variant in zip(lines, gallery.VARIANTS.values()):
+        assert f"caught by {variant.caught_by}" in line
+        if variant.experiment:
+            assert f"chaoskube explore {variant.experiment} --broken {variant.name} --seeds 1..200 --fail-fast" in line
+
+
+def test_run_with_a_broken_variant_records_it_and_replays_it(tmp_path):
+    out = tmp_path / "run"
+    result = chaoskube("run", "node-drain-with-pdb", "--seed", "1", "--broken", "eviction-skips-pdb", "--out", str(out))
+    assert result.returncode == 1, result.stderr + result.stdout  # pdb-eviction fails: not the expected pass
+    payload = json.loads((out / "result.json").read_text())
+    assert payload["broken"] == ["eviction-skips-pdb"]
+    assert payload["verdicts"]["pdb-eviction"]["valid"] == "false"
+    assert payload["replay"] == f"chaoskube run node-drain-with-pdb --seed 1 --broken eviction-skips-pdb --out {out}"
+    replayed = chaoskube("replay", str(out))
+    assert replayed.returncode == 0, replayed.stderr + replayed.stdout
+    assert "match: the run replays byte for byte" in replayed.stdout
+    unbroken = chaoskube("run", "node-drain-with-pdb", "--seed", "1", "--out", str(tmp_path / "unbroken"))
+    assert unbroken.returncode == 0, unbroken.stdout
+    assert json.loads((tmp_path / "unbroken" / "result.json").read_text())["journal_sha256"] != payload["journal_sha256"]
+
+
+def test_run_and_explore_with_the_users_own_manifests(tmp_path):
+    manifests = tmp_path / "shop"
+    manifests.mkdir()
+    (manifests / "shop.yaml").write_text(SHOP)
+    dry = chaoskube("run", "node-drain-with-pdb", "--manifests", str(manifests), "--dry-run")
+    assert dry.returncode == 0 and f"'manifests': ['{manifests}']" in dry.stdout and "'deployments': []" in dry.stdout
+    out = tmp_path / "run"
+    result = chaoskube("run", "node-drain-with-pdb", "--manifests", str(manifests), "--seed", "2", "--out", str(out))
+    assert result.returncode == 0, result.stderr + result.stdout
+    payload = json.loads((out / "result.json").read_text())
+    assert payload["verdicts"]["steady-state"]["valid"] == "true"
+    assert payload["metrics"]["pods_ready"] == 4  # the shop Deployment, not the catalogue's web
+    assert '"pdb":"default/shop"' in (out / "journal.jsonl").read_text()
+    campaign = tmp_path / "campaign"
+    explored = chaoskube("explore", "node-drain-with-pdb", "--manifests", str(manifests), "--seeds", "1..2", "--jobs", "2", "--out", str(campaign))
+    assert explored.returncode == 0, explored.stderr + explored.stdout
+    summary = json.loads((campaign / "summary.json").read_text())
+    assert [run["replay"] for run in summary["runs"]] == [f"chaoskube run node-drain-with-pdb --seed {seed} --manifests {manifests}" for seed in (1, 2)]
+    assert all(json.loads((campaign / f"node-drain-with-pdb-seed{seed}" / "result.json").read_text())["metrics"]["pods_ready"] == 4 for seed in (1, 2))
+
+
+def test_the_experiment_file_gives_the_default_seed(tmp_path):
+    path = tmp_path / "seeded.yaml"
+    path.write_text((ROOT / "experiments" / "catalog" / "mesh-partition.yaml").read_text().replace("system: mesh", "system: mesh\nseed: 7"))
+    assert chaoskube("run", str(path), "--dry-run").stdout.startswith("mesh-partition seed 7: ")
+    assert chaoskube("run", str(path), "--dry-run", "--seed", "3").stdout.startswith("mesh-partition seed 3: ")
+    assert chaoskube("run", "mesh-partition", "--dry-run").stdout.startswith("mesh-partition seed 1: ")
+
+
+def test_fail_fast_stops_at_the_first_run_not_as_expected(tmp_path):
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text((ROOT / "experiments" / "catalog" / "mesh-partition.yaml").read_text().replace("outcome: pass", "outcome: fail\n  failing: [steady-state]"))
+    out = tmp_path / "campaign"
+    result = chaoskube("explore", str(wrong), "--seeds", "1..50", "--jobs", "1", "--fail-fast", "--out", str(out))
+    assert result.returncode == 1, result.stderr + result.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["finished_runs"] == 1 and summary["planned_runs"] == 50 and summary["interrupted"] is False
+    stopped = summary["stopped_early"]
+    assert (stopped["seed"], stopped["not_started"], stopped["replay"]) == (1, 49, f"chaoskube run {wrong} --seed 1")
+    assert "steady-state passed, expected to fail" in stopped["why"]
+    assert "stopped early (--fail-fast) at mesh-partition seed 1; 49 run(s) not started" in result.stdout
+    assert "Stopped early (--fail-fast)" in (out / "summary.md").read_text()
+    assert 'id="stopped"' in (out / "summary.html").read_text()
+    assert sorted(path.name for path in out.iterdir() if path.is_dir()) == ["mesh-partition-seed1"]
+
+
+def test_a_broken_variant_that_no_checker_notices_is_reported_as_not_caught(tmp_path):
+    # The webhook variant patches kube-apiserver admission: a mesh run never calls it.
+    out = tmp_path / "campaign"
+    result = chaoskube("explore", "mesh-partition", "--broken", "webhook-ignores-failure-policy", "--seeds", "1..2", "--jobs", "2", "--fail-fast", "--out", str(out))
+    assert result.returncode == 0, result.stderr + result.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    (finding,) = summary["findings"]
+    assert (finding["runs"], finding["runs_with_findings"], finding["caught_by"], finding["caught_by_failed_on"], finding["first"]) == (2, 0, ["admission"], [], None)
+    assert summary["stopped_early"] is None and summary["as_expected"] == 2
+    assert "admission failed on seeds: none" in result.stdout
+    (kind,) = summary["fault_kinds"][:1]
+    for key in ("runs_with_violations", "violations", "recovery_s", "time_to_converge_s"):
+        assert key in kind
