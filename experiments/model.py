@@ -170,6 +170,8 @@ def with_manifests(experiment: Experiment, directory: str | Path) -> Experiment:
     directory = Path(directory)
     if not directory.is_dir():
         raise ExperimentError(f"--manifests {directory}: not a directory; give a directory of Kubernetes YAML/JSON files")
+    if not any(path.suffix in (".yaml", ".yml", ".json") for path in directory.glob("*") if path.is_file()):  # as load_manifests reads a directory
+        raise ExperimentError(f"--manifests {directory}: no .yaml, .yml or .json file in it (subdirectories are not read); give a directory of Kubernetes manifests")
     if "manifests" not in SYSTEMS[experiment.system].Workload.__struct_fields__:
         raise ExperimentError(f"--manifests: experiment {experiment.name!r} runs system {experiment.system!r}, which takes no manifests")
     workload = dict(experiment.workload)

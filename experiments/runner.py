@@ -72,11 +72,12 @@ class RunResult:
 
     @property
     def replay(self) -> str:
-        """The command that runs this again. A catalogue experiment is named; variants
-        added to it with ``--broken`` are passed again (a file carries its own)."""
+        """The command that runs this again: the catalogue name or the file, with every
+        gallery variant the run had passed as ``--broken`` (those the file names already
+        are merged, not doubled: ``with_broken``)."""
         catalogue = not self.experiment.path or "/catalog/" in self.experiment.path
         target = self.experiment.name if catalogue else self.experiment.path
-        broken = [item for name in self.experiment.broken for item in ("--broken", name)] if catalogue else []
+        broken = [item for name in self.experiment.broken for item in ("--broken", name)]
         return shlex.join(["chaoskube", "run", target, "--seed", str(self.seed), *broken, "--out", str(self.out_dir)])
 
     def to_json(self) -> dict[str, Any]:

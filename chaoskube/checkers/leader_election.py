@@ -296,5 +296,5 @@ def check_leader_election(
         violations.sort(key=lambda row: (row[0], row[1]))
         return violations[0][2]
     leases = sorted({interval.lease for interval in intervals})
-    bound = f", no gap over {max_gap_s} s" if max_gap_s is not None else ""
+    bound = f", no gap over {max_gap_s:g} s" if max_gap_s is not None else ""
     return Verdict(True, f"{len(intervals)} leadership intervals on {len(leases)} lease(s), never two at once{bound}", details=details)

@@ -195,3 +195,11 @@ def test_bad_flags(tmp_path, in_process):
 )
 def test_bad_flags_as_a_user_sees_them(args, message):
     assert message in one_line_error(chaoskube(*args))
+
+
+
+def test_an_empty_manifests_directory_is_refused_in_one_line(in_process, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    line = one_line_error(in_process("run", "node-failure", "--manifests", empty, "--out", tmp_path / "out"))
+    assert f"--manifests {empty}: no .yaml, .yml or .json file in it" in line
