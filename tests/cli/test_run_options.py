@@ -47,7 +47,8 @@ def test_list_broken_and_gallery_list_every_variant_with_its_checker_and_experim
 def test_run_with_a_broken_variant_records_it_and_replays_it(tmp_path):
     out = tmp_path / "run"
     result = chaoskube("run", "node-drain-with-pdb", "--seed", "1", "--broken", "eviction-skips-pdb", "--out", str(out))
-    assert result.returncode == 1, result.stderr + result.stdout  # pdb-eviction fails: not the expected pass
+    assert result.returncode == 1, result.stderr + result.stdout  # a finding: the checker caught the broken eviction
+    assert "finding: pdb-eviction failed (the variant's caught_by checker) with eviction-skips-pdb broken on purpose: eviction of " in result.stdout
     payload = json.loads((out / "result.json").read_text())
     assert payload["broken"] == ["eviction-skips-pdb"]
     assert payload["verdicts"]["pdb-eviction"]["valid"] == "false"
