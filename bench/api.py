@@ -8,7 +8,7 @@ Both halves run a 3-member simulated etcd and ``--clients`` concurrent writers, 
 - API: pod creates through one API server — authentication, RBAC (system:masters),
   built-in mutating admission, one mutating webhook (adds a label by JSON patch), schema
   validation, built-in validating admission, one validating webhook, and the etcd
-  transaction guarded by the key's revision — through :class:`chaoskube.api.client.ApiClient`.
+  transaction guarded by the key's revision — through :class:`chaoskube.client.client.ApiClient`.
 
 Printed: writes per wall second for each, their ratio (API / raw etcd; 1.0 would mean the
 pipeline costs nothing on top of etcd), and the simulated latency per write.
@@ -23,10 +23,11 @@ import time
 
 import trio
 
-from chaoskube.api.client import ApiClient, ApiError
+from chaoskube.api.identity import admin_credentials
 from chaoskube.api.manifests import from_dict
-from chaoskube.api.server import ApiServerConfig, admin_credentials, spawn_api_servers
-from chaoskube.api.webhooks import allow, label_injector, webhook_server
+from chaoskube.apiserver.server import ApiServerConfig, spawn_api_servers
+from chaoskube.apiserver.webhooks import allow, label_injector, webhook_server
+from chaoskube.client.client import ApiClient, ApiError
 from chaoskube.etcd.client import EtcdClient
 from chaoskube.etcd.requests import PutRequest
 from chaoskube.etcd.server import EtcdConfig, spawn_cluster

@@ -18,8 +18,8 @@ import time
 
 import trio
 
-from chaoskube.api.client import ApiError
 from chaoskube.api.manifests import from_dict
+from chaoskube.client.client import ApiError
 from chaoskube.cluster import ClusterSpec, NodeGroup, open_cluster
 from chaoskube.sim import World
 

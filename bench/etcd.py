@@ -16,8 +16,8 @@ import time
 
 import msgspec
 
-from experiments.model import Experiment
-from experiments.runner import run_experiment
+from chaoskube.experiments.model import Experiment
+from chaoskube.experiments.runner import run_experiment
 
 
 def experiment(seconds: float) -> Experiment:

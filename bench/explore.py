@@ -15,7 +15,7 @@ and phases replaced (issue 6, "Must show", the benchmark):
   and ``service-availability`` may fail, as the catalogue entry says.
 
 Each seed runs sequentially in this process through
-:func:`experiments.runner.run_experiment` into its own temporary directory, so it writes
+:func:`chaoskube.experiments.runner.run_experiment` into its own temporary directory, so it writes
 the whole record: ``journal.jsonl``, ``run.log``, ``result.json``, ``report.md``,
 ``report.html`` and ``junit.xml``. Pin the process to one core (``taskset -c 1``): the
 figure is seeds per minute per core (target >= 15, i.e. <= 4 s wall per seed).
@@ -36,7 +36,7 @@ fault phase. ``--profile FILE`` writes a cProfile of the fault runs to FILE (pst
 prints the top functions by tottime and cumtime.
 
 The experiment is built programmatically from the catalogue file read as data
-(``msgspec.convert`` to :class:`experiments.model.Experiment`); the nemesis options are
+(``msgspec.convert`` to :class:`chaoskube.experiments.model.Experiment`); the nemesis options are
 taken from wherever the file has them and go where the Experiment type keeps them: a
 top-level ``nemesis`` field when it has one, else ``workload.nemesis``.
 """
@@ -71,8 +71,8 @@ def build_experiment(*, nodes: int, pods: int, deployments: int, faults_s: float
     no nemesis and no schedule (the baseline). The catalogue file is read as data, so its
     nemesis options are found in either place (top level or ``workload``) and put where
     this build's Experiment type keeps them."""
-    from experiments.model import Experiment, ExperimentError
-    from experiments.systems import SYSTEMS
+    from chaoskube.experiments.model import Experiment, ExperimentError
+    from chaoskube.experiments.registry import SYSTEMS
 
     data = msgspec.yaml.decode(CATALOG_ENTRY.read_bytes())
     workload = dict(data.get("workload") or {})
@@ -137,8 +137,8 @@ class Timing:
 @contextmanager
 def timed_phases(timing: Timing) -> Iterator[None]:
     """Time the runner's checker calls and report writing by wrapping the two names it
-    calls them by (``experiments.runner.run_checker`` and ``write_result``); restored after."""
-    import experiments.runner as runner
+    calls them by (``chaoskube.experiments.runner.run_checker`` and ``write_result``); restored after."""
+    import chaoskube.experiments.runner as runner
 
     original_check, original_write = runner.run_checker, runner.write_result
 
@@ -164,7 +164,7 @@ def timed_phases(timing: Timing) -> Iterator[None]:
 
 
 def run_seed(experiment: Any, seed: int, work: Path) -> Timing:
-    from experiments.runner import run_experiment
+    from chaoskube.experiments.runner import run_experiment
 
     timing = Timing(seed)
     out = work / f"{experiment.name}-{seed}"

@@ -21,11 +21,12 @@ import msgspec
 import trio
 import yaml
 
-from chaoskube.api.client import ApiClient, ApiError
+from chaoskube.api.identity import admin_credentials
 from chaoskube.api.manifests import load_manifests
 from chaoskube.api.objects import Object
-from chaoskube.api.server import ApiServerConfig, admin_credentials, spawn_api_servers
-from chaoskube.controllers.config import ControllerManagerConfig, KubeletConfig, SchedulerConfig
+from chaoskube.apiserver.server import ApiServerConfig, spawn_api_servers
+from chaoskube.client.client import ApiClient, ApiError
+from chaoskube.config import ControllerManagerConfig, KubeletConfig, SchedulerConfig
 from chaoskube.controllers.manager import controller_manager_main, run_leader_elected
 from chaoskube.etcd.server import EtcdConfig, current_leader, spawn_cluster
 from chaoskube.sim import Process, World
@@ -110,7 +111,7 @@ class WebhookSpec(_Spec):
         return from_dict({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": {"name": self.name}, "webhooks": [hook]})
 
     def handler(self) -> Any:
-        from chaoskube.api.webhooks import allow, deny, label_injector, slow
+        from chaoskube.apiserver.webhooks import allow, deny, label_injector, slow
 
         if self.behaviour == "allow":
             handler = allow()
@@ -123,7 +124,7 @@ class WebhookSpec(_Spec):
 
 
 class Timings(_Spec):
-    """The defaults are Kubernetes' and etcd's; see chaoskube/controllers/config.py."""
+    """The defaults are Kubernetes' and etcd's; see chaoskube/config.py."""
 
     etcd_heartbeat_ms: int = 100
     etcd_election_ms: int = 1000
@@ -248,9 +249,8 @@ class Cluster:
 
 def _scheduler_main(servers: list[str], config: SchedulerConfig) -> Callable[[Process], Awaitable[None]]:
     async def main(process: Process) -> None:
-        from chaoskube.api.auth import KUBE_SCHEDULER_USER
-        from chaoskube.api.informer import SharedInformerFactory
-        from chaoskube.api.server import user_credentials
+        from chaoskube.api.identity import KUBE_SCHEDULER_USER, user_credentials
+        from chaoskube.client.informer import SharedInformerFactory
         from chaoskube.scheduler.scheduler import Scheduler
 
         credentials = user_credentials(KUBE_SCHEDULER_USER)
@@ -272,8 +272,8 @@ def _node_main(cluster: Cluster, index: int, name: str, zone: str, group: NodeGr
     """One node: its kubelet (authenticated as ``system:node:<name>``) and its kube-proxy.
     Node ``index`` gets InternalIP 10.0.<i / 250>.<i % 250 + 1> and pod CIDR
     10.<244 + i / 256>.<i % 256>.0/24, so no two nodes share an address."""
+    from chaoskube.api.identity import node_credentials
     from chaoskube.api.objects import Taint as NodeTaint
-    from chaoskube.api.server import node_credentials
     from chaoskube.node.kubelet import Kubelet, KubeletNode
     from chaoskube.node.proxy import KubeProxy
 
@@ -335,7 +335,7 @@ def open_cluster(world: World, spec: ClusterSpec | None = None) -> Cluster:
         world.spawn(f"kube-scheduler-{index}", _scheduler_main(api_names, scheduler_config), role="kube-scheduler", zone=zones[(index - 1) % len(zones)] if zones else None)
     kubelet_config = KubeletConfig(node_lease_duration_s=timings.node_lease_duration_s, node_status_update_frequency_s=timings.node_status_update_frequency_s)
     if spec.webhooks:
-        from chaoskube.api.webhooks import webhook_server
+        from chaoskube.apiserver.webhooks import webhook_server
 
         for hook in spec.webhooks:
             world.spawn(hook.service, webhook_server(hook.handler()), role="webhook")

@@ -79,7 +79,7 @@ def _no_full_disruption_stop() -> Any:
 
 
 def _admit_on_error() -> Any:
-    from chaoskube.api.webhooks import WebhookResult
+    from chaoskube.apiserver.webhooks import WebhookResult
 
     return lambda self, phase, relevant, replies: WebhookResult(True, phase.request.object)
 
@@ -89,11 +89,11 @@ VARIANTS: dict[str, Variant] = {
     for variant in (
         Variant(
             "eviction-skips-pdb", "kube-apiserver", "the Eviction API never checks (nor spends) the pod's PodDisruptionBudget",
-            "pdb-eviction", "node-drain-with-pdb", "chaoskube.api.server:ApiServer._spend_disruption", lambda: _skip_the_budget,
+            "pdb-eviction", "node-drain-with-pdb", "chaoskube.apiserver.server:ApiServer._spend_disruption", lambda: _skip_the_budget,
         ),
         Variant(
             "leader-election-no-expiry", "client-go leader election", "a candidate treats every lease held by another as expired, so it takes it over at once",
-            "leader-election", "controller-manager-leader-kill", "chaoskube.api.leaderelection:Observation.lease_valid", lambda: _never_valid,
+            "leader-election", "controller-manager-leader-kill", "chaoskube.client.leaderelection:Observation.lease_valid", lambda: _never_valid,
         ),
         Variant(
             "scheduler-ignores-taints", "kube-scheduler", "the TaintToleration filter admits every node",
@@ -101,7 +101,7 @@ VARIANTS: dict[str, Variant] = {
         ),
         Variant(
             "webhook-ignores-failure-policy", "kube-apiserver admission", "a validating webhook call that errs admits the object whatever its failurePolicy",
-            "admission", "webhook-latency-fail-closed", "chaoskube.api.webhooks:WebhookDispatcher._verdict", _admit_on_error,
+            "admission", "webhook-latency-fail-closed", "chaoskube.apiserver.webhooks:WebhookDispatcher._verdict", _admit_on_error,
         ),
         Variant(
             "node-controller-no-full-disruption-stop", "kube-controller-manager node lifecycle", "when every zone is fully disrupted the node controller keeps tainting and evicting instead of entering master disruption mode",

@@ -73,8 +73,15 @@ from typing import Any
 
 import orjson
 
-from experiments.model import Experiment
-from experiments.report_html import CSS, availability_figures, bucket_width_s, esc, rate_buckets, read_timeline_events
+from chaoskube.experiments.model import Experiment
+from chaoskube.experiments.report_html import (
+    CSS,
+    availability_figures,
+    bucket_width_s,
+    esc,
+    rate_buckets,
+    read_timeline_events,
+)
 
 MAX_SEEDS = 10_000  # per campaign and experiment: a typo like 1..1000000 is refused, not queued
 MAX_DIFF_LINES = 10_000_000  # replay: how far to look for the first differing journal line
@@ -128,8 +135,9 @@ class Job:
 
     def experiment(self) -> Experiment:
         """The experiment this job runs: the target, with its variants and manifests."""
-        from experiments import registry
-        from experiments.model import with_broken, with_manifests
+        from chaoskube.experiments import registry
+        from chaoskube.experiments.model import with_broken
+        from chaoskube.experiments.registry import with_manifests
 
         experiment = registry.find(self.target)
         if self.manifests is not None:
@@ -177,7 +185,7 @@ def _exit_with_parent(sentinel: int) -> None:
 def run_job(job: Job) -> dict[str, Any]:
     """Run one job and describe it as a plain record (picklable, JSON-ready). A run that
     cannot start or crashes gives a record with ``error`` instead of raising."""
-    from experiments.runner import run_experiment
+    from chaoskube.experiments.runner import run_experiment
 
     started = time.perf_counter()
     try:
@@ -295,7 +303,7 @@ class CampaignResult:
 def _context() -> multiprocessing.context.BaseContext:
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["experiments.campaign", "experiments.runner"])  # import once, fork per worker
+        context.set_forkserver_preload(["chaoskube.experiments.campaign", "chaoskube.experiments.runner"])  # import once, fork per worker
         return context
     return multiprocessing.get_context("spawn")
 
@@ -728,7 +736,7 @@ def render_summary_html(summary: Mapping[str, Any]) -> str:
 
 
 def write_summary(out: Path, summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[Path]:
-    from experiments.junit import write_junit
+    from chaoskube.experiments.junit import write_junit
 
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "summary.json", out / "summary.md", out / "summary.html"]
@@ -803,8 +811,9 @@ def replay_experiment(payload: Mapping[str, Any]) -> Experiment:
     """The experiment a recorded run ran: :func:`replay_target`, with the manifests
     directory of its replay command and the gallery variants of its ``broken`` list (or
     of its replay command's ``--broken`` options, for a result.json that has no list)."""
-    from experiments import registry
-    from experiments.model import with_broken, with_manifests
+    from chaoskube.experiments import registry
+    from chaoskube.experiments.model import with_broken
+    from chaoskube.experiments.registry import with_manifests
 
     experiment = registry.find(replay_target(payload))
     manifests = _replay_option(payload, "--manifests")
@@ -832,8 +841,8 @@ def first_different_line(first: Path, second: Path) -> int | None:
 
 
 def replay_run(run_dir: Path, progress: Callable[[float, float], None] | None = None) -> ReplayOutcome:
+    from chaoskube.experiments.runner import run_experiment
     from chaoskube.sim.journal import journal_sha256
-    from experiments.runner import run_experiment
 
     payload = load_run(run_dir)
     experiment = replay_experiment(payload)

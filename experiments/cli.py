@@ -10,7 +10,7 @@ failed on some seed (a finding: the checkers caught the bug) and 0 when none did
 ``replay`` exits 1 when the fingerprints differ and 2 when the directory is not a run.
 
 ``--manifests DIR`` (``run``, ``explore``): the experiment's workload is replaced by the
-Kubernetes manifests of DIR (``experiments.model.with_manifests``); users bring their own.
+Kubernetes manifests of DIR (``chaoskube.experiments.model.with_manifests``); users bring their own.
 
 click parses arguments (well kept, composable subcommands, typed options); rich draws the
 tables and the progress bar (only when stderr is a terminal).
@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from chaoskube import __version__
-from experiments.model import ExperimentError, experiment_dir
+from chaoskube.experiments.model import ExperimentError, experiment_dir
 
 stdout = Console(highlight=False, soft_wrap=True)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -54,7 +54,7 @@ def cli() -> None:
 @click.option("--broken", "broken", is_flag=True, help="List the gallery of deliberately broken components instead (for --broken NAME).")
 def list_experiments(broken: bool) -> None:
     """One experiment per line: its name and what it does."""
-    from experiments import registry
+    from chaoskube.experiments import registry
 
     if broken:
         _print_gallery()
@@ -86,7 +86,7 @@ def _print_gallery() -> None:
 def describe(experiment: str) -> None:
     """Everything an experiment will do: what it models, its source, cluster, schedule,
     checkers and expected outcome."""
-    from experiments import registry
+    from chaoskube.experiments import registry
 
     found = registry.find(experiment)
     stdout.print(f"[bold]{found.name}[/bold] — {found.title}\n")
@@ -138,8 +138,9 @@ MANIFESTS_HELP = "A directory of Kubernetes YAML/JSON manifests that replaces th
 
 def _resolve(experiment: str, broken: tuple[str, ...], manifests: Path | None) -> Any:
     """The experiment named (catalogue name or file), with --manifests and --broken."""
-    from experiments import registry
-    from experiments.model import with_broken, with_manifests
+    from chaoskube.experiments import registry
+    from chaoskube.experiments.model import with_broken
+    from chaoskube.experiments.registry import with_manifests
 
     found = registry.find(experiment)
     if manifests is not None:
@@ -156,8 +157,8 @@ def _resolve(experiment: str, broken: tuple[str, ...], manifests: Path | None) -
 @click.option("--dry-run", is_flag=True, help="Print the resolved cluster, schedule and checkers without running.")
 def run(experiment: str, seed: int | None, broken: tuple[str, ...], manifests: Path | None, out_dir: Path | None, dry_run: bool) -> None:
     """Run EXPERIMENT (a catalogue name or a YAML file) with one seed."""
-    from experiments.runner import run_experiment
-    from experiments.systems import SYSTEMS
+    from chaoskube.experiments.registry import SYSTEMS
+    from chaoskube.experiments.runner import run_experiment
 
     found = _resolve(experiment, broken, manifests)
     if seed is None:
@@ -262,9 +263,16 @@ def explore(experiments: tuple[str, ...], all_experiments: bool, seeds_text: str
     the summary are kept)."""
     import os
 
-    from experiments import registry
-    from experiments.campaign import SeedsError, parse_seeds, plan_jobs, run_campaign, summarize, write_summary
-    from experiments.systems import SYSTEMS
+    from chaoskube.experiments import registry
+    from chaoskube.experiments.campaign import (
+        SeedsError,
+        parse_seeds,
+        plan_jobs,
+        run_campaign,
+        summarize,
+        write_summary,
+    )
+    from chaoskube.experiments.registry import SYSTEMS
 
     try:
         seeds = parse_seeds(seeds_text)
@@ -361,7 +369,7 @@ def replay(run_dir: Path) -> None:
     Reads the experiment and seed from DIR/result.json, runs it into a temporary
     directory, prints both fingerprints; exits 0 when they match, 1 when they differ (the
     replayed run is kept for diffing), 2 when DIR is not a run."""
-    from experiments.campaign import NotARun, load_run, replay_run, replay_target
+    from chaoskube.experiments.campaign import NotARun, load_run, replay_run, replay_target
 
     try:
         payload = load_run(run_dir)
@@ -436,8 +444,8 @@ def toxiproxy(listen: str, seed: int) -> None:
 
     toxiproxy-python and other Toxiproxy clients drive it unchanged; docs/toxiproxy.md
     lists the toxics and chaoskube's extension for cutting particular etcd peers."""
-    from faults.toxiproxy.proxy import AddressError, parse_address
-    from faults.toxiproxy.server import run_forever
+    from chaoskube.faults.toxiproxy.proxy import AddressError, parse_address
+    from chaoskube.faults.toxiproxy.server import run_forever
 
     try:
         parse_address(listen, default_host="127.0.0.1")

@@ -2,23 +2,23 @@
 
 An experiment is data (YAML): what it models and where that is documented, the system and
 its cluster, the workload, the phases, the fault schedule, the checkers and the expected
-outcome. ``load_experiment`` validates everything it can before anything runs (unknown
-fields, types, fault kinds and parameters, checker names, system options), so a bad file
-fails in one line with exit code 2 instead of half-way through a run.
+outcome. This module holds the types and the helpers that need no system; loading and
+validating a file against its system (``registry.load_experiment``) validates everything it
+can before anything runs (unknown fields, types, fault kinds and parameters, checker names,
+system options), so a bad file fails in one line with exit code 2 instead of half-way
+through a run. The model never imports the systems: they import it.
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
 from chaoskube import gallery
-from faults import FaultError, ScheduledFault, parse_target
-from faults.nemesis import NemesisSpec
-from faults.targets import TargetError
+from chaoskube.faults import ScheduledFault
+from chaoskube.faults.nemesis import NemesisSpec
 
 
 def experiment_dir(experiment: "Experiment") -> Path | None:
@@ -74,80 +74,6 @@ class Experiment(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     path: str = ""
 
 
-def load_experiment(path: str | Path) -> Experiment:
-    """Read and validate one experiment file."""
-    from experiments.systems import SYSTEMS  # the systems know their own options
-
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise ExperimentError(f"{path}: cannot read: {error.strerror or error}") from None
-    try:
-        experiment = msgspec.yaml.decode(data, type=Experiment)
-    except msgspec.ValidationError as error:
-        raise ExperimentError(f"{path}: {field_message(str(error))}") from None
-    except msgspec.DecodeError as error:
-        raise ExperimentError(f"{path}: not valid YAML: {str(error).splitlines()[0]}") from None
-    experiment = msgspec.structs.replace(experiment, path=str(path))
-    system = SYSTEMS.get(experiment.system)
-    if system is None:
-        raise ExperimentError(f"{path}: field `system`: unknown system {experiment.system!r}; known: {', '.join(sorted(SYSTEMS))}")
-    for field, value in (("phases.setup_s", experiment.phases.setup_s), ("phases.warmup_s", experiment.phases.warmup_s), ("phases.faults_s", experiment.phases.faults_s), ("phases.recovery_s", experiment.phases.recovery_s), ("phases.settle_s", experiment.phases.settle_s)):
-        if not (math.isfinite(value) and value >= 0):
-            raise ExperimentError(f"{path}: field `{field}` must be a finite number >= 0, not {value}")
-    for index, entry in enumerate(experiment.schedule):
-        where = f"schedule[{index}]"
-        try:
-            parse_target(entry.target)
-            entry.scheduled()
-        except (FaultError, TargetError) as error:
-            raise ExperimentError(f"{path}: field `{where}`: {error}") from None
-        if entry.at_s > experiment.phases.faults_s:
-            raise ExperimentError(
-                f"{path}: field `{where}.at_s` = {entry.at_s} falls after the fault phase "
-                f"(phases.faults_s = {experiment.phases.faults_s}); move it earlier or lengthen the phase"
-            )
-    if experiment.nemesis is not None and experiment.nemesis.ends_at_s() > experiment.phases.faults_s:
-        raise ExperimentError(
-            f"{path}: field `nemesis`: after_s + window_s = {experiment.nemesis.ends_at_s():g} falls after the fault phase "
-            f"(phases.faults_s = {experiment.phases.faults_s:g}); shorten the window or lengthen the phase"
-        )
-    try:
-        gallery.check(experiment.broken)
-    except KeyError as error:
-        raise ExperimentError(f"{path}: field `broken`: {error.args[0]}") from None
-    if experiment.seed is not None and experiment.seed < 0:
-        raise ExperimentError(f"{path}: field `seed` must be >= 0, not {experiment.seed}")
-    if not experiment.checkers:
-        raise ExperimentError(f"{path}: field `checkers`: name at least one checker; known: {', '.join(sorted(system.checkers()))}")
-    known = system.checkers()
-    for index, name in enumerate(experiment.checkers):
-        if name not in known:
-            raise ExperimentError(f"{path}: field `checkers[{index}]`: unknown checker {name!r} for system {experiment.system!r}; known: {', '.join(sorted(known))}")
-    for index, name in enumerate(experiment.expected.failing):
-        if name not in experiment.checkers:
-            raise ExperimentError(f"{path}: field `expected.failing[{index}]`: {name!r} is not one of this experiment's checkers")
-    for index, name in enumerate(experiment.expected.may_fail):
-        if name not in experiment.checkers:
-            raise ExperimentError(f"{path}: field `expected.may_fail[{index}]`: {name!r} is not one of this experiment's checkers")
-    if experiment.expected.outcome == "fail" and not experiment.expected.failing:
-        raise ExperimentError(f"{path}: field `expected.failing`: an expected failure must name the checkers that fail")
-    if experiment.expected.outcome == "pass" and experiment.expected.failing:
-        raise ExperimentError(f"{path}: field `expected.outcome`: it says pass but `expected.failing` names checkers; say fail")
-    try:
-        cluster, workload = system.options(experiment.cluster, experiment.workload, base_dir=experiment_dir(experiment))
-    except ExperimentError as error:
-        raise ExperimentError(f"{path}: {error}") from None
-    names = system.process_names(cluster, workload)
-    if names is not None:
-        for index, entry in enumerate(experiment.schedule):
-            selector, _, argument = entry.target.partition(":")
-            if selector == "name" and argument not in names:
-                raise ExperimentError(f"{path}: field `schedule[{index}].target`: no process named {argument!r} in this system (processes: {', '.join(names)})")
-    return experiment
-
-
 def with_broken(experiment: Experiment, names: list[str] | tuple[str, ...]) -> Experiment:
     """``experiment`` with the gallery variants ``names`` added to its ``broken`` list
     (``chaoskube run|explore --broken NAME``). ExperimentError (one line) on an unknown name."""
@@ -157,33 +83,6 @@ def with_broken(experiment: Experiment, names: list[str] | tuple[str, ...]) -> E
         raise ExperimentError(f"--broken: {error.args[0]}") from None
     merged = list(experiment.broken) + [name for name in names if name not in experiment.broken]
     return msgspec.structs.replace(experiment, broken=merged)
-
-
-def with_manifests(experiment: Experiment, directory: str | Path) -> Experiment:
-    """``experiment`` with its workload replaced by the Kubernetes manifests in
-    ``directory`` (``chaoskube run|explore --manifests DIR``: users bring their own
-    workloads). The built-in ``deployments`` and the ``steps`` that name them are dropped;
-    the rest of the workload (traffic, converge_s, ...) stays. The manifests are loaded now,
-    so a missing directory or a malformed manifest is a one-line ExperimentError."""
-    from experiments.systems import SYSTEMS
-
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise ExperimentError(f"--manifests {directory}: not a directory; give a directory of Kubernetes YAML/JSON files")
-    if not any(path.suffix in (".yaml", ".yml", ".json") for path in directory.glob("*") if path.is_file()):  # as load_manifests reads a directory
-        raise ExperimentError(f"--manifests {directory}: no .yaml, .yml or .json file in it (subdirectories are not read); give a directory of Kubernetes manifests")
-    if "manifests" not in SYSTEMS[experiment.system].Workload.__struct_fields__:
-        raise ExperimentError(f"--manifests: experiment {experiment.name!r} runs system {experiment.system!r}, which takes no manifests")
-    workload = dict(experiment.workload)
-    workload["manifests"] = [str(directory.resolve())]
-    workload["deployments"] = []
-    workload["steps"] = [step for step in workload.get("steps", []) if not (isinstance(step, dict) and step.get("deployment"))]
-    replaced = msgspec.structs.replace(experiment, workload=workload)
-    try:
-        SYSTEMS[experiment.system].options(replaced.cluster, replaced.workload, base_dir=experiment_dir(experiment))
-    except ExperimentError as error:
-        raise ExperimentError(f"--manifests {directory}: {str(error).removeprefix('field `workload.manifests[0]`: ')}") from None
-    return replaced
 
 
 def field_message(message: str) -> str:

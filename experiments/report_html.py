@@ -30,14 +30,14 @@ real-process run) draws what the journal holds, each lane only when its events e
   paused it still believes it leads (as the leader-election checker counts it), and that
   stretch is drawn hatched (class ``paused``);
 - ``etcd-leader`` for real-process runs: from the status polls
-  (``{"type": "leader", "member", "leader", "term"}``, ``experiments/systems/real_etcd.py``):
+  (``{"type": "leader", "member", "leader", "term"}``, ``experiments/real/etcd.py``):
   each (leader, term) spans its first to its last poll that named it;
 - ``lease:<name>``, one lane per Lease: ``{"type": "leader", "event": "start"|"stop",
-  "lease", "identity", "process"}`` (``chaoskube/api/leaderelection.py``, client-go's
+  "lease", "identity", "process"}`` (``chaoskube/client/leaderelection.py``, client-go's
   ``leaderelection.go``); a kill or exit of the process ends its term, a pause does not;
 - ``availability``: per second bucket, the fraction of client operations that completed
   ok among those that completed (``client-op`` of ``chaoskube/etcd/client.py`` and
-  ``api-op`` of ``chaoskube/api/client.py``: phase ok / fail / info; invokes are not
+  ``api-op`` of ``chaoskube/client/client.py``: phase ok / fail / info; invokes are not
   counted). A bucket in which nothing completed is a gap in the line, not a zero;
 - ``service:<name>`` (or ``service``): the same fraction for ``traffic`` events — the
   kube-proxy traffic probe, which does not exist yet; its outcome is read from ``phase``
@@ -72,7 +72,7 @@ import msgspec
 import orjson
 
 if TYPE_CHECKING:
-    from experiments.runner import RunResult
+    from chaoskube.experiments.result import RunResult
 
 MAX_BUCKETS = 1000
 MAX_EVIDENCE_ROWS = 200

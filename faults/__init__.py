@@ -3,10 +3,10 @@
 See faults/kinds.py for the kinds, faults/grudge.py for partition planning and
 faults/targets.py for how targets are named."""
 
-from faults.grudge import Grudge, bridge, bridge_node, complete, isolate, minority_majority, one_way
-from faults.kinds import KINDS, PARTITIONS, Context, FaultError, Plan, apply, heal, plan, validate
-from faults.schedule import ActiveFault, FaultInjector, ScheduledFault
-from faults.targets import SELECTORS, ProcessInfo, TargetError, parse_target, resolve
+from chaoskube.faults.grudge import Grudge, bridge, bridge_node, complete, isolate, minority_majority, one_way
+from chaoskube.faults.kinds import KINDS, PARTITIONS, Context, FaultError, Plan, apply, heal, plan, validate
+from chaoskube.faults.schedule import ActiveFault, FaultInjector, ScheduledFault
+from chaoskube.faults.targets import SELECTORS, ProcessInfo, TargetError, parse_target, resolve
 
 __all__ = [
     "ActiveFault",

@@ -70,7 +70,7 @@ roles too: the selectors (``leader:kube-scheduler``, ``zone:zone-a`` ...) pick t
   body (a bad rollout of the webhook, a panicking handler): the API server's call fails with
   ``failed to call webhook: an error on the server ("Internal Server Error") has prevented
   the request from succeeding`` (client-go's ``NewGenericServerResponse`` wording, by code:
-  chaoskube/api/webhooks.py ``generic_server_response``), so under ``failurePolicy: Fail``
+  chaoskube/apiserver/webhooks.py ``generic_server_response``), so under ``failurePolicy: Fail``
   the request is refused with 500 ``Internal error occurred: failed calling webhook
   "<name>": ...`` and under ``Ignore`` it is admitted (``validating/dispatcher.go``,
   ``mutating/dispatcher.go``: an ``ErrCallingWebhook`` obeys the failure policy; "Failure
@@ -82,7 +82,7 @@ roles too: the selectors (``leader:kube-scheduler``, ``zone:zone-a`` ...) pick t
   ClusterIP Service is gone, kube-proxy rejects connections to it (``pkg/proxy/iptables/proxier.go``:
   services without endpoints get a REJECT rule), so the API server's dial is refused at
   once, which is what a killed process gives here (``dial tcp <host>:443: connect:
-  connection refused``); the server keeps no state (chaoskube/api/webhooks.py
+  connection refused``); the server keeps no state (chaoskube/apiserver/webhooks.py
   ``webhook_server``), so a kill and restart is indistinguishable from stopping and
   starting it. A separate kind would be the same effect under a second name; the nemesis
   offers it by name (``webhook-unavailable``, faults/nemesis.py).
@@ -121,9 +121,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
+from chaoskube.faults import grudge as grudges
+from chaoskube.faults.targets import ProcessInfo, resolve
 from chaoskube.sim.network import ANY
-from faults import grudge as grudges
-from faults.targets import ProcessInfo, resolve
 
 if TYPE_CHECKING:
     from chaoskube.sim import World
@@ -501,7 +501,7 @@ def _reconcile_components(world: World, active: Sequence[Plan], baseline: Baseli
     """The effects on components inside processes: kubelets off, webhook servers answering
     errors (both kept in the process's memory, so they are set again on a process that
     restarted: a restart is always followed by a reconcile), and drains under way."""
-    from chaoskube.api.webhooks import server_fault
+    from chaoskube.apiserver.webhooks import server_fault
     from chaoskube.node.kubelet import kubelet_switch
 
     # kubelets: off while any kubelet-stop names the node

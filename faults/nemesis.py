@@ -3,7 +3,7 @@ nemesis, FoundationDB's simulation "swizzle-clogging").
 
 Contract: :func:`generate` is a pure function of the ``random.Random`` it is given (the
 caller takes it from the world, e.g. ``world.random("nemesis")``) and its arguments; it
-returns :class:`~faults.schedule.ScheduledFault` entries, sorted by ``at_s``, every one
+returns :class:`~chaoskube.faults.schedule.ScheduledFault` entries, sorted by ``at_s``, every one
 with a ``duration_s`` and healed by ``window_s`` (so the schedule heals itself inside the
 window, whatever the heal phase does). Targets are selectors (``leader:etcd``,
 ``random:node``...) resolved when each fault fires, by the injector's generator.
@@ -52,8 +52,8 @@ from typing import Any
 
 import msgspec
 
-from faults.kinds import FaultError
-from faults.schedule import ScheduledFault
+from chaoskube.faults.kinds import FaultError
+from chaoskube.faults.schedule import ScheduledFault
 
 #: nemesis kind -> (fault kind, target, params)
 NEMESIS_KINDS: dict[str, tuple[str, str, dict[str, Any]]] = {

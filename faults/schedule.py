@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from faults import kinds
-from faults.kinds import Context, Plan
+from chaoskube.faults import kinds
+from chaoskube.faults.kinds import Context, Plan
 
 if TYPE_CHECKING:
     from chaoskube.sim import World

@@ -11,7 +11,7 @@ if the webhook had allowed it; a denial always rejects it. So a create or update
 2xx must have had a passing call of every Fail webhook that matched it, and no call that
 failed under Fail or denied it.
 
-Inputs: ``webhook-call`` records (:mod:`chaoskube.api.webhooks`: ``server``, ``webhook``,
+Inputs: ``webhook-call`` records (:mod:`chaoskube.apiserver.webhooks`: ``server``, ``webhook``,
 ``configuration``, ``operation``, ``kind``, ``outcome`` allowed | denied | patched | error |
 ignored-error, ``reason``, ``latency_s``), ``api-request`` records of the API servers
 (``server``, ``id``, ``verb``, ``resource``, ``subresource``, ``namespace``, ``name``,
@@ -67,7 +67,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaoskube.api.objects import KINDS
-from chaoskube.checkers.eviction import StoreReplay, request_invokes
+from chaoskube.checkers.replay import StoreReplay, request_invokes
 from chaoskube.checkers.verdict import Verdict
 
 __all__ = ["check_admission", "rule_matches"]
@@ -362,7 +362,7 @@ def _unvouched(
 def check_admission(events: Iterable[Event], *, strict: bool = False, config_lag_s: float = 1.0, request_timeout_s: float = 60.0) -> Verdict:
     """Judge admission on a cluster's journal (module docstring). ``request_timeout_s`` is
     kube-apiserver's ``--request-timeout`` (default 1m0s, as
-    :class:`chaoskube.api.server.ApiServerConfig`)."""
+    :class:`chaoskube.apiserver.server.ApiServerConfig`)."""
     events = list(events)
     calls, applies, configs = _calls(events, config_lag_s)
     if not calls and not configs.history:

@@ -40,7 +40,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from chaoskube.checkers.eviction import Change, StoreReplay, condition_status, is_deleting, labels_of, pod_ready, selector_matches
+from chaoskube.checkers.replay import (
+    Change,
+    StoreReplay,
+    condition_status,
+    is_deleting,
+    labels_of,
+    pod_ready,
+    selector_matches,
+)
 from chaoskube.checkers.verdict import Verdict
 
 __all__ = ["check_convergence", "convergence_problems"]

@@ -1,6 +1,6 @@
 """Leader election, judged from the journal: who acted as leader of each lease, and when.
 
-Inputs (journaled by :mod:`chaoskube.api.leaderelection` and the runtime):
+Inputs (journaled by :mod:`chaoskube.client.leaderelection` and the runtime):
 
 - ``{"type": "leader", "event": "candidate" | "start" | "stop", "lease", "identity",
   "process"}`` — an elector began to campaign, started acting as leader, stopped;

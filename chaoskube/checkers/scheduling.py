@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from chaoskube.checkers.eviction import Change, StoreReplay, labels_of, request_invokes
+from chaoskube.checkers.replay import Change, StoreReplay, labels_of, request_invokes
 from chaoskube.checkers.verdict import Verdict
 
 __all__ = [

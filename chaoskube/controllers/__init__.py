@@ -1,6 +1,6 @@
 """kube-controller-manager and its controllers for the simulated control plane."""
 
-from chaoskube.controllers.config import ControllerManagerConfig, KubeletConfig, SchedulerConfig
+from chaoskube.config import ControllerManagerConfig, KubeletConfig, SchedulerConfig
 from chaoskube.controllers.deployment import DeploymentController
 from chaoskube.controllers.disruption import DisruptionController
 from chaoskube.controllers.endpointslice import EndpointSliceController

@@ -71,14 +71,6 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import trio
 
-from chaoskube.api.client import ApiClient, ApiError
-from chaoskube.api.informer import (
-    NAMESPACE_INDEX,
-    DeletedFinalStateUnknown,
-    SharedInformerFactory,
-    meta_namespace_key,
-    split_meta_namespace_key,
-)
 from chaoskube.api.objects import (
     Deployment,
     DeploymentCondition,
@@ -96,8 +88,16 @@ from chaoskube.api.objects import (
     scaled_value,
 )
 from chaoskube.api.protocol import parse_timestamp, timestamp
-from chaoskube.api.workqueue import RateLimitingQueue
-from chaoskube.controllers.config import ControllerManagerConfig
+from chaoskube.client.client import ApiClient, ApiError
+from chaoskube.client.informer import (
+    NAMESPACE_INDEX,
+    DeletedFinalStateUnknown,
+    SharedInformerFactory,
+    meta_namespace_key,
+    split_meta_namespace_key,
+)
+from chaoskube.client.workqueue import RateLimitingQueue
+from chaoskube.config import ControllerManagerConfig
 from chaoskube.controllers.replicaset import (
     CONTROLLER_UID_INDEX,
     Claim,

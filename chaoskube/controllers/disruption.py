@@ -59,8 +59,6 @@ from typing import Any
 
 import trio
 
-from chaoskube.api.client import ApiClient, ApiError
-from chaoskube.api.informer import NAMESPACE_INDEX, DeletedFinalStateUnknown, SharedInformerFactory, meta_namespace_key
 from chaoskube.api.objects import (
     Condition,
     OwnerReference,
@@ -72,8 +70,15 @@ from chaoskube.api.objects import (
     scaled_value,
 )
 from chaoskube.api.protocol import parse_timestamp, timestamp
-from chaoskube.api.workqueue import QueueShutDown, RateLimitingQueue
-from chaoskube.controllers.config import ControllerManagerConfig
+from chaoskube.client.client import ApiClient, ApiError
+from chaoskube.client.informer import (
+    NAMESPACE_INDEX,
+    DeletedFinalStateUnknown,
+    SharedInformerFactory,
+    meta_namespace_key,
+)
+from chaoskube.client.workqueue import QueueShutDown, RateLimitingQueue
+from chaoskube.config import ControllerManagerConfig
 from chaoskube.sim.process import Process
 
 __all__ = [

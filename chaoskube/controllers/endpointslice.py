@@ -64,8 +64,6 @@ from typing import Any
 
 import trio
 
-from chaoskube.api.client import ApiClient, ApiError
-from chaoskube.api.informer import NAMESPACE_INDEX, DeletedFinalStateUnknown, SharedInformerFactory, meta_namespace_key
 from chaoskube.api.objects import (
     Endpoint,
     EndpointConditions,
@@ -80,14 +78,21 @@ from chaoskube.api.objects import (
     ServicePort,
     deep_copy,
 )
-from chaoskube.api.workqueue import (
+from chaoskube.client.client import ApiClient, ApiError
+from chaoskube.client.informer import (
+    NAMESPACE_INDEX,
+    DeletedFinalStateUnknown,
+    SharedInformerFactory,
+    meta_namespace_key,
+)
+from chaoskube.client.workqueue import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
     MaxOfRateLimiter,
     QueueShutDown,
     RateLimitingQueue,
 )
-from chaoskube.controllers.config import ControllerManagerConfig
+from chaoskube.config import ControllerManagerConfig
 from chaoskube.sim.process import Process
 
 __all__ = [

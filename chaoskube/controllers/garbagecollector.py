@@ -52,12 +52,12 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from chaoskube.api.client import ApiClient, ApiError
-from chaoskube.api.informer import DeletedFinalStateUnknown, SharedInformer, SharedInformerFactory
 from chaoskube.api.objects import KINDS, OwnerReference
 from chaoskube.api.protocol import DeleteOptions
-from chaoskube.api.workqueue import RateLimitingQueue
-from chaoskube.controllers.config import ControllerManagerConfig
+from chaoskube.client.client import ApiClient, ApiError
+from chaoskube.client.informer import DeletedFinalStateUnknown, SharedInformer, SharedInformerFactory
+from chaoskube.client.workqueue import RateLimitingQueue
+from chaoskube.config import ControllerManagerConfig
 from chaoskube.controllers.replicaset import ControllerError, add_index, owner_references_patch, work_loop
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 ``controller_manager_main(servers, config)`` is a process main. Each replica campaigns for
 the Lease ``kube-system/kube-controller-manager`` (client-go leader election: 15 s lease,
-10 s renew deadline, 2 s retry; :mod:`chaoskube.api.leaderelection`); the leader starts
+10 s renew deadline, 2 s retry; :mod:`chaoskube.client.leaderelection`); the leader starts
 its shared informers and every controller. When it loses the lease it stops acting, as
 kube-controller-manager does — upstream it then exits (``klog.Fatalf("leaderelection
 lost")``) and its static pod is restarted; here the replica drops all in-memory state (a
@@ -23,15 +23,14 @@ from typing import Any
 
 import trio
 
-from chaoskube.api.auth import KUBE_CONTROLLER_MANAGER_USER
-from chaoskube.api.client import ApiClient, ApiError, ApiLeaseLock, leader_election_client
-from chaoskube.api.informer import SharedInformerFactory
-from chaoskube.api.leaderelection import LeaderElectionConfig, LeaderElector
+from chaoskube.api.identity import KUBE_CONTROLLER_MANAGER_USER, user_credentials
 from chaoskube.api.objects import Namespace, ObjectMeta, ServiceAccount
 from chaoskube.api.protocol import Credentials
-from chaoskube.api.server import user_credentials
-from chaoskube.api.workqueue import RateLimitingQueue, default_controller_rate_limiter
-from chaoskube.controllers.config import ControllerManagerConfig
+from chaoskube.client.client import ApiClient, ApiError, ApiLeaseLock, leader_election_client
+from chaoskube.client.informer import SharedInformerFactory
+from chaoskube.client.leaderelection import LeaderElectionConfig, LeaderElector
+from chaoskube.client.workqueue import RateLimitingQueue, default_controller_rate_limiter
+from chaoskube.config import ControllerManagerConfig
 from chaoskube.sim import Process
 
 __all__ = ["CONTROLLERS", "ServiceAccountsController", "controller_manager_main", "run_leader_elected"]

@@ -66,7 +66,7 @@ DaemonSet pods, node label reconciliation and events are not modelled; the taint
 processes its updates with one worker (its work is synchronous) and deletes with 8.
 
 Non-guarantees: like upstream, nothing here is fenced: two controller-managers that both
-believe they lead (see :mod:`chaoskube.api.leaderelection`) both taint and delete.
+believe they lead (see :mod:`chaoskube.client.leaderelection`) both taint and delete.
 """
 
 from __future__ import annotations
@@ -80,12 +80,12 @@ from typing import Any
 import msgspec
 import trio
 
-from chaoskube.api.client import ApiClient, ApiError
-from chaoskube.api.informer import DeletedFinalStateUnknown, SharedInformer, SharedInformerFactory
 from chaoskube.api.objects import Node, NodeCondition, Pod, PodCondition, Taint, Toleration, deep_copy
 from chaoskube.api.protocol import parse_timestamp, timestamp
-from chaoskube.api.workqueue import QueueShutDown, RateLimitingQueue
-from chaoskube.controllers.config import ControllerManagerConfig
+from chaoskube.client.client import ApiClient, ApiError
+from chaoskube.client.informer import DeletedFinalStateUnknown, SharedInformer, SharedInformerFactory
+from chaoskube.client.workqueue import QueueShutDown, RateLimitingQueue
+from chaoskube.config import ControllerManagerConfig
 from chaoskube.sim.process import Process
 
 __all__ = [

@@ -67,15 +67,6 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import trio
 
-from chaoskube.api.client import ApiClient, ApiError
-from chaoskube.api.informer import (
-    NAMESPACE_INDEX,
-    DeletedFinalStateUnknown,
-    SharedInformer,
-    SharedInformerFactory,
-    meta_namespace_key,
-    split_meta_namespace_key,
-)
 from chaoskube.api.objects import (
     LabelSelector,
     ObjectMeta,
@@ -89,8 +80,17 @@ from chaoskube.api.objects import (
     matches,
 )
 from chaoskube.api.protocol import parse_timestamp, timestamp
-from chaoskube.api.workqueue import QueueShutDown, RateLimitingQueue
-from chaoskube.controllers.config import ControllerManagerConfig
+from chaoskube.client.client import ApiClient, ApiError
+from chaoskube.client.informer import (
+    NAMESPACE_INDEX,
+    DeletedFinalStateUnknown,
+    SharedInformer,
+    SharedInformerFactory,
+    meta_namespace_key,
+    split_meta_namespace_key,
+)
+from chaoskube.client.workqueue import QueueShutDown, RateLimitingQueue
+from chaoskube.config import ControllerManagerConfig
 
 if TYPE_CHECKING:
     from chaoskube.sim.process import Process

@@ -15,6 +15,7 @@ bounded by attempts instead (shared/FACTS.md).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,44 @@ class Result:
         return self.status == "ok"
 
 
+class OperationLog:
+    """One client's register operations as ``client-op`` journal events, in the format
+    ``chaoskube.checkers.history.from_client_records`` reads: ``invoke`` (``f``, ``key``,
+    ``value``), then exactly one completion — ``ok`` with its ``output``, ``fail`` (it
+    definitely did not happen) or ``info`` (it may have happened), with a ``reason`` when
+    there is one. Extra fields of a completion (the simulated client's ``request`` id, real
+    mode's ``revision`` and ``member``) are written when set (not None, not empty).
+
+    Shared by this module's :class:`EtcdClient` (``record`` = ``World.record``) and real
+    mode's gateway client (``record`` = its real-time recorder), so the two histories are
+    the same shape and the same checkers read both."""
+
+    __slots__ = ("record", "client", "_op_ids")
+
+    def __init__(self, record: Callable[..., None], client: str) -> None:
+        self.record = record
+        self.client = client
+        self._op_ids = 0
+
+    def invoke(self, f: str, key: str, value: Any) -> int:
+        """Journal the start of an operation; returns its id (1, 2, ... per client)."""
+        self._op_ids += 1
+        self.record("client-op", phase="invoke", client=self.client, op_id=self._op_ids, f=f, key=key, value=value)
+        return self._op_ids
+
+    def complete(self, phase: str, op_id: int, f: str, key: str, value: Any, output: Any = None, *, reason: str = "", **extra: Any) -> None:
+        """Journal how operation ``op_id`` ended: ``phase`` is "ok", "fail" or "info"."""
+        assert phase in ("ok", "fail", "info"), phase
+        assert 0 < op_id <= self._op_ids, op_id
+        fields: dict[str, Any] = {"phase": phase, "client": self.client, "op_id": op_id, "f": f, "key": key, "value": value, "output": output}
+        if reason:
+            fields["reason"] = reason
+        for name, given in extra.items():
+            if given is not None and given != "":
+                fields[name] = given
+        self.record("client-op", **fields)
+
+
 class EtcdClient:
     def __init__(
         self,
@@ -65,7 +104,7 @@ class EtcdClient:
         self.name = name or process.name
         self._endpoint = process.random("endpoint").randrange(len(self.endpoints))
         self._sequence = 0
-        self._op_ids = 0
+        self.operations = OperationLog(process.world.record, self.name)
 
     @property
     def endpoint(self) -> str:
@@ -113,52 +152,35 @@ class EtcdClient:
         return result.status == "fail" or idempotent
 
     # -- recorded register operations -------------------------------------------------------
-    def _record(self, phase: str, op_id: int, f: str, key: str, value: Any, output: Any = None, reason: str = "", request_id: str = "") -> None:
-        fields: dict[str, Any] = {"phase": phase, "client": self.name, "op_id": op_id, "f": f, "key": key, "value": value}
-        if phase != "invoke":
-            fields["output"] = output
-            if reason:
-                fields["reason"] = reason
-            if request_id:
-                fields["request"] = request_id
-        self.process.world.record("client-op", **fields)
-
-    def _new_op(self) -> int:
-        self._op_ids += 1
-        return self._op_ids
-
     async def read(self, key: str) -> Any:
-        op_id = self._new_op()
-        self._record("invoke", op_id, "read", key, None)
+        op_id = self.operations.invoke("read", key, None)
         result = await self.request(RangeRequest(key), idempotent=True)
         if result.ok:
             kvs = result.reply.response.kvs
             value = int(kvs[0].value) if kvs else None
-            self._record("ok", op_id, "read", key, None, value)
+            self.operations.complete("ok", op_id, "read", key, None, value)
             return value
         # A read has no effect: whatever happened to it, it is dropped from the history.
-        self._record("fail", op_id, "read", key, None, reason=result.reason)
+        self.operations.complete("fail", op_id, "read", key, None, reason=result.reason)
         return None
 
     async def write(self, key: str, value: int) -> str:
-        op_id = self._new_op()
-        self._record("invoke", op_id, "write", key, value)
+        op_id = self.operations.invoke("write", key, value)
         result = await self.request(PutRequest(key, str(value)), idempotent=False)
-        self._record(result.status, op_id, "write", key, value, reason=result.reason, request_id=result.request_id)
+        self.operations.complete(result.status, op_id, "write", key, value, reason=result.reason, request=result.request_id)
         return result.status
 
     async def cas(self, key: str, expected: int, new: int) -> str:
         """Compare-and-set as a transaction on the value; ``ok`` output is whether it
         swapped (a compare that failed is a definite observation, not a failure)."""
-        op_id = self._new_op()
-        self._record("invoke", op_id, "cas", key, [expected, new])
+        op_id = self.operations.invoke("cas", key, [expected, new])
         txn = TxnRequest(compare=(Compare(key, "VALUE", "=", str(expected)),), success=(PutRequest(key, str(new)),))
         result = await self.request(txn, idempotent=False)
         if result.ok:
             succeeded = result.reply.response.succeeded
-            self._record("ok", op_id, "cas", key, [expected, new], succeeded, request_id=result.request_id)
+            self.operations.complete("ok", op_id, "cas", key, [expected, new], succeeded, request=result.request_id)
             return "ok" if succeeded else "fail"
-        self._record(result.status, op_id, "cas", key, [expected, new], reason=result.reason, request_id=result.request_id)
+        self.operations.complete(result.status, op_id, "cas", key, [expected, new], reason=result.reason, request=result.request_id)
         return result.status
 
 

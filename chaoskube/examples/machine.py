@@ -31,8 +31,8 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
-from chaoskube.api.client import ApiError
 from chaoskube.checkers.verdict import Verdict
+from chaoskube.client.client import ApiError
 from chaoskube.cluster import ClusterSpec, NodeGroup
 from chaoskube.examples.pdb_guard import DEPLOYMENT_UID_ANNOTATION, GUARD_FOR_LABEL, pdb_guard_main
 from chaoskube.testing import ClusterMachine, focus, step

@@ -60,12 +60,12 @@ from typing import Any
 
 import trio
 
-from chaoskube.api.client import ApiClient, ApiError
-from chaoskube.api.informer import DeletedFinalStateUnknown, SharedInformerFactory, split_meta_namespace_key
+from chaoskube.api.identity import admin_credentials
 from chaoskube.api.manifests import from_dict
 from chaoskube.api.protocol import DeleteOptions
-from chaoskube.api.server import admin_credentials
-from chaoskube.api.workqueue import RateLimitingQueue
+from chaoskube.client.client import ApiClient, ApiError
+from chaoskube.client.informer import DeletedFinalStateUnknown, SharedInformerFactory, split_meta_namespace_key
+from chaoskube.client.workqueue import RateLimitingQueue
 from chaoskube.controllers.replicaset import ControllerError, work_loop
 from chaoskube.sim import Process
 

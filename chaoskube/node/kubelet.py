@@ -3,7 +3,7 @@ through the simulated runtime (:mod:`chaoskube.node.runtime`), reports their sta
 terminates them gracefully. Also :func:`drain`, the ``kubectl drain`` helper.
 
 A :class:`Kubelet` runs inside its node's process, with an
-:class:`~chaoskube.api.client.ApiClient` authenticated as the node
+:class:`~chaoskube.client.client.ApiClient` authenticated as the node
 (``node_credentials(name)``: the Node authorizer and NodeRestriction admission limit it to
 its own Node, Lease and pods). What it does, after ``pkg/kubelet``:
 
@@ -107,8 +107,6 @@ from typing import Any
 import msgspec
 import trio
 
-from chaoskube.api.client import ApiClient, ApiError
-from chaoskube.api.informer import DeletedFinalStateUnknown, SharedInformerFactory
 from chaoskube.api.manifests import to_dict
 from chaoskube.api.objects import (
     Container,
@@ -134,7 +132,9 @@ from chaoskube.api.objects import (
 )
 from chaoskube.api.patch import create_merge_patch
 from chaoskube.api.protocol import DeleteOptions, micro_timestamp, timestamp
-from chaoskube.controllers.config import KubeletConfig
+from chaoskube.client.client import ApiClient, ApiError
+from chaoskube.client.informer import DeletedFinalStateUnknown, SharedInformerFactory
+from chaoskube.config import KubeletConfig
 from chaoskube.node.runtime import (
     TRAFFIC_PORT,
     BackoffEntry,

@@ -52,9 +52,9 @@ from typing import Any
 
 import trio
 
-from chaoskube.api.client import ApiClient
-from chaoskube.api.informer import SharedInformerFactory
 from chaoskube.api.objects import EndpointSlice, Service
+from chaoskube.client.client import ApiClient
+from chaoskube.client.informer import SharedInformerFactory
 from chaoskube.node.runtime import TRAFFIC_PORT, TrafficRequest
 from chaoskube.sim.outcomes import Failed, Ok
 from chaoskube.sim.process import Process
@@ -146,7 +146,7 @@ def _slice_endpoints(slices: Iterable[EndpointSlice], port_name: str, protocol: 
 #: Endpoints of a tuple of EndpointSlice objects for one port, by the objects' identities
 #: (the slices are kept in the entry, so an id cannot be reused while it is there). The
 #: watch cache hands one copy of an event's object to every watcher
-#: (:mod:`chaoskube.api.watchcache`), so the kube-proxies of all nodes hold the same slice
+#: (:mod:`chaoskube.apiserver.watchcache`), so the kube-proxies of all nodes hold the same slice
 #: objects and the endpoints of a change are worked out once, not once per node. A pure
 #: memo (the value depends only on the slices' contents, which nobody changes: informer
 #: objects are read-only): it cannot change a result, only skip recomputing one. Bounded:

@@ -91,7 +91,7 @@ import trio
 from chaoskube.api.objects import Container, Pod, Probe
 
 if TYPE_CHECKING:
-    from chaoskube.controllers.config import KubeletConfig
+    from chaoskube.config import KubeletConfig
     from chaoskube.sim.process import Process
 
 __all__ = [

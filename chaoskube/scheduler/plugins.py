@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaoskube.api.client import ApiError
 from chaoskube.api.objects import LabelSelector, Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, Taint, Toleration, matches
+from chaoskube.client.client import ApiError
 from chaoskube.scheduler.framework import (
     LABEL_HOSTNAME,
     MAX_NODE_SCORE,

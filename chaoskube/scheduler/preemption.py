@@ -51,9 +51,9 @@ from typing import Any
 
 import msgspec
 
-from chaoskube.api.client import ApiError
 from chaoskube.api.objects import Pod, PodCondition, PodDisruptionBudget, matches
 from chaoskube.api.protocol import parse_timestamp, timestamp
+from chaoskube.client.client import ApiError
 from chaoskube.scheduler.framework import (
     SUCCESS,
     Code,

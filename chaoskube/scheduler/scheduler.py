@@ -48,11 +48,11 @@ from typing import Any
 
 import trio
 
-from chaoskube.api.client import ApiClient, ApiError
-from chaoskube.api.informer import DeletedFinalStateUnknown, SharedInformerFactory
 from chaoskube.api.objects import Pod, PodCondition, deep_copy
 from chaoskube.api.protocol import timestamp
-from chaoskube.controllers.config import SchedulerConfig
+from chaoskube.client.client import ApiClient, ApiError
+from chaoskube.client.informer import DeletedFinalStateUnknown, SharedInformerFactory
+from chaoskube.config import SchedulerConfig
 from chaoskube.scheduler.framework import (
     ASSIGNED_POD_DELETE,
     NODE_ADD,
@@ -63,8 +63,8 @@ from chaoskube.scheduler.framework import (
     FitError,
     Framework,
     FrameworkError,
-    NoNodesAvailable,
     NominatingInfo,
+    NoNodesAvailable,
     SchedulerCache,
     Snapshot,
     Status,

@@ -1,10 +1,11 @@
 """The deterministic simulation runtime: world, virtual clock, random tree, network,
 processes, disks and journal. See docs/design.md."""
 
+from chaoskube.sim.core import ANY, Message
 from chaoskube.sim.determinism import make_trio_deterministic
 from chaoskube.sim.disk import Disk
 from chaoskube.sim.journal import Journal, journal_sha256, read_journal
-from chaoskube.sim.network import ANY, LinkProfile, Message, Network
+from chaoskube.sim.network import LinkProfile, Network
 from chaoskube.sim.outcomes import Failed, Ok, Outcome, Unknown
 from chaoskube.sim.process import Inbox, Main, Process, State
 from chaoskube.sim.randomness import RandomTree, derive_seed

@@ -16,10 +16,9 @@ memory. ``read`` of a key never written returns ``default``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from chaoskube.sim.process import Process
+from chaoskube.sim.core import Sleeper
 
 _DELETED = object()
 
@@ -89,7 +88,7 @@ class Disk:
         return len(self._log)
 
     # -- durability ---------------------------------------------------------------------
-    async def fsync(self, process: Process) -> None:
+    async def fsync(self, process: Sleeper) -> None:
         """Make every write issued before this call durable, after the fsync latency.
 
         The wait runs on ``process``'s clock, so pausing the process stalls its fsync and

@@ -22,13 +22,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from chaoskube.sim.world import World
+from chaoskube.sim.core import ANY, REPLY_PORT, Message, Runtime
 
-ANY = "*"
-REPLY_PORT = "\x00reply"
+__all__ = ["ANY", "REPLY_PORT", "LinkProfile", "Message", "Network", "kind_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,18 +61,6 @@ class LinkProfile:
         return replace(self, **changes)
 
 
-@dataclass(slots=True)
-class Message:
-    id: int
-    src: str
-    dst: str
-    port: str
-    body: Any
-    sent_at: float
-    call_id: int = 0  # nonzero: a request expecting a reply, or (port REPLY_PORT) the reply
-    ok: bool = True  # for replies: False means the server answered with an error
-
-
 def kind_of(body: Any) -> str:
     """A short, deterministic label of a message body for the journal."""
     if isinstance(body, dict):
@@ -92,7 +78,7 @@ def kind_of(body: Any) -> str:
 
 
 class Network:
-    def __init__(self, world: World, default: LinkProfile | None = None) -> None:
+    def __init__(self, world: Runtime, default: LinkProfile | None = None) -> None:
         self.world = world
         self.default = default or LinkProfile()
         self._links: dict[tuple[str, str], LinkProfile] = {}
@@ -161,12 +147,12 @@ class Network:
         self.sent += 1
         world.record("send", id=message_id, src=src, dst=dst, port=port, kind=kind_of(body))
         if self.cut(src, dst):
-            self._drop(message, "partition")
+            self.drop(message, "partition")
             return message_id
         profile = self.link(src, dst)
         rng = self._random
         if profile.loss and rng.random() < profile.loss:
-            self._drop(message, "loss")
+            self.drop(message, "loss")
             return message_id
         copies = 2 if profile.duplicate and duplicable and not call_id and rng.random() < profile.duplicate else 1
         for _ in range(copies):
@@ -190,21 +176,22 @@ class Network:
             world.call_at(due, self._deliver, message)
         return message_id
 
-    def _drop(self, message: Message, reason: str) -> None:
+    def drop(self, message: Message, reason: str) -> None:
+        """Journal ``message`` as dropped, for ``reason``."""
         self.dropped += 1
         self.world.record("drop", id=message.id, src=message.src, dst=message.dst, reason=reason)
 
     def _deliver(self, message: Message) -> None:
         world = self.world
         if self.cut(message.src, message.dst):
-            self._drop(message, "partition")
+            self.drop(message, "partition")
             return
         process = world.processes.get(message.dst)
         if process is None or not process.running:
             if process is not None and process.paused:
                 process.hold(self._deliver, message)
                 return
-            self._drop(message, "down")
+            self.drop(message, "down")
             if message.call_id and message.port != REPLY_PORT:
                 # A stopped process refuses the connection: the caller learns at once
                 # (after the return trip) that the request did not happen.

@@ -25,18 +25,15 @@ from __future__ import annotations
 import enum
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import outcome
 import trio
 from trio.lowlevel import Abort, checkpoint_if_cancelled, current_task, reschedule, wait_task_rescheduled
 
+from chaoskube.sim.core import REPLY_PORT, Message, Runtime
 from chaoskube.sim.disk import Disk
-from chaoskube.sim.network import REPLY_PORT, Message
 from chaoskube.sim.outcomes import Failed, Ok, Outcome, Unknown
-
-if TYPE_CHECKING:
-    from chaoskube.sim.world import World
 
 Main = Callable[["Process"], Awaitable[Any]]
 INBOX_CAPACITY = 65536
@@ -71,7 +68,7 @@ class Inbox:
         if self._waiters:
             reschedule(self._waiters.popleft(), outcome.Value(message))
         elif len(self._queue) >= INBOX_CAPACITY:
-            self.process.world.network._drop(message, "inbox-full")
+            self.process.world.network.drop(message, "inbox-full")
         else:
             self._queue.append(message)
 
@@ -113,7 +110,7 @@ class _PendingCall:
 class Process:
     def __init__(
         self,
-        world: World,
+        world: Runtime,
         name: str,
         main: Main,
         *,
@@ -174,7 +171,7 @@ class Process:
         self._scope = trio.CancelScope()
         event = "start" if self.incarnation == 1 else "restart"
         self.world.record("process", event=event, process=self.name, incarnation=self.incarnation)
-        self.world._nursery.start_soon(self._run, self._scope, self.incarnation, name=f"process:{self.name}")
+        self.world.start_soon(self._run, self._scope, self.incarnation, name=f"process:{self.name}")
 
     async def _run(self, scope: trio.CancelScope, incarnation: int) -> None:
         with scope:
@@ -394,7 +391,7 @@ class Process:
         if self.state is not State.RUNNING:
             await self.sleep_world(0)
             return Failed("caller is not running")
-        call_id = world._next_call_id()
+        call_id = world.next_call_id()
         pending = _PendingCall(current_task(), dst)
         self._calls[call_id] = pending
         world.network.send(self.name, dst, port, body, call_id=call_id)

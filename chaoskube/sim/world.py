@@ -93,14 +93,15 @@ class World:
     def call_later(self, delay_s: float, callback: Callable[[Any], None], argument: Any = None) -> None:
         self.call_at(self.now + delay_s, callback, argument)
 
-    def _next_call_id(self) -> int:
+    def next_call_id(self) -> int:
+        """A new id for a request/response call (``Process.call``)."""
         self._call_ids += 1
         return self._call_ids
 
-    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
-        """Start a task that belongs to the world, not to a process (the experiment
-        runner's helpers): never paused or killed, cancelled when the run ends."""
-        self._nursery.start_soon(fn, *args)
+    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None) -> None:
+        """Start a task that belongs to the world, not to a process (a process's
+        incarnation, the experiment runner's helpers): cancelled when the run ends."""
+        self._nursery.start_soon(fn, *args, name=name)
 
     async def sleep(self, seconds: float) -> None:
         """Wait ``seconds`` of world time (for the experiment runner and fault schedules,

@@ -36,7 +36,7 @@ Non-guarantees.
   in the file. Name gallery variants (``chaoskube.gallery``) in ``broken`` instead; the
   runner patches them in around the replay.
 - This module does not validate the file against ``experiments/model.py`` (``chaoskube``
-  never imports ``experiments``); ``experiments.model.load_experiment`` does, and the tests
+  never imports ``experiments``); ``chaoskube.experiments.model.load_experiment`` does, and the tests
   load every file this module writes.
 
 Upstream: Hypothesis stateful testing, the falsifying example printed as a list of steps

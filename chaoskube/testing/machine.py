@@ -9,14 +9,14 @@ randomness are explored and shrink with the steps. Then it draws rules:
 - workload steps: create / scale / update (``kubectl rollout restart``, or a new image) /
   delete a Deployment from a bundle of names, create a PDB, delete or evict a pod, cordon /
   uncordon / drain a node;
-- faults: one rule per fault kind of :data:`faults.kinds.KINDS` (read when this module is
+- faults: one rule per fault kind of :data:`chaoskube.faults.kinds.KINDS` (read when this module is
   imported, so a kind added there joins the machine), named after the kind (``kill``,
   ``lossy_crash``, ``clock_jump``, ``control_plane_partition`` ...; ``drain_fault`` for
   the ``drain`` kind, whose bare name is the workload step). Each draws a target — a
   selector (``leader:etcd``, ``random:node``, ``role:kube-apiserver``, ``zone:zone-a``)
   or ``name:<process>`` from the cluster's processes, as fits the kind — its parameters,
   and a duration (healed by a timer after ``duration_s`` of world time, or, for ``None``,
-  by ``heal_all`` or teardown). The machine's :class:`~faults.schedule.FaultInjector`
+  by ``heal_all`` or teardown). The machine's :class:`~chaoskube.faults.schedule.FaultInjector`
   plans, applies, journals and heals them, as in a catalogue experiment; ``restart`` is
   a kill healed at once. :data:`EXCLUDED_KINDS` lists the kinds left out, and why;
 - ``heal_all`` and ``wait(seconds)``.
@@ -105,15 +105,15 @@ import trio.testing
 from hypothesis import strategies as st
 from hypothesis.stateful import INVARIANT_MARKER, RULE_MARKER, Bundle, RuleBasedStateMachine, consumes, initialize, invariant, precondition, rule
 
-from chaoskube.api.client import ApiError
 from chaoskube.api.manifests import from_dict
 from chaoskube.checkers import check_convergence, check_leader_election, check_pdb_eviction, check_raft_safety, check_scheduling
 from chaoskube.checkers.verdict import Verdict, run_checker
+from chaoskube.client.client import ApiError
 from chaoskube.cluster import Cluster, ClusterSpec, NodeGroup, open_cluster
+from chaoskube.faults.kinds import CHOICES, CONTROL_PLANE_ROLES, KINDS, ROLE_LISTS, TARGET_ROLES, Context
+from chaoskube.faults.schedule import ActiveFault, FaultInjector
+from chaoskube.faults.targets import ProcessInfo
 from chaoskube.sim import Journal, Process, World
-from faults.kinds import CHOICES, CONTROL_PLANE_ROLES, KINDS, ROLE_LISTS, TARGET_ROLES, Context
-from faults.schedule import ActiveFault, FaultInjector
-from faults.targets import ProcessInfo
 
 __all__ = [
     "CONTROL_PLANE_ROLES",
@@ -141,12 +141,12 @@ EXCLUDED_KINDS: dict[str, str] = {
         "(https://etcd.io/docs/v3.5/op-guide/configuration/#unsafe-features)"
     ),
 }
-#: The fault kinds the machine draws: every kind of faults.kinds.KINDS not excluded, in its order.
+#: The fault kinds the machine draws: every kind of chaoskube.faults.kinds.KINDS not excluded, in its order.
 FAULT_KINDS: tuple[str, ...] = tuple(kind for kind in KINDS if kind not in EXCLUDED_KINDS)
 #: How long a fault lasts (world seconds) before its timer heals it; None: until heal_all.
 FAULT_DURATIONS_S: tuple[float | None, ...] = (None, 10.0, 30.0, 120.0)
 #: Parameter values drawn (the first is where shrinking goes); a parameter not listed is
-#: drawn from faults.kinds.CHOICES when it has choices, else left at its default.
+#: drawn from chaoskube.faults.kinds.CHOICES when it has choices, else left at its default.
 PARAMETER_VALUES: dict[str, tuple[Any, ...]] = {
     "seconds": (60.0, -30.0, 300.0),
     "drift": (0.01, -0.2, 1.0),
@@ -164,7 +164,7 @@ PARAMETER_VALUES: dict[str, tuple[Any, ...]] = {
 KIND_PARAMETER_VALUES: dict[tuple[str, str], tuple[Any, ...]] = {
     ("webhook-delay", "delay_ms"): (6000.0, 1000.0, 15000.0),
 }
-#: kind -> the role its targets must have, beyond faults.kinds.TARGET_ROLES: a split or a
+#: kind -> the role its targets must have, beyond chaoskube.faults.kinds.TARGET_ROLES: a split or a
 #: bridge needs a group of at least 3 (the etcd members); the node and webhook faults.
 KIND_ROLES: dict[str, str] = {
     **TARGET_ROLES,
@@ -425,7 +425,7 @@ def _rfc3339(world_s: float) -> str:
 
 
 class _Admin:
-    """:class:`faults.kinds.Admin` of the machine (the ``drain`` fault): ``kubectl drain``
+    """:class:`chaoskube.faults.kinds.Admin` of the machine (the ``drain`` fault): ``kubectl drain``
     and ``uncordon`` through the machine's client. Journals what it did as
     ``fault-action`` events (as experiments/systems/kubernetes.py's ``KubectlAdmin``) and
     never raises for an API error."""

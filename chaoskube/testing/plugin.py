@@ -29,7 +29,7 @@ importable by name), the plugin also:
    expected to fail with the failing checker) under ``--chaoskube-failures`` (default
    ``<rootdir>/.chaoskube/failures``), in a directory named after the test;
 2. replays it into ``run/`` next to it, in a fresh process, as ``chaoskube run FILE``
-   would (``python -m experiments.systems.hypothesis FILE --out DIR --judged-only``: the
+   would (``python -m chaoskube.experiments.replay_example FILE --out DIR --judged-only``: the
    plugin lives below ``experiments`` and does not import it), which writes the
    failure-mode report (``report.md``, ``report.html``, ``result.json``, ``junit.xml``,
    ``journal.jsonl``) and drops from the file the checkers that had nothing to judge;
@@ -71,7 +71,7 @@ SECTION = "chaoskube"
 FAILURES_DIR = Path(".chaoskube") / "failures"
 #: Wall-time bound of the failure report's replay; past it the section says so.
 REPLAY_TIMEOUT_S = 600.0
-REPLAY_MODULE = "experiments.systems.hypothesis"
+REPLAY_MODULE = "chaoskube.experiments.replay_example"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 

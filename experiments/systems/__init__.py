@@ -1,18 +1,10 @@
-"""Systems under test, by the name experiment files use in their ``system`` field."""
+"""The simulated systems under test (real mode's ``real-etcd`` is in ``real/``); the
+registry (registry.py) maps the names experiment files use to these classes."""
 
-from experiments.systems.base import System
-from experiments.systems.etcd import EtcdSystem
-from experiments.systems.hypothesis import HypothesisSystem
-from experiments.systems.kubernetes import KubernetesSystem
-from experiments.systems.mesh import MeshSystem
-from experiments.systems.real_etcd import RealEtcdSystem
+from chaoskube.experiments.systems.base import System
+from chaoskube.experiments.systems.etcd import EtcdSystem
+from chaoskube.experiments.systems.hypothesis import HypothesisSystem
+from chaoskube.experiments.systems.kubernetes import KubernetesSystem
+from chaoskube.experiments.systems.mesh import MeshSystem
 
-SYSTEMS: dict[str, type[System]] = {
-    EtcdSystem.name: EtcdSystem,
-    HypothesisSystem.name: HypothesisSystem,
-    KubernetesSystem.name: KubernetesSystem,
-    MeshSystem.name: MeshSystem,
-    RealEtcdSystem.name: RealEtcdSystem,
-}
-
-__all__ = ["SYSTEMS", "EtcdSystem", "HypothesisSystem", "KubernetesSystem", "MeshSystem", "RealEtcdSystem", "System"]
+__all__ = ["EtcdSystem", "HypothesisSystem", "KubernetesSystem", "MeshSystem", "System"]

@@ -14,10 +14,10 @@ from typing import Any, ClassVar
 import msgspec
 
 from chaoskube.checkers.verdict import Verdict
+from chaoskube.experiments.model import convert_options
+from chaoskube.faults import Context, ProcessInfo
+from chaoskube.faults.kinds import Admin
 from chaoskube.sim import World
-from experiments.model import convert_options
-from faults import Context, ProcessInfo
-from faults.kinds import Admin
 
 
 class System:

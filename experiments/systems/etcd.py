@@ -34,8 +34,8 @@ from chaoskube.etcd.raft import Raft
 from chaoskube.etcd.raft_broken import BROKEN_VARIANTS
 from chaoskube.etcd.requests import PutRequest, RangeRequest, prefix_range_end
 from chaoskube.etcd.server import CLIENT_PORT, ClientReply, ClientRequest, EtcdConfig, current_leader, spawn_cluster
+from chaoskube.experiments.systems.base import System
 from chaoskube.sim import Ok, Process
-from experiments.systems.base import System
 
 KEY_PREFIX = "key/"
 

@@ -21,7 +21,7 @@ Workload options (:class:`HypothesisWorkload`):
   step failed, as in the example.
 
 The run (:func:`run_hypothesis_experiment`; the runner dispatches here for a system with
-``replays_steps = True``, as it does to ``experiments/real.py`` for ``real_time``): the
+``replays_steps = True``, as it does to ``experiments/real/runner.py`` for ``real_time``): the
 machine class's own :meth:`~chaoskube.testing.ClusterMachine.replay` with the steps
 ``[boot(seed), *steps]`` — the same World seed, the same steps, the machine's invariants
 after each, the same quiescence between steps — in a subclass that only sets the spec and
@@ -46,9 +46,7 @@ invariant passes.
 
 from __future__ import annotations
 
-import argparse
 import inspect
-import sys
 import time
 import typing
 from pathlib import Path
@@ -61,11 +59,13 @@ from chaoskube import gallery
 from chaoskube.checkers import check_leader_election, check_pdb_eviction, check_raft_safety, check_scheduling
 from chaoskube.checkers.verdict import Verdict, run_checker
 from chaoskube.cluster import ClusterSpec
+from chaoskube.experiments.model import Experiment, ExperimentError, convert_options, experiment_dir
+from chaoskube.experiments.reports import write_result
+from chaoskube.experiments.result import RunResult, close_run_log, open_run_log
+from chaoskube.experiments.systems.base import System
 from chaoskube.sim import Journal, World
 from chaoskube.testing.experiment import CHECKER_OF_VIOLATION, STEPS_CHECKER, resolve_machine
 from chaoskube.testing.machine import ClusterMachine, LiveCluster
-from experiments.model import Experiment, ExperimentError, convert_options, experiment_dir
-from experiments.systems.base import System
 
 #: Rules whose steps are faults (listed as the run's faults in the reports).
 FAULT_STEPS = frozenset({"kill", "restart", "pause", "clock_jump", "partition_node"})
@@ -106,7 +106,7 @@ class HypothesisSystem(System):
             _check_step(machine, index, name, args)
         spec = None
         if cluster:
-            from experiments.systems.kubernetes import _cluster_options
+            from chaoskube.experiments.systems.kubernetes import _cluster_options
 
             spec = _cluster_options(cluster)
         return spec, typed
@@ -149,8 +149,6 @@ def run_hypothesis_experiment(experiment: Experiment, seed: int, out_dir: str | 
     """Replay ``experiment``'s steps with World seed ``seed`` into ``out_dir`` (journal,
     result.json, report.md, report.html, junit.xml, run.log) and return the RunResult.
     Gallery variants named in ``experiment.broken`` are patched in for the run."""
-    from experiments.runner import RunResult, close_run_log, open_run_log, write_result
-
     where = experiment.path or experiment.name
     if experiment.schedule:
         raise ExperimentError(f"{where}: field `schedule`: the hypothesis system replays steps; faults are steps of `workload.steps`")
@@ -325,63 +323,3 @@ def _faults(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 fault["healed_at"] = event["t"]
             open_faults = []
     return faults
-
-
-# ============================================================================ command line
-def main(argv: list[str] | None = None) -> int:
-    """``python -m experiments.systems.hypothesis FILE --out DIR [--seed N] [--judged-only]``:
-    replay a saved example (what ``chaoskube run FILE`` does once the runner dispatches
-    here). ``--judged-only`` then drops from the file and the result the checkers that had
-    nothing to judge (unknown), so the saved regression judges what the example judged; the
-    journal, and so the fingerprint, does not depend on the checker list. Prints one JSON
-    line; exit 0 as expected, 1 not, 2 bad input."""
-    import orjson
-
-    from chaoskube.testing.experiment import write_document
-    from experiments.model import load_experiment
-
-    parser = argparse.ArgumentParser(prog="python -m experiments.systems.hypothesis")
-    parser.add_argument("file", type=Path)
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--judged-only", action="store_true")
-    options = parser.parse_args(argv)
-    from loguru import logger
-
-    from experiments.systems import SYSTEMS
-    from experiments.systems.hypothesis import HypothesisSystem as registered
-
-    logger.remove()  # as the CLI does: run.log has the lines; stderr gets warnings only
-    logger.add(sys.stderr, level="WARNING", format="{level}: {message}")
-    SYSTEMS.setdefault(registered.name, registered)  # until experiments/systems/__init__.py lists it
-    try:
-        experiment = load_experiment(options.file)
-        if experiment.system != HypothesisSystem.name:
-            raise ExperimentError(f"{options.file}: field `system`: {experiment.system!r} is not 'hypothesis'")
-        seed = options.seed if options.seed is not None else experiment.seed
-        if seed is None:
-            raise ExperimentError(f"{options.file}: field `seed`: missing; give --seed")
-        result = run_hypothesis_experiment(experiment, seed, options.out)
-    except ExperimentError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    if options.judged_only and result.unknown:
-        result = _drop_unknown(result, options.file)
-        write_document({k: v for k, v in msgspec.yaml.decode(options.file.read_bytes()).items()} | {"checkers": list(result.experiment.checkers)}, options.file)
-    summary = {"fingerprint": result.journal_sha256, "as_expected": result.as_expected, "failing": result.failing, "unknown": result.unknown, "out_dir": str(result.out_dir), "checkers": list(result.experiment.checkers)}
-    print(orjson.dumps(summary).decode())
-    return 0 if result.as_expected else 1
-
-
-def _drop_unknown(result: Any, path: Path) -> Any:
-    from experiments.runner import write_result
-
-    keep = [name for name in result.experiment.checkers if name not in result.unknown]
-    result.experiment = msgspec.structs.replace(result.experiment, checkers=keep)
-    result.verdicts = {name: verdict for name, verdict in result.verdicts.items() if name in keep}
-    write_result(result)
-    return result
-
-
-if __name__ == "__main__":
-    sys.exit(main())

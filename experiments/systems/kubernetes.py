@@ -34,11 +34,11 @@ Workload options (:class:`KubernetesWorkload`):
   ``workload-step`` event {action, target, outcome}; an API error ends that step only.
 
 Random nemesis: not a workload option. An experiment's top-level ``nemesis``
-(:class:`faults.nemesis.NemesisSpec`) is injected by the runner with the run's own
+(:class:`chaoskube.faults.nemesis.NemesisSpec`) is injected by the runner with the run's own
 FaultInjector, so its faults are in the run's fault table.
 
 Fault context (:meth:`KubernetesSystem.context`): the processes, the leaders (below), and
-an administrator (:class:`KubectlAdmin`, a :class:`faults.kinds.Admin`) that performs the
+an administrator (:class:`KubectlAdmin`, a :class:`chaoskube.faults.kinds.Admin`) that performs the
 ``drain`` fault as ``kubectl``: :func:`chaoskube.node.kubelet.drain` (journaled as ``drain``
 events, each eviction attempt with its code) and ``kubectl uncordon`` on heal, retried
 every :data:`UNCORDON_RETRY_S` up to :data:`UNCORDON_ATTEMPTS` times; each ends with a
@@ -85,16 +85,16 @@ from typing import Any, Literal
 import msgspec
 import trio
 
-from chaoskube.api.client import ApiClient, ApiError
 from chaoskube.api.manifests import ManifestError, from_dict, load_manifests
 from chaoskube.api.objects import Object
 from chaoskube.checkers.leader_election import check_leader_election
 from chaoskube.checkers.verdict import Verdict, run_checker, worst
+from chaoskube.client.client import ApiClient, ApiError
 from chaoskube.cluster import Cluster, ClusterSpec, ClusterSpecError, load_cluster_spec, open_cluster
+from chaoskube.experiments.model import ExperimentError, convert_options, field_message
+from chaoskube.experiments.systems.base import System
 from chaoskube.node.proxy import SERVICE_NAME_LABEL, TrafficProbe
 from chaoskube.sim import Process, World
-from experiments.model import ExperimentError, field_message, convert_options
-from experiments.systems.base import System
 
 #: Where a relative manifest path is looked up after the experiment file's directory.
 WORKLOADS_DIR = Path(__file__).resolve().parents[1] / "workloads"
@@ -616,7 +616,7 @@ def check_no_mass_eviction(events: list[dict[str, Any]], nodes: list[str], fract
 
 
 class KubectlAdmin:
-    """:class:`faults.kinds.Admin` for the cluster: ``kubectl`` (cluster-admin, from the
+    """:class:`chaoskube.faults.kinds.Admin` for the cluster: ``kubectl`` (cluster-admin, from the
     system's ``kubectl`` process) drains and uncordons nodes for the ``drain`` fault
     (module docstring, "Fault context"). Never raises for an API error: it journals it."""
 

@@ -15,8 +15,8 @@ import msgspec
 import trio
 
 from chaoskube.checkers.verdict import Verdict
+from chaoskube.experiments.systems.base import System
 from chaoskube.sim import Failed, Ok, Process, read_journal
-from experiments.systems.base import System
 
 
 class MeshCluster(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):

@@ -40,7 +40,7 @@ from typing import Any
 
 import trio
 
-from .toxics import (
+from chaoskube.faults.toxiproxy.toxics import (
     BUFFER_CHUNKS,
     CLOSES_ON_REMOVE,
     DIRECTIONS,

@@ -29,8 +29,8 @@ from urllib.parse import unquote, urlsplit
 import h11
 import trio
 
-from .proxy import AddressError, Proxy, bind_listener, close_stream_now, format_address, listener_address, parse_address
-from .toxics import ATTRIBUTE_DEFAULTS, BLOCK_FROM, UPSTREAM, ToxicError, ToxicSpec, lookup_field, merge_attributes, parse_direction
+from chaoskube.faults.toxiproxy.proxy import AddressError, Proxy, bind_listener, close_stream_now, format_address, listener_address, parse_address
+from chaoskube.faults.toxiproxy.toxics import ATTRIBUTE_DEFAULTS, BLOCK_FROM, UPSTREAM, ToxicError, ToxicSpec, lookup_field, merge_attributes, parse_direction
 
 LOGGER = logging.getLogger(__name__)
 

@@ -12,7 +12,8 @@ import trio
 from chaoskube.checkers.admission import check_admission
 from chaoskube.checkers.availability import check_service_availability
 from chaoskube.checkers.convergence import check_convergence
-from chaoskube.checkers.eviction import StoreReplay, check_pdb_eviction, scaled_value, selector_matches
+from chaoskube.checkers.eviction import check_pdb_eviction
+from chaoskube.checkers.replay import StoreReplay, scaled_value, selector_matches
 from chaoskube.checkers.scheduling import check_scheduling, parse_quantity, pod_requests, tolerates
 from chaoskube.checkers.verdict import run_checker
 from tests.cluster import harness
@@ -679,7 +680,7 @@ def test_a_drain_that_respects_the_pdb_passes_and_the_cluster_converges():
 
 def test_an_eviction_path_that_skips_the_pdb_is_caught(monkeypatch):
     """The gallery's broken component: an API server whose eviction never spends the budget."""
-    from chaoskube.api.server import ApiServer
+    from chaoskube.apiserver.server import ApiServer
 
     async def skip_the_budget(self, request, pod, pdb):
         return None
@@ -740,9 +741,9 @@ def test_bindings_of_a_real_scheduler_pass_and_a_probe_gap_shows_in_availability
 
 @pytest.mark.parametrize("fails_open", [False, True], ids=["fail-policy-refuses", "broken-dispatcher-admits"])
 def test_a_fail_webhook_that_is_down_refuses_pods_and_a_dispatcher_that_admits_them_is_caught(monkeypatch, fails_open):
-    from chaoskube.api.client import ApiError
     from chaoskube.api.manifests import from_dict
-    from chaoskube.api.webhooks import WebhookDispatcher, WebhookResult
+    from chaoskube.apiserver.webhooks import WebhookDispatcher, WebhookResult
+    from chaoskube.client.client import ApiError
     from chaoskube.cluster import WebhookSpec
 
     if fails_open:  # the gallery's broken component: validating call errors are journaled, then ignored

@@ -5,8 +5,8 @@ component passes (so the checkers are not simply failing everything)."""
 import pytest
 import trio
 
-from chaoskube.api import leaderelection
 from chaoskube.checkers import check_leader_election, check_scheduling
+from chaoskube.client import leaderelection
 from chaoskube.cluster import ClusterSpec, NodeGroup, Taint
 from chaoskube.scheduler import plugins
 from chaoskube.scheduler.framework import Status

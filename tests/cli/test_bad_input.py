@@ -46,7 +46,7 @@ def in_process(capsys):
     loguru's handlers: take its handler away again."""
     from loguru import logger
 
-    from experiments.cli import main
+    from chaoskube.experiments.cli import main
 
     def call(*args):
         with pytest.raises(SystemExit) as exited:

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from experiments.cli import main
+from chaoskube.experiments.cli import main
 from tests.checkers.test_linearizability import EXPECTED_ETCD, EXPECTED_KV, HISTORIES
 
 

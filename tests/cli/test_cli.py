@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def chaoskube(*args, cwd=None):
     environment = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
     return subprocess.run(
-        [sys.executable, "-m", "experiments.cli", *args],
+        [sys.executable, "-m", "chaoskube.experiments.cli", *args],
         capture_output=True,
         text=True,
         cwd=cwd or ROOT,

@@ -97,7 +97,7 @@ def test_a_node_that_stops_renewing_goes_not_ready_is_tainted_and_its_pods_move_
 
 
 def test_cutting_the_control_plane_off_from_every_node_does_not_evict_everything():
-    from faults.grudge import complete
+    from chaoskube.faults.grudge import complete
 
     async def story(world, cluster, client):
         await client.create(deployment("web", 6))

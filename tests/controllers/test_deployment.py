@@ -22,7 +22,6 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from chaoskube.api.informer import SharedInformer
 from chaoskube.api.manifests import from_dict
 from chaoskube.api.objects import (
     DeploymentCondition,
@@ -36,6 +35,7 @@ from chaoskube.api.objects import (
     matches,
 )
 from chaoskube.api.protocol import timestamp
+from chaoskube.client.informer import SharedInformer
 from chaoskube.controllers.deployment import (
     DESIRED_REPLICAS_ANNOTATION,
     MAX_REPLICAS_ANNOTATION,
@@ -425,8 +425,8 @@ def observer(log):
     pods informer delivers the cluster's pod states in revision order."""
 
     async def main(process):
-        from chaoskube.api.client import ApiClient
-        from chaoskube.api.server import admin_credentials
+        from chaoskube.api.identity import admin_credentials
+        from chaoskube.client.client import ApiClient
 
         informer = SharedInformer(ApiClient(process, API_SERVERS, admin_credentials()), "pods")
         selector = LabelSelector(match_labels=dict(LABELS))

@@ -11,8 +11,7 @@ subresource (``client.evict``), and a PDB whose pods' controller is missing fail
 
 import pytest
 
-from chaoskube.api.client import ApiClient, ApiError
-from chaoskube.api.informer import SharedInformerFactory
+from chaoskube.api.identity import admin_credentials, user_credentials
 from chaoskube.api.manifests import from_dict
 from chaoskube.api.objects import (
     Condition,
@@ -30,8 +29,9 @@ from chaoskube.api.objects import (
     ReplicaSetSpec,
 )
 from chaoskube.api.protocol import timestamp
-from chaoskube.api.server import admin_credentials, user_credentials
-from chaoskube.controllers.config import ControllerManagerConfig
+from chaoskube.client.client import ApiClient, ApiError
+from chaoskube.client.informer import SharedInformerFactory
+from chaoskube.config import ControllerManagerConfig
 from chaoskube.controllers.disruption import (
     ControllerNotFound,
     DisruptionController,
@@ -44,7 +44,7 @@ from chaoskube.controllers.disruption import (
     pdb_status,
     set_status_condition,
 )
-from tests.api.apiserver_harness import run_api
+from tests.apiserver.apiserver_harness import run_api
 
 SERVERS = ["kube-apiserver-1"]
 LABELS = {"app": "web"}

@@ -11,8 +11,7 @@ readiness, termination and deletion, and goes with its Service.
 
 import pytest
 
-from chaoskube.api.client import ApiClient
-from chaoskube.api.informer import SharedInformerFactory
+from chaoskube.api.identity import admin_credentials, user_credentials
 from chaoskube.api.manifests import from_dict
 from chaoskube.api.objects import (
     Container,
@@ -28,8 +27,9 @@ from chaoskube.api.objects import (
     deep_copy,
 )
 from chaoskube.api.protocol import timestamp
-from chaoskube.api.server import admin_credentials, user_credentials
-from chaoskube.controllers.config import ControllerManagerConfig
+from chaoskube.client.client import ApiClient
+from chaoskube.client.informer import SharedInformerFactory
+from chaoskube.config import ControllerManagerConfig
 from chaoskube.controllers.endpointslice import (
     CONTROLLER_NAME,
     LABEL_MANAGED_BY,
@@ -43,7 +43,7 @@ from chaoskube.controllers.endpointslice import (
     services_for_pod_change,
     should_pod_be_in_endpoints,
 )
-from tests.api.apiserver_harness import run_api
+from tests.apiserver.apiserver_harness import run_api
 
 SERVERS = ["kube-apiserver-1"]
 SELECTOR = {"app": "web"}

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import msgspec
 
-from chaoskube.api.client import ApiError
 from chaoskube.api.manifests import from_dict
 from chaoskube.api.objects import OwnerReference
+from chaoskube.client.client import ApiError
 from chaoskube.controllers.deployment import DeploymentController
 from chaoskube.controllers.garbagecollector import (
     ABSENT_OWNER_CACHE_SIZE,

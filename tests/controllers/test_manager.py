@@ -4,7 +4,7 @@ serviceaccount controller; failover keeps reconciling."""
 from chaoskube.api.manifests import from_dict
 from chaoskube.checkers.leader_election import check_leader_election
 from chaoskube.controllers.manager import controller_manager_main
-from tests.api.apiserver_harness import run_api
+from tests.apiserver.apiserver_harness import run_api
 
 SERVERS = ["kube-apiserver-1", "kube-apiserver-2"]
 

@@ -3,7 +3,7 @@
 
 Pure helpers table by table (zone states, the disruption plan, node health as locally
 observed, tolerations, the token bucket and the rate-limited timed queue, taints), then
-scenarios against a real API server over etcd (:mod:`tests.api.apiserver_harness`): kubelet
+scenarios against a real API server over etcd (:mod:`tests.apiserver.apiserver_harness`): kubelet
 stand-ins register Nodes and renew their Leases in ``kube-node-lease`` as
 ``system:node:<name>``; the controller runs in its own process as
 ``system:kube-controller-manager`` with its own informers.
@@ -21,13 +21,13 @@ stand-ins register Nodes and renew their Leases in ``kube-node-lease`` as
 
 import pytest
 
-from chaoskube.api.client import ApiClient, ApiError
-from chaoskube.api.informer import SharedInformerFactory
+from chaoskube.api.identity import admin_credentials, node_credentials, user_credentials
 from chaoskube.api.manifests import from_dict
 from chaoskube.api.objects import Lease, LeaseSpec, Node, NodeCondition, NodeStatus, ObjectMeta, PodCondition, Taint, Toleration
 from chaoskube.api.protocol import micro_timestamp, timestamp
-from chaoskube.api.server import admin_credentials, node_credentials, user_credentials
-from chaoskube.controllers.config import ControllerManagerConfig
+from chaoskube.client.client import ApiClient, ApiError
+from chaoskube.client.informer import SharedInformerFactory
+from chaoskube.config import ControllerManagerConfig
 from chaoskube.controllers.nodelifecycle import (
     NOT_READY_TAINT,
     UNREACHABLE_TAINT,
@@ -50,7 +50,7 @@ from chaoskube.controllers.nodelifecycle import (
     tolerates,
     zone_key,
 )
-from tests.api.apiserver_harness import run_api
+from tests.apiserver.apiserver_harness import run_api
 
 CONFIG = ControllerManagerConfig()
 SERVERS = ["kube-apiserver-1"]

@@ -23,9 +23,7 @@ from __future__ import annotations
 import pytest
 import trio
 
-from chaoskube.api.auth import KUBE_CONTROLLER_MANAGER_USER
-from chaoskube.api.client import ApiClient, ApiError
-from chaoskube.api.informer import SharedInformer, SharedInformerFactory
+from chaoskube.api.identity import KUBE_CONTROLLER_MANAGER_USER, admin_credentials, user_credentials
 from chaoskube.api.manifests import from_dict
 from chaoskube.api.objects import (
     ContainerStatus,
@@ -41,8 +39,9 @@ from chaoskube.api.objects import (
     ReplicaSetSpec,
 )
 from chaoskube.api.protocol import DeleteOptions, timestamp
-from chaoskube.api.server import admin_credentials, user_credentials
-from chaoskube.controllers.config import ControllerManagerConfig
+from chaoskube.client.client import ApiClient, ApiError
+from chaoskube.client.informer import SharedInformer, SharedInformerFactory
+from chaoskube.config import ControllerManagerConfig
 from chaoskube.controllers.replicaset import (
     EXPECTATIONS_TIMEOUT_S,
     Claim,
@@ -60,7 +59,7 @@ from chaoskube.controllers.replicaset import (
     status_needs_update,
 )
 from chaoskube.sim.network import LinkProfile
-from tests.api.apiserver_harness import run_api
+from tests.apiserver.apiserver_harness import run_api
 
 API_SERVERS = ("kube-apiserver-1",)
 NODES = ("node-1", "node-2", "node-3")

@@ -14,8 +14,8 @@ state machine is the tool to find it under faults.
 import msgspec
 import pytest
 
-from experiments.model import Experiment
-from experiments.runner import run_experiment
+from chaoskube.experiments.model import Experiment
+from chaoskube.experiments.runner import run_experiment
 
 STALE_LEADER = [
     # a follower misses entries while isolated; its isolation heals in the same instant the

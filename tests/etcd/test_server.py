@@ -3,13 +3,13 @@
 import pytest
 import trio
 
+from chaoskube.checkers.raft_safety import check_raft_safety
+from chaoskube.checkers.watch import check_watches
 from chaoskube.etcd.client import EtcdClient, Watcher
 from chaoskube.etcd.requests import CompactionRequest, LeaseGrantRequest, PutRequest, RangeRequest, prefix_range_end
 from chaoskube.etcd.server import CLIENT_PORT, WATCH_PORT, ClientRequest, EtcdConfig, KeepAlive, WatchCreate, current_leader, spawn_cluster
-from chaoskube.checkers.raft_safety import check_raft_safety
-from chaoskube.checkers.watch import check_watches
+from chaoskube.faults import isolate
 from chaoskube.sim import Ok, World
-from faults import isolate
 
 
 async def idle(process):

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from experiments import registry
-from experiments.campaign import MAX_SEEDS, SeedsError, parse_seeds, replay_target
-from experiments.runner import run_experiment
+from chaoskube.experiments import registry
+from chaoskube.experiments.campaign import MAX_SEEDS, SeedsError, parse_seeds, replay_target
+from chaoskube.experiments.runner import run_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,7 +25,7 @@ def command(*args, tmp=None):
     environment = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
     if tmp is not None:
         environment["TMPDIR"] = str(tmp)  # replay's temporary directory lands in the test's
-    return [sys.executable, "-m", "experiments.cli", *args], environment
+    return [sys.executable, "-m", "chaoskube.experiments.cli", *args], environment
 
 
 def chaoskube(*args, tmp=None):
@@ -108,7 +108,7 @@ def in_process(capsys):
     exit code and captured output. main() replaces loguru's handlers: put them back."""
     from loguru import logger
 
-    from experiments.cli import main
+    from chaoskube.experiments.cli import main
 
     def call(*args):
         with pytest.raises(SystemExit) as exited:

@@ -4,9 +4,9 @@ The fast variant runs each simulated experiment once, with seed 1."""
 
 import pytest
 
-from experiments import registry
-from experiments.runner import run_experiment
-from experiments.systems import SYSTEMS
+from chaoskube.experiments import registry
+from chaoskube.experiments.registry import SYSTEMS
+from chaoskube.experiments.runner import run_experiment
 
 SIMULATED = [name for name in registry.names() if not getattr(SYSTEMS[registry.find(name).system], "real_time", False)]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from chaoskube import gallery
-from experiments import registry
+from chaoskube.experiments import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,7 +35,7 @@ ISSUE_6 = {
 
 def chaoskube(*args):
     environment = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
-    return subprocess.run([sys.executable, "-m", "experiments.cli", *args], capture_output=True, text=True, cwd=ROOT, env=environment, timeout=600)
+    return subprocess.run([sys.executable, "-m", "chaoskube.experiments.cli", *args], capture_output=True, text=True, cwd=ROOT, env=environment, timeout=600)
 
 
 def test_each_issue_6_variant_names_a_catalogue_experiment_that_runs_its_checker():
@@ -53,8 +53,8 @@ def test_the_taint_variant_has_tainted_nodes_to_ignore():
 
 
 def test_the_node_controller_variant_restores_the_real_plan_afterwards():
+    from chaoskube.config import ControllerManagerConfig
     from chaoskube.controllers import nodelifecycle
-    from chaoskube.controllers.config import ControllerManagerConfig
 
     real = nodelifecycle.plan_disruption
     with gallery.applied(["node-controller-no-full-disruption-stop"]):

@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 import trio
 
+from chaoskube.experiments import registry
+from chaoskube.experiments.model import ExperimentError, experiment_dir
+from chaoskube.experiments.registry import SYSTEMS
+from chaoskube.experiments.runner import run_experiment
+from chaoskube.experiments.systems.kubernetes import LEADER_GAP_S, KubernetesSystem, check_no_mass_eviction
+from chaoskube.faults import Context, FaultError, FaultInjector, ProcessInfo, plan
+from chaoskube.faults.kinds import validate
 from chaoskube.sim import World
-from experiments import registry
-from experiments.model import ExperimentError, experiment_dir
-from experiments.runner import run_experiment
-from experiments.systems import SYSTEMS
-from experiments.systems.kubernetes import LEADER_GAP_S, KubernetesSystem, check_no_mass_eviction
-from faults import Context, FaultError, FaultInjector, ProcessInfo, plan
-from faults.kinds import validate
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBERNETES = ["apiserver-crash", "controller-manager-leader-kill", "controller-manager-leader-pause", "scheduler-leader-failover", "node-failure", "zone-outage", "control-plane-partition"]
@@ -148,7 +148,7 @@ def test_manifests_are_found_next_to_the_experiment_file_and_make_the_steady_sta
 
 def chaoskube(*args, cwd=None):
     environment = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
-    return subprocess.run([sys.executable, "-m", "experiments.cli", *args], capture_output=True, text=True, cwd=cwd or ROOT, env=environment, timeout=120)
+    return subprocess.run([sys.executable, "-m", "chaoskube.experiments.cli", *args], capture_output=True, text=True, cwd=cwd or ROOT, env=environment, timeout=120)
 
 
 def one_line_error(result) -> str:

@@ -1,6 +1,6 @@
 """The mesh checkers catch a network that breaks its guarantees (doctored journals)."""
 
-from experiments.systems.mesh import check_network_integrity, check_probes_respect_partitions
+from chaoskube.experiments.systems.mesh import check_network_integrity, check_probes_respect_partitions
 
 
 def journal(*events):

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from experiments import registry
-from experiments.runner import run_experiment
+from chaoskube.experiments import registry
+from chaoskube.experiments.runner import run_experiment
 
 
 def run(name, tmp_path, seed=1):

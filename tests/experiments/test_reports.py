@@ -18,10 +18,9 @@ from pathlib import Path
 import pytest
 
 from chaoskube.checkers.verdict import Verdict
-from chaoskube.sim.journal import read_journal
-from experiments import registry
-from experiments.junit import junit_testsuite, render_junit
-from experiments.report_html import (
+from chaoskube.experiments import registry
+from chaoskube.experiments.junit import junit_testsuite, render_junit
+from chaoskube.experiments.report_html import (
     LEFT,
     RIGHT,
     WIDTH,
@@ -36,7 +35,9 @@ from experiments.report_html import (
     ready_pod_steps,
     render_html,
 )
-from experiments.runner import RunResult, run_experiment
+from chaoskube.experiments.result import RunResult
+from chaoskube.experiments.runner import run_experiment
+from chaoskube.sim.journal import read_journal
 from tests.debian import require
 
 SVG = "{http://www.w3.org/2000/svg}"

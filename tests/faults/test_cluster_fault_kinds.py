@@ -9,17 +9,17 @@ import types
 
 import pytest
 
-from chaoskube.api.client import ApiError
 from chaoskube.api.manifests import from_dict
-from chaoskube.api.webhooks import SERVER_FAULT_KEY
+from chaoskube.apiserver.webhooks import SERVER_FAULT_KEY
 from chaoskube.checkers.eviction import check_pdb_eviction
+from chaoskube.client.client import ApiError
 from chaoskube.cluster import WebhookSpec
+from chaoskube.experiments.systems.kubernetes import KubectlAdmin
+from chaoskube.faults import Context, FaultError, FaultInjector, ProcessInfo, ScheduledFault
 from chaoskube.node.kubelet import KUBELET_SWITCH_KEY
 from chaoskube.node.runtime import TRAFFIC_PORT, TrafficRequest
 from chaoskube.sim import World
 from chaoskube.sim.outcomes import Ok
-from experiments.systems.kubernetes import KubectlAdmin
-from faults import Context, FaultError, FaultInjector, ProcessInfo, ScheduledFault
 from tests.cluster import harness
 
 

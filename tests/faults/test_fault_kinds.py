@@ -3,9 +3,9 @@
 import pytest
 import trio
 
+from chaoskube.faults import KINDS, Context, FaultInjector, ProcessInfo, ScheduledFault
+from chaoskube.faults.kinds import TARGET_ROLES
 from chaoskube.sim import State, World
-from faults import KINDS, Context, FaultInjector, ProcessInfo, ScheduledFault
-from faults.kinds import TARGET_ROLES
 
 
 async def idle(process):
@@ -104,7 +104,7 @@ def test_target_matching_nothing_is_skipped_and_journaled():
 
 
 def test_scheduled_fault_validates_eagerly():
-    from faults import FaultError
+    from chaoskube.faults import FaultError
 
     with pytest.raises(FaultError):
         ScheduledFault(at_s=-1, kind="kill", target="name:n1")

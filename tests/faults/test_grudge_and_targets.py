@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from faults import (
+from chaoskube.faults import (
     Context,
     FaultError,
     ProcessInfo,

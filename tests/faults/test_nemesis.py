@@ -4,8 +4,8 @@ import random
 
 import pytest
 
-from faults import FaultError, FaultInjector
-from faults.nemesis import NEMESIS_KINDS, NemesisSpec, generate, swizzle
+from chaoskube.faults import FaultError, FaultInjector
+from chaoskube.faults.nemesis import NEMESIS_KINDS, NemesisSpec, generate, swizzle
 
 KINDS = sorted(NEMESIS_KINDS)
 NODES = ["node-1", "node-2", "node-3", "node-4"]
@@ -64,8 +64,8 @@ def test_swizzle_unclog_order_is_random():
 
 
 def test_swizzle_in_a_world_clogs_then_unclogs_every_link():
+    from chaoskube.faults import Context, ProcessInfo
     from chaoskube.sim import World
-    from faults import Context, ProcessInfo
 
     seen = {}
 

@@ -28,10 +28,10 @@ import trio
 from toxiproxy.api import APIConsumer
 from toxiproxy.exceptions import InvalidToxic, NotFound, ProxyExists
 
-import faults.toxiproxy as package
-from faults.toxiproxy import BLOCK_FROM, ToxiproxyServer, serve
-from faults.toxiproxy.proxy import AddressError, format_address, parse_address
-from faults.toxiproxy.toxics import ToxicError, latency_delay_s, merge_attributes, slice_sizes
+import chaoskube.faults.toxiproxy as package
+from chaoskube.faults.toxiproxy import BLOCK_FROM, ToxiproxyServer, serve
+from chaoskube.faults.toxiproxy.proxy import AddressError, format_address, parse_address
+from chaoskube.faults.toxiproxy.toxics import ToxicError, latency_delay_s, merge_attributes, slice_sizes
 
 REPO = Path(__file__).resolve().parents[2]
 SOCKET_TIMEOUT_S = 5.0
@@ -121,7 +121,7 @@ class _ErrorRecords(logging.Handler):
 @pytest.fixture(scope="module")
 def server(echo: EchoServer) -> Iterator[ToxiproxyServer]:
     errors = _ErrorRecords()  # the server logs, rather than dies of, a bug: fail on one
-    logging.getLogger("faults.toxiproxy").addHandler(errors)
+    logging.getLogger("chaoskube.faults.toxiproxy").addHandler(errors)
     instance = ToxiproxyServer(rng=random.Random(20240501))
     host, port = instance.start()
     saved = (APIConsumer.host, APIConsumer.port)
@@ -131,7 +131,7 @@ def server(echo: EchoServer) -> Iterator[ToxiproxyServer]:
     finally:
         APIConsumer.host, APIConsumer.port = saved
         instance.stop()
-        logging.getLogger("faults.toxiproxy").removeHandler(errors)
+        logging.getLogger("chaoskube.faults.toxiproxy").removeHandler(errors)
     assert not errors.records, [record.getMessage() for record in errors.records]
 
 
@@ -616,7 +616,7 @@ async def test_serve_reports_its_address_and_closes_on_cancel() -> None:
 
 def test_run_forever_stops_cleanly_on_sigint(echo: EchoServer) -> None:
     port = free_port()
-    code = f"from faults.toxiproxy import run_forever; run_forever('127.0.0.1:{port}', seed=9)"
+    code = f"from chaoskube.faults.toxiproxy import run_forever; run_forever('127.0.0.1:{port}', seed=9)"
     process = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 10

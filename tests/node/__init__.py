@@ -1,16 +1,16 @@
 """Tests of the node components: the simulated runtime, the kubelet and kube-proxy.
 
 Shared scenario helpers: kubelets in node processes (named after their nodes) against
-the API servers of :func:`tests.api.apiserver_harness.run_api`, and pods as manifests."""
+the API servers of :func:`tests.apiserver.apiserver_harness.run_api`, and pods as manifests."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from chaoskube.api.client import ApiClient
+from chaoskube.api.identity import admin_credentials, node_credentials
 from chaoskube.api.manifests import from_dict
-from chaoskube.api.server import admin_credentials, node_credentials
-from chaoskube.controllers.config import KubeletConfig
+from chaoskube.client.client import ApiClient
+from chaoskube.config import KubeletConfig
 from chaoskube.node.kubelet import Kubelet, KubeletNode
 
 API_SERVERS = ("kube-apiserver-1",)

@@ -11,13 +11,13 @@ import msgspec
 import pytest
 import trio
 
-from chaoskube.api.client import ApiError
 from chaoskube.api.manifests import from_dict
 from chaoskube.api.objects import OwnerReference, PodCondition, Taint
 from chaoskube.api.protocol import DeleteOptions, parse_timestamp
-from chaoskube.controllers.config import KubeletConfig
+from chaoskube.client.client import ApiError
+from chaoskube.config import KubeletConfig
 from chaoskube.node.kubelet import allocatable_of, drain, generate_pod_status, initial_node, node_status_changed, pods_to_evict, qos_class
-from tests.api.apiserver_harness import run_api
+from tests.apiserver.apiserver_harness import run_api
 from tests.node import admin, condition, events, kubelet_process, node_spec, pod_manifest
 
 NODE = "node-1"

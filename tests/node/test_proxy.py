@@ -8,11 +8,11 @@ from collections import Counter
 
 import pytest
 
-from chaoskube.api.client import ApiClient
+from chaoskube.api.identity import node_credentials
 from chaoskube.api.manifests import from_dict
-from chaoskube.api.server import node_credentials
+from chaoskube.client.client import ApiClient
 from chaoskube.node.proxy import EndpointRule, KubeProxy, TrafficProbe, compute_rules, pick_endpoint, usable_endpoints
-from tests.api.apiserver_harness import run_api
+from tests.apiserver.apiserver_harness import run_api
 from tests.node import API_SERVERS, admin, condition, events, kubelet_process, node_spec, pod_manifest
 
 # -- the rule table ----------------------------------------------------------------------------

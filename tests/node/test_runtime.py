@@ -5,7 +5,7 @@ import pytest
 import trio
 
 from chaoskube.api.objects import Container, ObjectMeta, Pod, PodSpec, Probe
-from chaoskube.controllers.config import KubeletConfig
+from chaoskube.config import KubeletConfig
 from chaoskube.node.runtime import (
     BackoffEntry,
     BehaviourError,
@@ -16,6 +16,7 @@ from chaoskube.node.runtime import (
     IpExhausted,
     ProbeResult,
     ProbeSpec,
+    Terminated,
     backoff_in_effect,
     backoff_next,
     parse_duration,
@@ -24,7 +25,6 @@ from chaoskube.node.runtime import (
     probe_tick,
     should_restart,
     stop_plan,
-    Terminated,
 )
 from chaoskube.sim import World
 

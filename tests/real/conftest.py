@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from faults.real_etcd import find_etcd_binary
+from chaoskube.experiments.real.cluster import find_etcd_binary
 from tests.debian import require
 
 

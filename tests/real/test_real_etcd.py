@@ -19,13 +19,13 @@ import msgspec
 import orjson
 import pytest
 
+from chaoskube.experiments import registry
+from chaoskube.experiments.model import FaultEntry
+from chaoskube.experiments.real.cluster import symmetric_blocks
+from chaoskube.experiments.real.etcd import check_history, check_leader_election, check_real_watches, leadership_runs
+from chaoskube.experiments.real.runner import RealRunResult, run_real_experiment
+from chaoskube.experiments.runner import run_experiment
 from chaoskube.sim.journal import read_journal
-from experiments import registry
-from experiments.model import FaultEntry
-from experiments.real import RealRunResult, run_real_experiment
-from experiments.runner import run_experiment
-from experiments.systems.real_etcd import check_history, check_leader_election, check_real_watches, leadership_runs
-from faults.real_etcd import symmetric_blocks
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -193,7 +193,7 @@ def test_a_missed_or_invented_watch_event_is_caught(leader_kill):
 @pytest.mark.slow
 def test_ctrl_c_stops_and_reaps_every_member(etcd_binary, tmp_path):
     out = tmp_path / "interrupted"
-    process = subprocess.Popen([sys.executable, "-m", "experiments.cli", "run", "real-etcd-pause", "--seed", "1", "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    process = subprocess.Popen([sys.executable, "-m", "chaoskube.experiments.cli", "run", "real-etcd-pause", "--seed", "1", "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 30
         journal = out / "journal.jsonl"
@@ -256,7 +256,7 @@ def test_leader_election_catches_two_self_claimed_leaders_of_one_term():
 def test_unsupported_fault_kinds_are_refused_before_anything_starts(tmp_path):
     experiment = registry.find("real-etcd-pause")
     experiment = msgspec.structs.replace(experiment, schedule=[FaultEntry(at_s=1.0, kind="clock-jump", target="leader:etcd")])
-    from experiments.model import ExperimentError
+    from chaoskube.experiments.model import ExperimentError
 
     with pytest.raises(ExperimentError, match="clock-jump"):
         run_experiment(experiment, 1, tmp_path)
@@ -273,7 +273,7 @@ def test_real_catalogue_experiments_validate():
 def _external_proxy_experiment(address: str, kind: str, *extra: dict):
     import msgspec
 
-    from experiments.model import Experiment
+    from chaoskube.experiments.model import Experiment
 
     return msgspec.convert(
         {
@@ -300,7 +300,7 @@ def test_a_toxiproxy_server_given_by_address_is_used(etcd_binary, tmp_path):
 
     import toxiproxy.api
 
-    from faults.toxiproxy import ToxiproxyServer
+    from chaoskube.faults.toxiproxy import ToxiproxyServer
 
     delay = {"at_s": 2, "kind": "link-delay", "target": "role:etcd", "duration_s": 1, "params": {"delay_ms": 20}}
     with ToxiproxyServer(rng=random.Random(1)) as server:
@@ -314,7 +314,7 @@ def test_a_toxiproxy_server_given_by_address_is_used(etcd_binary, tmp_path):
 
 
 def test_partitions_through_an_external_toxiproxy_are_refused(tmp_path):
-    from experiments.model import ExperimentError
+    from chaoskube.experiments.model import ExperimentError
 
     with pytest.raises(ExperimentError, match=r"cluster.toxiproxy.*chaoskube_block_from"):
         run_real_experiment(_external_proxy_experiment("127.0.0.1:1", "isolate"), 1, tmp_path / "run")
@@ -322,8 +322,8 @@ def test_partitions_through_an_external_toxiproxy_are_refused(tmp_path):
 
 @pytest.mark.parametrize("name", ["real-etcd-leader-kill", "real-etcd-partition", "real-etcd-pause"])
 def test_the_simulated_twin_is_a_valid_simulated_experiment(name):
-    from experiments.real import simulated_twin
-    from experiments.systems.etcd import EtcdSystem
+    from chaoskube.experiments.real.runner import simulated_twin
+    from chaoskube.experiments.systems.etcd import EtcdSystem
 
     experiment = registry.find(name)
     twin = simulated_twin(msgspec.structs.replace(experiment, cluster={**experiment.cluster, "toxiproxy": "127.0.0.1:1"}))

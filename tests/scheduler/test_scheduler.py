@@ -12,15 +12,15 @@ from collections import Counter
 
 import trio
 
-from chaoskube.api.client import ApiClient
-from chaoskube.api.informer import SharedInformerFactory
+from chaoskube.api.identity import user_credentials
 from chaoskube.api.manifests import from_dict
 from chaoskube.api.protocol import DeleteOptions
-from chaoskube.api.server import user_credentials
+from chaoskube.client.client import ApiClient
+from chaoskube.client.informer import SharedInformerFactory
 from chaoskube.scheduler.framework import Status
 from chaoskube.scheduler.plugins import DefaultBinder, default_plugins
 from chaoskube.scheduler.scheduler import Scheduler
-from tests.api.apiserver_harness import run_api
+from tests.apiserver.apiserver_harness import run_api
 from tests.scheduler import ZONE, anti_affinity, make_node, make_pod, pod_affinity, spread_constraint
 
 SERVERS = ["kube-apiserver-1"]

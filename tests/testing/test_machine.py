@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-
 import subprocess
 import sys
 import textwrap
@@ -18,9 +17,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import invariant, precondition, rule, run_state_machine_as_test
 
-from chaoskube.api.server import ApiServer
+from chaoskube.apiserver.server import ApiServer
+from chaoskube.faults.kinds import KINDS
 from chaoskube.testing import EXCLUDED_KINDS, FAULT_KINDS, FAULT_RULES, ClusterMachine, InvariantViolation, RunSummary, focus, step
-from faults.kinds import KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -101,7 +100,7 @@ from chaoskube.testing.machine import ClusterMachine, InvariantViolation
 steps = [tuple(step) for step in json.loads(sys.argv[1])]
 machine = ClusterMachine
 if sys.argv[2] == "broken-eviction":
-    from chaoskube.api.server import ApiServer
+    from chaoskube.apiserver.server import ApiServer
     from tests.testing.test_machine import EvictionStories
 
     async def skip_the_budget(self, request, pod, pdb):

@@ -16,13 +16,14 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from chaoskube import gallery
+from chaoskube.experiments.model import ExperimentError
+from chaoskube.experiments.registry import SYSTEMS, load_experiment
+from chaoskube.experiments.replay_example import main
+from chaoskube.experiments.systems.hypothesis import HypothesisSystem, run_hypothesis_experiment
 from chaoskube.sim.journal import journal_sha256
 from chaoskube.testing import ClusterMachine, InvariantViolation, RunSummary
-from chaoskube.testing.machine import focus
 from chaoskube.testing.experiment import checkers_judged, failing_checkers, machine_path, save_experiment
-from experiments.model import ExperimentError, load_experiment
-from experiments.systems import SYSTEMS
-from experiments.systems.hypothesis import HypothesisSystem, main, run_hypothesis_experiment
+from chaoskube.testing.machine import focus
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,7 +50,7 @@ def _failing_example() -> InvariantViolation:
 
 
 def _run_in_a_fresh_process(path: Path, out: Path, *extra: str) -> tuple[int, dict, str]:
-    command = [sys.executable, "-m", "experiments.systems.hypothesis", str(path), "--out", str(out), *extra]
+    command = [sys.executable, "-m", "chaoskube.experiments.replay_example", str(path), "--out", str(out), *extra]
     completed = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
     lines = completed.stdout.strip().splitlines()
     return completed.returncode, json.loads(lines[-1]) if lines and completed.returncode in (0, 1) else {}, completed.stderr

@@ -1,0 +1,875 @@
+"""kube-apiserver as a simulated process: stateless, several replicas, one etcd cluster.
+
+Every request (:class:`chaoskube.api.protocol.Request`, on :data:`protocol.API_PORT`) runs
+in its own task through the pipeline of ``staging/src/k8s.io/apiserver/pkg/endpoints``:
+
+1. **Authentication** (``pkg/authentication``): a static token, a service account token
+   (the account must exist), or an x509 client certificate (CN = user, O = groups);
+   anything else is 401 Unauthorized. Authenticated users get ``system:authenticated``.
+2. **Authorization**: ``system:masters``, then the Node authorizer, then RBAC
+   (``--authorization-mode=Node,RBAC``) over the Roles and bindings in this server's watch
+   cache (:func:`chaoskube.apiserver.auth.authorize`); 403 Forbidden in Kubernetes' words.
+3. **Mutating admission**: the built-in plugins (:mod:`chaoskube.apiserver.admission`), then
+   mutating webhooks (:mod:`chaoskube.apiserver.webhooks`).
+4. For creates, ``BeforeCreate``: namespace, ``generateName``, uid, creationTimestamp,
+   generation, the status a new object starts with (``PrepareForCreate``). For updates,
+   ``BeforeUpdate``: system fields kept, spec and status split by subresource, generation
+   bumped on spec changes.
+5. **Validation** (:mod:`chaoskube.apiserver.validation`): 422 Invalid.
+6. **Validating admission**: the built-ins, then validating webhooks.
+7. **Storage** (:mod:`chaoskube.apiserver.storage`): an etcd transaction guarded by the key's
+   revision. A client-given ``resourceVersion`` that is stale is 409 Conflict; without one,
+   update and patch re-read and try again (``GuaranteedUpdate``), at most
+   :data:`MAX_ATTEMPTS` times.
+
+Reads: ``get`` and ``list`` without ``resourceVersion`` are quorum reads from etcd; with
+one, the watch cache answers ("0": any state; "N": not older than N, waiting up to 3 s,
+else 504; ``Exact`` lists go to etcd at that revision, 410 when compacted). Watches are
+served by the watch cache (:mod:`chaoskube.apiserver.watchcache`).
+
+Deletion (``registry/generic/registry/store.go`` ``Delete``): a scheduled pod that is not
+terminal is deleted gracefully — ``deletionTimestamp`` = now + grace (its
+``terminationGracePeriodSeconds``, 30 by default), answered 200 with the object — and removed when its
+kubelet deletes it again with grace 0. Objects with finalizers get a ``deletionTimestamp``
+and stay until an update removes the last finalizer. Everything else is removed at once.
+
+Subresources: ``status`` (update, patch), ``binding`` (the scheduler's write: 409 when the
+pod is already bound), ``eviction`` (``pkg/registry/core/pod/storage/eviction.go``: checks
+the pod's PodDisruptionBudget, decrements ``disruptionsAllowed`` with an optimistic update
+of the PDB's status through the server's own loopback client, 429 when no disruption is
+allowed), ``finalize`` (namespaces).
+
+Also as kube-apiserver: every replica creates the system namespaces and bootstrap RBAC
+policy when missing (:mod:`chaoskube.apiserver.bootstrap`), and compacts etcd every 5 minutes
+(``--etcd-compaction-interval``) to the revision it saw at the previous interval,
+coordinated through the ``compact_rev_key`` key (``storage/etcd3/compact.go``).
+
+Requests that do not finish within ``--request-timeout`` (60 s) are answered 504. A write
+whose etcd outcome is unknown is answered 504 too: it may have happened.
+
+Not modelled: pagination (``limit``/``continue``), server-side apply, strategic merge patch,
+``deletecollection``, garbage collection and cascading deletion (controller-manager),
+priority and fairness, audit logging, aggregated APIs, CRDs.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import trio
+
+from chaoskube.api.identity import ADMIN_TOKEN, UserInfo, authenticated_user, service_account_user, superuser
+from chaoskube.api.manifests import ManifestError, from_dict, to_dict
+from chaoskube.api.objects import (
+    KINDS,
+    Condition,
+    KindInfo,
+    Namespace,
+    Object,
+    Pod,
+    PodCondition,
+    PodDisruptionBudget,
+    matches,
+)
+from chaoskube.api.patch import PatchError, apply_patch, merge_patch
+from chaoskube.api.protocol import (
+    API_PORT,
+    Binding,
+    Credentials,
+    DeleteOptions,
+    Eviction,
+    Request,
+    Response,
+    Status,
+    StatusError,
+    WatchEvent,
+    WatchProbe,
+    WatchStop,
+    already_exists,
+    bad_request,
+    conflict,
+    forbidden,
+    invalid,
+    not_found,
+    parse_timestamp,
+    timeout,
+    timestamp,
+    too_many_requests,
+    unauthorized,
+)
+from chaoskube.api.selectors import SelectorError, parse_field_selector, parse_label_selector
+from chaoskube.api.selectors import matches as selected
+from chaoskube.apiserver import validation
+from chaoskube.apiserver.admission import AdmissionRequest, default_plugins, run_mutating, run_validating, with_object
+from chaoskube.apiserver.auth import Attributes, authorize
+from chaoskube.apiserver.bootstrap import bootstrap_objects
+from chaoskube.apiserver.storage import EtcdStore, Stored, copy_object, kind_info, resource_prefix, storage_key
+from chaoskube.apiserver.watchcache import Cacher, too_large_resource_version
+from chaoskube.apiserver.webhooks import WebhookDispatcher
+from chaoskube.etcd.client import EtcdClient
+from chaoskube.etcd.requests import CompactionRequest, Compare, PutRequest, RangeRequest, TxnRequest
+from chaoskube.sim import Process, World
+
+__all__ = [
+    "ApiServer",
+    "ApiServerConfig",
+    "api_server_main",
+    "spawn_api_servers",
+]
+
+ADMIN_USER = "kubernetes-admin"
+#: The loopback client's user: the API server's own requests (``system:apiserver``, in
+#: ``system:masters``).
+LOOPBACK_USER = "system:apiserver"
+#: Bound on GuaranteedUpdate's and Delete's re-read loops; at the bound: 409 Conflict.
+MAX_ATTEMPTS = 16
+#: Kinds with a ``status`` subresource: their main resource ignores status changes.
+STATUS_KINDS = frozenset({"Pod", "Node", "Deployment", "ReplicaSet", "Service", "PodDisruptionBudget", "Namespace"})
+#: ``policy.MaxDisruptedPodSize`` (eviction.go).
+MAX_DISRUPTED_POD_SIZE = 2000
+COMPACT_REV_KEY = "compact_rev_key"
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # names.SimpleNameGenerator's alphabet
+_GENERATED_SUFFIX = 5
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApiServerConfig:
+    etcd_endpoints: tuple[str, ...]
+    #: The static token file (``--token-auth-file``): token -> user.
+    tokens: tuple[tuple[str, UserInfo], ...] = ((ADMIN_TOKEN, superuser(ADMIN_USER)),)
+    request_timeout_s: float = 60.0  # --request-timeout
+    etcd_timeout_s: float = 5.0  # one etcd request, per attempt
+    compaction_interval_s: float = 300.0  # --etcd-compaction-interval
+    bookmark_every_s: float = 60.0
+    #: The watch cache's history per resource (``watch_cache.go``): it holds 100 to 102,400
+    #: events and drops the oldest only when it is older than 75 s.
+    watch_cache_lower_capacity: int = 100
+    watch_cache_upper_capacity: int = 100 * 1024
+    watch_cache_fresh_s: float = 75.0
+    fresh_wait_s: float = 3.0  # watch cache waitUntilFreshAndBlock
+    eviction_attempts: int = 20  # eviction.go EvictionsRetry.Steps
+    eviction_retry_s: float = 0.5  # EvictionsRetry.Duration (Factor 1, Jitter 0.1: not modelled)
+    bootstrap: bool = True
+
+    def __post_init__(self) -> None:
+        assert self.etcd_endpoints, "an API server needs etcd"
+        object.__setattr__(self, "etcd_endpoints", tuple(self.etcd_endpoints))
+
+
+def _refuse(status: Status) -> StatusError:
+    return StatusError(status)
+
+
+_ADMISSION_REASONS = {400: "BadRequest", 403: "Forbidden", 404: "NotFound"}
+
+
+def _generation_changed(old: Object, new: Object) -> bool:
+    """Anything but metadata and status differs (the strategies compare spec)."""
+    for name in new.__struct_fields__:
+        if name in ("metadata", "status"):
+            continue
+        if getattr(old, name) != getattr(new, name):
+            return True
+    return False
+
+
+def _pod_ready(pod: Pod) -> bool:
+    """``podutil.IsPodReady``: the Ready condition is True."""
+    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions)
+
+
+def _pdb_selects(pdb: PodDisruptionBudget, labels: dict[str, str]) -> bool:
+    """policy/v1: a null selector selects no pods, an empty one every pod of the namespace
+    (``PodDisruptionBudgetSpec.selector``)."""
+    if pdb.spec.selector is None:
+        return False
+    return matches(pdb.spec.selector, labels)
+
+
+def _set_disruption_allowed_condition(pdb: PodDisruptionBudget, now: float) -> None:
+    """``pdbhelper.UpdateDisruptionAllowedCondition`` when the budget reaches zero."""
+    condition = Condition(type="DisruptionAllowed", status="False", reason="InsufficientPods", observed_generation=pdb.status.observed_generation, last_transition_time=timestamp(now))
+    kept = [c for c in pdb.status.conditions if c.type != "DisruptionAllowed"]
+    pdb.status.conditions = [*kept, condition]
+
+
+class ApiServer:
+    """One kube-apiserver replica inside ``process``. See the module docstring."""
+
+    def __init__(self, process: Process, config: ApiServerConfig) -> None:
+        self.process = process
+        self.world: World = process.world
+        self.config = config
+        self.name = process.name
+        endpoints = list(config.etcd_endpoints)
+        self.store = EtcdStore(EtcdClient(process, endpoints, timeout_s=config.etcd_timeout_s, name=f"{process.name}/store"))
+        self.cacher = Cacher(
+            process,
+            EtcdClient(process, endpoints, timeout_s=config.etcd_timeout_s, name=f"{process.name}/cacher"),
+            bookmark_every_s=config.bookmark_every_s,
+            lower_capacity=config.watch_cache_lower_capacity,
+            upper_capacity=config.watch_cache_upper_capacity,
+            fresh_s=config.watch_cache_fresh_s,
+        )
+        self.webhooks = WebhookDispatcher(process)
+        self._tokens = dict(config.tokens)
+        self._loopback_token = f"loopback/{process.name}/{process.incarnation}"
+        self._tokens[self._loopback_token] = superuser(LOOPBACK_USER)
+        self.loopback = Credentials(token=self._loopback_token)
+        self._uids = process.random("uid")
+        self._names = process.random("generate-name")
+        self._served = 0
+
+    # ------------------------------------------------------------------ lifecycle
+    async def serve(self) -> None:
+        self.process.on_message(API_PORT, self._on_message)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.cacher.run)
+            nursery.start_soon(self._compactor)
+            if self.config.bootstrap:
+                nursery.start_soon(self._bootstrap)
+
+    def _on_message(self, message: Any) -> None:
+        body = message.body
+        if isinstance(body, WatchProbe):
+            self.cacher.probe(message)
+        elif isinstance(body, WatchStop):
+            self.cacher.stop(message)
+        elif isinstance(body, Request) and message.call_id:
+            self.process.start_soon(self._handle, message)
+        elif message.call_id:
+            self.process.reply(message, Response(400, status=bad_request(f"not an API request: {type(body).__name__}")))
+
+    async def _handle(self, message: Any) -> None:
+        request: Request = message.body
+        response: Response | None = None
+        with self.process.move_on_after(self.config.request_timeout_s) as scope:
+            response = await self.handle(request, message)
+        if scope.cancelled_caught:
+            response = Response(504, status=timeout("request did not complete within requested timeout - context deadline exceeded"), server=self.name)
+            if request.verb not in ("get", "list", "watch"):
+                self._journal(request, response)
+        if response is not None:
+            self.process.reply(message, response)
+
+    async def handle(self, request: Request, message: Any = None) -> Response | None:
+        """Serve one request: its response, or None for a watch (the cache answered it)."""
+        self._served += 1
+        try:
+            response = await self._serve(request, message)
+        except StatusError as error:
+            response = Response(error.status.code, status=error.status, server=self.name)
+        if response is not None and request.verb not in ("get", "list", "watch"):
+            self._journal(request, response)
+        return response
+
+    def _journal(self, request: Request, response: Response) -> None:
+        fields: dict[str, Any] = {
+            "server": self.name, "id": request.id, "verb": request.verb, "resource": request.resource,
+            "subresource": request.subresource, "namespace": request.namespace,
+            "name": request.name or (response.object.metadata.name if response.object is not None else ""),
+            "code": response.code,
+        }
+        if response.status is not None:
+            fields["reason"] = response.status.reason
+        if response.object is not None:
+            fields["resource_version"] = response.object.metadata.resource_version
+        self.world.record("api-request", **fields)
+
+    # ------------------------------------------------------------------ authentication
+    def authenticate(self, credentials: Credentials) -> UserInfo | None:
+        if credentials.token:
+            user = self._tokens.get(credentials.token)
+            if user is not None:
+                return user
+            if credentials.token.startswith("serviceaccount:"):
+                _, namespace, name = (credentials.token.split(":", 2) + ["", ""])[:3]
+                account = self.cacher.cache("serviceaccounts").get(storage_key("serviceaccounts", namespace, name))
+                if account is None:
+                    return None  # a bound token dies with its service account
+                return service_account_user(namespace, name, account.metadata.uid)
+            return None
+        if credentials.common_name:
+            return authenticated_user(credentials.common_name, credentials.organizations)
+        return None
+
+    # ------------------------------------------------------------------ the pipeline
+    async def _serve(self, request: Request, message: Any) -> Response | None:
+        info = kind_info(request.resource)
+        if info is None:
+            raise _refuse(Status(404, "NotFound", "the server could not find the requested resource"))
+        user = self.authenticate(request.credentials)
+        if user is None:
+            raise _refuse(unauthorized())
+        if not self.cacher.ready:
+            raise _refuse(too_many_requests("storage is (re)initializing", retry_after_seconds=1))
+        if info.namespaced is False and request.namespace:
+            raise _refuse(not_found(request.resource, request.name or request.resource))
+        self._authorize(request, user, info)
+        verb, sub = request.verb, request.subresource
+        if verb == "get" and not sub:
+            return await self._get(request, info)
+        if verb == "list" and not sub:
+            return await self._list(request, info)
+        if verb == "watch" and not sub:
+            await self._watch(request, info, message)
+            return None
+        if verb == "create" and not sub:
+            return await self._create(request, user, info)
+        if verb == "create" and sub == "binding" and info.kind == "Pod":
+            return await self._bind(request, user, info)
+        if verb == "create" and sub == "eviction" and info.kind == "Pod":
+            return await self._evict(request, user, info)
+        if verb in ("update", "patch") and (not sub or (sub == "status" and info.kind in STATUS_KINDS) or (sub == "finalize" and info.kind == "Namespace")):
+            return await self._update(request, user, info)
+        if verb == "delete" and not sub:
+            return await self._delete(request, user, info)
+        raise _refuse(Status(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({verb} {request.resource}{'/' + sub if sub else ''})"))
+
+    def _authorize(self, request: Request, user: UserInfo, info: KindInfo) -> None:
+        name = request.name if (request.verb != "create" or request.subresource) else ""
+        group = info.api_version.rpartition("/")[0]
+        attributes = Attributes(user=user, verb=request.verb, resource=request.resource, subresource=request.subresource, namespace=request.namespace, name=name, api_group=group)
+        pod = None
+        if info.kind == "Pod" and request.name and request.namespace:
+            pod = self.cacher.cache("pods").get(storage_key("pods", request.namespace, request.name))
+        decision = authorize(
+            attributes,
+            roles=self.cacher.objects("roles"),
+            cluster_roles=self.cacher.objects("clusterroles"),
+            role_bindings=self.cacher.objects("rolebindings"),
+            cluster_role_bindings=self.cacher.objects("clusterrolebindings"),
+            pod=pod,
+        )
+        if not decision.allowed:
+            raise _refuse(forbidden(decision.reason))
+
+    def _plugins(self) -> list[Any]:
+        return default_plugins(
+            namespaces=self.cacher.objects("namespaces"),
+            service_accounts=[(sa.metadata.namespace, sa.metadata.name) for sa in self.cacher.objects("serviceaccounts")],
+            priority_classes=self.cacher.objects("priorityclasses"),
+        )
+
+    def _namespace_labels(self, namespace: str) -> dict[str, str] | None:
+        if not namespace:
+            return None
+        stored = self.cacher.cache("namespaces").get(storage_key("namespaces", "", namespace))
+        return dict(stored.metadata.labels) if stored is not None else None
+
+    @staticmethod
+    def _admission_status(result: Any) -> Status:
+        return Status(result.code, _ADMISSION_REASONS.get(result.code, "Forbidden"), result.reason)
+
+    async def _mutate(self, admission: AdmissionRequest) -> Object | None:
+        """Built-in mutating plugins, then mutating webhooks: the object to continue with."""
+        result = run_mutating(admission, self._plugins())
+        if not result.allowed:
+            raise _refuse(self._admission_status(result))
+        obj = result.object if result.object is not None else admission.object
+        admission = with_object(admission, obj)
+        hooks = self.cacher.objects("mutatingwebhookconfigurations")
+        if hooks:
+            outcome = await self.webhooks.mutate(admission, hooks, namespace_labels=self._namespace_labels(admission.namespace))
+            if not outcome.allowed:
+                raise _refuse(outcome.status)
+            if outcome.object is not None:
+                obj = outcome.object
+        return obj
+
+    async def _validate(self, admission: AdmissionRequest) -> None:
+        """Built-in validating plugins, then validating webhooks."""
+        result = run_validating(admission, self._plugins())
+        if not result.allowed:
+            raise _refuse(self._admission_status(result))
+        hooks = self.cacher.objects("validatingwebhookconfigurations")
+        if hooks:
+            outcome = await self.webhooks.validate(admission, hooks, namespace_labels=self._namespace_labels(admission.namespace))
+            if not outcome.allowed:
+                raise _refuse(outcome.status)
+
+    # ------------------------------------------------------------------ reads
+    def _selectors(self, request: Request) -> tuple[Any, Any]:
+        try:
+            return parse_label_selector(request.label_selector), parse_field_selector(request.field_selector, request.resource)
+        except SelectorError as error:
+            raise _refuse(bad_request(str(error))) from None
+
+    async def _fresh(self, resource_version: str) -> None:
+        try:
+            wanted = int(resource_version)
+        except ValueError:
+            raise _refuse(bad_request(f"invalid resource version: {resource_version!r}")) from None
+        if not await self.cacher.wait_fresh(wanted, self.config.fresh_wait_s):
+            raise _refuse(too_large_resource_version(wanted, self.cacher.resource_version))
+
+    async def _get(self, request: Request, info: KindInfo) -> Response:
+        key = storage_key(info.resource, request.namespace, request.name)
+        if request.resource_version == "":
+            stored = await self.store.get(key)
+            obj = stored.object if stored is not None else None
+        else:
+            if request.resource_version != "0":
+                await self._fresh(request.resource_version)
+            cached = self.cacher.cache(info.resource).get(key)
+            obj = copy_object(cached) if cached is not None else None
+        if obj is None:
+            raise _refuse(not_found(info.resource, request.name))
+        return Response(200, object=obj, server=self.name)
+
+    async def _list(self, request: Request, info: KindInfo) -> Response:
+        labels, fields = self._selectors(request)
+        prefix = resource_prefix(info.resource, request.namespace)
+        version = request.resource_version
+        if version == "" or request.resource_version_match == "Exact":
+            revision = 0 if version == "" else self._revision(version)
+            objects, read_at = await self.store.list(prefix, revision=revision)
+            items = tuple(obj for obj in objects if selected(obj, labels, fields))
+            return Response(200, items=items, resource_version=str(revision or read_at), server=self.name)
+        if version != "0":
+            await self._fresh(version)
+        cache = self.cacher.cache(info.resource)
+        items = tuple(copy_object(obj) for obj in cache.list(request.namespace, labels, fields))
+        return Response(200, items=items, resource_version=str(cache.resource_version or self.cacher.resource_version), server=self.name)
+
+    @staticmethod
+    def _revision(version: str) -> int:
+        try:
+            return int(version)
+        except ValueError:
+            raise _refuse(bad_request(f"invalid resource version: {version!r}")) from None
+
+    async def _watch(self, request: Request, info: KindInfo, message: Any) -> None:
+        labels, fields = self._selectors(request)
+        initial: list[WatchEvent] | None = None
+        revision: int | None = None
+        if request.resource_version == "":
+            # "Get State and Start at Most Recent": a quorum read, then events after it.
+            objects, revision = await self.store.list(resource_prefix(info.resource, request.namespace))
+            initial = [WatchEvent("ADDED", obj, obj.metadata.resource_version) for obj in objects if selected(obj, labels, fields)]
+            await self._fresh(str(revision))
+        elif request.resource_version != "0":
+            await self._fresh(request.resource_version)  # a version ahead of the cache: wait
+        self.cacher.start_watch(message, request, info.resource, initial_events=initial, revision=revision)
+
+    # ------------------------------------------------------------------ create
+    def _admission_request(self, operation: str, request: Request, user: UserInfo, info: KindInfo, obj: Object | None, old: Object | None, name: str = "") -> AdmissionRequest:
+        return AdmissionRequest(
+            operation=operation, kind=info.kind, namespace=request.namespace, name=name or request.name,
+            object=obj, old_object=old, user=user, subresource=request.subresource, dry_run=request.dry_run,
+            request_id=request.id,
+        )
+
+    async def _stored(self, resource: str, namespace: str, name: str) -> Stored:
+        """A quorum read of one object, or 404."""
+        stored = await self.store.get(storage_key(resource, namespace, name))
+        if stored is None:
+            raise _refuse(not_found(resource, name))
+        return stored
+
+    def _body(self, request: Request, info: KindInfo) -> Object:
+        body = request.body
+        if not isinstance(body, info.type):
+            raise _refuse(bad_request(f"the body of the request must be a {info.kind}, not {type(body).__name__}"))
+        return copy_object(body)
+
+    def _new_uid(self) -> str:
+        """A random (version 4) UUID, drawn from the seeded generator."""
+        return str(uuid.UUID(int=self._uids.getrandbits(128), version=4))
+
+    def _prepare_for_create(self, obj: Object, info: KindInfo) -> None:
+        """``rest.BeforeCreate`` and the kinds' ``PrepareForCreate``."""
+        meta = obj.metadata
+        if not meta.name and meta.generate_name:
+            suffix = "".join(self._names.choice(_NAME_CHARS) for _ in range(_GENERATED_SUFFIX))
+            meta.name = meta.generate_name[: 63 - _GENERATED_SUFFIX] + suffix
+        meta.uid = self._new_uid()
+        meta.creation_timestamp = timestamp(self.process.now())
+        meta.resource_version = ""
+        meta.deletion_timestamp = None
+        meta.deletion_grace_period_seconds = None
+        meta.generation = 1 if info.kind in validation.GENERATION_KINDS else 0
+        if info.kind == "Pod":
+            obj.status = type(obj.status)(phase="Pending", qos_class=obj.status.qos_class)
+        elif info.kind == "Namespace":
+            obj.status = type(obj.status)(phase="Active")
+            if "kubernetes" not in obj.spec.finalizers:
+                obj.spec.finalizers = [*obj.spec.finalizers, "kubernetes"]
+        elif info.kind in ("Deployment", "ReplicaSet", "PodDisruptionBudget", "Service"):
+            obj.status = type(obj.status)()
+
+    async def _create(self, request: Request, user: UserInfo, info: KindInfo) -> Response:
+        obj = self._body(request, info)
+        if info.namespaced:
+            if not request.namespace:
+                raise _refuse(bad_request("the request must name a namespace"))
+            if obj.metadata.namespace and obj.metadata.namespace != request.namespace:
+                raise _refuse(bad_request("the namespace of the provided object does not match the namespace sent on the request"))
+            obj.metadata.namespace = request.namespace
+        else:
+            obj.metadata.namespace = ""
+        admission = self._admission_request("CREATE", request, user, info, obj, None, name=obj.metadata.name)
+        obj = await self._mutate(admission)
+        self._prepare_for_create(obj, info)
+        causes = validation.validate_create(obj)
+        if causes:
+            raise _refuse(invalid(info.resource, obj.metadata.name or obj.metadata.generate_name, causes))
+        await self._validate(self._admission_request("CREATE", request, user, info, obj, None, name=obj.metadata.name))
+        if request.dry_run:
+            return Response(201, object=obj, server=self.name)
+        revision = await self.store.create(storage_key(info.resource, obj.metadata.namespace, obj.metadata.name), obj)
+        if revision is None:
+            raise _refuse(already_exists(info.resource, obj.metadata.name))
+        obj.metadata.resource_version = str(revision)
+        return Response(201, object=obj, server=self.name)
+
+    # ------------------------------------------------------------------ update and patch
+    def _patched(self, current: Object, request: Request) -> tuple[Object, str]:
+        """The patched object and the resourceVersion the patch itself demands ("" if none)."""
+        document = to_dict(current)
+        try:
+            if request.patch_type == "merge":
+                if not isinstance(request.body, dict):
+                    raise PatchError("a merge patch is a JSON object")
+                patched = merge_patch(document, request.body)
+                demanded = (request.body.get("metadata") or {}).get("resourceVersion") or ""
+            else:
+                patched = apply_patch(document, request.body)
+                demanded = next((op.get("value") for op in request.body if isinstance(op, dict) and op.get("path") == "/metadata/resourceVersion" and op.get("op") in ("add", "replace", "test")), "") or ""
+        except PatchError as error:
+            raise _refuse(Status(422, "Invalid", str(error))) from None
+        if not isinstance(patched, dict) or patched.get("kind") != current.KIND or patched.get("apiVersion") != current.API_VERSION:
+            raise _refuse(bad_request("a patch may not change apiVersion or kind"))
+        try:
+            obj = from_dict(patched, f"{request.resource}/{request.name}")
+        except ManifestError as error:
+            raise _refuse(Status(422, "Invalid", f'{current.KIND} "{request.name}" is invalid: {error.field or "object"}: {error.reason}')) from None
+        obj.metadata.resource_version = str(demanded) if demanded else current.metadata.resource_version
+        return obj, str(demanded)
+
+    def _prepare_for_update(self, info: KindInfo, current: Object, new: Object, subresource: str) -> Object:
+        """``rest.BeforeUpdate`` and the kinds' ``PrepareForUpdate``: what the client may not
+        change is taken from the stored object; status and spec go by subresource."""
+        if new.metadata.uid and new.metadata.uid != current.metadata.uid:
+            raise _refuse(conflict(info.resource, current.metadata.name, f"Precondition failed: UID in precondition: {new.metadata.uid}, UID in object meta: {current.metadata.uid}"))
+        if subresource == "status":
+            result = copy_object(current)
+            result.status = new.status
+            return result
+        if subresource == "finalize":
+            result = copy_object(current)
+            result.spec.finalizers = list(new.spec.finalizers)
+            return result
+        meta, old = new.metadata, current.metadata
+        meta.uid = old.uid
+        meta.creation_timestamp = old.creation_timestamp
+        meta.deletion_timestamp = old.deletion_timestamp
+        meta.deletion_grace_period_seconds = old.deletion_grace_period_seconds
+        meta.generation = old.generation
+        meta.generate_name = old.generate_name
+        if info.kind in STATUS_KINDS:
+            new.status = copy_object(current).status
+        if info.kind == "Namespace":
+            new.spec.finalizers = list(current.spec.finalizers)
+        if info.kind in validation.GENERATION_KINDS and _generation_changed(current, new):
+            meta.generation = old.generation + 1
+        return new
+
+    @staticmethod
+    def _removes_last_finalizer(current: Object, new: Object) -> bool:
+        """``ShouldDeleteDuringUpdate`` (``registry/generic/registry/store.go``): no
+        finalizer left, a delete was requested and its grace period is over (0 or unset);
+        a namespace also needs its ``spec.finalizers`` empty (namespace ``finalize``)."""
+        if new.metadata.finalizers or current.metadata.deletion_timestamp is None:
+            return False
+        if isinstance(new, Namespace) and new.spec.finalizers:
+            return False
+        return not current.metadata.deletion_grace_period_seconds
+
+    async def _update(self, request: Request, user: UserInfo, info: KindInfo) -> Response:
+        key = storage_key(info.resource, request.namespace, request.name)
+        for _ in range(MAX_ATTEMPTS):
+            stored = await self._stored(info.resource, request.namespace, request.name)
+            current = stored.object
+            if request.verb == "patch":
+                new, demanded = self._patched(current, request)
+            else:
+                new = self._body(request, info)
+                demanded = new.metadata.resource_version
+            if demanded and demanded != current.metadata.resource_version:
+                raise _refuse(conflict(info.resource, request.name))
+            if new.metadata.name != request.name:
+                raise _refuse(bad_request(f"the name of the object ({new.metadata.name}) does not match the name on the URL ({request.name})"))
+            if info.namespaced and new.metadata.namespace not in ("", request.namespace):
+                raise _refuse(bad_request("the namespace of the provided object does not match the namespace sent on the request"))
+            new.metadata.namespace = request.namespace
+            new = self._prepare_for_update(info, current, new, request.subresource)
+            new = await self._mutate(self._admission_request("UPDATE", request, user, info, new, current))
+            causes = validation.validate_update(current, new)
+            if causes:
+                raise _refuse(invalid(info.resource, request.name, causes))
+            await self._validate(self._admission_request("UPDATE", request, user, info, new, current))
+            new.metadata.resource_version = current.metadata.resource_version
+            if msgspec.json.encode(new) == msgspec.json.encode(current):
+                return Response(200, object=current, server=self.name)  # no change: no write
+            if request.dry_run:
+                return Response(200, object=new, server=self.name)
+            if self._removes_last_finalizer(current, new):
+                revision = await self.store.delete(key, stored.mod_revision)
+            else:
+                revision = await self.store.update(key, new, stored.mod_revision)
+            if revision is None:
+                if demanded:
+                    raise _refuse(conflict(info.resource, request.name))
+                continue  # GuaranteedUpdate: someone wrote in between; read again
+            new.metadata.resource_version = str(revision)
+            return Response(200, object=new, server=self.name)
+        raise _refuse(conflict(info.resource, request.name, f"the object kept changing: gave up after {MAX_ATTEMPTS} attempts"))
+
+    # ------------------------------------------------------------------ delete
+    @staticmethod
+    def _grace_period_s(current: Object, options: DeleteOptions) -> int:
+        """``CheckGracefulDelete``: only pods are deleted gracefully; an unscheduled or
+        terminal pod goes at once (``pkg/registry/core/pod/strategy.go``)."""
+        if not isinstance(current, Pod):
+            return 0
+        if not current.spec.node_name or current.status.phase in ("Succeeded", "Failed"):
+            return 0
+        grace = options.grace_period_seconds
+        if grace is None:
+            grace = current.spec.termination_grace_period_seconds
+        if grace is None:
+            grace = 30
+        return 1 if grace < 0 else grace
+
+    async def _delete(self, request: Request, user: UserInfo, info: KindInfo, options: DeleteOptions | None = None) -> Response:
+        options = options or request.delete_options or DeleteOptions()
+        key = storage_key(info.resource, request.namespace, request.name)
+        for _ in range(MAX_ATTEMPTS):
+            stored = await self._stored(info.resource, request.namespace, request.name)
+            current = stored.object
+            meta = current.metadata
+            if options.preconditions_uid and options.preconditions_uid != meta.uid:
+                raise _refuse(conflict(info.resource, request.name, f"Precondition failed: UID in precondition: {options.preconditions_uid}, UID in object meta: {meta.uid}"))
+            if options.preconditions_resource_version and options.preconditions_resource_version != meta.resource_version:
+                raise _refuse(conflict(info.resource, request.name, f"Precondition failed: ResourceVersion in precondition: {options.preconditions_resource_version}, ResourceVersion in object meta: {meta.resource_version}"))
+            admission = self._admission_request("DELETE", request, user, info, None, current)
+            await self._mutate(admission)  # upstream runs both phases on DELETE (handlers/delete.go)
+            await self._validate(admission)
+            if request.dry_run:
+                return Response(200, object=current, server=self.name)
+            revision, pending = await self._delete_stored(key, stored, options)
+            if revision is None:
+                continue
+            if pending is not None:
+                # Still stored (graceful, finalizers): 200 with the object, as
+                # handlers/delete.go answers unless orphanDependents is false.
+                return Response(200, object=pending, server=self.name)
+            return Response(200, object=current, server=self.name)
+        raise _refuse(conflict(info.resource, request.name, f"the object kept changing: gave up after {MAX_ATTEMPTS} attempts"))
+
+    async def _delete_stored(self, key: str, stored: Stored, options: DeleteOptions) -> tuple[int | None, Object | None]:
+        """One attempt: (revision or None on a lost race, the object still stored or None)."""
+        current = stored.object
+        now = self.process.now()
+        grace = self._grace_period_s(current, options)
+        namespace_pending = isinstance(current, Namespace) and bool(current.spec.finalizers)
+        if grace == 0 and not current.metadata.finalizers and not namespace_pending:
+            return await self.store.delete(key, stored.mod_revision), None
+        pending = copy_object(current)
+        meta = pending.metadata
+        if meta.deletion_timestamp is not None:
+            # Already being deleted: a shorter grace period may bring the deadline forward.
+            if grace >= (meta.deletion_grace_period_seconds or 0) or parse_timestamp(meta.deletion_timestamp) <= now + grace:
+                return stored.mod_revision, current
+        meta.deletion_timestamp = timestamp(now + grace)
+        meta.deletion_grace_period_seconds = grace
+        if isinstance(pending, Namespace):
+            pending.status.phase = "Terminating"
+        revision = await self.store.update(key, pending, stored.mod_revision)
+        if revision is not None:
+            meta.resource_version = str(revision)
+        return revision, pending
+
+    # ------------------------------------------------------------------ binding
+    async def _bind(self, request: Request, user: UserInfo, info: KindInfo) -> Response:
+        binding = request.body
+        if not isinstance(binding, Binding):
+            raise _refuse(bad_request(f"the body of pods/binding must be a Binding, not {type(binding).__name__}"))
+        if binding.name != request.name:
+            raise _refuse(bad_request("name in URL does not match name in Binding object"))
+        admission = self._admission_request("CREATE", request, user, info, None, None)
+        await self._mutate(admission)
+        await self._validate(admission)
+        key = storage_key("pods", request.namespace, request.name)
+        for _ in range(MAX_ATTEMPTS):
+            stored = await self._stored("pods", request.namespace, request.name)
+            pod: Pod = stored.object
+            if pod.metadata.deletion_timestamp is not None:
+                raise _refuse(conflict("pods/binding", request.name, f"pod {request.name} is being deleted, cannot be assigned to a host"))
+            if pod.spec.node_name:
+                raise _refuse(conflict("pods/binding", request.name, f'pod {request.name} is already assigned to node "{pod.spec.node_name}"'))
+            pod.spec.node_name = binding.target_node
+            scheduled = PodCondition(type="PodScheduled", status="True", last_transition_time=timestamp(self.process.now()))
+            pod.status.conditions = [*(c for c in pod.status.conditions if c.type != "PodScheduled"), scheduled]
+            revision = await self.store.update(key, pod, stored.mod_revision)
+            if revision is None:
+                continue
+            pod.metadata.resource_version = str(revision)
+            return Response(201, object=pod, server=self.name)
+        raise _refuse(conflict("pods/binding", request.name, f"the pod kept changing: gave up after {MAX_ATTEMPTS} attempts"))
+
+    # ------------------------------------------------------------------ eviction
+    async def _evict(self, request: Request, user: UserInfo, info: KindInfo) -> Response:
+        """``EvictionREST.Create`` (``pkg/registry/core/pod/storage/eviction.go``)."""
+        eviction = request.body
+        if not isinstance(eviction, Eviction):
+            raise _refuse(bad_request(f"the body of pods/eviction must be an Eviction, not {type(eviction).__name__}"))
+        if eviction.name != request.name:
+            raise _refuse(bad_request("name in URL does not match name in Eviction object"))
+        options = eviction.delete_options or DeleteOptions()
+        delete = Request(verb="delete", resource="pods", namespace=request.namespace, name=request.name, credentials=request.credentials, dry_run=request.dry_run, id=request.id)
+        stored = await self._stored("pods", request.namespace, request.name)
+        pod: Pod = stored.object
+        # Admission of pods/eviction sees the pod as the old object (NodeRestriction lets a
+        # kubelet evict only the pods bound to its node).
+        admission = self._admission_request("CREATE", request, user, info, None, pod)
+        await self._mutate(admission)
+        await self._validate(admission)
+        # canIgnorePDB: a terminal, pending or already deleted pod is deleted directly.
+        if pod.status.phase in ("Succeeded", "Failed", "Pending") or pod.metadata.deletion_timestamp is not None:
+            await self._delete(delete, user, info, options)
+            return self._evicted(request, pod, "")
+        objects, _ = await self.store.list(resource_prefix("poddisruptionbudgets", request.namespace))
+        pdbs = [pdb for pdb in objects if _pdb_selects(pdb, pod.metadata.labels)]
+        if len(pdbs) > 1:
+            raise _refuse(Status(500, "InternalError", "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."))
+        pdb_name = ""
+        guard_version = False
+        if pdbs:
+            pdb: PodDisruptionBudget = pdbs[0]
+            pdb_name = pdb.metadata.name
+            healthy_enough = pdb.status.current_healthy >= pdb.status.desired_healthy and pdb.status.desired_healthy > 0
+            if not _pod_ready(pod) and (pdb.spec.unhealthy_pod_eviction_policy == "AlwaysAllow" or healthy_enough):
+                guard_version = True  # an unhealthy pod: delete without spending the budget
+            else:
+                await self._spend_disruption(request, pod, pdb)
+        if guard_version:
+            options = DeleteOptions(grace_period_seconds=options.grace_period_seconds, preconditions_uid=options.preconditions_uid, preconditions_resource_version=options.preconditions_resource_version or pod.metadata.resource_version)
+        try:
+            await self._delete(delete, user, info, options)
+        except StatusError as error:
+            if error.status.code == 409 and guard_version and not (eviction.delete_options and eviction.delete_options.preconditions_resource_version):
+                raise _refuse(self._budget_busy(pdb_name)) from None
+            raise
+        return self._evicted(request, pod, pdb_name)
+
+    def _evicted(self, request: Request, pod: Pod, pdb: str) -> Response:
+        self.world.record("eviction", server=self.name, id=request.id, namespace=request.namespace, pod=request.name, pdb=pdb, outcome="evicted")
+        return Response(201, object=None, server=self.name)
+
+    @staticmethod
+    def _budget_busy(pdb_name: str) -> Status:
+        """``createTooManyRequestsError``."""
+        return too_many_requests("Cannot evict pod as it would violate the pod's disruption budget.", 10, (f"The disruption budget {pdb_name} is still being processed by the server.",))
+
+    async def _spend_disruption(self, request: Request, pod: Pod, pdb: PodDisruptionBudget) -> None:
+        """``checkAndDecrement`` under ``retry.RetryOnConflict(EvictionsRetry)``: decrement
+        ``disruptionsAllowed`` and record the pod in ``disruptedPods`` with an update of the
+        PDB's status that carries the version read, so two evictions cannot both spend the
+        last disruption."""
+        name = pdb.metadata.name
+        for attempt in range(self.config.eviction_attempts):
+            if attempt:
+                await self.process.sleep(self.config.eviction_retry_s)
+                stored = await self._stored("poddisruptionbudgets", request.namespace, name)
+                pdb = stored.object
+            status = pdb.status
+            if status.observed_generation < pdb.metadata.generation:
+                self._refused_eviction(request, name, "status not observed")
+                raise _refuse(self._budget_busy(name))
+            if status.disruptions_allowed < 0:
+                raise _refuse(forbidden(f'poddisruptionbudget.policy "{name}" is forbidden: pdb disruptions allowed is negative'))
+            if len(status.disrupted_pods) > MAX_DISRUPTED_POD_SIZE:
+                raise _refuse(forbidden(f'poddisruptionbudget.policy "{name}" is forbidden: DisruptedPods map too big - too many evictions not confirmed by PDB controller'))
+            if status.disruptions_allowed == 0:
+                self._refused_eviction(request, name, "no disruption allowed")
+                raise _refuse(too_many_requests("Cannot evict pod as it would violate the pod's disruption budget.", 0, (f"The disruption budget {name} needs {status.desired_healthy} healthy pods and has {status.current_healthy} currently",)))
+            status.disruptions_allowed -= 1
+            if status.disruptions_allowed == 0:
+                _set_disruption_allowed_condition(pdb, self.process.now())
+            if request.dry_run:
+                return
+            status.disrupted_pods = {**status.disrupted_pods, pod.metadata.name: timestamp(self.process.now())}
+            update = Request(verb="update", resource="poddisruptionbudgets", subresource="status", namespace=request.namespace, name=name, body=pdb, credentials=self.loopback, id=f"{request.id}/pdb")
+            response = await self.handle(update)
+            if response.ok:
+                return
+            if response.code != 409:
+                raise _refuse(response.status)
+        raise _refuse(timeout(f'couldn\'t update PodDisruptionBudget "{name}" due to conflicts', 10))
+
+    def _refused_eviction(self, request: Request, pdb: str, why: str) -> None:
+        self.world.record("eviction", server=self.name, id=request.id, namespace=request.namespace, pod=request.name, pdb=pdb, outcome="refused", reason=why)
+
+    # ------------------------------------------------------------------ housekeeping
+    async def _bootstrap(self) -> None:
+        """Create the system namespaces and bootstrap RBAC policy that are missing."""
+        await self.cacher.wait_ready()
+        for obj in bootstrap_objects():
+            info = KINDS[obj.KIND]
+            request = Request(verb="create", resource=info.resource, credentials=self.loopback, body=obj, id=f"{self.name}/bootstrap/{obj.metadata.name}")
+            while True:
+                response = await self.handle(request)
+                if response.ok or response.code == 409:
+                    break
+                await self.process.sleep(1.0)
+
+    async def _compactor(self) -> None:
+        """``etcd3/compact.go``: every interval, compact to the revision seen at the last one;
+        the ``compact_rev_key`` version makes replicas take turns."""
+        compact_time, revision = 0, 0
+        while True:
+            await self.process.sleep(self.config.compaction_interval_s)
+            txn = TxnRequest(
+                compare=(Compare(COMPACT_REV_KEY, "VERSION", "=", compact_time),),
+                success=(PutRequest(COMPACT_REV_KEY, str(revision)),),
+                failure=(RangeRequest(COMPACT_REV_KEY),),
+            )
+            result = await self.store.client.request(txn, idempotent=False)
+            if not result.ok:
+                continue
+            response = result.reply.response
+            current = response.header_revision
+            if not response.succeeded:
+                kvs = response.responses[0].kvs
+                compact_time, revision = (kvs[0].version if kvs else 0), current
+                continue
+            compact_time += 1
+            if revision:
+                await self.store.client.request(CompactionRequest(revision), idempotent=False)
+                self.world.record("etcd-compaction", server=self.name, revision=revision)
+            revision = current
+
+
+def api_server_main(config: ApiServerConfig, registry: dict[str, ApiServer] | None = None) -> Callable[[Process], Any]:
+    async def main(process: Process) -> None:
+        server = ApiServer(process, config)
+        if registry is not None:
+            registry[process.name] = server
+        await server.serve()
+
+    return main
+
+
+def spawn_api_servers(world: World, config: ApiServerConfig, names: Iterable[str] = ("kube-apiserver-1",), *, zones: list[str] | None = None) -> dict[str, ApiServer]:
+    """Start API server replicas; returns the live registry (name -> server)."""
+    registry: dict[str, ApiServer] = {}
+    for index, name in enumerate(names):
+        zone = zones[index % len(zones)] if zones else None
+        world.spawn(name, api_server_main(config, registry), role="kube-apiserver", zone=zone)
+    return registry

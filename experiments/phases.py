@@ -1,0 +1,117 @@
+"""The phases of a run, driven once for simulated and real runs alike.
+
+The sequence (TigerBeetle's safety-then-liveness shape, Chaos Toolkit's steady state):
+
+    setup -> steady state (before) -> workload warm-up -> bounded fault phase -> heal
+    everything -> wait for the steady state to return (recovery deadline) -> settle ->
+    stop the workload -> check
+
+Each boundary is journaled as a ``phase`` event (``name``) at the time it is reached, and
+kept in :attr:`PhaseRecord.phases`. :func:`drive_phases` owns the order and the waits; a
+:class:`PhaseHost` owns the clock, the journal and what each step does: the simulated
+runner's host sleeps on the World's virtual clock and injects faults with its
+FaultInjector (``experiments/simulated.py``); real mode's sleeps on the real clock and
+applies faults to real processes (``experiments/real/runner.py``).
+
+Contract for a host: ``now`` and ``record`` are its journal's time and writer; ``sleep``
+waits on its clock; ``start_faults`` starts the fault phase's schedule and returns at once
+(the driver then sleeps ``phases.faults_s``); ``heal_all`` heals every fault, idempotently,
+and stops faults not yet applied; ``stop_workload`` returns once the workload's operations
+have ended. The driver calls each exactly once, in the order above, unless one raises.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from chaoskube.checkers.verdict import Verdict
+from chaoskube.experiments.model import Phases
+
+
+class PhaseHost(Protocol):
+    @property
+    def now(self) -> float: ...
+
+    def record(self, type: str, **fields: object) -> None: ...  # noqa: A002 - the journal's field name
+
+    async def sleep(self, seconds: float) -> None: ...
+
+    async def start(self) -> None: ...
+
+    async def steady_state(self) -> Verdict: ...
+
+    async def start_workload(self) -> None: ...
+
+    async def start_faults(self) -> None: ...
+
+    async def heal_all(self) -> None: ...
+
+    async def stop_workload(self) -> None: ...
+
+
+@dataclass
+class PhaseRecord:
+    """What the phases observed: when each began, the steady state before the faults and
+    after heal, and how long it took to return."""
+
+    phases: dict[str, float] = field(default_factory=dict)
+    before: Verdict | None = None
+    after: Verdict | None = None
+    recovery_s: float | None = None
+
+    def steady_state_verdict(self, recovery_deadline_s: float) -> Verdict:
+        """The ``steady-state`` checker: it held before the faults and returned within
+        ``recovery_deadline_s`` of heal; unknown when the run ended before both probes."""
+        before, after = self.before, self.after
+        if before is None or after is None:
+            return Verdict(None, "the run ended before the steady state was probed twice")
+        if before.valid is not True:
+            return Verdict(False, f"steady state did not hold before the faults: {before.reason}", before.evidence)
+        if after.valid is not True:
+            return Verdict(False, f"steady state not back within {recovery_deadline_s:g} s of heal: {after.reason}", after.evidence)
+        assert self.recovery_s is not None
+        return Verdict(True, f"held before the faults and returned {self.recovery_s:.3f} s after heal", details={"recovery_s": round(self.recovery_s, 6)})
+
+    def metrics(self) -> dict[str, float]:
+        return {"recovery_s": round(self.recovery_s, 6)} if self.recovery_s is not None else {}
+
+
+async def drive_phases(host: PhaseHost, phases: Phases, record: PhaseRecord, *, poll_s: tuple[float, float]) -> None:
+    """Run the phases on ``host``, filling ``record`` as they pass. ``poll_s``: the
+    (shortest, longest) wait between two steady-state probes."""
+
+    def mark(name: str) -> None:
+        record.phases[name] = round(host.now, 6)
+        host.record("phase", name=name)
+
+    mark("setup")
+    await host.start()
+    record.before = await wait_steady_state(host, phases.setup_s, poll_s)
+    mark("workload")
+    await host.start_workload()
+    await host.sleep(phases.warmup_s)
+    mark("faults")
+    await host.start_faults()
+    await host.sleep(phases.faults_s)
+    mark("heal")
+    await host.heal_all()
+    healed_at = host.now
+    record.after = await wait_steady_state(host, phases.recovery_s, poll_s)
+    record.recovery_s = host.now - healed_at
+    mark("recovered" if record.after.valid else "recovery-deadline")
+    await host.sleep(phases.settle_s)
+    mark("stop-workload")
+    await host.stop_workload()
+    mark("check")
+
+
+async def wait_steady_state(host: PhaseHost, within_s: float, poll_s: tuple[float, float]) -> Verdict:
+    """Probe the steady state until it holds or ``within_s`` has passed."""
+    shortest, longest = poll_s
+    deadline = host.now + within_s
+    while True:
+        verdict = await host.steady_state()
+        if verdict.valid or host.now >= deadline:
+            return verdict
+        await host.sleep(max(shortest, min(longest, deadline - host.now)))

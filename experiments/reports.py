@@ -1,0 +1,81 @@
+"""A run directory's records and reports, written from a :class:`~result.RunResult`.
+
+A run directory holds ``journal.jsonl`` (written as the run goes: an interrupted run keeps
+it), ``run.log`` (human-readable, stamped with virtual time; result.py), ``result.json``,
+``report.md``, ``report.html`` (self-contained, with a timeline: report_html.py) and
+``junit.xml`` (one testcase per checker: junit.py). :func:`write_result` writes the last
+four for every kind of run (real mode adds its comparison to ``report.md``:
+real/runner.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from chaoskube.experiments.junit import write_junit
+from chaoskube.experiments.report_html import write_html
+from chaoskube.experiments.result import RunResult
+
+
+def write_result(result: RunResult, events: Sequence[dict[str, Any]] | None = None) -> None:
+    """result.json and report.md first (the record), then report.html and junit.xml.
+    ``events``: the journal's events if still in memory; else the journal file is read."""
+    payload = result.to_json()
+    (result.out_dir / "result.json").write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    (result.out_dir / "report.md").write_text(render_markdown(result))
+    write_reports(result, events)
+
+
+def write_reports(result: RunResult, events: Sequence[dict[str, Any]] | None = None) -> None:
+    """report.html and junit.xml of a run whose result is known."""
+    write_html(result, events)
+    write_junit(result.out_dir / "junit.xml", [result.to_json()])
+
+
+def render_markdown(result: RunResult) -> str:
+    experiment = result.experiment
+    lines = [
+        f"# {experiment.name} — seed {result.seed}",
+        "",
+        f"**{experiment.title}**",
+        "",
+        experiment.description.strip(),
+        "",
+        f"Source: {experiment.source}",
+        "",
+        f"- Outcome: **{'as expected' if result.as_expected else 'NOT as expected'}** "
+        f"(expected: {experiment.expected.outcome}{' — ' + experiment.expected.failure_mode if experiment.expected.failure_mode else ''})",
+        *([f"- Broken on purpose (gallery variants patched in, chaoskube/gallery.py): {', '.join(f'`{name}`' for name in experiment.broken)}"] if experiment.broken else []),
+        f"- Journal sha256: `{result.journal_sha256}`",
+        f"- Simulated {result.simulated_seconds:.1f} s in {result.wall_seconds:.2f} s of wall time",
+        f"- Replay: `{result.replay}`",
+        "",
+        "## Verdicts",
+        "",
+        "| checker | verdict | reason |",
+        "|---|---|---|",
+    ]
+    for name, verdict in result.verdicts.items():
+        lines.append(f"| {name} | {verdict.label} | {verdict.reason.replace('|', '/')} |")
+    for name, verdict in result.verdicts.items():
+        if verdict.valid is False and verdict.evidence:
+            lines += ["", f"### {name}: the shortest history that shows it", "", "```"]
+            lines += [orjson.dumps(item, default=repr, option=orjson.OPT_SORT_KEYS).decode() if not isinstance(item, str) else item for item in verdict.to_json()["evidence"]]
+            lines.append("```")
+    lines += ["", "## Faults", ""]
+    if not result.faults:
+        lines.append("None.")
+    for fault in result.faults:
+        healed = f"{fault['healed_at']:.3f}" if fault["healed_at"] is not None else "never"
+        lines.append(f"- #{fault['id']} `{fault['kind']}` on {', '.join(fault['targets'])} ({fault['target']}): applied at {fault['applied_at']:.3f} s, healed at {healed} s")
+    for skipped in result.skipped_faults:
+        lines.append(f"- skipped (not applied): {skipped}")
+    lines += ["", "## Phases", ""]
+    lines += [f"- {name}: {when:.3f} s" for name, when in result.phases.items()]
+    if result.metrics:
+        lines += ["", "## Metrics", ""]
+        lines += [f"- {name}: {value}" for name, value in sorted(result.metrics.items())]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,142 @@
+"""One simulated run: a system in a World, driven through the phases (phases.py), judged by
+its checkers, written as a run directory (result.py).
+
+The host sleeps on the World's virtual clock, journals through ``World.record`` and injects
+the fault phase with one :class:`~chaoskube.faults.FaultInjector`: the experiment's
+schedule plus its random nemesis, drawn from the World's seeded generator when the fault
+phase starts. The same (experiment, seed, code) gives a byte-identical journal.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from chaoskube.checkers.verdict import Verdict, run_checker
+from chaoskube.experiments.model import Experiment, experiment_dir
+from chaoskube.experiments.phases import PhaseRecord, drive_phases
+from chaoskube.experiments.reports import write_result
+from chaoskube.experiments.result import Progress, RunResult, close_run_log, open_run_log
+from chaoskube.experiments.systems.base import System
+from chaoskube.faults import FaultInjector, ScheduledFault
+from chaoskube.sim import Journal, World
+
+#: The (shortest, longest) wait between two steady-state probes, in virtual seconds.
+STEADY_STATE_POLL_S = (0.1, 1.0)
+
+
+class SimulatedHost:
+    """The phase host of a simulated run (phases.PhaseHost)."""
+
+    def __init__(self, world: World, experiment: Experiment, system: System, progress: Progress | None) -> None:
+        self.world = world
+        self.experiment = experiment
+        self.system = system
+        self.progress = progress
+        self.injector: FaultInjector | None = None
+        phases = experiment.phases
+        self.planned_s = phases.warmup_s + phases.faults_s + phases.settle_s + 2.0
+
+    @property
+    def now(self) -> float:
+        return self.world.now
+
+    def record(self, type: str, **fields: Any) -> None:  # noqa: A002 - the journal's field name
+        self.world.record(type, **fields)
+
+    async def sleep(self, seconds: float) -> None:
+        await self.world.sleep(seconds)
+
+    async def start(self) -> None:
+        await self.system.start()
+        self.world.start_soon(self._report_progress)
+
+    async def steady_state(self) -> Verdict:
+        return await self.system.steady_state()
+
+    async def start_workload(self) -> None:
+        await self.system.start_workload()
+
+    async def start_faults(self) -> None:
+        self.injector = FaultInjector(self.world, self.system.context)
+        schedule = [entry.scheduled() for entry in self.experiment.schedule] + self._nemesis_schedule()
+        self.injector.schedule(schedule, origin_s=self.world.now)
+
+    async def heal_all(self) -> None:
+        assert self.injector is not None, "heal before the fault phase"
+        self.injector.heal_all()
+
+    async def stop_workload(self) -> None:
+        await self.system.stop_workload()
+
+    def _nemesis_schedule(self) -> list[ScheduledFault]:
+        """The experiment's random nemesis, drawn now from the world's seeded generator
+        (``swizzle`` clogs the system's ``node`` processes, else all of them)."""
+        spec = self.experiment.nemesis
+        if spec is None:
+            return []
+        processes = self.system.context().processes
+        nodes = sorted(p.name for p in processes if p.role == "node") or sorted(p.name for p in processes)
+        entries = spec.schedule(self.world.random(spec.random_name), nodes)
+        self.world.record("nemesis", faults=[{"at_s": e.at_s, "kind": e.kind, "target": e.target, "duration_s": e.duration_s, "params": dict(sorted(e.params.items()))} for e in entries])
+        return entries
+
+    async def _report_progress(self) -> None:
+        while self.progress is not None:
+            self.progress(self.world.now, self.planned_s)
+            await self.world.sleep(1.0)
+
+
+def run_simulated(experiment: Experiment, system_class: type[System], seed: int, out_dir: str | Path, progress: Progress | None = None) -> RunResult:
+    """Run ``experiment`` on ``system_class`` with ``seed`` into ``out_dir``. Gallery
+    variants are the caller's to apply (runner.run_experiment)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    cluster, workload = system_class.options(experiment.cluster, experiment.workload, base_dir=experiment_dir(experiment))
+    phases = experiment.phases
+    world = World(seed, journal=Journal(out / "journal.jsonl"))
+    record = PhaseRecord()
+    hosts: list[SimulatedHost] = []
+
+    async def main(world: World) -> None:
+        system = system_class(world, cluster, workload)
+        system.recovery_s = phases.recovery_s  # the liveness deadline after heal (convergence)
+        host = SimulatedHost(world, experiment, system, progress)
+        hosts.append(host)
+        await drive_phases(host, phases, record, poll_s=STEADY_STATE_POLL_S)
+
+    started = time.perf_counter()
+    interrupted = False
+    sink = open_run_log(out / "run.log")
+    try:
+        world.run(main)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        close_run_log(sink)
+    wall = time.perf_counter() - started
+    host = hosts[0] if hosts else None
+    system = host.system if host is not None else None
+    injector = host.injector if host is not None else None
+    verdicts: dict[str, Verdict] = {}
+    if system is not None and not interrupted:
+        system.steady_state_verdict = record.steady_state_verdict(phases.recovery_s)
+        for name in experiment.checkers:
+            verdicts[name] = run_checker(system.check, name)
+    result = RunResult(
+        experiment=experiment,
+        seed=seed,
+        out_dir=out,
+        verdicts=verdicts,
+        journal_sha256=world.fingerprint,
+        simulated_seconds=world.now,
+        wall_seconds=wall,
+        metrics=(system.metrics() if system is not None else {}) | record.metrics(),
+        phases=record.phases,
+        faults=[{"id": f.id, "applied_at": f.applied_at, "healed_at": f.healed_at, **f.plan.to_json()} for f in injector.faults] if injector else [],
+        skipped_faults=list(injector.skipped) if injector else [],
+        interrupted=interrupted,
+    )
+    write_result(result, world.journal.events)
+    return result
