@@ -36,12 +36,13 @@ import datetime
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Literal, overload
 
 import msgspec
 import yaml
 
-from chaoskube.api.objects import KINDS, Object, validate_name
+from chaoskube.api.objects import KINDS, CustomObject, CustomResourceDefinition, Object, custom_kinds, validate_name
 
 __all__ = [
     "ManifestError",
@@ -291,11 +292,34 @@ def _msgspec_message(error: msgspec.ValidationError) -> tuple[str, str]:
     return prefix or "(top level)", text
 
 
-def _decode(data: Any, source: str, document: int | None, item: int | None, out: list[Object], depth: int = 0) -> None:
-    """Append the object(s) in one document to ``out``; raise ManifestError or _Issue."""
+#: (apiVersion, kind) -> the CustomObject type of a custom kind (see objects.custom_kinds).
+CustomKinds = Mapping[tuple[str, str], type]
 
-    def fail(reason: str, *, field: str | None = None, kind: str | None = None, name: str | None = None) -> ManifestError:
-        return ManifestError(source, reason, document=document, item=item, kind=kind, name=name, field=field)
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """One object's document (a List's item is an entry of its own): where it is and its
+    plain JSON value, ``apiVersion`` and ``kind`` checked to be strings."""
+
+    source: str
+    document: int | None
+    item: int | None
+    data: dict[str, Any]
+
+    @property
+    def api_version(self) -> str:
+        return self.data["apiVersion"]
+
+    @property
+    def kind(self) -> str:
+        return self.data["kind"]
+
+
+def _flatten(data: Any, source: str, document: int | None, item: int | None, out: list[_Entry], depth: int = 0) -> None:
+    """Append the object document(s) of ``data`` to ``out`` (a ``List`` gives its items)."""
+
+    def fail(reason: str, *, field: str | None = None, kind: str | None = None) -> ManifestError:
+        return ManifestError(source, reason, document=document, item=item, kind=kind, field=field)
 
     if not isinstance(data, dict):
         kind_of = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean", type(None): "null"}.get(type(data), type(data).__name__)
@@ -316,33 +340,88 @@ def _decode(data: Any, source: str, document: int | None, item: int | None, out:
             raise fail("lists nested more than 8 deep", field="items", kind=kind)
         for index, entry in enumerate(items):
             # Items of nested lists are numbered within their own list.
-            _decode(entry, source, document, index + 1 if depth == 0 else item, out, depth + 1)
+            _flatten(entry, source, document, index + 1 if depth == 0 else item, out, depth + 1)
         return
+    out.append(_Entry(source, document, item, data))
+
+
+#: Groups whose kinds Kubernetes serves itself (``kubectl api-resources`` of a 1.30
+#: cluster): a kind of another group needs its CustomResourceDefinition.
+BUILT_IN_GROUPS = frozenset({
+    "", "admissionregistration.k8s.io", "apiextensions.k8s.io", "apiregistration.k8s.io", "apps", "authentication.k8s.io",
+    "authorization.k8s.io", "autoscaling", "batch", "certificates.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
+    "events.k8s.io", "extensions", "flowcontrol.apiserver.k8s.io", "internal.apiserver.k8s.io", "networking.k8s.io",
+    "node.k8s.io", "policy", "rbac.authorization.k8s.io", "resource.k8s.io", "scheduling.k8s.io", "storage.k8s.io",
+    "storagemigration.k8s.io",
+})
+
+#: Built-in kinds chaoskube does not serve, and why (what a user's manifests may hold).
+NOT_SIMULATED: dict[str, str] = {
+    "APIService": "aggregated API servers are not simulated",
+    "CSIDriver": "CSI drivers are not simulated (volumes are provisioned by the simulated provisioner)",
+    "CSINode": "CSI drivers are not simulated",
+    "CertificateSigningRequest": "certificate signing is not simulated",
+    "Event": "events are not recorded by the simulated components",
+    "FlowSchema": "API Priority and Fairness is not simulated",
+    "PriorityLevelConfiguration": "API Priority and Fairness is not simulated",
+    "PodTemplate": "stand-alone PodTemplates have no controller",
+    "RuntimeClass": "the simulated runtime has one handler",
+    "ValidatingAdmissionPolicy": "CEL admission policies are not simulated",
+    "ValidatingAdmissionPolicyBinding": "CEL admission policies are not simulated",
+    "VolumeAttachment": "volume attachment is not simulated",
+}
+
+
+def _unsupported(entry: _Entry) -> _Issue:
+    api_version, kind = entry.api_version, entry.kind
     info = KINDS.get(kind)
-    if info is None or info.api_version != api_version:
-        if (api_version, kind) in _REMOVED:
-            release, replacement = _REMOVED[(api_version, kind)]
-            reason = f"kind {kind} in apiVersion {api_version} was removed in Kubernetes {release}; {replacement}"
-        elif info is not None:
-            reason = f"kind {kind} in apiVersion {api_version} is not served; use {info.api_version}"
-        else:
-            reason = f"kind {_one_line(kind, 80)} is not supported (supported: {', '.join(KINDS)})"
-        raise _Issue(ManifestIssue(source=source, document=document, item=item, api_version=api_version, kind=kind, reason=reason))
+    group = api_version.rpartition("/")[0] if "/" in api_version else ""
+    if (api_version, kind) in _REMOVED:
+        release, replacement = _REMOVED[(api_version, kind)]
+        reason = f"kind {kind} in apiVersion {api_version} was removed in Kubernetes {release}; {replacement}"
+    elif info is not None:
+        reason = f"kind {kind} in apiVersion {api_version} is not served; use {info.api_version}"
+    elif kind in NOT_SIMULATED:
+        reason = f"kind {kind} is not supported: {NOT_SIMULATED[kind]}"
+    elif group not in BUILT_IN_GROUPS:
+        # kubectl's words: `no matches for kind "X" in version "g/v"` + "ensure CRDs are installed first"
+        reason = f'no matches for kind "{_one_line(kind, 80)}" in version "{_one_line(api_version, 80)}": ensure CRDs are installed first (no CustomResourceDefinition in these manifests serves it)'
+    else:
+        reason = f"kind {_one_line(kind, 80)} is not supported (supported: {', '.join(KINDS)}, and the kinds of CustomResourceDefinitions)"
+    return _Issue(ManifestIssue(source=entry.source, document=entry.document, item=entry.item, api_version=api_version, kind=kind, reason=reason))
+
+
+def _decode_entry(entry: _Entry, custom: CustomKinds) -> Object:
+    """The object of one entry; raises ManifestError, or _Issue for an unsupported kind."""
+    source, document, item, data = entry.source, entry.document, entry.item, entry.data
+    api_version, kind = entry.api_version, entry.kind
+
+    def fail(reason: str, *, field: str | None = None, kind: str | None = None, name: str | None = None) -> ManifestError:
+        return ManifestError(source, reason, document=document, item=item, kind=kind, name=name, field=field)
+
+    info = KINDS.get(kind)
+    custom_type = custom.get((api_version, kind))
+    if custom_type is None and (info is None or info.api_version != api_version):
+        raise _unsupported(entry)
     body = {key: value for key, value in data.items() if key not in ("apiVersion", "kind")}
     metadata = body.get("metadata")
     name = metadata.get("name") if isinstance(metadata, dict) and isinstance(metadata.get("name"), str) else None
     try:
-        obj = msgspec.convert(body, info.type)
+        if custom_type is not None:
+            obj = msgspec.convert({"metadata": metadata if metadata is not None else {}, "content": {key: value for key, value in body.items() if key != "metadata"}}, custom_type)
+        else:
+            obj = msgspec.convert(body, info.type)
     except msgspec.ValidationError as error:
         field, reason = _msgspec_message(error)
         raise fail(reason, field=field, kind=kind, name=name) from None
+    name_rule = info.name_rule if custom_type is None else "subdomain"
     meta = obj.metadata
     if meta.name:
-        problem = validate_name(info.name_rule, meta.name)
+        problem = validate_name(name_rule, meta.name)
         if problem:
             raise fail(f"{meta.name!r} {problem}", field="metadata.name", kind=kind)
     elif meta.generate_name:
-        problem = validate_name(info.name_rule, meta.generate_name + "x")
+        problem = validate_name(name_rule, meta.generate_name + "x")
         if problem:
             raise fail(f"{meta.generate_name!r} {problem}", field="metadata.generateName", kind=kind)
     else:
@@ -351,7 +430,39 @@ def _decode(data: Any, source: str, document: int | None, item: int | None, out:
         problem = validate_name("label", meta.namespace)
         if problem:
             raise fail(f"{meta.namespace!r} {problem}", field="metadata.namespace", kind=kind, name=meta.name)
-    out.append(obj)
+    return obj
+
+
+def _decode_entries(entries: list[_Entry], custom: CustomKinds, *, skip_unsupported: bool) -> tuple[list[Object], list[ManifestIssue]]:
+    """Decode every entry in order. The CustomResourceDefinitions among them are decoded
+    first: their kinds are served to the other entries, whatever their order (kubectl
+    applies the CRDs of a set first for the same reason)."""
+    crds = {}
+    for index, entry in enumerate(entries):
+        if entry.kind == "CustomResourceDefinition" and entry.api_version == CustomResourceDefinition.API_VERSION:
+            crds[index] = _decode_entry(entry, {})
+    served = {**custom, **custom_kinds(list(crds.values()))}
+    objects: list[Object] = []
+    issues: list[ManifestIssue] = []
+    for index, entry in enumerate(entries):
+        if index in crds:
+            objects.append(crds[index])
+            continue
+        try:
+            objects.append(_decode_entry(entry, served))
+        except _Issue as issue:
+            if not skip_unsupported:
+                raise ManifestError(entry.source, issue.issue.reason, document=entry.document, item=entry.item) from None
+            issues.append(issue.issue)
+    return objects, issues
+
+
+def _decode(data: Any, source: str, document: int | None, item: int | None, out: list[Object], custom: CustomKinds = {}) -> None:  # noqa: B006 - read only
+    """Append the object(s) in one document to ``out``; raise ManifestError or _Issue."""
+    entries: list[_Entry] = []
+    _flatten(data, source, document, item, entries)
+    for entry in entries:
+        out.append(_decode_entry(entry, custom))
 
 
 def _check_syntax(text: str, source: str) -> None:
@@ -380,11 +491,11 @@ def _check_syntax(text: str, source: str) -> None:
         raise ManifestError(source, f"not valid YAML: {type(error).__name__}: {error}", document=max(document, 1)) from None
 
 
-def _parse(text: str, source: str, *, skip_unsupported: bool, duplicate_keys: DuplicateKeys) -> tuple[list[Object], list[ManifestIssue]]:
+def _entries(text: str, source: str, *, duplicate_keys: DuplicateKeys) -> list[_Entry]:
+    """The object documents of a YAML stream, in order (a List's items each)."""
     assert duplicate_keys in ("error", "last-wins"), duplicate_keys
     _check_syntax(text, source)
-    objects: list[Object] = []
-    issues: list[ManifestIssue] = []
+    entries: list[_Entry] = []
     document = 0
     loader = _Loader(text)
     try:
@@ -412,30 +523,30 @@ def _parse(text: str, source: str, *, skip_unsupported: bool, duplicate_keys: Du
             except ValueError as error:
                 field, _, reason = str(error).removeprefix("field `").partition("`: ")
                 raise ManifestError(source, reason, document=document, field=field) from None
-            try:
-                _decode(data, source, document, None, objects)
-            except _Issue as issue:
-                if not skip_unsupported:
-                    raise ManifestError(source, issue.issue.reason, document=document, item=issue.issue.item) from None
-                issues.append(issue.issue)
+            _flatten(data, source, document, None, entries)
     finally:
         loader.dispose()
-    return objects, issues
+    return entries
 
 
-@overload
-def parse_manifests(text: str | bytes, source: str = ..., *, skip_unsupported: Literal[False] = ..., duplicate_keys: DuplicateKeys = ...) -> list[Object]: ...
-@overload
-def parse_manifests(text: str | bytes, source: str = ..., *, skip_unsupported: Literal[True], duplicate_keys: DuplicateKeys = ...) -> tuple[list[Object], list[ManifestIssue]]: ...
-def parse_manifests(text: str | bytes, source: str = "<string>", *, skip_unsupported: bool = False, duplicate_keys: DuplicateKeys = "error") -> Any:
-    """The objects in a YAML stream; ``source`` names it in errors. See the module docstring."""
+def _text(text: str | bytes, source: str) -> str:
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8-sig")
         except UnicodeDecodeError as error:
             raise ManifestError(source, f"not UTF-8 text (byte {error.start})") from None
-    text = text.removeprefix("\ufeff")
-    objects, issues = _parse(text, source, skip_unsupported=skip_unsupported, duplicate_keys=duplicate_keys)
+    return text.removeprefix("\ufeff")
+
+
+@overload
+def parse_manifests(text: str | bytes, source: str = ..., *, skip_unsupported: Literal[False] = ..., duplicate_keys: DuplicateKeys = ..., custom: CustomKinds | None = ...) -> list[Object]: ...
+@overload
+def parse_manifests(text: str | bytes, source: str = ..., *, skip_unsupported: Literal[True], duplicate_keys: DuplicateKeys = ..., custom: CustomKinds | None = ...) -> tuple[list[Object], list[ManifestIssue]]: ...
+def parse_manifests(text: str | bytes, source: str = "<string>", *, skip_unsupported: bool = False, duplicate_keys: DuplicateKeys = "error", custom: CustomKinds | None = None) -> Any:
+    """The objects in a YAML stream; ``source`` names it in errors. See the module docstring.
+    ``custom`` adds custom kinds served beside those of the stream's own CRDs."""
+    entries = _entries(_text(text, source), source, duplicate_keys=duplicate_keys)
+    objects, issues = _decode_entries(entries, custom or {}, skip_unsupported=skip_unsupported)
     return (objects, issues) if skip_unsupported else objects
 
 
@@ -447,29 +558,25 @@ def _files(path: Path, recursive: bool) -> list[Path]:
 
 
 @overload
-def load_manifests(path: str | Path, *, skip_unsupported: Literal[False] = ..., duplicate_keys: DuplicateKeys = ..., recursive: bool = ...) -> list[Object]: ...
+def load_manifests(path: str | Path, *, skip_unsupported: Literal[False] = ..., duplicate_keys: DuplicateKeys = ..., recursive: bool = ..., custom: CustomKinds | None = ...) -> list[Object]: ...
 @overload
-def load_manifests(path: str | Path, *, skip_unsupported: Literal[True], duplicate_keys: DuplicateKeys = ..., recursive: bool = ...) -> tuple[list[Object], list[ManifestIssue]]: ...
-def load_manifests(path: str | Path, *, skip_unsupported: bool = False, duplicate_keys: DuplicateKeys = "error", recursive: bool = False) -> Any:
+def load_manifests(path: str | Path, *, skip_unsupported: Literal[True], duplicate_keys: DuplicateKeys = ..., recursive: bool = ..., custom: CustomKinds | None = ...) -> tuple[list[Object], list[ManifestIssue]]: ...
+def load_manifests(path: str | Path, *, skip_unsupported: bool = False, duplicate_keys: DuplicateKeys = "error", recursive: bool = False, custom: CustomKinds | None = None) -> Any:
     """The objects in a manifest file, or in the manifest files of a directory, in order.
 
     With ``skip_unsupported=True``, returns ``(objects, issues)``: unsupported kinds and
-    removed API versions become :class:`ManifestIssue` values instead of errors.
+    removed API versions become :class:`ManifestIssue` values instead of errors. The
+    CustomResourceDefinitions of every file serve their kinds to every file.
     """
     path = Path(path)
-    objects: list[Object] = []
-    issues: list[ManifestIssue] = []
+    entries: list[_Entry] = []
     for file in _files(path, recursive):
         try:
             data = file.read_bytes()
         except OSError as error:
             raise ManifestError(str(file), f"cannot read: {error.strerror or error}") from None
-        if skip_unsupported:
-            found, skipped = parse_manifests(data, str(file), skip_unsupported=True, duplicate_keys=duplicate_keys)
-            issues.extend(skipped)
-        else:
-            found = parse_manifests(data, str(file), duplicate_keys=duplicate_keys)
-        objects.extend(found)
+        entries.extend(_entries(_text(data, str(file)), str(file), duplicate_keys=duplicate_keys))
+    objects, issues = _decode_entries(entries, custom or {}, skip_unsupported=skip_unsupported)
     return (objects, issues) if skip_unsupported else objects
 
 
@@ -523,13 +630,19 @@ def _builtin(value: Any) -> Any:
 
 
 def to_dict(obj: Object) -> dict[str, Any]:
-    """The object as Kubernetes JSON (apiVersion and kind first); shares nothing with ``obj``."""
+    """The object as Kubernetes JSON (apiVersion and kind first); shares nothing with ``obj``.
+    A custom object's ``content`` is spread at the top level, after ``metadata``."""
+    if isinstance(obj, CustomObject):
+        out: dict[str, Any] = {"apiVersion": obj.API_VERSION, "kind": obj.KIND, "metadata": _builtin(obj.metadata)}
+        out.update(_builtin(obj.content))
+        return out
     assert type(obj).__name__ in KINDS and KINDS[type(obj).__name__].type is type(obj), type(obj)
     return {"apiVersion": obj.API_VERSION, "kind": obj.KIND, **_builtin(obj)}
 
 
-def from_dict(data: Any, source: str = "<dict>") -> Object:
-    """The object in Kubernetes JSON form; raises ManifestError (unsupported kinds too)."""
+def from_dict(data: Any, source: str = "<dict>", *, custom: CustomKinds | None = None) -> Object:
+    """The object in Kubernetes JSON form; raises ManifestError (unsupported kinds too).
+    ``custom`` serves custom kinds (:func:`chaoskube.api.objects.custom_kinds`)."""
     try:
         plain = _plain(data, "", 0, _Budget())
     except ValueError as error:
@@ -539,7 +652,7 @@ def from_dict(data: Any, source: str = "<dict>") -> Object:
         raise ManifestError(source, f"expected one object, got a {_one_line(plain['kind'], 80)}")
     out: list[Object] = []
     try:
-        _decode(plain, source, None, None, out)
+        _decode(plain, source, None, None, out, custom or {})
     except _Issue as issue:
         raise ManifestError(source, issue.issue.reason) from None
     assert len(out) == 1, out
@@ -551,13 +664,13 @@ def to_json(obj: Object) -> bytes:
     return msgspec.json.encode(to_dict(obj))
 
 
-def from_json(data: bytes | str, source: str = "<json>") -> Object:
+def from_json(data: bytes | str, source: str = "<json>", *, custom: CustomKinds | None = None) -> Object:
     """Inverse of :func:`to_json`; raises ManifestError."""
     try:
         decoded = msgspec.json.decode(data)
     except msgspec.DecodeError as error:
         raise ManifestError(source, f"not valid JSON: {error}") from None
-    return from_dict(decoded, source)
+    return from_dict(decoded, source, custom=custom)
 
 
 def dump_manifest(obj: Object) -> str:

@@ -49,6 +49,7 @@ __all__ = [
     "ClusterRole",
     "ClusterRoleBinding",
     "Condition",
+    "ConfigMap",
     "Container",
     "ContainerPort",
     "ContainerState",
@@ -56,6 +57,26 @@ __all__ = [
     "ContainerStateTerminated",
     "ContainerStateWaiting",
     "ContainerStatus",
+    "ControllerRevision",
+    "CronJob",
+    "CronJobSpec",
+    "CronJobStatus",
+    "CrossVersionObjectReference",
+    "CustomObject",
+    "CustomResourceDefinition",
+    "CustomResourceDefinitionCondition",
+    "CustomResourceDefinitionNames",
+    "CustomResourceDefinitionSpec",
+    "CustomResourceDefinitionStatus",
+    "CustomResourceDefinitionVersion",
+    "CustomResourceSubresourceScale",
+    "CustomResourceSubresources",
+    "CustomResourceValidation",
+    "DaemonSet",
+    "DaemonSetCondition",
+    "DaemonSetSpec",
+    "DaemonSetStatus",
+    "DaemonSetUpdateStrategy",
     "Deployment",
     "DeploymentCondition",
     "DeploymentSpec",
@@ -65,21 +86,46 @@ __all__ = [
     "EndpointConditions",
     "EndpointPort",
     "EndpointSlice",
+    "EndpointSubset",
+    "Endpoints",
     "ExecAction",
     "GRPCAction",
     "HTTPGetAction",
+    "HTTPIngressPath",
+    "HTTPIngressRuleValue",
+    "HorizontalPodAutoscaler",
+    "HorizontalPodAutoscalerSpec",
+    "HorizontalPodAutoscalerStatus",
+    "Ingress",
+    "IngressBackend",
+    "IngressClass",
+    "IngressClassSpec",
+    "IngressRule",
+    "IngressServiceBackend",
+    "IngressSpec",
+    "IngressStatus",
+    "Job",
+    "JobCondition",
+    "JobSpec",
+    "JobStatus",
+    "JobTemplateSpec",
     "KINDS",
     "KindInfo",
     "LabelSelector",
     "LabelSelectorRequirement",
     "Lease",
     "LeaseSpec",
+    "LimitRange",
+    "LimitRangeItem",
+    "LimitRangeSpec",
     "MatchCondition",
     "MutatingWebhook",
     "MutatingWebhookConfiguration",
     "Namespace",
     "NamespaceSpec",
     "NamespaceStatus",
+    "NetworkPolicy",
+    "NetworkPolicySpec",
     "Node",
     "NodeAddress",
     "NodeAffinity",
@@ -93,6 +139,14 @@ __all__ = [
     "ObjectMeta",
     "ObjectReference",
     "OwnerReference",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "PersistentVolumeClaimCondition",
+    "PersistentVolumeClaimSpec",
+    "PersistentVolumeClaimStatus",
+    "PersistentVolumeClaimTemplate",
+    "PersistentVolumeSpec",
+    "PersistentVolumeStatus",
     "Pod",
     "PodAffinity",
     "PodAffinityTerm",
@@ -101,6 +155,10 @@ __all__ = [
     "PodDisruptionBudget",
     "PodDisruptionBudgetSpec",
     "PodDisruptionBudgetStatus",
+    "PodFailurePolicy",
+    "PodFailurePolicyOnExitCodesRequirement",
+    "PodFailurePolicyOnPodConditionsPattern",
+    "PodFailurePolicyRule",
     "PodSpec",
     "PodStatus",
     "PodTemplateSpec",
@@ -114,29 +172,54 @@ __all__ = [
     "ReplicaSetCondition",
     "ReplicaSetSpec",
     "ReplicaSetStatus",
+    "ReplicationController",
+    "ReplicationControllerSpec",
+    "ReplicationControllerStatus",
+    "ResourceQuota",
+    "ResourceQuotaSpec",
+    "ResourceQuotaStatus",
     "ResourceRequirements",
     "Role",
     "RoleBinding",
     "RoleRef",
+    "RollingUpdateDaemonSet",
     "RollingUpdateDeployment",
+    "RollingUpdateStatefulSetStrategy",
     "RuleWithOperations",
+    "Secret",
     "Service",
     "ServiceAccount",
+    "ServiceBackendPort",
     "ServicePort",
     "ServiceReference",
     "ServiceSpec",
     "ServiceStatus",
+    "StatefulSet",
+    "StatefulSetCondition",
+    "StatefulSetOrdinals",
+    "StatefulSetPersistentVolumeClaimRetentionPolicy",
+    "StatefulSetSpec",
+    "StatefulSetStatus",
+    "StatefulSetUpdateStrategy",
+    "StorageClass",
     "Subject",
     "TCPSocketAction",
     "Taint",
     "Toleration",
     "TopologySpreadConstraint",
+    "TypedLocalObjectReference",
+    "UncountedTerminatedPods",
     "ValidatingWebhook",
     "ValidatingWebhookConfiguration",
+    "VolumeNodeAffinity",
+    "VolumeResourceRequirements",
     "WebhookClientConfig",
     "WeightedPodAffinityTerm",
+    "custom_resource",
+    "custom_type",
     "deep_copy",
     "format_milli",
+    "is_custom",
     "matches",
     "parse_quantity",
     "registry_key",
@@ -1281,23 +1364,842 @@ class MutatingWebhookConfiguration(_Object):
     webhooks: list[MutatingWebhook] = []
 
 
+# =========================================================================== core/v1: configuration
+
+
+class ConfigMap(_Object):
+    """ConfigMap (v1): ``data`` (UTF-8 strings) and ``binaryData`` (base64), keys valid
+    config keys (``[-._a-zA-Z0-9]+``), together at most 1 MiB (validated by the API server)."""
+
+    API_VERSION = "v1"
+    KIND = "ConfigMap"
+    RESOURCE = "configmaps"
+    NAMESPACED = True
+
+    data: dict[str, str] = {}
+    binary_data: dict[str, str] = {}
+    immutable: bool | None = None
+
+
+class Secret(_Object):
+    """Secret (v1). ``stringData`` is write-only: the API server merges it into ``data``
+    (base64) on write, as the v1 conversion does; ``type`` defaults to Opaque."""
+
+    API_VERSION = "v1"
+    KIND = "Secret"
+    RESOURCE = "secrets"
+    NAMESPACED = True
+
+    data: dict[str, str] = {}
+    string_data: dict[str, str] = {}
+    type: str = ""
+    immutable: bool | None = None
+
+
+class EndpointSubset(_Struct):
+    addresses: RawList = []
+    not_ready_addresses: RawList = []
+    ports: RawList = []
+
+
+class Endpoints(_Object):
+    """Endpoints (v1), the legacy form of a Service's backends: stored and served (a
+    selector-less Service's hand-written Endpoints), not mirrored into EndpointSlices."""
+
+    API_VERSION = "v1"
+    KIND = "Endpoints"
+    RESOURCE = "endpoints"
+    NAMESPACED = True
+
+    subsets: list[EndpointSubset] = []
+
+
+# =========================================================================== core/v1: ReplicationController
+
+
+class ReplicationControllerSpec(_Struct):
+    replicas: int | None = None
+    min_ready_seconds: int = 0
+    selector: dict[str, str] = {}
+    template: PodTemplateSpec | None = None
+
+    def __post_init__(self) -> None:
+        _check_labels("selector", self.selector)
+
+
+class ReplicationControllerStatus(_Struct):
+    replicas: int = 0
+    fully_labeled_replicas: int = 0
+    ready_replicas: int = 0
+    available_replicas: int = 0
+    observed_generation: int = 0
+    conditions: list[ReplicaSetCondition] = []
+
+
+class ReplicationController(_Object):
+    """ReplicationController (v1): a ReplicaSet with an equality-based ``selector`` map
+    (served by the ReplicaSet controller's logic, as upstream's
+    ``pkg/controller/replication`` wraps ``replicaset``)."""
+
+    API_VERSION = "v1"
+    KIND = "ReplicationController"
+    RESOURCE = "replicationcontrollers"
+    NAMESPACED = True
+
+    spec: ReplicationControllerSpec = msgspec.field(default_factory=ReplicationControllerSpec)
+    status: ReplicationControllerStatus = msgspec.field(default_factory=ReplicationControllerStatus)
+
+
+# =========================================================================== storage
+
+
+class TypedLocalObjectReference(_Struct):
+    kind: str
+    name: str
+    api_group: str | None = None
+
+
+class VolumeResourceRequirements(_Struct):
+    limits: dict[str, Quantity] = {}
+    requests: dict[str, Quantity] = {}
+
+    def __post_init__(self) -> None:
+        _normalize_resources("limits", self.limits)
+        _normalize_resources("requests", self.requests)
+
+
+class PersistentVolumeClaimSpec(_Struct):
+    access_modes: list[str] = []
+    selector: LabelSelector | None = None
+    resources: VolumeResourceRequirements = msgspec.field(default_factory=VolumeResourceRequirements)
+    volume_name: str = ""
+    storage_class_name: str | None = None
+    volume_mode: str | None = None
+    data_source: TypedLocalObjectReference | None = None
+    data_source_ref: RawObject | None = None
+    volume_attributes_class_name: str | None = None
+
+
+class PersistentVolumeClaimCondition(_Struct):
+    type: str
+    status: str
+    last_probe_time: Time | None = None
+    last_transition_time: Time | None = None
+    reason: str = ""
+    message: str = ""
+
+
+class PersistentVolumeClaimStatus(_Struct):
+    phase: str = ""
+    access_modes: list[str] = []
+    capacity: dict[str, Quantity] = {}
+    conditions: list[PersistentVolumeClaimCondition] = []
+    allocated_resources: dict[str, Quantity] = {}
+    allocated_resource_statuses: dict[str, str] = {}
+    current_volume_attributes_class_name: str | None = None
+    modify_volume_status: RawObject | None = None
+
+    def __post_init__(self) -> None:
+        _normalize_resources("capacity", self.capacity)
+
+
+class PersistentVolumeClaim(_Object):
+    API_VERSION = "v1"
+    KIND = "PersistentVolumeClaim"
+    RESOURCE = "persistentvolumeclaims"
+    NAMESPACED = True
+
+    spec: PersistentVolumeClaimSpec = msgspec.field(default_factory=PersistentVolumeClaimSpec)
+    status: PersistentVolumeClaimStatus = msgspec.field(default_factory=PersistentVolumeClaimStatus)
+
+
+class VolumeNodeAffinity(_Struct):
+    required: NodeSelector | None = None
+
+
+class PersistentVolumeSpec(_Struct):
+    """The volume sources are kept raw (which one it is matters, not its settings)."""
+
+    capacity: dict[str, Quantity] = {}
+    access_modes: list[str] = []
+    claim_ref: ObjectReference | None = None
+    persistent_volume_reclaim_policy: str = ""
+    storage_class_name: str = ""
+    mount_options: list[str] = []
+    volume_mode: str | None = None
+    node_affinity: VolumeNodeAffinity | None = None
+    volume_attributes_class_name: str | None = None
+    aws_elastic_block_store: RawObject | None = msgspec.field(default=None, name="awsElasticBlockStore")
+    azure_disk: RawObject | None = None
+    azure_file: RawObject | None = None
+    cephfs: RawObject | None = None
+    cinder: RawObject | None = None
+    csi: RawObject | None = None
+    fc: RawObject | None = None
+    flex_volume: RawObject | None = None
+    flocker: RawObject | None = None
+    gce_persistent_disk: RawObject | None = None
+    glusterfs: RawObject | None = None
+    host_path: RawObject | None = None
+    iscsi: RawObject | None = None
+    local: RawObject | None = None
+    nfs: RawObject | None = None
+    photon_persistent_disk: RawObject | None = None
+    portworx_volume: RawObject | None = None
+    quobyte: RawObject | None = None
+    rbd: RawObject | None = None
+    scale_io: RawObject | None = msgspec.field(default=None, name="scaleIO")
+    storageos: RawObject | None = None
+    vsphere_volume: RawObject | None = None
+
+    def __post_init__(self) -> None:
+        _normalize_resources("capacity", self.capacity)
+
+
+class PersistentVolumeStatus(_Struct):
+    phase: str = ""
+    message: str = ""
+    reason: str = ""
+    last_phase_transition_time: Time | None = None
+
+
+class PersistentVolume(_Object):
+    API_VERSION = "v1"
+    KIND = "PersistentVolume"
+    RESOURCE = "persistentvolumes"
+    NAMESPACED = False
+
+    spec: PersistentVolumeSpec = msgspec.field(default_factory=PersistentVolumeSpec)
+    status: PersistentVolumeStatus = msgspec.field(default_factory=PersistentVolumeStatus)
+
+
+class StorageClass(_Object):
+    API_VERSION = "storage.k8s.io/v1"
+    KIND = "StorageClass"
+    RESOURCE = "storageclasses"
+    NAMESPACED = False
+
+    provisioner: str = ""  # required by validation; optional here so the error names it
+    parameters: dict[str, str] = {}
+    reclaim_policy: str | None = None
+    mount_options: list[str] = []
+    allow_volume_expansion: bool | None = None
+    volume_binding_mode: str | None = None
+    allowed_topologies: RawList = []
+
+
+# =========================================================================== policy: LimitRange, ResourceQuota
+
+
+class LimitRangeItem(_Struct):
+    type: str
+    max: dict[str, Quantity] = {}
+    min: dict[str, Quantity] = {}
+    default: dict[str, Quantity] = {}
+    default_request: dict[str, Quantity] = {}
+    max_limit_request_ratio: dict[str, Quantity] = {}
+
+    def __post_init__(self) -> None:
+        for name in ("max", "min", "default", "default_request", "max_limit_request_ratio"):
+            _normalize_resources(name, getattr(self, name))
+
+
+class LimitRangeSpec(_Struct):
+    limits: list[LimitRangeItem] = []
+
+
+class LimitRange(_Object):
+    API_VERSION = "v1"
+    KIND = "LimitRange"
+    RESOURCE = "limitranges"
+    NAMESPACED = True
+
+    spec: LimitRangeSpec = msgspec.field(default_factory=LimitRangeSpec)
+
+
+class ResourceQuotaSpec(_Struct):
+    hard: dict[str, Quantity] = {}
+    scopes: list[str] = []
+    scope_selector: RawObject | None = None
+
+    def __post_init__(self) -> None:
+        _normalize_resources("hard", self.hard)
+
+
+class ResourceQuotaStatus(_Struct):
+    hard: dict[str, Quantity] = {}
+    used: dict[str, Quantity] = {}
+
+    def __post_init__(self) -> None:
+        _normalize_resources("hard", self.hard)
+        _normalize_resources("used", self.used)
+
+
+class ResourceQuota(_Object):
+    API_VERSION = "v1"
+    KIND = "ResourceQuota"
+    RESOURCE = "resourcequotas"
+    NAMESPACED = True
+
+    spec: ResourceQuotaSpec = msgspec.field(default_factory=ResourceQuotaSpec)
+    status: ResourceQuotaStatus = msgspec.field(default_factory=ResourceQuotaStatus)
+
+
+# =========================================================================== apps/v1: StatefulSet, DaemonSet, ControllerRevision
+
+
+class RollingUpdateStatefulSetStrategy(_Struct):
+    partition: int | None = None
+    max_unavailable: IntOrString | None = None
+
+    def __post_init__(self) -> None:
+        _check_percent("maxUnavailable", self.max_unavailable)
+
+
+class StatefulSetUpdateStrategy(_Struct):
+    type: str = ""
+    rolling_update: RollingUpdateStatefulSetStrategy | None = None
+
+
+class StatefulSetPersistentVolumeClaimRetentionPolicy(_Struct):
+    when_deleted: str = ""
+    when_scaled: str = ""
+
+
+class StatefulSetOrdinals(_Struct):
+    start: int = 0
+
+
+class PersistentVolumeClaimTemplate(_Struct):
+    """A ``volumeClaimTemplates`` entry: a PersistentVolumeClaim without kind (its
+    ``apiVersion``/``kind``, when written, are accepted and ignored, as the API server's
+    decoder does for an embedded object)."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PersistentVolumeClaimSpec = msgspec.field(default_factory=PersistentVolumeClaimSpec)
+    status: PersistentVolumeClaimStatus = msgspec.field(default_factory=PersistentVolumeClaimStatus)
+    api_version: str = ""
+    kind: str = ""
+
+
+class StatefulSetSpec(_Struct):
+    replicas: int | None = None
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec = msgspec.field(default_factory=PodTemplateSpec)
+    volume_claim_templates: list[PersistentVolumeClaimTemplate] = []
+    service_name: str = ""
+    pod_management_policy: str = ""
+    update_strategy: StatefulSetUpdateStrategy = msgspec.field(default_factory=StatefulSetUpdateStrategy)
+    revision_history_limit: int | None = None
+    min_ready_seconds: int = 0
+    persistent_volume_claim_retention_policy: StatefulSetPersistentVolumeClaimRetentionPolicy | None = None
+    ordinals: StatefulSetOrdinals | None = None
+
+
+class StatefulSetCondition(_Struct):
+    type: str
+    status: str
+    last_transition_time: Time | None = None
+    reason: str = ""
+    message: str = ""
+
+
+class StatefulSetStatus(_Struct):
+    observed_generation: int = 0
+    replicas: int = 0
+    ready_replicas: int = 0
+    current_replicas: int = 0
+    updated_replicas: int = 0
+    current_revision: str = ""
+    update_revision: str = ""
+    collision_count: int | None = None
+    conditions: list[StatefulSetCondition] = []
+    available_replicas: int = 0
+
+
+class StatefulSet(_Object):
+    API_VERSION = "apps/v1"
+    KIND = "StatefulSet"
+    RESOURCE = "statefulsets"
+    NAMESPACED = True
+
+    spec: StatefulSetSpec = msgspec.field(default_factory=StatefulSetSpec)
+    status: StatefulSetStatus = msgspec.field(default_factory=StatefulSetStatus)
+
+
+class RollingUpdateDaemonSet(_Struct):
+    max_unavailable: IntOrString | None = None
+    max_surge: IntOrString | None = None
+
+    def __post_init__(self) -> None:
+        _check_percent("maxUnavailable", self.max_unavailable)
+        _check_percent("maxSurge", self.max_surge)
+
+
+class DaemonSetUpdateStrategy(_Struct):
+    type: str = ""
+    rolling_update: RollingUpdateDaemonSet | None = None
+
+
+class DaemonSetSpec(_Struct):
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec = msgspec.field(default_factory=PodTemplateSpec)
+    update_strategy: DaemonSetUpdateStrategy = msgspec.field(default_factory=DaemonSetUpdateStrategy)
+    min_ready_seconds: int = 0
+    revision_history_limit: int | None = None
+
+
+class DaemonSetCondition(_Struct):
+    type: str
+    status: str
+    last_transition_time: Time | None = None
+    reason: str = ""
+    message: str = ""
+
+
+class DaemonSetStatus(_Struct):
+    current_number_scheduled: int = 0
+    number_misscheduled: int = 0
+    desired_number_scheduled: int = 0
+    number_ready: int = 0
+    observed_generation: int = 0
+    updated_number_scheduled: int = 0
+    number_available: int = 0
+    number_unavailable: int = 0
+    collision_count: int | None = None
+    conditions: list[DaemonSetCondition] = []
+
+
+class DaemonSet(_Object):
+    API_VERSION = "apps/v1"
+    KIND = "DaemonSet"
+    RESOURCE = "daemonsets"
+    NAMESPACED = True
+
+    spec: DaemonSetSpec = msgspec.field(default_factory=DaemonSetSpec)
+    status: DaemonSetStatus = msgspec.field(default_factory=DaemonSetStatus)
+
+
+class ControllerRevision(_Object):
+    """ControllerRevision (apps/v1): an immutable snapshot of a StatefulSet's or DaemonSet's
+    pod template (``data`` is the patch the controllers apply, kept raw)."""
+
+    API_VERSION = "apps/v1"
+    KIND = "ControllerRevision"
+    RESOURCE = "controllerrevisions"
+    NAMESPACED = True
+
+    data: RawObject | None = None
+    revision: int = 0
+
+
+# =========================================================================== batch/v1: Job, CronJob
+
+
+class PodFailurePolicyOnExitCodesRequirement(_Struct):
+    operator: str
+    values: list[int]
+    container_name: str | None = None
+
+
+class PodFailurePolicyOnPodConditionsPattern(_Struct):
+    type: str
+    status: str = ""
+
+
+class PodFailurePolicyRule(_Struct):
+    action: str
+    on_exit_codes: PodFailurePolicyOnExitCodesRequirement | None = None
+    on_pod_conditions: list[PodFailurePolicyOnPodConditionsPattern] = []
+
+
+class PodFailurePolicy(_Struct):
+    rules: list[PodFailurePolicyRule] = []
+
+
+class JobSpec(_Struct):
+    parallelism: int | None = None
+    completions: int | None = None
+    active_deadline_seconds: int | None = None
+    pod_failure_policy: PodFailurePolicy | None = None
+    success_policy: RawObject | None = None
+    backoff_limit: int | None = None
+    backoff_limit_per_index: int | None = None
+    max_failed_indexes: int | None = None
+    selector: LabelSelector | None = None
+    manual_selector: bool | None = None
+    template: PodTemplateSpec = msgspec.field(default_factory=PodTemplateSpec)
+    ttl_seconds_after_finished: int | None = None
+    completion_mode: str | None = None
+    suspend: bool | None = None
+    pod_replacement_policy: str | None = None
+    managed_by: str | None = None
+
+
+class JobCondition(_Struct):
+    type: str
+    status: str
+    last_probe_time: Time | None = None
+    last_transition_time: Time | None = None
+    reason: str = ""
+    message: str = ""
+
+
+class UncountedTerminatedPods(_Struct):
+    succeeded: list[str] = []
+    failed: list[str] = []
+
+
+class JobStatus(_Struct):
+    conditions: list[JobCondition] = []
+    start_time: Time | None = None
+    completion_time: Time | None = None
+    active: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    terminating: int | None = None
+    completed_indexes: str = ""
+    failed_indexes: str | None = None
+    uncounted_terminated_pods: UncountedTerminatedPods | None = None
+    ready: int | None = None
+
+
+class Job(_Object):
+    API_VERSION = "batch/v1"
+    KIND = "Job"
+    RESOURCE = "jobs"
+    NAMESPACED = True
+
+    spec: JobSpec = msgspec.field(default_factory=JobSpec)
+    status: JobStatus = msgspec.field(default_factory=JobStatus)
+
+
+class JobTemplateSpec(_Struct):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: JobSpec = msgspec.field(default_factory=JobSpec)
+
+
+class CronJobSpec(_Struct):
+    schedule: str = ""  # required by validation
+    time_zone: str | None = None
+    starting_deadline_seconds: int | None = None
+    concurrency_policy: str = ""
+    suspend: bool | None = None
+    job_template: JobTemplateSpec = msgspec.field(default_factory=JobTemplateSpec)
+    successful_jobs_history_limit: int | None = None
+    failed_jobs_history_limit: int | None = None
+
+
+class CronJobStatus(_Struct):
+    active: list[ObjectReference] = []
+    last_schedule_time: Time | None = None
+    last_successful_time: Time | None = None
+
+
+class CronJob(_Object):
+    API_VERSION = "batch/v1"
+    KIND = "CronJob"
+    RESOURCE = "cronjobs"
+    NAMESPACED = True
+
+    spec: CronJobSpec = msgspec.field(default_factory=CronJobSpec)
+    status: CronJobStatus = msgspec.field(default_factory=CronJobStatus)
+
+
+# =========================================================================== networking.k8s.io/v1
+
+
+class ServiceBackendPort(_Struct):
+    name: str = ""
+    number: int = 0
+
+
+class IngressServiceBackend(_Struct):
+    name: str
+    port: ServiceBackendPort = msgspec.field(default_factory=ServiceBackendPort)
+
+
+class IngressBackend(_Struct):
+    service: IngressServiceBackend | None = None
+    resource: TypedLocalObjectReference | None = None
+
+
+class HTTPIngressPath(_Struct):
+    backend: IngressBackend
+    path: str = ""
+    path_type: str | None = None
+
+
+class HTTPIngressRuleValue(_Struct):
+    paths: list[HTTPIngressPath] = []
+
+
+class IngressRule(_Struct):
+    host: str = ""
+    http: HTTPIngressRuleValue | None = None
+
+
+class IngressSpec(_Struct):
+    ingress_class_name: str | None = None
+    default_backend: IngressBackend | None = None
+    tls: RawList = []
+    rules: list[IngressRule] = []
+
+
+class IngressStatus(_Struct):
+    load_balancer: RawObject = {}
+
+
+class Ingress(_Object):
+    API_VERSION = "networking.k8s.io/v1"
+    KIND = "Ingress"
+    RESOURCE = "ingresses"
+    NAMESPACED = True
+
+    spec: IngressSpec = msgspec.field(default_factory=IngressSpec)
+    status: IngressStatus = msgspec.field(default_factory=IngressStatus)
+
+
+class IngressClassSpec(_Struct):
+    controller: str = ""
+    parameters: RawObject | None = None
+
+
+class IngressClass(_Object):
+    API_VERSION = "networking.k8s.io/v1"
+    KIND = "IngressClass"
+    RESOURCE = "ingressclasses"
+    NAMESPACED = False
+
+    spec: IngressClassSpec = msgspec.field(default_factory=IngressClassSpec)
+
+
+class NetworkPolicySpec(_Struct):
+    pod_selector: LabelSelector | None = None  # required by validation ({} selects every pod)
+    ingress: RawList = []
+    egress: RawList = []
+    policy_types: list[str] = []
+
+
+class NetworkPolicy(_Object):
+    API_VERSION = "networking.k8s.io/v1"
+    KIND = "NetworkPolicy"
+    RESOURCE = "networkpolicies"
+    NAMESPACED = True
+
+    spec: NetworkPolicySpec = msgspec.field(default_factory=NetworkPolicySpec)
+
+
+# =========================================================================== autoscaling/v2
+
+
+class CrossVersionObjectReference(_Struct):
+    kind: str
+    name: str
+    api_version: str = ""
+
+
+class HorizontalPodAutoscalerSpec(_Struct):
+    scale_target_ref: CrossVersionObjectReference | None = None  # required by validation
+    min_replicas: int | None = None
+    max_replicas: int = 0
+    metrics: RawList = []
+    behavior: RawObject | None = None
+
+
+class HorizontalPodAutoscalerStatus(_Struct):
+    observed_generation: int | None = None
+    last_scale_time: Time | None = None
+    current_replicas: int = 0
+    desired_replicas: int = 0
+    current_metrics: RawList = []
+    conditions: RawList = []
+
+
+class HorizontalPodAutoscaler(_Object):
+    """HorizontalPodAutoscaler (autoscaling/v2): stored, defaulted and validated; nothing
+    here scales on metrics (no metrics pipeline is simulated)."""
+
+    API_VERSION = "autoscaling/v2"
+    KIND = "HorizontalPodAutoscaler"
+    RESOURCE = "horizontalpodautoscalers"
+    NAMESPACED = True
+
+    spec: HorizontalPodAutoscalerSpec = msgspec.field(default_factory=HorizontalPodAutoscalerSpec)
+    status: HorizontalPodAutoscalerStatus = msgspec.field(default_factory=HorizontalPodAutoscalerStatus)
+
+
+# =========================================================================== apiextensions.k8s.io/v1
+
+
+class CustomResourceDefinitionNames(_Struct):
+    plural: str = ""
+    kind: str = ""
+    singular: str = ""
+    short_names: list[str] = []
+    list_kind: str = ""
+    categories: list[str] = []
+
+
+class CustomResourceValidation(_Struct):
+    open_apiv3_schema: RawObject | None = msgspec.field(default=None, name="openAPIV3Schema")
+
+
+class CustomResourceSubresourceScale(_Struct):
+    spec_replicas_path: str = ""
+    status_replicas_path: str = ""
+    label_selector_path: str | None = None
+
+
+class CustomResourceSubresources(_Struct):
+    status: RawObject | None = None
+    scale: CustomResourceSubresourceScale | None = None
+
+
+class CustomResourceDefinitionVersion(_Struct):
+    name: str
+    served: bool = False
+    storage: bool = False
+    deprecated: bool = False
+    deprecation_warning: str | None = None
+    schema: CustomResourceValidation | None = None
+    subresources: CustomResourceSubresources | None = None
+    additional_printer_columns: RawList = []
+    selectable_fields: RawList = []
+
+
+class CustomResourceDefinitionSpec(_Struct):
+    group: str = ""
+    names: CustomResourceDefinitionNames = msgspec.field(default_factory=CustomResourceDefinitionNames)
+    scope: str = ""
+    versions: list[CustomResourceDefinitionVersion] = []
+    conversion: RawObject | None = None
+    preserve_unknown_fields: bool = False
+
+
+class CustomResourceDefinitionCondition(_Struct):
+    type: str
+    status: str
+    last_transition_time: Time | None = None
+    reason: str = ""
+    message: str = ""
+
+
+class CustomResourceDefinitionStatus(_Struct):
+    conditions: list[CustomResourceDefinitionCondition] = []
+    accepted_names: CustomResourceDefinitionNames | None = None
+    stored_versions: list[str] = []
+
+
+class CustomResourceDefinition(_Object):
+    API_VERSION = "apiextensions.k8s.io/v1"
+    KIND = "CustomResourceDefinition"
+    RESOURCE = "customresourcedefinitions"
+    NAMESPACED = False
+
+    spec: CustomResourceDefinitionSpec = msgspec.field(default_factory=CustomResourceDefinitionSpec)
+    status: CustomResourceDefinitionStatus = msgspec.field(default_factory=CustomResourceDefinitionStatus)
+
+
+class CustomObject(_Object):
+    """An object of a custom resource (a CustomResourceDefinition's kind), as the
+    "unstructured" objects of client-go's dynamic client: ``metadata`` typed, everything
+    else (``spec``, ``status``, any other top-level field) in ``content`` as JSON.
+
+    Each custom kind is a subclass made by :func:`custom_type` (cached by its signature:
+    apiVersion, kind, plural resource, scope), so the class variables the control plane
+    reads (``KIND``, ``RESOURCE``, ...) work as for the built-in kinds. Its Kubernetes JSON
+    is flat (``content`` spread at the top level): :func:`chaoskube.api.manifests.to_dict`
+    and the API server's storage write it so; never ``msgspec``-encode one for the wire.
+    """
+
+    API_VERSION: ClassVar[str] = ""
+    KIND: ClassVar[str] = ""
+    RESOURCE: ClassVar[str] = ""
+    NAMESPACED: ClassVar[bool] = True
+    GROUP: ClassVar[str] = ""
+
+    content: dict[str, Any] = {}
+
+
+_CUSTOM_TYPES: dict[tuple[str, str, str, bool], type[CustomObject]] = {}
+
+
+def custom_resource(plural: str, group: str) -> str:
+    """The resource name a custom kind is served and stored under: ``<plural>.<group>``
+    (``kubectl get widgets.example.com``), so it never collides with a built-in one."""
+    return f"{plural}.{group}"
+
+
+def custom_type(api_version: str, kind: str, resource: str, namespaced: bool) -> type[CustomObject]:
+    """The :class:`CustomObject` subclass of one custom kind; the same arguments give the
+    same class (a process-wide cache, bounded by the kinds ever defined)."""
+    key = (api_version, kind, resource, namespaced)
+    found = _CUSTOM_TYPES.get(key)
+    if found is None:
+        group = api_version.rpartition("/")[0]
+        found = type(kind, (CustomObject,), {"API_VERSION": api_version, "KIND": kind, "RESOURCE": resource, "NAMESPACED": namespaced, "GROUP": group, "__module__": __name__})
+        _CUSTOM_TYPES[key] = found
+    return found
+
+
+def is_custom(obj: Any) -> bool:
+    return isinstance(obj, CustomObject)
+
+
+def custom_kinds(crds: Any) -> dict[tuple[str, str], type[CustomObject]]:
+    """(apiVersion, kind) -> type, for every served version of every CRD in ``crds``
+    (CustomResourceDefinition objects; later ones win on a clash)."""
+    out: dict[tuple[str, str], type[CustomObject]] = {}
+    for crd in crds:
+        spec = crd.spec
+        if not spec.group or not spec.names.kind or not spec.names.plural:
+            continue
+        resource = custom_resource(spec.names.plural, spec.group)
+        namespaced = spec.scope != "Cluster"
+        for version in spec.versions:
+            if version.served:
+                api_version = f"{spec.group}/{version.name}"
+                out[(api_version, spec.names.kind)] = custom_type(api_version, spec.names.kind, resource, namespaced)
+    return out
+
+
 Object: TypeAlias = Union[
     ClusterRole,
     ClusterRoleBinding,
+    ConfigMap,
+    ControllerRevision,
+    CronJob,
+    CustomResourceDefinition,
+    DaemonSet,
     Deployment,
     EndpointSlice,
+    Endpoints,
+    HorizontalPodAutoscaler,
+    Ingress,
+    IngressClass,
+    Job,
     Lease,
+    LimitRange,
     MutatingWebhookConfiguration,
     Namespace,
+    NetworkPolicy,
     Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
     Pod,
     PodDisruptionBudget,
     PriorityClass,
     ReplicaSet,
+    ReplicationController,
+    ResourceQuota,
     Role,
     RoleBinding,
+    Secret,
     Service,
     ServiceAccount,
+    StatefulSet,
+    StorageClass,
     ValidatingWebhookConfiguration,
 ]
 

@@ -294,13 +294,19 @@ def test_good_labels_are_accepted():
 
 def test_every_kind_knows_where_it_is_stored():
     assert sorted(KINDS) == [
-        "ClusterRole", "ClusterRoleBinding", "Deployment", "EndpointSlice", "Lease",
-        "MutatingWebhookConfiguration", "Namespace", "Node", "Pod", "PodDisruptionBudget",
-        "PriorityClass", "ReplicaSet", "Role", "RoleBinding", "Service", "ServiceAccount",
-        "ValidatingWebhookConfiguration",
+        "ClusterRole", "ClusterRoleBinding", "ConfigMap", "ControllerRevision", "CronJob",
+        "CustomResourceDefinition", "DaemonSet", "Deployment", "EndpointSlice", "Endpoints",
+        "HorizontalPodAutoscaler", "Ingress", "IngressClass", "Job", "Lease", "LimitRange",
+        "MutatingWebhookConfiguration", "Namespace", "NetworkPolicy", "Node", "PersistentVolume",
+        "PersistentVolumeClaim", "Pod", "PodDisruptionBudget", "PriorityClass", "ReplicaSet",
+        "ReplicationController", "ResourceQuota", "Role", "RoleBinding", "Secret", "Service",
+        "ServiceAccount", "StatefulSet", "StorageClass", "ValidatingWebhookConfiguration",
     ]  # fmt: skip
     cluster_scoped = {kind for kind, info in KINDS.items() if not info.namespaced}
-    assert cluster_scoped == {"ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration", "Namespace", "Node", "PriorityClass", "ValidatingWebhookConfiguration"}
+    assert cluster_scoped == {
+        "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "IngressClass", "MutatingWebhookConfiguration", "Namespace", "Node",
+        "PersistentVolume", "PriorityClass", "StorageClass", "ValidatingWebhookConfiguration",
+    }
     assert KINDS["PodDisruptionBudget"].resource == "poddisruptionbudgets"
     assert KINDS["PodDisruptionBudget"].api_version == "policy/v1"
     assert KINDS["Lease"].api_version == "coordination.k8s.io/v1"
