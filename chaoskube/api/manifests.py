@@ -42,7 +42,7 @@ from typing import Any, Literal, overload
 import msgspec
 import yaml
 
-from chaoskube.api.objects import KINDS, CustomObject, CustomResourceDefinition, Object, custom_kinds, validate_name
+from chaoskube.api.objects import KINDS, CustomObject, CustomResourceDefinition, Object, Scale, custom_kinds, validate_name
 
 __all__ = [
     "ManifestError",
@@ -636,7 +636,7 @@ def to_dict(obj: Object) -> dict[str, Any]:
         out: dict[str, Any] = {"apiVersion": obj.API_VERSION, "kind": obj.KIND, "metadata": _builtin(obj.metadata)}
         out.update(_builtin(obj.content))
         return out
-    assert type(obj).__name__ in KINDS and KINDS[type(obj).__name__].type is type(obj), type(obj)
+    assert (type(obj).__name__ in KINDS and KINDS[type(obj).__name__].type is type(obj)) or isinstance(obj, Scale), type(obj)
     return {"apiVersion": obj.API_VERSION, "kind": obj.KIND, **_builtin(obj)}
 
 

@@ -186,6 +186,9 @@ __all__ = [
     "RollingUpdateDeployment",
     "RollingUpdateStatefulSetStrategy",
     "RuleWithOperations",
+    "Scale",
+    "ScaleSpec",
+    "ScaleStatus",
     "Secret",
     "Service",
     "ServiceAccount",
@@ -2120,6 +2123,29 @@ class CustomObject(_Object):
     GROUP: ClassVar[str] = ""
 
     content: dict[str, Any] = {}
+
+
+class ScaleSpec(_Struct):
+    replicas: int = 0
+
+
+class ScaleStatus(_Struct):
+    replicas: int = 0
+    selector: str = ""
+
+
+class Scale(_Object):
+    """autoscaling/v1 Scale: what the ``scale`` subresource of a scalable kind (Deployment,
+    ReplicaSet, StatefulSet, ReplicationController, a CRD with ``subresources.scale``)
+    answers and accepts. Not stored: it is a view of its parent (not in :data:`KINDS`)."""
+
+    API_VERSION = "autoscaling/v1"
+    KIND = "Scale"
+    RESOURCE = "scale"
+    NAMESPACED = True
+
+    spec: ScaleSpec = msgspec.field(default_factory=ScaleSpec)
+    status: ScaleStatus = msgspec.field(default_factory=ScaleStatus)
 
 
 _CUSTOM_TYPES: dict[tuple[str, str, str, bool], type[CustomObject]] = {}

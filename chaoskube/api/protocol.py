@@ -297,14 +297,17 @@ def bad_request(message: str) -> Status:
     return Status(400, "BadRequest", message)
 
 
-def invalid(resource: str, name: str, causes: list[str]) -> Status:
+def invalid(resource: str, name: str, causes: list[str], *, kind: str = "") -> Status:
     """``NewInvalid``: 422, ``<Kind>[.<group>] "<name>" is invalid: <cause>`` — several
-    causes as an aggregate, ``[<cause>, <cause>]``."""
-    kind = kind_of_resource(resource)
+    causes as an aggregate, ``[<cause>, <cause>]``. ``kind`` names a custom resource's kind
+    (``resource`` is then ``<plural>.<group>``)."""
     qualified = resource
-    if kind is not None:
-        group = KINDS[kind].api_version.rpartition("/")[0]
-        qualified = f"{kind}.{group}" if group else kind
+    builtin = kind_of_resource(resource)
+    if kind:
+        qualified = f"{kind}.{resource.partition('.')[2]}"
+    elif builtin is not None:
+        group = KINDS[builtin].api_version.rpartition("/")[0]
+        qualified = f"{builtin}.{group}" if group else builtin
     detail = causes[0] if len(causes) == 1 else f"[{', '.join(causes)}]"
     return Status(422, "Invalid", f'{qualified} "{name}" is invalid: {detail}', causes=tuple(causes))
 

@@ -67,12 +67,22 @@ from chaoskube.api.manifests import ManifestError, from_dict, to_dict
 from chaoskube.api.objects import (
     KINDS,
     Condition,
+    CustomObject,
+    CustomResourceDefinition,
+    CustomResourceDefinitionCondition,
+    CustomResourceDefinitionNames,
     KindInfo,
     Namespace,
     Object,
+    ObjectMeta,
     Pod,
     PodCondition,
     PodDisruptionBudget,
+    Scale,
+    ScaleSpec,
+    ScaleStatus,
+    custom_resource,
+    custom_type,
     matches,
 )
 from chaoskube.api.patch import PatchError, apply_patch, merge_patch
@@ -103,6 +113,7 @@ from chaoskube.api.protocol import (
 )
 from chaoskube.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from chaoskube.api.selectors import matches as selected
+from chaoskube.apiserver import crd as crds
 from chaoskube.apiserver import validation
 from chaoskube.apiserver.admission import AdmissionRequest, default_plugins, run_mutating, run_validating, with_object
 from chaoskube.apiserver.auth import Attributes, authorize
@@ -128,7 +139,16 @@ LOOPBACK_USER = "system:apiserver"
 #: Bound on GuaranteedUpdate's and Delete's re-read loops; at the bound: 409 Conflict.
 MAX_ATTEMPTS = 16
 #: Kinds with a ``status`` subresource: their main resource ignores status changes.
-STATUS_KINDS = frozenset({"Pod", "Node", "Deployment", "ReplicaSet", "Service", "PodDisruptionBudget", "Namespace"})
+STATUS_KINDS = frozenset({
+    "Pod", "Node", "Deployment", "ReplicaSet", "Service", "PodDisruptionBudget", "Namespace", "StatefulSet", "DaemonSet", "Job",
+    "CronJob", "ReplicationController", "PersistentVolume", "PersistentVolumeClaim", "ResourceQuota", "HorizontalPodAutoscaler",
+    "Ingress", "CustomResourceDefinition",
+})
+#: Kinds with a ``scale`` subresource: (the spec field holding replicas, how status reports them).
+SCALE_KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "ReplicationController"})
+#: How often each replica looks for CustomResourceDefinitions to name and establish (the
+#: NamingConditionController and EstablishingController of apiextensions-apiserver).
+CRD_ESTABLISH_EVERY_S = 1.0
 #: ``policy.MaxDisruptedPodSize`` (eviction.go).
 MAX_DISRUPTED_POD_SIZE = 2000
 COMPACT_REV_KEY = "compact_rev_key"
@@ -230,6 +250,7 @@ class ApiServer:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.cacher.run)
             nursery.start_soon(self._compactor)
+            nursery.start_soon(self._establish_crds)
             if self.config.bootstrap:
                 nursery.start_soon(self._bootstrap)
 
@@ -299,7 +320,7 @@ class ApiServer:
 
     # ------------------------------------------------------------------ the pipeline
     async def _serve(self, request: Request, message: Any) -> Response | None:
-        info = kind_info(request.resource)
+        info = kind_info(request.resource) or self._custom_info(request.resource)
         if info is None:
             raise _refuse(Status(404, "NotFound", "the server could not find the requested resource"))
         user = self.authenticate(request.credentials)
@@ -324,7 +345,9 @@ class ApiServer:
             return await self._bind(request, user, info)
         if verb == "create" and sub == "eviction" and info.kind == "Pod":
             return await self._evict(request, user, info)
-        if verb in ("update", "patch") and (not sub or (sub == "status" and info.kind in STATUS_KINDS) or (sub == "finalize" and info.kind == "Namespace")):
+        if sub == "scale" and verb in ("get", "update") and self._scalable(info):
+            return await (self._get_scale(request, info) if verb == "get" else self._update_scale(request, user, info))
+        if verb in ("update", "patch") and (not sub or (sub == "status" and self._has_status(info)) or (sub == "finalize" and info.kind == "Namespace")):
             return await self._update(request, user, info)
         if verb == "delete" and not sub:
             return await self._delete(request, user, info)
@@ -333,7 +356,8 @@ class ApiServer:
     def _authorize(self, request: Request, user: UserInfo, info: KindInfo) -> None:
         name = request.name if (request.verb != "create" or request.subresource) else ""
         group = info.api_version.rpartition("/")[0]
-        attributes = Attributes(user=user, verb=request.verb, resource=request.resource, subresource=request.subresource, namespace=request.namespace, name=name, api_group=group)
+        resource = request.resource.partition(".")[0] if issubclass(info.type, CustomObject) else request.resource
+        attributes = Attributes(user=user, verb=request.verb, resource=resource, subresource=request.subresource, namespace=request.namespace, name=name, api_group=group)
         pod = None
         if info.kind == "Pod" and request.name and request.namespace:
             pod = self.cacher.cache("pods").get(storage_key("pods", request.namespace, request.name))
@@ -391,6 +415,201 @@ class ApiServer:
             outcome = await self.webhooks.validate(admission, hooks, namespace_labels=self._namespace_labels(admission.namespace))
             if not outcome.allowed:
                 raise _refuse(outcome.status)
+
+    # ------------------------------------------------------------------ custom resources
+    def _crd(self, resource: str) -> CustomResourceDefinition | None:
+        """The established CRD serving ``resource`` (``<plural>.<group>``) in this replica's
+        cache, or None: a CRD is served once it is Established, as upstream's
+        ``crdHandler`` answers 404 before that."""
+        if "." not in resource:
+            return None
+        found = self.cacher.cache("customresourcedefinitions").get(storage_key("customresourcedefinitions", "", resource))
+        if found is None or not crds.crd_established(found) or found.metadata.deletion_timestamp is not None:
+            return None
+        return found
+
+    def _custom_info(self, resource: str) -> KindInfo | None:
+        crd = self._crd(resource)
+        if crd is None:
+            return None
+        version = crds.serving_version(crd)
+        if version is None:
+            return None
+        api_version = f"{crd.spec.group}/{version.name}"
+        namespaced = crd.spec.scope != "Cluster"
+        cls = custom_type(api_version, crd.spec.names.kind, resource, namespaced)
+        return KindInfo(kind=crd.spec.names.kind, api_version=api_version, resource=resource, namespaced=namespaced, name_rule="subdomain", type=cls)
+
+    def _has_status(self, info: KindInfo) -> bool:
+        if issubclass(info.type, CustomObject):
+            crd = self._crd(info.resource)
+            return crd is not None and crds.status_subresource(crd)
+        return info.kind in STATUS_KINDS
+
+    def _scale_paths(self, info: KindInfo) -> tuple[str, str, str | None] | None:
+        """(spec replicas path, status replicas path, label selector path) of a CRD's
+        ``subresources.scale``, or None."""
+        crd = self._crd(info.resource) if issubclass(info.type, CustomObject) else None
+        version = crds.serving_version(crd) if crd is not None else None
+        scale = version.subresources.scale if version is not None and version.subresources is not None else None
+        if scale is None:
+            return None
+        return scale.spec_replicas_path, scale.status_replicas_path, scale.label_selector_path
+
+    def _scalable(self, info: KindInfo) -> bool:
+        return info.kind in SCALE_KINDS and not issubclass(info.type, CustomObject) or self._scale_paths(info) is not None
+
+    def _custom_schema(self, info: KindInfo, obj: Object) -> tuple[Object, list[str]]:
+        """A custom object after its CRD's pruning and defaulting, and its schema's field
+        errors (``customResourceStrategy``; module docstring of :mod:`crd`)."""
+        if not isinstance(obj, CustomObject):
+            return obj, []
+        crd = self._crd(info.resource)
+        schema = crds.schema_of(crd) if crd is not None else None
+        document = to_dict(obj)
+        pruned = crds.prune(document, schema, root=True)
+        crds.prune_nulls(document, schema)
+        crds.default(document, schema)
+        causes = crds.validate_object(document, schema)
+        if pruned:
+            self.world.record("apiserver-warning", server=self.name, resource=info.resource, name=obj.metadata.name, warning=f"unknown field(s) pruned: {', '.join(pruned[:10])}")
+        if document.get("apiVersion") != info.api_version or document.get("kind") != info.kind:
+            causes.append(f"apiVersion: Invalid value: {document.get('apiVersion')!r}: must be {info.api_version}")
+        content = {key: value for key, value in document.items() if key not in ("apiVersion", "kind", "metadata")}
+        return info.type(metadata=obj.metadata, content=content), causes
+
+    def _prepare_custom_update(self, info: KindInfo, current: CustomObject, new: CustomObject) -> CustomObject:
+        """``customResourceStrategy.PrepareForUpdate``: with a status subresource the stored
+        status stays and ``generation`` moves on changes outside metadata and status; without
+        it, on changes outside metadata."""
+        with_status = self._has_status(info)
+        if with_status:
+            new.content.pop("status", None)
+            if "status" in current.content:
+                new.content["status"] = copy_object(current).content["status"]
+        ignored = ("status",) if with_status else ()
+        old_body = {key: value for key, value in current.content.items() if key not in ignored}
+        new_body = {key: value for key, value in new.content.items() if key not in ignored}
+        if old_body != new_body:
+            new.metadata.generation = current.metadata.generation + 1
+        return new
+
+    @staticmethod
+    def _path_get(document: dict[str, Any], path: str) -> Any:
+        value: Any = document
+        for part in path.strip(".").split("."):
+            if not isinstance(value, dict):
+                return None
+            value = value.get(part)
+        return value
+
+    @staticmethod
+    def _path_set(document: dict[str, Any], path: str, value: Any) -> None:
+        parts = path.strip(".").split(".")
+        node = document
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+
+    def _scale_of(self, info: KindInfo, obj: Object) -> Scale:
+        """The Scale view of ``obj`` (``pkg/registry/apps/*/storage/storage.go`` ``scaleFromX``;
+        ``apiextensions-apiserver/pkg/registry/customresource/etcd.go`` ``scaleFromCustomResource``)."""
+        meta = ObjectMeta(name=obj.metadata.name, namespace=obj.metadata.namespace, uid=obj.metadata.uid, resource_version=obj.metadata.resource_version, creation_timestamp=obj.metadata.creation_timestamp)
+        if isinstance(obj, CustomObject):
+            paths = self._scale_paths(info)
+            assert paths is not None
+            document = to_dict(obj)
+            spec_replicas = self._path_get(document, paths[0])
+            status_replicas = self._path_get(document, paths[1])
+            selector = self._path_get(document, paths[2]) if paths[2] else ""
+            return Scale(metadata=meta, spec=ScaleSpec(replicas=spec_replicas if isinstance(spec_replicas, int) else 0), status=ScaleStatus(replicas=status_replicas if isinstance(status_replicas, int) else 0, selector=selector if isinstance(selector, str) else ""))
+        from chaoskube.api.objects import LabelSelector
+        from chaoskube.api.selectors import selector_from_label_selector
+
+        replicas = obj.spec.replicas if obj.spec.replicas is not None else 1
+        selector = obj.spec.selector
+        if isinstance(selector, dict):  # a ReplicationController's map
+            selector = LabelSelector(match_labels=dict(selector))
+        text = str(selector_from_label_selector(selector)) if selector is not None else ""
+        return Scale(metadata=meta, spec=ScaleSpec(replicas=replicas), status=ScaleStatus(replicas=obj.status.replicas, selector=text))
+
+    async def _get_scale(self, request: Request, info: KindInfo) -> Response:
+        stored = await self._stored(info.resource, request.namespace, request.name)
+        return Response(200, object=self._scale_of(info, stored.object), server=self.name)
+
+    async def _update_scale(self, request: Request, user: UserInfo, info: KindInfo) -> Response:
+        """PUT .../scale: write ``spec.replicas`` (or the CRD's specReplicasPath) of the
+        parent through the ordinary update path (admission, validation, storage)."""
+        body = request.body
+        if not isinstance(body, Scale):
+            raise _refuse(bad_request(f"the body of {request.resource}/scale must be a Scale, not {type(body).__name__}"))
+        if body.spec.replicas < 0:
+            raise _refuse(invalid(request.resource, request.name, [f"spec.replicas: Invalid value: {body.spec.replicas}: must be greater than or equal to 0"]))
+        stored = await self._stored(info.resource, request.namespace, request.name)
+        if body.metadata.resource_version and body.metadata.resource_version != stored.object.metadata.resource_version:
+            raise _refuse(conflict(info.resource, request.name))
+        parent = copy_object(stored.object)
+        if isinstance(parent, CustomObject):
+            paths = self._scale_paths(info)
+            assert paths is not None
+            document = to_dict(parent)
+            self._path_set(document, paths[0], body.spec.replicas)
+            parent = info.type(metadata=parent.metadata, content={key: value for key, value in document.items() if key not in ("apiVersion", "kind", "metadata")})
+        else:
+            parent.spec.replicas = body.spec.replicas
+        update = Request(verb="update", resource=request.resource, namespace=request.namespace, name=request.name, credentials=request.credentials, body=parent, dry_run=request.dry_run, id=request.id)
+        response = await self._update(update, user, info)
+        return Response(200, object=self._scale_of(info, response.object), server=self.name)
+
+    async def _establish_crds(self) -> None:
+        """NamingConditionController + EstablishingController: every CRD in this replica's
+        cache whose names do not clash with another CRD of its group gets NamesAccepted and
+        Established (and its acceptedNames and storedVersions); a clash is NamesAccepted
+        False, reason NameConflict, and the CRD is not served."""
+        await self.cacher.wait_ready()
+        while True:
+            await self.process.sleep(CRD_ESTABLISH_EVERY_S)
+            all_crds = sorted(self.cacher.objects("customresourcedefinitions"), key=lambda crd: crd.metadata.name)
+            for crd in all_crds:
+                if crd.metadata.deletion_timestamp is not None:
+                    continue
+                conflict_reason = crds.names_conflict(crd, [other for other in all_crds if other.metadata.creation_timestamp and (other.metadata.creation_timestamp, other.metadata.name) < (crd.metadata.creation_timestamp or "", crd.metadata.name)])
+                wanted = self._crd_status(crd, conflict_reason)
+                if msgspec.json.encode(wanted) == msgspec.json.encode(crd.status):
+                    continue
+                updated = copy_object(crd)
+                updated.status = wanted
+                request = Request(verb="update", resource="customresourcedefinitions", subresource="status", name=crd.metadata.name, body=updated, credentials=self.loopback, id=f"{self.name}/establish/{crd.metadata.name}")
+                await self.handle(request)
+
+    def _crd_status(self, crd: CustomResourceDefinition, conflict_reason: str | None) -> Any:
+        status = copy_object(crd).status
+        now = timestamp(self.process.now())
+
+        def condition(kind: str, value: str, reason: str, message: str) -> CustomResourceDefinitionCondition:
+            previous = next((c for c in status.conditions if c.type == kind), None)
+            if previous is not None and previous.status == value and previous.reason == reason:
+                return previous
+            return CustomResourceDefinitionCondition(type=kind, status=value, reason=reason, message=message, last_transition_time=now)
+
+        if conflict_reason is not None:
+            names = condition("NamesAccepted", "False", "NameConflict", conflict_reason)
+            established = condition("Established", "False", "NotAccepted", "not all names are accepted")
+            status.conditions = [names, established]
+            return status
+        status.accepted_names = CustomResourceDefinitionNames(**msgspec.structs.asdict(crd.spec.names))
+        if not status.accepted_names.list_kind:
+            status.accepted_names.list_kind = f"{crd.spec.names.kind}List"
+        if not status.accepted_names.singular:
+            status.accepted_names.singular = crd.spec.names.kind.lower()
+        storage = crds.serving_version(crd)
+        if storage is not None and storage.name not in status.stored_versions:
+            status.stored_versions = [*status.stored_versions, storage.name]
+        status.conditions = [
+            condition("NamesAccepted", "True", "NoConflicts", "no conflicts found"),
+            condition("Established", "True", "InitialNamesAccepted", "the initial names have been accepted"),
+        ]
+        return status
 
     # ------------------------------------------------------------------ reads
     def _selectors(self, request: Request) -> tuple[Any, Any]:
@@ -473,6 +692,13 @@ class ApiServer:
 
     def _body(self, request: Request, info: KindInfo) -> Object:
         body = request.body
+        if issubclass(info.type, CustomObject) and isinstance(body, CustomObject) and body.RESOURCE == info.resource and type(body) is not info.type:
+            crd = self._crd(info.resource)
+            version = body.API_VERSION.rpartition("/")[2]
+            if crd is None or crds.serving_version(crd, version) is None:
+                raise _refuse(bad_request(f"the server could not find the requested resource ({body.API_VERSION}, {info.resource})"))
+            # conversion strategy None: only apiVersion changes (apiextensions' nopConverter)
+            return info.type(metadata=copy_object(body).metadata, content=msgspec.json.decode(msgspec.json.encode(body.content)))
         if not isinstance(body, info.type):
             raise _refuse(bad_request(f"the body of the request must be a {info.kind}, not {type(body).__name__}"))
         return copy_object(body)
@@ -492,14 +718,20 @@ class ApiServer:
         meta.resource_version = ""
         meta.deletion_timestamp = None
         meta.deletion_grace_period_seconds = None
-        meta.generation = 1 if info.kind in validation.GENERATION_KINDS else 0
+        meta.generation = 1 if (info.kind in validation.GENERATION_KINDS or isinstance(obj, CustomObject)) else 0
+        if isinstance(obj, CustomObject):
+            if self._has_status(info):
+                obj.content.pop("status", None)  # customResourceStrategy.PrepareForCreate
+            return
         if info.kind == "Pod":
             obj.status = type(obj.status)(phase="Pending", qos_class=obj.status.qos_class)
         elif info.kind == "Namespace":
             obj.status = type(obj.status)(phase="Active")
             if "kubernetes" not in obj.spec.finalizers:
                 obj.spec.finalizers = [*obj.spec.finalizers, "kubernetes"]
-        elif info.kind in ("Deployment", "ReplicaSet", "PodDisruptionBudget", "Service"):
+        elif info.kind in ("PersistentVolumeClaim", "PersistentVolume"):
+            obj.status = type(obj.status)(phase="Pending")
+        elif info.kind in STATUS_KINDS:
             obj.status = type(obj.status)()
 
     async def _create(self, request: Request, user: UserInfo, info: KindInfo) -> Response:
@@ -515,9 +747,10 @@ class ApiServer:
         admission = self._admission_request("CREATE", request, user, info, obj, None, name=obj.metadata.name)
         obj = await self._mutate(admission)
         self._prepare_for_create(obj, info)
-        causes = validation.validate_create(obj)
+        obj, schema_causes = self._custom_schema(info, obj)
+        causes = schema_causes + validation.validate_create(obj)
         if causes:
-            raise _refuse(invalid(info.resource, obj.metadata.name or obj.metadata.generate_name, causes))
+            raise _refuse(invalid(info.resource, obj.metadata.name or obj.metadata.generate_name, causes, kind=info.kind if isinstance(obj, CustomObject) else ""))
         await self._validate(self._admission_request("CREATE", request, user, info, obj, None, name=obj.metadata.name))
         if request.dry_run:
             return Response(201, object=obj, server=self.name)
@@ -545,7 +778,8 @@ class ApiServer:
         if not isinstance(patched, dict) or patched.get("kind") != current.KIND or patched.get("apiVersion") != current.API_VERSION:
             raise _refuse(bad_request("a patch may not change apiVersion or kind"))
         try:
-            obj = from_dict(patched, f"{request.resource}/{request.name}")
+            custom = {(current.API_VERSION, current.KIND): type(current)} if isinstance(current, CustomObject) else None
+            obj = from_dict(patched, f"{request.resource}/{request.name}", custom=custom)
         except ManifestError as error:
             raise _refuse(Status(422, "Invalid", f'{current.KIND} "{request.name}" is invalid: {error.field or "object"}: {error.reason}')) from None
         obj.metadata.resource_version = str(demanded) if demanded else current.metadata.resource_version
@@ -558,6 +792,11 @@ class ApiServer:
             raise _refuse(conflict(info.resource, current.metadata.name, f"Precondition failed: UID in precondition: {new.metadata.uid}, UID in object meta: {current.metadata.uid}"))
         if subresource == "status":
             result = copy_object(current)
+            if isinstance(result, CustomObject):
+                result.content.pop("status", None)
+                if "status" in new.content:
+                    result.content["status"] = new.content["status"]
+                return result
             result.status = new.status
             return result
         if subresource == "finalize":
@@ -571,6 +810,8 @@ class ApiServer:
         meta.deletion_grace_period_seconds = old.deletion_grace_period_seconds
         meta.generation = old.generation
         meta.generate_name = old.generate_name
+        if isinstance(new, CustomObject):
+            return self._prepare_custom_update(info, current, new)
         if info.kind in STATUS_KINDS:
             new.status = copy_object(current).status
         if info.kind == "Namespace":
@@ -609,9 +850,10 @@ class ApiServer:
             new.metadata.namespace = request.namespace
             new = self._prepare_for_update(info, current, new, request.subresource)
             new = await self._mutate(self._admission_request("UPDATE", request, user, info, new, current))
-            causes = validation.validate_update(current, new)
+            new, schema_causes = self._custom_schema(info, new)
+            causes = schema_causes + validation.validate_update(current, new)
             if causes:
-                raise _refuse(invalid(info.resource, request.name, causes))
+                raise _refuse(invalid(info.resource, request.name, causes, kind=info.kind if isinstance(new, CustomObject) else ""))
             await self._validate(self._admission_request("UPDATE", request, user, info, new, current))
             new.metadata.resource_version = current.metadata.resource_version
             if msgspec.json.encode(new) == msgspec.json.encode(current):

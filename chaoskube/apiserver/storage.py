@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from chaoskube.api.manifests import ManifestError, from_json
-from chaoskube.api.objects import KINDS, Object
+from chaoskube.api.manifests import ManifestError, from_dict, from_json, to_dict
+from chaoskube.api.objects import KINDS, CustomObject, Object, custom_type
 from chaoskube.api.protocol import StatusError, gone, internal_error, timeout
 from chaoskube.etcd.requests import (
     CompactedError,
@@ -73,7 +73,12 @@ def encode(obj: Object) -> str:
     """The stored form: JSON with ``apiVersion`` and ``kind`` first and without
     ``resourceVersion`` (``obj`` is not changed). msgspec encodes the struct directly (its
     fields in declaration order, defaults omitted): about 10x faster than building the
-    manifest dict, and :func:`decode_value` reads it back to an equal object."""
+    manifest dict, and :func:`decode_value` reads it back to an equal object. A custom
+    object is stored as its Kubernetes JSON (``content`` at the top level)."""
+    if isinstance(obj, CustomObject):
+        document = to_dict(obj)
+        document["metadata"].pop("resourceVersion", None)
+        return msgspec.json.encode(document).decode()
     version = obj.metadata.resource_version
     obj.metadata.resource_version = ""
     try:
@@ -90,6 +95,8 @@ def decode_value(value: str | bytes, key: str) -> Object:
     :func:`chaoskube.api.manifests.from_json`, which names what is wrong."""
     resource = key[len(REGISTRY_PREFIX):].partition("/")[0] if key.startswith(REGISTRY_PREFIX) else ""
     info = kind_info(resource)
+    if info is None and "." in resource:
+        return _decode_custom(value, key, resource)
     if info is not None:
         try:
             data = _DECODER.decode(value)
@@ -98,6 +105,20 @@ def decode_value(value: str | bytes, key: str) -> Object:
         except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError):
             pass
     return from_json(value, key)
+
+
+def _decode_custom(value: str | bytes, key: str, resource: str) -> Object:
+    """A custom object: its own apiVersion and kind say its type; the key says its scope
+    (``/registry/<resource>/<namespace>/<name>`` is namespaced)."""
+    try:
+        data = _DECODER.decode(value)
+    except msgspec.DecodeError as error:
+        raise ManifestError(key, f"not valid JSON: {error}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("apiVersion"), str) or not isinstance(data.get("kind"), str):
+        raise ManifestError(key, "a stored custom object without apiVersion and kind")
+    namespaced = key[len(REGISTRY_PREFIX):].count("/") == 2
+    cls = custom_type(data["apiVersion"], data["kind"], resource, namespaced)
+    return from_dict(data, key, custom={(data["apiVersion"], data["kind"]): cls})
 
 
 def decode(kv: KeyValue) -> Object:
@@ -113,6 +134,9 @@ def decode(kv: KeyValue) -> Object:
 def copy_object(obj: Object) -> Object:
     """A copy that shares nothing with ``obj`` (objects cross process boundaries by value)."""
     return msgspec.json.decode(msgspec.json.encode(obj), type=type(obj))
+
+
+_KINDS_BY_RESOURCE = {info.resource: info for info in KINDS.values()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,11 +202,9 @@ class EtcdStore:
 
 
 def kind_info(resource: str):
-    """The KindInfo served at ``resource`` (plural), or None."""
-    for info in KINDS.values():
-        if info.resource == resource:
-            return info
-    return None
+    """The KindInfo of the built-in kind served at ``resource`` (plural), or None (custom
+    resources are served by the API server from its CustomResourceDefinitions)."""
+    return _KINDS_BY_RESOURCE.get(resource)
 
 
 __all__ += ["copy_object", "decode_value", "kind_info"]

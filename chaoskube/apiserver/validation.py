@@ -1,37 +1,97 @@
 """The API server's validation step, between mutating and validating admission.
 
-Types, enums, label syntax, quantities and percentages are already checked when an object
-is decoded (:mod:`chaoskube.api.objects`). What is left are the cross-field rules of
-``pkg/apis/*/validation/validation.go`` that the simulated control plane depends on, with
-Kubernetes' field paths and wording (``field.Required``, ``field.Invalid``,
-``field.Duplicate``, ``field.Forbidden``), and the immutability rules of updates.
+Types, enums of decoding, label syntax, quantities and percentages are already checked when
+an object is decoded (:mod:`chaoskube.api.objects`). What is left are the rules of
+``pkg/apis/*/validation/validation.go`` (core, apps, batch, networking, storage,
+autoscaling, policy; ``apiextensions-apiserver``'s for CRDs in :mod:`crd`) with Kubernetes'
+field paths and wording (``field.Required``, ``field.Invalid``, ``field.NotSupported``,
+``field.Duplicate``, ``field.Forbidden``, ``field.TooLong``), values printed as Go's ``%#v``
+prints them (``Invalid value: -3``, ``Invalid value: "Sometimes"``), and the immutability
+rules of updates.
 
 :func:`validate_create` and :func:`validate_update` return the causes (empty: valid); the
-server answers 422 Invalid with them (``protocol.invalid``). Not modelled: the many rules
-of kinds' fields no component here reads (volumes, security contexts, probes' handlers).
+server answers 422 Invalid with them (``protocol.invalid``). Not modelled: the rules of
+fields no component here reads (volumes' sources, security contexts, probe handlers, env).
+The whole object's size is bounded by etcd (``--max-request-bytes``, 1.5 MiB:
+``etcdserver: request is too large``), not here.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import msgspec
+
+from chaoskube.api.cron import ScheduleError, parse_schedule, valid_time_zone
 from chaoskube.api.objects import (
+    ConfigMap,
+    CronJob,
+    CustomResourceDefinition,
+    DaemonSet,
     Deployment,
+    HorizontalPodAutoscaler,
+    Ingress,
+    IngressBackend,
+    IngressClass,
+    Job,
+    JobSpec,
     LabelSelector,
+    LimitRange,
     MutatingWebhookConfiguration,
+    NetworkPolicy,
     Object,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    PersistentVolumeClaimSpec,
     Pod,
     PodDisruptionBudget,
     PodSpec,
+    PodTemplateSpec,
     ReplicaSet,
+    ReplicationController,
+    ResourceQuota,
+    Secret,
+    StatefulSet,
+    StorageClass,
     ValidatingWebhookConfiguration,
     matches,
+    parse_quantity,
     validate_name,
 )
+from chaoskube.api.fields import go_value
+from chaoskube.apiserver.crd import validate_crd, validate_crd_update
 from chaoskube.apiserver.webhooks import unsupported_features, validate_configuration
 
-__all__ = ["validate_create", "validate_update"]
+__all__ = ["GENERATION_KINDS", "validate_create", "validate_update"]
 
 # Kinds whose spec changes bump metadata.generation (their strategies' PrepareForUpdate).
-GENERATION_KINDS = frozenset({"Deployment", "ReplicaSet", "PodDisruptionBudget", "EndpointSlice", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"})
+GENERATION_KINDS = frozenset({
+    "Deployment", "ReplicaSet", "PodDisruptionBudget", "EndpointSlice", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+    "StatefulSet", "DaemonSet", "Job", "CronJob", "ReplicationController", "HorizontalPodAutoscaler", "Ingress", "NetworkPolicy",
+    "CustomResourceDefinition", "IngressClass",
+})
+
+#: ``apimachineryvalidation.TotalAnnotationSizeLimitB``: 256 KiB of annotation keys and values.
+TOTAL_ANNOTATION_SIZE_LIMIT_B = 256 * 1024
+#: ``corevalidation.MaxSecretSize`` and the ConfigMap bound (``core.MaxSecretSize``): 1 MiB.
+MAX_SECRET_SIZE = 1024 * 1024
+#: ``batchvalidation``: a CronJob's name leaves room for the 11-character suffix of its Jobs.
+CRONJOB_NAME_MAX = 52
+_CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]+")
+_CONFIG_KEY_MESSAGE = "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"
+ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
+_VOLUME_SOURCES = (
+    "aws_elastic_block_store", "azure_disk", "azure_file", "cephfs", "cinder", "csi", "fc", "flex_volume", "flocker",
+    "gce_persistent_disk", "glusterfs", "host_path", "iscsi", "local", "nfs", "photon_persistent_disk", "portworx_volume",
+    "quobyte", "rbd", "scale_io", "storageos", "vsphere_volume",
+)
+
+
+# =========================================================================== messages
 
 
 def _required(path: str, what: str = "") -> str:
@@ -39,10 +99,33 @@ def _required(path: str, what: str = "") -> str:
 
 
 def _invalid(path: str, value: object, why: str) -> str:
-    return f"{path}: Invalid value: {value!r}: {why}"
+    return f"{path}: Invalid value: {go_value(value)}: {why}"
+
+
+def _unsupported(path: str, value: object, supported: Iterable[str]) -> str:
+    return f"{path}: Unsupported value: {go_value(value)}: supported values: {', '.join(go_value(item) for item in supported)}"
+
+
+def _forbidden(path: str, why: str) -> str:
+    return f"{path}: Forbidden: {why}"
+
+
+def _non_negative(path: str, value: int | None) -> list[str]:
+    """``ValidateNonnegativeField``."""
+    if value is not None and value < 0:
+        return [_invalid(path, value, "must be greater than or equal to 0")]
+    return []
+
+
+def _immutable(path: str, value: object) -> str:
+    return _invalid(path, value, "field is immutable")
+
+
+# =========================================================================== metadata
 
 
 def _metadata(obj: Object) -> list[str]:
+    """``ValidateObjectMeta``: name, namespace presence, annotation size, owner references."""
     causes = []
     meta = obj.metadata
     problem = validate_name(obj.NAME_RULE, meta.name) if meta.name else None
@@ -54,11 +137,47 @@ def _metadata(obj: Object) -> list[str]:
         causes.append(_required("metadata.namespace"))
     if not obj.NAMESPACED and meta.namespace:
         causes.append("metadata.namespace: Forbidden: not allowed on this type")
+    size = sum(len(key) + len(value) for key, value in meta.annotations.items())
+    if size > TOTAL_ANNOTATION_SIZE_LIMIT_B:
+        causes.append(f"metadata.annotations: Too long: must have at most {TOTAL_ANNOTATION_SIZE_LIMIT_B} bytes")
+    controllers = [reference for reference in meta.owner_references if reference.controller]
+    for index, reference in enumerate(meta.owner_references):
+        where = f"metadata.ownerReferences[{index}]"
+        for field, value in (("apiVersion", reference.api_version), ("kind", reference.kind), ("name", reference.name), ("uid", reference.uid)):
+            if not value:
+                causes.append(_invalid(f"{where}.{field}", value, f"{field} must not be empty"))
+    if len(controllers) > 1:
+        names = ", ".join(f"{reference.kind}/{reference.name}" for reference in controllers)
+        causes.append(_invalid("metadata.ownerReferences", "", f'Only one reference can have Controller set to true. Found "true" in references for {names}'))
+    for index, finalizer in enumerate(meta.finalizers):
+        if not finalizer:
+            causes.append(_required(f"metadata.finalizers[{index}]"))
+    return causes
+
+
+# =========================================================================== pods
+
+
+_RESTART_POLICIES = ("Always", "OnFailure", "Never")
+
+
+def _resources(container: Any, where: str) -> list[str]:
+    """``ValidateResourceRequirements``: no negative quantity; a request not above its limit."""
+    causes = []
+    requests, limits = container.resources.requests, container.resources.limits
+    for kind, values in (("limits", limits), ("requests", requests)):
+        for name, value in sorted(values.items()):
+            if parse_quantity(value) < 0:
+                causes.append(_invalid(f"{where}.resources.{kind}[{name}]", value, "must be greater than or equal to 0"))
+    for name, value in sorted(requests.items()):
+        if name in limits and parse_quantity(value) > parse_quantity(limits[name]):
+            causes.append(_invalid(f"{where}.resources.requests", value, f"must be less than or equal to {name} limit of {limits[name]}"))
     return causes
 
 
 def _pod_spec(spec: PodSpec, path: str) -> list[str]:
-    """``ValidatePodSpec``: containers required, names DNS labels and unique, images set."""
+    """``ValidatePodSpec``: containers required, names DNS labels and unique, images set,
+    restartPolicy known, resources sane, grace period not negative."""
     causes = []
     if not spec.containers:
         causes.append(_required(f"{path}.containers"))
@@ -71,35 +190,599 @@ def _pod_spec(spec: PodSpec, path: str) -> list[str]:
             elif validate_name("label", container.name):
                 causes.append(_invalid(f"{where}.name", container.name, validate_name("label", container.name)))
             elif container.name in seen:
-                causes.append(f"{where}.name: Duplicate value: {container.name!r}")
+                causes.append(f"{where}.name: Duplicate value: {go_value(container.name)}")
             seen.add(container.name)
             if not container.image:
                 causes.append(_required(f"{where}.image"))
+            causes.extend(_resources(container, where))
+    if spec.restart_policy and spec.restart_policy not in _RESTART_POLICIES:
+        causes.append(_unsupported(f"{path}.restartPolicy", spec.restart_policy, _RESTART_POLICIES))
     if spec.termination_grace_period_seconds is not None and spec.termination_grace_period_seconds < 0:
         causes.append(_invalid(f"{path}.terminationGracePeriodSeconds", spec.termination_grace_period_seconds, "must be greater than or equal to 0"))
+    if spec.active_deadline_seconds is not None and spec.active_deadline_seconds <= 0:
+        causes.append(_invalid(f"{path}.activeDeadlineSeconds", spec.active_deadline_seconds, "must be greater than or equal to 1"))
     return causes
+
+
+def _template(template: PodTemplateSpec | None, path: str, restart_policies: tuple[str, ...]) -> list[str]:
+    """``ValidatePodTemplateSpec`` plus the controller's restartPolicy rule."""
+    if template is None:
+        return [_required(path)]
+    causes = _pod_spec(template.spec, f"{path}.spec")
+    policy = template.spec.restart_policy or "Always"
+    if policy not in restart_policies:
+        causes.append(_unsupported(f"{path}.spec.restartPolicy", policy, restart_policies))
+    return causes
+
+
+def _selector_matches(selector: LabelSelector | None, template: PodTemplateSpec, path: str = "spec") -> list[str]:
+    if selector is None or (not selector.match_labels and not selector.match_expressions):
+        return [_required(f"{path}.selector")]
+    if not matches(selector, template.metadata.labels):
+        return [_invalid(f"{path}.template.metadata.labels", template.metadata.labels, "`selector` does not match template `labels`")]
+    return []
+
+
+def _percent_or_int(path: str, value: int | str | None) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    return int(value[:-1]) if value.endswith("%") else None
+
+
+# =========================================================================== apps
 
 
 def _workload(obj: Deployment | ReplicaSet) -> list[str]:
     """``ValidateDeploymentSpec`` / ``ValidateReplicaSetSpec``: a non-empty selector that
-    selects the template's labels; replicas not negative."""
+    selects the template's labels; replicas and minReadySeconds not negative; the rolling
+    update's bounds."""
     causes = []
     spec = obj.spec
-    if spec.replicas is not None and spec.replicas < 0:
-        causes.append(_invalid("spec.replicas", spec.replicas, "must be greater than or equal to 0"))
-    if spec.selector is None or (not spec.selector.match_labels and not spec.selector.match_expressions):
+    causes.extend(_non_negative("spec.replicas", spec.replicas))
+    causes.extend(_non_negative("spec.minReadySeconds", spec.min_ready_seconds))
+    causes.extend(_selector_matches(spec.selector, spec.template))
+    causes.extend(_template(spec.template, "spec.template", ("Always",)))
+    if isinstance(obj, Deployment):
+        causes.extend(_non_negative("spec.revisionHistoryLimit", spec.revision_history_limit))
+        strategy = spec.strategy
+        if strategy.type and strategy.type not in ("Recreate", "RollingUpdate"):
+            causes.append(_unsupported("spec.strategy.type", strategy.type, ("Recreate", "RollingUpdate")))
+        if strategy.type == "Recreate" and strategy.rolling_update is not None:
+            causes.append(_forbidden("spec.strategy.rollingUpdate", "may not be specified when strategy `type` is 'Recreate'"))
+        rolling = strategy.rolling_update
+        if rolling is not None and strategy.type != "Recreate":
+            surge, unavailable = _percent_or_int("", rolling.max_surge), _percent_or_int("", rolling.max_unavailable)
+            if surge == 0 and unavailable == 0:
+                causes.append(_invalid("spec.strategy.rollingUpdate.maxUnavailable", rolling.max_unavailable, "may not be 0 when `maxSurge` is 0"))
+            if isinstance(rolling.max_unavailable, str) and unavailable is not None and unavailable > 100:
+                causes.append(_invalid("spec.strategy.rollingUpdate.maxUnavailable", rolling.max_unavailable, "must not be greater than 100%"))
+        if spec.progress_deadline_seconds is not None:
+            causes.extend(_non_negative("spec.progressDeadlineSeconds", spec.progress_deadline_seconds))
+            if spec.progress_deadline_seconds <= spec.min_ready_seconds:
+                causes.append(_invalid("spec.progressDeadlineSeconds", spec.progress_deadline_seconds, "must be greater than minReadySeconds"))
+    return causes
+
+
+def _replication_controller(rc: ReplicationController) -> list[str]:
+    """``ValidateReplicationControllerSpec``: the selector map must be non-empty and select
+    the template's labels."""
+    causes = _non_negative("spec.replicas", rc.spec.replicas) + _non_negative("spec.minReadySeconds", rc.spec.min_ready_seconds)
+    if not rc.spec.selector:
         causes.append(_required("spec.selector"))
-    elif not matches(spec.selector, spec.template.metadata.labels):
-        causes.append(_invalid("spec.template.metadata.labels", spec.template.metadata.labels, "`selector` does not match template `labels`"))
-    causes.extend(_pod_spec(spec.template.spec, "spec.template.spec"))
+    elif rc.spec.template is not None and any(rc.spec.template.metadata.labels.get(key) != value for key, value in rc.spec.selector.items()):
+        causes.append(_invalid("spec.template.metadata.labels", rc.spec.template.metadata.labels, "`selector` does not match template `labels`"))
+    causes.extend(_template(rc.spec.template, "spec.template", ("Always",)))
+    return causes
+
+
+_POD_MANAGEMENT = ("OrderedReady", "Parallel")
+_STATEFUL_UPDATES = ("OnDelete", "RollingUpdate")
+
+
+def _stateful_set(sts: StatefulSet) -> list[str]:
+    """``ValidateStatefulSetSpec`` (``pkg/apis/apps/validation/validation.go``)."""
+    spec = sts.spec
+    causes = []
+    if spec.pod_management_policy and spec.pod_management_policy not in _POD_MANAGEMENT:
+        causes.append(_unsupported("spec.podManagementPolicy", spec.pod_management_policy, _POD_MANAGEMENT))
+    strategy = spec.update_strategy
+    if strategy.type and strategy.type not in _STATEFUL_UPDATES:
+        causes.append(_unsupported("spec.updateStrategy.type", strategy.type, _STATEFUL_UPDATES))
+    if strategy.type == "OnDelete" and strategy.rolling_update is not None:
+        causes.append(_invalid("spec.updateStrategy.rollingUpdate", "", "only allowed for updateStrategy 'RollingUpdate'"))
+    if strategy.rolling_update is not None:
+        causes.extend(_non_negative("spec.updateStrategy.rollingUpdate.partition", strategy.rolling_update.partition))
+        unavailable = _percent_or_int("", strategy.rolling_update.max_unavailable)
+        if unavailable == 0:
+            causes.append(_invalid("spec.updateStrategy.rollingUpdate.maxUnavailable", strategy.rolling_update.max_unavailable, "must be greater than 0"))
+    causes.extend(_non_negative("spec.replicas", spec.replicas))
+    causes.extend(_non_negative("spec.minReadySeconds", spec.min_ready_seconds))
+    causes.extend(_non_negative("spec.revisionHistoryLimit", spec.revision_history_limit))
+    if spec.ordinals is not None:
+        causes.extend(_non_negative("spec.ordinals.start", spec.ordinals.start))
+    causes.extend(_selector_matches(spec.selector, spec.template))
+    causes.extend(_template(spec.template, "spec.template", ("Always",)))
+    if spec.persistent_volume_claim_retention_policy is not None:
+        policy = spec.persistent_volume_claim_retention_policy
+        for field, value in (("whenDeleted", policy.when_deleted), ("whenScaled", policy.when_scaled)):
+            if value and value not in ("Retain", "Delete"):
+                causes.append(_unsupported(f"spec.persistentVolumeClaimRetentionPolicy.{field}", value, ("Retain", "Delete")))
+    names: set[str] = set()
+    for index, claim in enumerate(spec.volume_claim_templates):
+        where = f"spec.volumeClaimTemplates[{index}]"
+        if not claim.metadata.name:
+            causes.append(_required(f"{where}.metadata.name"))
+        elif claim.metadata.name in names:
+            causes.append(f"{where}.metadata.name: Duplicate value: {go_value(claim.metadata.name)}")
+        names.add(claim.metadata.name)
+        causes.extend(_claim_spec(claim.spec, f"{where}.spec"))
+    return causes
+
+
+def _stateful_set_update(old: StatefulSet, new: StatefulSet) -> list[str]:
+    """``ValidateStatefulSetUpdate``: only replicas, ordinals, template, updateStrategy,
+    persistentVolumeClaimRetentionPolicy and minReadySeconds may change."""
+    relaxed = msgspec.structs.replace(
+        new.spec, replicas=old.spec.replicas, ordinals=old.spec.ordinals, template=old.spec.template, update_strategy=old.spec.update_strategy,
+        persistent_volume_claim_retention_policy=old.spec.persistent_volume_claim_retention_policy, min_ready_seconds=old.spec.min_ready_seconds,
+        revision_history_limit=old.spec.revision_history_limit,
+    )
+    if msgspec.json.encode(relaxed) != msgspec.json.encode(old.spec):
+        return [_forbidden("spec", "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden")]
+    return []
+
+
+_DAEMON_UPDATES = ("OnDelete", "RollingUpdate")
+
+
+def _daemon_set(ds: DaemonSet) -> list[str]:
+    """``ValidateDaemonSetSpec``."""
+    spec = ds.spec
+    causes = _selector_matches(spec.selector, spec.template)
+    causes.extend(_template(spec.template, "spec.template", ("Always",)))
+    causes.extend(_non_negative("spec.minReadySeconds", spec.min_ready_seconds))
+    causes.extend(_non_negative("spec.revisionHistoryLimit", spec.revision_history_limit))
+    strategy = spec.update_strategy
+    if strategy.type and strategy.type not in _DAEMON_UPDATES:
+        causes.append(_unsupported("spec.updateStrategy.type", strategy.type, _DAEMON_UPDATES))
+    rolling = strategy.rolling_update
+    if rolling is not None and strategy.type != "OnDelete":
+        surge, unavailable = _percent_or_int("", rolling.max_surge), _percent_or_int("", rolling.max_unavailable)
+        if (surge or 0) == 0 and unavailable == 0:
+            causes.append(_invalid("spec.updateStrategy.rollingUpdate.maxUnavailable", rolling.max_unavailable, "may not be 0 when `maxSurge` is 0"))
+        if (surge or 0) != 0 and (unavailable or 0) != 0 and False:
+            pass  # both non-zero is allowed since 1.25 (DaemonSetUpdateSurge GA)
+        if isinstance(rolling.max_unavailable, str) and unavailable is not None and unavailable > 100:
+            causes.append(_invalid("spec.updateStrategy.rollingUpdate.maxUnavailable", rolling.max_unavailable, "must not be greater than 100%"))
+    return causes
+
+
+# =========================================================================== batch
+
+_FAILURE_ACTIONS = ("Count", "FailIndex", "FailJob", "Ignore")
+JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"
+
+
+def _job_spec(spec: JobSpec, path: str, *, generated_selector: bool) -> list[str]:
+    """``validateJobSpec`` (``pkg/apis/batch/validation/validation.go``)."""
+    causes = []
+    for field, value in (("parallelism", spec.parallelism), ("completions", spec.completions), ("activeDeadlineSeconds", spec.active_deadline_seconds), ("backoffLimit", spec.backoff_limit), ("ttlSecondsAfterFinished", spec.ttl_seconds_after_finished)):
+        causes.extend(_non_negative(f"{path}.{field}", value))
+    if spec.active_deadline_seconds == 0:
+        causes.append(_invalid(f"{path}.activeDeadlineSeconds", 0, "must be greater than or equal to 1"))
+    if spec.completion_mode and spec.completion_mode not in ("NonIndexed", "Indexed"):
+        causes.append(_unsupported(f"{path}.completionMode", spec.completion_mode, ("NonIndexed", "Indexed")))
+    if spec.completion_mode == "Indexed" and spec.completions is None:
+        causes.append(_required(f"{path}.completions", "when completion mode is Indexed"))
+    policy = spec.template.spec.restart_policy
+    if policy not in ("OnFailure", "Never"):
+        if not policy:
+            causes.append(_required(f"{path}.template.spec.restartPolicy", 'valid values: "OnFailure", "Never"'))
+        else:
+            causes.append(_unsupported(f"{path}.template.spec.restartPolicy", policy, ("OnFailure", "Never")))
+    causes.extend(_pod_spec(spec.template.spec, f"{path}.template.spec"))
+    if generated_selector and spec.selector is not None and not matches(spec.selector, spec.template.metadata.labels):
+        causes.append(_invalid(f"{path}.template.metadata.labels", spec.template.metadata.labels, "`selector` does not match template `labels`"))
+    if spec.pod_failure_policy is not None:
+        if policy != "Never":
+            causes.append(_invalid(f"{path}.template.spec.restartPolicy", policy, 'only "Never" is supported when podFailurePolicy is specified'))
+        for index, rule in enumerate(spec.pod_failure_policy.rules):
+            where = f"{path}.podFailurePolicy.rules[{index}]"
+            if rule.action not in _FAILURE_ACTIONS:
+                causes.append(_unsupported(f"{where}.action", rule.action, _FAILURE_ACTIONS))
+            if rule.action == "FailIndex" and spec.backoff_limit_per_index is None:
+                causes.append(_forbidden(f"{where}.action", "the 'FailIndex' action can only be used when backoffLimitPerIndex is set"))
+            if rule.on_exit_codes is not None and rule.on_pod_conditions:
+                causes.append(_invalid(where, "", "specifying both OnExitCodes and OnPodConditions is not supported"))
+            elif rule.on_exit_codes is None and not rule.on_pod_conditions:
+                causes.append(_invalid(where, "", "specifying one of OnExitCodes and OnPodConditions is required"))
+            if rule.on_exit_codes is not None:
+                codes = rule.on_exit_codes
+                if codes.operator not in ("In", "NotIn"):
+                    causes.append(_unsupported(f"{where}.onExitCodes.operator", codes.operator, ("In", "NotIn")))
+                if not codes.values:
+                    causes.append(_required(f"{where}.onExitCodes.values", "at least one value is required"))
+                if len(codes.values) > 255:
+                    causes.append(f"{where}.onExitCodes.values: Too many: {len(codes.values)}: must have at most 255 items")
+                previous = None
+                for position, code in enumerate(codes.values):
+                    if code == 0 and codes.operator == "In":
+                        causes.append(_invalid(f"{where}.onExitCodes.values[{position}]", 0, "must not be 0 for the In operator"))
+                    if previous is not None and code == previous:
+                        causes.append(f"{where}.onExitCodes.values[{position}]: Duplicate value: {code}")
+                    elif previous is not None and code < previous:
+                        causes.append(_invalid(f"{where}.onExitCodes.values[{position}]", code, "must be ordered"))
+                    previous = code
+            for position, pattern in enumerate(rule.on_pod_conditions):
+                if pattern.status and pattern.status not in ("True", "False", "Unknown"):
+                    causes.append(_unsupported(f"{where}.onPodConditions[{position}].status", pattern.status, ("True", "False", "Unknown")))
+    return causes
+
+
+def _job(job: Job) -> list[str]:
+    causes = _job_spec(job.spec, "spec", generated_selector=True)
+    if job.spec.selector is None:
+        causes.append(_required("spec.selector"))
+    return causes
+
+
+def _job_update(old: Job, new: Job) -> list[str]:
+    """``ValidateJobSpecUpdate``: selector, template (unless suspended), completions (unless
+    Indexed elastic scaling) and completionMode are immutable."""
+    causes = []
+    if msgspec.json.encode(old.spec.selector) != msgspec.json.encode(new.spec.selector):
+        causes.append(_immutable("spec.selector", ""))
+    if not (old.spec.suspend or False) and msgspec.json.encode(old.spec.template) != msgspec.json.encode(new.spec.template):
+        causes.append(_immutable("spec.template", ""))
+    if old.spec.completions != new.spec.completions and old.spec.completion_mode != "Indexed":
+        causes.append(_immutable("spec.completions", new.spec.completions))
+    if old.spec.completion_mode != new.spec.completion_mode:
+        causes.append(_immutable("spec.completionMode", new.spec.completion_mode))
+    return causes
+
+
+_CONCURRENCY = ("Allow", "Forbid", "Replace")
+
+
+def _cron_job(cron: CronJob) -> list[str]:
+    """``ValidateCronJobCreate``: name length, schedule (parsed as the controller parses
+    it, ``TZ=`` forbidden), timeZone, concurrencyPolicy, deadlines, history limits, and the
+    job template as a Job spec."""
+    causes = []
+    if len(cron.metadata.name) > CRONJOB_NAME_MAX:
+        causes.append(_invalid("metadata.name", cron.metadata.name, f"must be no more than {CRONJOB_NAME_MAX} characters"))
+    spec = cron.spec
+    if not spec.schedule:
+        causes.append(_required("spec.schedule"))
+    elif "TZ" in spec.schedule:
+        causes.append(_invalid("spec.schedule", spec.schedule, "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"))
+    else:
+        try:
+            parse_schedule(spec.schedule)
+        except ScheduleError as error:
+            causes.append(_invalid("spec.schedule", spec.schedule, str(error)))
+    if spec.time_zone is not None and not valid_time_zone(spec.time_zone):
+        causes.append(_invalid("spec.timeZone", spec.time_zone, "unknown time zone " + spec.time_zone))
+    if spec.concurrency_policy and spec.concurrency_policy not in _CONCURRENCY:
+        causes.append(_unsupported("spec.concurrencyPolicy", spec.concurrency_policy, _CONCURRENCY))
+    elif not spec.concurrency_policy:
+        causes.append(_required("spec.concurrencyPolicy"))
+    causes.extend(_non_negative("spec.startingDeadlineSeconds", spec.starting_deadline_seconds))
+    causes.extend(_non_negative("spec.successfulJobsHistoryLimit", spec.successful_jobs_history_limit))
+    causes.extend(_non_negative("spec.failedJobsHistoryLimit", spec.failed_jobs_history_limit))
+    causes.extend(_job_spec(spec.job_template.spec, "spec.jobTemplate.spec", generated_selector=False))
+    return causes
+
+
+# =========================================================================== core: config and storage
+
+
+def _config_keys(kind: str, keys: Iterable[str], field: str) -> list[str]:
+    causes = []
+    for key in keys:
+        if not _CONFIG_KEY.fullmatch(key) or key in (".", "..") or len(key) > 253:
+            causes.append(_invalid(f"{field}[{key}]", key, _CONFIG_KEY_MESSAGE))
+    return causes
+
+
+def _config_map(cm: ConfigMap) -> list[str]:
+    """``ValidateConfigMap``: keys valid and not in both data and binaryData, at most 1 MiB."""
+    causes = _config_keys("ConfigMap", cm.data, "data") + _config_keys("ConfigMap", cm.binary_data, "binaryData")
+    for key in sorted(set(cm.data) & set(cm.binary_data)):
+        causes.append(_invalid("data", key, "duplicate of key present in binaryData"))
+    size = sum(len(key) + len(value.encode()) for key, value in cm.data.items()) + sum(len(key) + len(value) * 3 // 4 for key, value in cm.binary_data.items())
+    if size > MAX_SECRET_SIZE:
+        causes.append(f"[]: Too long: must have at most {MAX_SECRET_SIZE} bytes")
+    return causes
+
+
+def _secret(secret: Secret) -> list[str]:
+    """``ValidateSecret``: keys valid, values base64, at most 1 MiB, and the keys its
+    type requires (tls, basic-auth, dockerconfigjson, service-account-token)."""
+    causes = _config_keys("Secret", secret.data, "data")
+    total = 0
+    for key, value in sorted(secret.data.items()):
+        try:
+            total += len(key) + len(base64.b64decode(value, validate=True))
+        except (binascii.Error, ValueError):
+            causes.append(_invalid(f"data[{key}]", "<secret contents redacted>", "illegal base64 data"))
+    if total > MAX_SECRET_SIZE:
+        causes.append(f"data: Too long: must have at most {MAX_SECRET_SIZE} bytes")
+    required = {
+        "kubernetes.io/tls": ("tls.crt", "tls.key"),
+        "kubernetes.io/dockerconfigjson": (".dockerconfigjson",),
+        "kubernetes.io/dockercfg": (".dockercfg",),
+    }.get(secret.type, ())
+    for key in required:
+        if key not in secret.data:
+            causes.append(_required(f"data[{key}]"))
+    if secret.type == "kubernetes.io/service-account-token" and not secret.metadata.annotations.get("kubernetes.io/service-account.name"):
+        causes.append(_required("metadata.annotations[kubernetes.io/service-account.name]"))
+    if secret.type == "kubernetes.io/basic-auth" and "username" not in secret.data and "password" not in secret.data:
+        causes.append(_required("data[username]"))
+    return causes
+
+
+def _immutable_data(old: ConfigMap | Secret, new: ConfigMap | Secret) -> list[str]:
+    causes = []
+    if old.immutable and not new.immutable:
+        causes.append(_forbidden("immutable", "field is immutable when `immutable` is set"))
+    if old.immutable and old.data != new.data:
+        causes.append(_forbidden("data", "field is immutable when `immutable` is set"))
+    if isinstance(old, ConfigMap) and old.immutable and old.binary_data != new.binary_data:
+        causes.append(_forbidden("binaryData", "field is immutable when `immutable` is set"))
+    if isinstance(old, Secret) and isinstance(new, Secret) and old.type != new.type:
+        causes.append(_immutable("type", new.type))
+    return causes
+
+
+def _claim_spec(spec: PersistentVolumeClaimSpec, path: str) -> list[str]:
+    """``ValidatePersistentVolumeClaimSpec``."""
+    causes = []
+    if not spec.access_modes:
+        causes.append(_required(f"{path}.accessModes", "at least 1 access mode is required"))
+    for mode in spec.access_modes:
+        if mode not in ACCESS_MODES:
+            causes.append(_unsupported(f"{path}.accessModes", mode, ACCESS_MODES))
+    if "ReadWriteOncePod" in spec.access_modes and len(spec.access_modes) > 1:
+        causes.append(_forbidden(f"{path}.accessModes", "may not use ReadWriteOncePod with other access modes"))
+    storage = spec.resources.requests.get("storage")
+    if storage is None:
+        causes.append(_required(f"{path}.resources[storage]"))
+    elif parse_quantity(storage) <= 0:
+        causes.append(_invalid(f"{path}.resources[storage]", storage, "must be greater than zero"))
+    if spec.volume_mode is not None and spec.volume_mode not in ("Block", "Filesystem"):
+        causes.append(_unsupported(f"{path}.volumeMode", spec.volume_mode, ("Block", "Filesystem")))
+    return causes
+
+
+def _claim_update(old: PersistentVolumeClaim, new: PersistentVolumeClaim) -> list[str]:
+    """``ValidatePersistentVolumeClaimUpdate``: the spec is immutable but for binding
+    (``volumeName`` set once) and a storage request growing (expansion)."""
+    relaxed = msgspec.structs.replace(new.spec, resources=old.spec.resources, volume_name=new.spec.volume_name if not old.spec.volume_name else old.spec.volume_name)
+    if old.spec.volume_name == "" and new.spec.volume_name:
+        relaxed = msgspec.structs.replace(relaxed, volume_name="")
+    if msgspec.json.encode(relaxed) != msgspec.json.encode(msgspec.structs.replace(old.spec, volume_name="" if not old.spec.volume_name else old.spec.volume_name)):
+        return [_forbidden("spec", "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims")]
+    old_storage, new_storage = old.spec.resources.requests.get("storage"), new.spec.resources.requests.get("storage")
+    if old_storage is not None and new_storage is not None and parse_quantity(new_storage) < parse_quantity(old_storage):
+        return [_forbidden("spec.resources.requests.storage", "field can not be less than previous value")]
+    return []
+
+
+def _volume(pv: PersistentVolume) -> list[str]:
+    """``ValidatePersistentVolume``: capacity storage, access modes, one volume source,
+    reclaim policy."""
+    spec = pv.spec
+    causes = []
+    storage = spec.capacity.get("storage")
+    if storage is None:
+        causes.append(_required("spec.capacity[storage]"))
+    if not spec.access_modes:
+        causes.append(_required("spec.accessModes"))
+    for mode in spec.access_modes:
+        if mode not in ACCESS_MODES:
+            causes.append(_unsupported("spec.accessModes", mode, ACCESS_MODES))
+    sources = [name for name in _VOLUME_SOURCES if getattr(spec, name) is not None]
+    if not sources:
+        causes.append(_required("spec", "must specify a volume type"))
+    elif len(sources) > 1:
+        causes.append(_forbidden("spec", "may not specify more than 1 volume type"))
+    if spec.persistent_volume_reclaim_policy and spec.persistent_volume_reclaim_policy not in ("Delete", "Recycle", "Retain"):
+        causes.append(_unsupported("spec.persistentVolumeReclaimPolicy", spec.persistent_volume_reclaim_policy, ("Delete", "Recycle", "Retain")))
+    if spec.local is not None and (spec.node_affinity is None or spec.node_affinity.required is None):
+        causes.append(_required("spec.nodeAffinity", "Local volume requires node affinity"))
+    return causes
+
+
+def _storage_class(sc: StorageClass) -> list[str]:
+    """``ValidateStorageClass``."""
+    causes = []
+    if not sc.provisioner:
+        causes.append(_required("provisioner"))
+    if sc.reclaim_policy is not None and sc.reclaim_policy not in ("Delete", "Retain"):
+        causes.append(_unsupported("reclaimPolicy", sc.reclaim_policy, ("Delete", "Retain")))
+    if sc.volume_binding_mode is not None and sc.volume_binding_mode not in ("Immediate", "WaitForFirstConsumer"):
+        causes.append(_unsupported("volumeBindingMode", sc.volume_binding_mode, ("Immediate", "WaitForFirstConsumer")))
+    return causes
+
+
+def _storage_class_update(old: StorageClass, new: StorageClass) -> list[str]:
+    causes = []
+    if old.parameters != new.parameters:
+        causes.append(_forbidden("parameters", "updates to parameters are forbidden."))
+    if old.provisioner != new.provisioner:
+        causes.append(_forbidden("provisioner", "updates to provisioner are forbidden."))
+    if old.reclaim_policy != new.reclaim_policy:
+        causes.append(_forbidden("reclaimPolicy", "updates to reclaimPolicy are forbidden."))
+    if old.volume_binding_mode != new.volume_binding_mode:
+        causes.append(_forbidden("volumeBindingMode", "updates to volumeBindingMode are forbidden."))
+    return causes
+
+
+_LIMIT_TYPES = ("Container", "Pod", "PersistentVolumeClaim")
+
+
+def _limit_range(lr: LimitRange) -> list[str]:
+    """``ValidateLimitRange``: known types, each default and defaultRequest within min and max."""
+    causes = []
+    for index, item in enumerate(lr.spec.limits):
+        where = f"spec.limits[{index}]"
+        if item.type not in _LIMIT_TYPES:
+            causes.append(_unsupported(f"{where}.type", item.type, _LIMIT_TYPES))
+        if item.type == "Pod" and (item.default or item.default_request):
+            causes.append(_forbidden(f"{where}.default", "may not be specified when `type` is 'Pod'"))
+        for name in sorted(set(item.max) | set(item.min) | set(item.default) | set(item.default_request)):
+            low = parse_quantity(item.min[name]) if name in item.min else None
+            high = parse_quantity(item.max[name]) if name in item.max else None
+            if low is not None and high is not None and low > high:
+                causes.append(_invalid(f"{where}.min[{name}]", item.min[name], f"min value {item.min[name]} is greater than max value {item.max[name]}"))
+            for field, values in (("default", item.default), ("defaultRequest", item.default_request)):
+                if name not in values:
+                    continue
+                value = parse_quantity(values[name])
+                if high is not None and value > high:
+                    causes.append(_invalid(f"{where}.{field}[{name}]", values[name], f"{field} value {values[name]} is greater than max value {item.max[name]}"))
+                if low is not None and value < low:
+                    causes.append(_invalid(f"{where}.{field}[{name}]", values[name], f"min value {item.min[name]} is greater than {field} value {values[name]}"))
+            if name in item.default_request and name in item.default and parse_quantity(item.default_request[name]) > parse_quantity(item.default[name]):
+                causes.append(_invalid(f"{where}.defaultRequest[{name}]", item.default_request[name], f"default request value {item.default_request[name]} is greater than default limit value {item.default[name]}"))
+    return causes
+
+
+def _resource_quota(quota: ResourceQuota) -> list[str]:
+    causes = []
+    for name, value in sorted(quota.spec.hard.items()):
+        if parse_quantity(value) < 0:
+            causes.append(_invalid(f"spec.hard[{name}]", value, "must be greater than or equal to 0"))
+    for index, scope in enumerate(quota.spec.scopes):
+        known = ("Terminating", "NotTerminating", "BestEffort", "NotBestEffort", "PriorityClass", "CrossNamespacePodAffinity")
+        if scope not in known:
+            causes.append(_unsupported(f"spec.scopes[{index}]", scope, known))
+    return causes
+
+
+# =========================================================================== networking, autoscaling
+
+
+_PATH_TYPES = ("Exact", "ImplementationSpecific", "Prefix")
+
+
+def _backend(backend: IngressBackend, path: str) -> list[str]:
+    """``validateIngressBackend``."""
+    if backend.service is not None and backend.resource is not None:
+        return [_invalid(path, "", "cannot set both resource and service backends")]
+    if backend.service is None and backend.resource is None:
+        return [_required(path, "one of `service` or `resource` must be specified")]
+    causes = []
+    if backend.service is not None:
+        service = backend.service
+        if validate_name("dns1035", service.name):
+            causes.append(_invalid(f"{path}.service.name", service.name, validate_name("dns1035", service.name)))
+        if service.port.name and service.port.number:
+            causes.append(_invalid(f"{path}.service.port", "", "cannot set both port name & port number"))
+        elif not service.port.name and not service.port.number:
+            causes.append(_invalid(f"{path}.service.port", "", "port name or number is required"))
+        elif service.port.number and not 0 < service.port.number < 65536:
+            causes.append(_invalid(f"{path}.service.port.number", service.port.number, "must be between 1 and 65535, inclusive"))
+    return causes
+
+
+def _ingress(ingress: Ingress) -> list[str]:
+    """``ValidateIngressSpec`` (``pkg/apis/networking/validation/validation.go``)."""
+    spec = ingress.spec
+    causes = []
+    if spec.default_backend is None and not spec.rules:
+        causes.append(_invalid("spec", "", "either `defaultBackend` or `rules` must be specified"))
+    if spec.default_backend is not None:
+        causes.extend(_backend(spec.default_backend, "spec.defaultBackend"))
+    for index, rule in enumerate(spec.rules):
+        where = f"spec.rules[{index}]"
+        if rule.host and (rule.host.startswith("*.") and validate_name("subdomain", rule.host[2:]) or not rule.host.startswith("*.") and validate_name("subdomain", rule.host)):
+            causes.append(_invalid(f"{where}.host", rule.host, "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"))
+        if rule.http is None:
+            continue
+        if not rule.http.paths:
+            causes.append(_required(f"{where}.http.paths"))
+        for position, http_path in enumerate(rule.http.paths):
+            at = f"{where}.http.paths[{position}]"
+            if http_path.path_type is None:
+                causes.append(_required(f"{at}.pathType", "pathType must be specified"))
+            elif http_path.path_type not in _PATH_TYPES:
+                causes.append(_unsupported(f"{at}.pathType", http_path.path_type, _PATH_TYPES))
+            if http_path.path_type in ("Exact", "Prefix") and not http_path.path.startswith("/"):
+                causes.append(_invalid(f"{at}.path", http_path.path, "must be an absolute path"))
+            causes.extend(_backend(http_path.backend, f"{at}.backend"))
+    if spec.ingress_class_name is not None and validate_name("subdomain", spec.ingress_class_name):
+        causes.append(_invalid("spec.ingressClassName", spec.ingress_class_name, validate_name("subdomain", spec.ingress_class_name)))
+    return causes
+
+
+def _ingress_class(ic: IngressClass) -> list[str]:
+    controller = ic.spec.controller
+    if not controller:
+        return [_required("spec.controller")]
+    if "/" not in controller or len(controller) > 250:
+        return [_invalid("spec.controller", controller, "must be a domain-prefixed path (such as \"acme.io/foo\")")]
+    return []
+
+
+def _network_policy(np: NetworkPolicy) -> list[str]:
+    causes = []
+    for index, kind in enumerate(np.spec.policy_types):
+        if kind not in ("Ingress", "Egress"):
+            causes.append(_unsupported(f"spec.policyTypes[{index}]", kind, ("Egress", "Ingress")))
+    if len(np.spec.policy_types) > 2:
+        causes.append(_forbidden("spec.policyTypes", "may not specify more than two policyTypes"))
+    return causes
+
+
+def _hpa(hpa: HorizontalPodAutoscaler) -> list[str]:
+    """``ValidateHorizontalPodAutoscalerSpec`` (``pkg/apis/autoscaling/validation``)."""
+    spec = hpa.spec
+    causes = []
+    if spec.scale_target_ref is None:
+        causes.append(_required("spec.scaleTargetRef"))
+    else:
+        if not spec.scale_target_ref.kind:
+            causes.append(_required("spec.scaleTargetRef.kind"))
+        if not spec.scale_target_ref.name:
+            causes.append(_required("spec.scaleTargetRef.name"))
+        elif validate_name("path", spec.scale_target_ref.name):
+            causes.append(_invalid("spec.scaleTargetRef.name", spec.scale_target_ref.name, validate_name("path", spec.scale_target_ref.name)))
+    minimum = spec.min_replicas if spec.min_replicas is not None else 1
+    if minimum < 1:
+        causes.append(_invalid("spec.minReplicas", minimum, "must be greater than or equal to 1"))
+    if spec.max_replicas < 1:
+        causes.append(_invalid("spec.maxReplicas", spec.max_replicas, "must be greater than 0"))
+    if spec.max_replicas < minimum:
+        causes.append(_invalid("spec.maxReplicas", spec.max_replicas, "must be greater than or equal to `minReplicas`"))
+    for index, metric in enumerate(spec.metrics):
+        kind = metric.get("type")
+        known = ("ContainerResource", "External", "Object", "Pods", "Resource")
+        if kind not in known:
+            causes.append(_unsupported(f"spec.metrics[{index}].type", kind, known))
     return causes
 
 
 def _pdb(pdb: PodDisruptionBudget) -> list[str]:
-    """``ValidatePodDisruptionBudgetSpec``: not both minAvailable and maxUnavailable."""
+    """``ValidatePodDisruptionBudgetSpec``: not both minAvailable and maxUnavailable; a
+    percentage at most 100%."""
+    causes = []
     if pdb.spec.min_available is not None and pdb.spec.max_unavailable is not None:
-        return [_invalid("spec", "", "minAvailable and maxUnavailable cannot be both set")]
-    return []
+        causes.append(_invalid("spec", "", "minAvailable and maxUnavailable cannot be both set"))
+    for field, value in (("minAvailable", pdb.spec.min_available), ("maxUnavailable", pdb.spec.max_unavailable)):
+        if isinstance(value, str) and value.endswith("%") and int(value[:-1]) > 100:
+            causes.append(_invalid(f"spec.{field}", value, "must not be greater than 100%"))
+    policy = pdb.spec.unhealthy_pod_eviction_policy
+    if policy is not None and policy not in ("IfHealthyBudget", "AlwaysAllow"):
+        causes.append(_unsupported("spec.unhealthyPodEvictionPolicy", policy, ("AlwaysAllow", "IfHealthyBudget")))
+    return causes
+
+
+# =========================================================================== entry points
 
 
 def validate_create(obj: Object) -> list[str]:
@@ -108,8 +791,42 @@ def validate_create(obj: Object) -> list[str]:
         causes.extend(_pod_spec(obj.spec, "spec"))
     elif isinstance(obj, (Deployment, ReplicaSet)):
         causes.extend(_workload(obj))
+    elif isinstance(obj, ReplicationController):
+        causes.extend(_replication_controller(obj))
+    elif isinstance(obj, StatefulSet):
+        causes.extend(_stateful_set(obj))
+    elif isinstance(obj, DaemonSet):
+        causes.extend(_daemon_set(obj))
+    elif isinstance(obj, Job):
+        causes.extend(_job(obj))
+    elif isinstance(obj, CronJob):
+        causes.extend(_cron_job(obj))
     elif isinstance(obj, PodDisruptionBudget):
         causes.extend(_pdb(obj))
+    elif isinstance(obj, ConfigMap):
+        causes.extend(_config_map(obj))
+    elif isinstance(obj, Secret):
+        causes.extend(_secret(obj))
+    elif isinstance(obj, PersistentVolumeClaim):
+        causes.extend(_claim_spec(obj.spec, "spec"))
+    elif isinstance(obj, PersistentVolume):
+        causes.extend(_volume(obj))
+    elif isinstance(obj, StorageClass):
+        causes.extend(_storage_class(obj))
+    elif isinstance(obj, LimitRange):
+        causes.extend(_limit_range(obj))
+    elif isinstance(obj, ResourceQuota):
+        causes.extend(_resource_quota(obj))
+    elif isinstance(obj, Ingress):
+        causes.extend(_ingress(obj))
+    elif isinstance(obj, IngressClass):
+        causes.extend(_ingress_class(obj))
+    elif isinstance(obj, NetworkPolicy):
+        causes.extend(_network_policy(obj))
+    elif isinstance(obj, HorizontalPodAutoscaler):
+        causes.extend(_hpa(obj))
+    elif isinstance(obj, CustomResourceDefinition):
+        causes.extend(validate_crd(obj))
     elif isinstance(obj, (MutatingWebhookConfiguration, ValidatingWebhookConfiguration)):
         # A configuration the dispatcher could not call is refused when it is written, not
         # on every request it would apply to.
@@ -125,8 +842,6 @@ def _selector_key(selector: LabelSelector | None) -> object:
 def _pod_update(old: Pod, new: Pod) -> list[str]:
     """``ValidatePodUpdate``: only images, activeDeadlineSeconds, added tolerations and
     terminationGracePeriodSeconds (a negative one becomes 1) may change in a pod's spec."""
-    import msgspec
-
     relaxed = msgspec.structs.replace(
         new.spec,
         containers=[msgspec.structs.replace(c, image=o.image) for c, o in zip(new.spec.containers, old.spec.containers)] if len(new.spec.containers) == len(old.spec.containers) else new.spec.containers,
@@ -144,7 +859,21 @@ def validate_update(old: Object, new: Object) -> list[str]:
     causes = validate_create(new)
     if isinstance(new, Pod):
         causes.extend(_pod_update(old, new))
-    elif isinstance(new, (Deployment, ReplicaSet)) and _selector_key(new.spec.selector) != _selector_key(old.spec.selector):
-        # apps/v1: the selector is immutable (ValidateDeploymentUpdate).
+    elif isinstance(new, (Deployment, ReplicaSet, StatefulSet, DaemonSet)) and _selector_key(new.spec.selector) != _selector_key(old.spec.selector):
+        # apps/v1: the selector is immutable (ValidateDeploymentUpdate and the others).
         causes.append(_invalid("spec.selector", "", "field is immutable"))
+    if isinstance(new, StatefulSet):
+        causes.extend(_stateful_set_update(old, new))
+    elif isinstance(new, Job):
+        causes.extend(_job_update(old, new))
+    elif isinstance(new, (ConfigMap, Secret)):
+        causes.extend(_immutable_data(old, new))
+    elif isinstance(new, PersistentVolumeClaim):
+        causes.extend(_claim_update(old, new))
+    elif isinstance(new, StorageClass):
+        causes.extend(_storage_class_update(old, new))
+    elif isinstance(new, IngressClass) and old.spec.controller != new.spec.controller:
+        causes.append(_immutable("spec.controller", new.spec.controller))
+    elif isinstance(new, CustomResourceDefinition):
+        causes = _metadata(new) + validate_crd_update(old, new)
     return causes

@@ -21,7 +21,7 @@ from typing import Any
 
 from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt, wait_exponential
 
-from chaoskube.etcd.requests import Compare, PutRequest, RangeRequest, TxnRequest
+from chaoskube.etcd.requests import ERROR_REQUEST_TOO_LARGE, Compare, PutRequest, RangeRequest, TxnRequest
 from chaoskube.etcd.server import (
     CLIENT_PORT,
     WATCH_PORT,
@@ -148,6 +148,8 @@ class EtcdClient:
     def _retryable(self, result: Result, idempotent: bool) -> bool:
         """Safe to try again: it definitely did not happen, or it has no effect. Moves to
         the next endpoint as a side effect (the one that failed may be down)."""
+        if result.reason == ERROR_REQUEST_TOO_LARGE:
+            return False  # InvalidArgument: the same request fails the same way anywhere
         self.rotate()
         return result.status == "fail" or idempotent
 

@@ -25,15 +25,14 @@ from typing import Literal, TypeAlias
 
 __all__ = [
     "ALL_KEYS_FROM",
-    "MAX_TXN_OPS",
-    "NO_LEASE",
     "CompactedError",
-    "Compare",
     "CompactionRequest",
     "CompactionResponse",
+    "Compare",
     "DeleteRangeRequest",
     "DeleteRangeResponse",
     "DuplicateKeyError",
+    "ERROR_REQUEST_TOO_LARGE",
     "EmptyKeyError",
     "EtcdError",
     "Event",
@@ -48,6 +47,9 @@ __all__ = [
     "LeaseRevokeRequest",
     "LeaseRevokeResponse",
     "LeaseTTLTooLargeError",
+    "MAX_REQUEST_BYTES",
+    "MAX_TXN_OPS",
+    "NO_LEASE",
     "NotPrimaryError",
     "PutRequest",
     "PutResponse",
@@ -62,6 +64,7 @@ __all__ = [
     "ValueProvidedError",
     "in_range",
     "prefix_range_end",
+    "request_bytes",
 ]
 
 #: The lease id that means "no lease" (etcd's ``lease.NoLease``).
@@ -381,3 +384,23 @@ Response: TypeAlias = (
     "PutResponse | RangeResponse | DeleteRangeResponse | TxnResponse | CompactionResponse"
     " | LeaseGrantResponse | LeaseRevokeResponse"
 )
+
+
+#: etcd's ``--max-request-bytes`` default (``embed.DefaultMaxRequestBytes``, 1.5 MiB): a
+#: larger proposal is refused with ``ErrGRPCRequestTooLarge`` before it reaches Raft.
+MAX_REQUEST_BYTES = 1536 * 1024
+ERROR_REQUEST_TOO_LARGE = "etcdserver: request is too large"
+
+
+def request_bytes(request: object) -> int:
+    """Roughly what ``request`` weighs on the wire: its keys and values in UTF-8 (the
+    protobuf framing, a few bytes per field, is not counted)."""
+    if isinstance(request, PutRequest):
+        return len(request.key.encode()) + len(request.value.encode())
+    if isinstance(request, TxnRequest):
+        total = sum(len(compare.key.encode()) + (len(compare.operand.encode()) if isinstance(compare.operand, str) else 8) for compare in request.compare)
+        return total + sum(request_bytes(op) for op in (*request.success, *request.failure))
+    if isinstance(request, (RangeRequest, DeleteRangeRequest)):
+        return len(request.key.encode()) + len((request.range_end or "").encode())
+    return 0
+

@@ -57,6 +57,8 @@ from chaoskube.etcd.raft import (
     Storage,
 )
 from chaoskube.etcd.requests import (
+    ERROR_REQUEST_TOO_LARGE,
+    MAX_REQUEST_BYTES,
     CompactedError,
     EtcdError,
     Event,
@@ -65,6 +67,7 @@ from chaoskube.etcd.requests import (
     LeaseRevokeRequest,
     NotPrimaryError,
     RangeRequest,
+    request_bytes,
 )
 from chaoskube.sim import Process, World
 
@@ -89,6 +92,7 @@ class EtcdConfig:
     pre_vote: bool = True  # --pre-vote (default true since etcd 3.5)
     check_quorum: bool = True  # etcd always runs with CheckQuorum
     fsync_ms: float = 1.0
+    max_request_bytes: int = MAX_REQUEST_BYTES  # --max-request-bytes
     raft_class: type[Raft] = Raft  # a broken variant from raft_broken, for the gallery
 
     def __post_init__(self) -> None:
@@ -483,6 +487,10 @@ class EtcdMember:
             self._reply(message, ClientReply(ok=False, error=ERROR_TIMEOUT, member=self.name))
 
     def _propose(self, message: Any, request_id: str, request: Any) -> None:
+        if request_bytes(request) > self.config.max_request_bytes:
+            # etcd's v3 server checks the size before proposing (``processInternalRaftRequestOnce``)
+            self._reply(message, ClientReply(ok=False, error=ERROR_REQUEST_TOO_LARGE, member=self.name))
+            return
         if self.raft.lead == 0:
             self._reply(message, ClientReply(ok=False, error=ERROR_NO_LEADER, member=self.name))
             return
