@@ -316,11 +316,214 @@ def _default_service(service: Service) -> None:
         spec.internal_traffic_policy = "Cluster"
 
 
+def _default_claim_spec(spec: Any) -> None:
+    """``SetDefaults_PersistentVolumeClaimSpec``: volumeMode Filesystem."""
+    if spec.volume_mode is None:
+        spec.volume_mode = "Filesystem"
+
+
+def _default_stateful_set(sts: Any) -> None:
+    """``SetDefaults_StatefulSet`` (pkg/apis/apps/v1/defaults.go)."""
+    from chaoskube.api.objects import RollingUpdateStatefulSetStrategy, StatefulSetPersistentVolumeClaimRetentionPolicy
+
+    spec = sts.spec
+    if not spec.pod_management_policy:
+        spec.pod_management_policy = "OrderedReady"
+    if not spec.update_strategy.type:
+        spec.update_strategy.type = "RollingUpdate"
+    if spec.update_strategy.type == "RollingUpdate":
+        if spec.update_strategy.rolling_update is None:
+            spec.update_strategy.rolling_update = RollingUpdateStatefulSetStrategy()
+        if spec.update_strategy.rolling_update.partition is None:
+            spec.update_strategy.rolling_update.partition = 0
+    if spec.persistent_volume_claim_retention_policy is None:
+        spec.persistent_volume_claim_retention_policy = StatefulSetPersistentVolumeClaimRetentionPolicy()
+    policy = spec.persistent_volume_claim_retention_policy
+    policy.when_deleted = policy.when_deleted or "Retain"
+    policy.when_scaled = policy.when_scaled or "Retain"
+    if spec.replicas is None:
+        spec.replicas = 1
+    if spec.revision_history_limit is None:
+        spec.revision_history_limit = 10
+    for claim in spec.volume_claim_templates:
+        _default_claim_spec(claim.spec)
+    _default_pod_spec(spec.template.spec)
+
+
+def _default_daemon_set(ds: Any) -> None:
+    """``SetDefaults_DaemonSet``: RollingUpdate with maxUnavailable 1 and maxSurge 0."""
+    from chaoskube.api.objects import RollingUpdateDaemonSet
+
+    strategy = ds.spec.update_strategy
+    if not strategy.type:
+        strategy.type = "RollingUpdate"
+    if strategy.type == "RollingUpdate":
+        if strategy.rolling_update is None:
+            strategy.rolling_update = RollingUpdateDaemonSet()
+        if strategy.rolling_update.max_unavailable is None:
+            strategy.rolling_update.max_unavailable = 1
+        if strategy.rolling_update.max_surge is None:
+            strategy.rolling_update.max_surge = 0
+    if ds.spec.revision_history_limit is None:
+        ds.spec.revision_history_limit = 10
+    _default_pod_spec(ds.spec.template.spec)
+
+
+#: ``math.MaxInt32``: the backoffLimit of a Job with backoffLimitPerIndex.
+_MAX_INT32 = 2**31 - 1
+
+
+def _default_job(job: Any) -> None:
+    """``SetDefaults_Job`` (pkg/apis/batch/v1/defaults.go)."""
+    spec = job.spec
+    if spec.completions is None and spec.parallelism is None:
+        spec.completions = 1
+        spec.parallelism = 1
+    if spec.parallelism is None:
+        spec.parallelism = 1
+    if spec.backoff_limit is None:
+        spec.backoff_limit = _MAX_INT32 if spec.backoff_limit_per_index is not None else 6
+    if not job.metadata.labels:
+        job.metadata.labels = dict(spec.template.metadata.labels)
+    if spec.completion_mode is None:
+        spec.completion_mode = "NonIndexed"
+    if spec.suspend is None:
+        spec.suspend = False
+    if spec.pod_failure_policy is not None:
+        for rule in spec.pod_failure_policy.rules:
+            for pattern in rule.on_pod_conditions:
+                if not pattern.status:
+                    pattern.status = "True"
+    if spec.pod_replacement_policy is None:
+        spec.pod_replacement_policy = "Failed" if spec.pod_failure_policy is not None else "TerminatingOrFailed"
+    _default_pod_spec(spec.template.spec)
+
+
+def _default_cron_job(cron: Any) -> None:
+    """``SetDefaults_CronJob``: concurrencyPolicy Allow, not suspended, history 3 and 1."""
+    spec = cron.spec
+    if not spec.concurrency_policy:
+        spec.concurrency_policy = "Allow"
+    if spec.suspend is None:
+        spec.suspend = False
+    if spec.successful_jobs_history_limit is None:
+        spec.successful_jobs_history_limit = 3
+    if spec.failed_jobs_history_limit is None:
+        spec.failed_jobs_history_limit = 1
+    _default_pod_spec(spec.job_template.spec.template.spec)
+
+
+def _default_replication_controller(rc: Any) -> None:
+    """``SetDefaults_ReplicationController``: selector and labels from the template's
+    labels when empty; replicas 1."""
+    template = rc.spec.template
+    if template is not None:
+        if not rc.spec.selector:
+            rc.spec.selector = dict(template.metadata.labels)
+        if not rc.metadata.labels:
+            rc.metadata.labels = dict(template.metadata.labels)
+        _default_pod_spec(template.spec)
+    if rc.spec.replicas is None:
+        rc.spec.replicas = 1
+
+
+def _default_claim(claim: Any) -> None:
+    _default_claim_spec(claim.spec)
+
+
+def _default_volume(pv: Any) -> None:
+    """``SetDefaults_PersistentVolume``: reclaim policy Retain, volumeMode Filesystem."""
+    if not pv.spec.persistent_volume_reclaim_policy:
+        pv.spec.persistent_volume_reclaim_policy = "Retain"
+    if pv.spec.volume_mode is None:
+        pv.spec.volume_mode = "Filesystem"
+
+
+def _default_storage_class(sc: Any) -> None:
+    """``SetDefaults_StorageClass``: reclaimPolicy Delete, volumeBindingMode Immediate."""
+    if sc.reclaim_policy is None:
+        sc.reclaim_policy = "Delete"
+    if sc.volume_binding_mode is None:
+        sc.volume_binding_mode = "Immediate"
+
+
+def _default_secret(secret: Any) -> None:
+    """``SetDefaults_Secret`` (type Opaque) and the v1 conversion of ``stringData``: merged
+    into ``data`` (base64), winning on a clash, and never stored."""
+    import base64
+
+    if not secret.type:
+        secret.type = "Opaque"
+    if secret.string_data:
+        data = dict(secret.data)
+        for key, value in secret.string_data.items():
+            data[key] = base64.b64encode(value.encode()).decode("ascii")
+        secret.data = data
+        secret.string_data = {}
+
+
+def _default_hpa(hpa: Any) -> None:
+    """``SetDefaults_HorizontalPodAutoscaler`` (autoscaling/v2): minReplicas 1, and a CPU
+    utilization target of 80% when no metric is given."""
+    if hpa.spec.min_replicas is None:
+        hpa.spec.min_replicas = 1
+    if not hpa.spec.metrics:
+        hpa.spec.metrics = [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]
+
+
+def _default_network_policy(np: Any) -> None:
+    """``SetDefaults_NetworkPolicy``: policyTypes Ingress, plus Egress when egress rules exist."""
+    if not np.spec.policy_types:
+        np.spec.policy_types = ["Ingress", "Egress"] if np.spec.egress else ["Ingress"]
+
+
+def _default_limit_range(lr: Any) -> None:
+    """``SetDefaults_LimitRangeItem``: for Container items, default from max, defaultRequest
+    from default, then from min."""
+    for item in lr.spec.limits:
+        if item.type != "Container":
+            continue
+        default = dict(item.default)
+        for key, value in item.max.items():
+            default.setdefault(key, value)
+        request = dict(item.default_request)
+        for key, value in default.items():
+            request.setdefault(key, value)
+        for key, value in item.min.items():
+            request.setdefault(key, value)
+        item.default, item.default_request = default, request
+
+
+def _default_crd(crd: Any) -> None:
+    """``SetDefaults_CustomResourceDefinitionSpec``: singular and listKind from kind,
+    conversion strategy None."""
+    names = crd.spec.names
+    if not names.singular:
+        names.singular = names.kind.lower()
+    if not names.list_kind and names.kind:
+        names.list_kind = f"{names.kind}List"
+    if crd.spec.conversion is None:
+        crd.spec.conversion = {"strategy": "None"}
+
+
 _DEFAULTERS = {
     "Pod": _default_pod,
     "Deployment": _default_deployment,
     "ReplicaSet": _default_replica_set,
     "Service": _default_service,
+    "StatefulSet": _default_stateful_set,
+    "DaemonSet": _default_daemon_set,
+    "Job": _default_job,
+    "CronJob": _default_cron_job,
+    "ReplicationController": _default_replication_controller,
+    "PersistentVolumeClaim": _default_claim,
+    "PersistentVolume": _default_volume,
+    "StorageClass": _default_storage_class,
+    "Secret": _default_secret,
+    "HorizontalPodAutoscaler": _default_hpa,
+    "NetworkPolicy": _default_network_policy,
+    "LimitRange": _default_limit_range,
+    "CustomResourceDefinition": _default_crd,
 }
 
 

@@ -72,6 +72,7 @@ from chaoskube.api.objects import (
     CustomResourceDefinitionCondition,
     CustomResourceDefinitionNames,
     KindInfo,
+    LabelSelector,
     Namespace,
     Object,
     ObjectMeta,
@@ -85,6 +86,7 @@ from chaoskube.api.objects import (
     custom_type,
     matches,
 )
+from chaoskube.api.fields import go_value
 from chaoskube.api.patch import PatchError, apply_patch, merge_patch
 from chaoskube.api.protocol import (
     API_PORT,
@@ -144,6 +146,9 @@ STATUS_KINDS = frozenset({
     "CronJob", "ReplicationController", "PersistentVolume", "PersistentVolumeClaim", "ResourceQuota", "HorizontalPodAutoscaler",
     "Ingress", "CustomResourceDefinition",
 })
+#: The labels a Job's pods carry (``batchv1.ControllerUidLabel``, ``JobNameLabel``).
+JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 #: Kinds with a ``scale`` subresource: (the spec field holding replicas, how status reports them).
 SCALE_KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "ReplicationController"})
 #: How often each replica looks for CustomResourceDefinitions to name and establish (the
@@ -733,6 +738,24 @@ class ApiServer:
             obj.status = type(obj.status)(phase="Pending")
         elif info.kind in STATUS_KINDS:
             obj.status = type(obj.status)()
+        if info.kind == "Job":
+            self._generate_job_selector(obj)
+
+    @staticmethod
+    def _generate_job_selector(job: Any) -> None:
+        """``generateSelectorIfNeeded`` (``pkg/registry/batch/job/strategy.go``): unless
+        ``manualSelector``, the pods carry the Job's uid and name as labels and the selector
+        is the uid label; a selector the user gave is refused."""
+        if job.spec.manual_selector:
+            return
+        uid, name = job.metadata.uid, job.metadata.name
+        generated = {JOB_UID_LABEL: uid}
+        if job.spec.selector is not None and (job.spec.selector.match_expressions or job.spec.selector.match_labels != generated):
+            raise _refuse(invalid("jobs", name, [f"spec.selector: Invalid value: {go_value(job.spec.selector.match_labels)}: `selector` not auto-generated"]))
+        labels = dict(job.spec.template.metadata.labels)
+        labels.update({JOB_UID_LABEL: uid, JOB_NAME_LABEL: name, "controller-uid": uid, "job-name": name})
+        job.spec.template.metadata.labels = labels
+        job.spec.selector = LabelSelector(match_labels=generated)
 
     async def _create(self, request: Request, user: UserInfo, info: KindInfo) -> Response:
         obj = self._body(request, info)

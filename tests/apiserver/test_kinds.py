@@ -1,0 +1,187 @@
+"""The common kinds through the API server's front door: defaulting, validation with
+upstream's messages, the Job's generated selector, Secrets' stringData, CustomResourceDefinitions
+served with their schema and subresources, and etcd's request size limit."""
+
+import base64
+
+from chaoskube.api import Scale, ScaleSpec, custom_type, from_dict
+from tests.apiserver.apiserver_harness import run_api
+
+
+def obj(manifest):
+    return from_dict(manifest)
+
+
+def _template(labels, restart="Always"):
+    return {"metadata": {"labels": labels}, "spec": {"restartPolicy": restart, "containers": [{"name": "c", "image": "nginx:1.27"}]}}
+
+
+def stateful_set(name="db", replicas=3, labels=None, selector=None):
+    labels = labels or {"app": name}
+    return obj({
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": name, "namespace": "default"},
+        "spec": {"replicas": replicas, "serviceName": name, "selector": {"matchLabels": selector or labels}, "template": _template(labels),
+                 "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]},
+    })
+
+
+def test_workloads_are_defaulted_and_validated_as_upstream():
+    async def story(world, api, registry):
+        created = await api("create", "statefulsets", namespace="default", body=stateful_set())
+        negative = await api("create", "statefulsets", namespace="default", body=stateful_set("neg", replicas=-3))
+        mismatch = await api("create", "statefulsets", namespace="default", body=stateful_set("mis", selector={"app": "other"}))
+        daemon = await api("create", "daemonsets", namespace="default", body=obj({
+            "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": _template({"app": "agent"})},
+        }))
+        deployment = await api("create", "deployments", namespace="default", body=obj({
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"replicas": -3, "selector": {"matchLabels": {"app": "web"}}, "template": _template({"app": "web"})},
+        }))
+        return created, negative, mismatch, daemon, deployment
+
+    _, (created, negative, mismatch, daemon, deployment) = run_api(story)
+    assert created.code == 201
+    spec = created.object.spec
+    assert spec.pod_management_policy == "OrderedReady" and spec.update_strategy.type == "RollingUpdate"
+    assert spec.update_strategy.rolling_update.partition == 0 and spec.revision_history_limit == 10
+    assert spec.persistent_volume_claim_retention_policy.when_deleted == "Retain"
+    assert spec.volume_claim_templates[0].spec.volume_mode == "Filesystem"
+    assert created.object.metadata.generation == 1
+    assert negative.code == 422
+    assert negative.status.message == 'StatefulSet.apps "neg" is invalid: spec.replicas: Invalid value: -3: must be greater than or equal to 0'
+    assert mismatch.code == 422
+    assert mismatch.status.message == 'StatefulSet.apps "mis" is invalid: spec.template.metadata.labels: Invalid value: map[string]string{"app":"mis"}: `selector` does not match template `labels`'
+    assert daemon.code == 201
+    rolling = daemon.object.spec.update_strategy.rolling_update
+    assert (rolling.max_unavailable, rolling.max_surge) == (1, 0)
+    assert deployment.status.message == 'Deployment.apps "web" is invalid: spec.replicas: Invalid value: -3: must be greater than or equal to 0'
+
+
+def test_a_job_gets_its_generated_selector_and_a_cron_job_its_defaults():
+    async def story(world, api, registry):
+        job = await api("create", "jobs", namespace="default", body=obj({
+            "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "pi", "namespace": "default"},
+            "spec": {"template": _template({"app": "pi"}, restart="Never")},
+        }))
+        bad_restart = await api("create", "jobs", namespace="default", body=obj({
+            "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "bad", "namespace": "default"},
+            "spec": {"template": _template({"app": "pi"}, restart="Always")},
+        }))
+        cron = await api("create", "cronjobs", namespace="default", body=obj({
+            "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "hello", "namespace": "default"},
+            "spec": {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": _template({}, restart="OnFailure")}}},
+        }))
+        bad_cron = await api("create", "cronjobs", namespace="default", body=obj({
+            "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "bad", "namespace": "default"},
+            "spec": {"schedule": "* * * *", "jobTemplate": {"spec": {"template": _template({}, restart="OnFailure")}}},
+        }))
+        return job, bad_restart, cron, bad_cron
+
+    _, (job, bad_restart, cron, bad_cron) = run_api(story)
+    assert job.code == 201
+    uid = job.object.metadata.uid
+    assert job.object.spec.selector.match_labels == {"batch.kubernetes.io/controller-uid": uid}
+    assert job.object.spec.template.metadata.labels["batch.kubernetes.io/job-name"] == "pi"
+    assert (job.object.spec.completions, job.object.spec.parallelism, job.object.spec.backoff_limit) == (1, 1, 6)
+    assert bad_restart.status.message == 'Job.batch "bad" is invalid: spec.template.spec.restartPolicy: Unsupported value: "Always": supported values: "OnFailure", "Never"'
+    assert cron.code == 201
+    assert (cron.object.spec.concurrency_policy, cron.object.spec.successful_jobs_history_limit, cron.object.spec.failed_jobs_history_limit) == ("Allow", 3, 1)
+    assert bad_cron.status.message == 'CronJob.batch "bad" is invalid: spec.schedule: Invalid value: "* * * *": expected exactly 5 fields, found 4: [* * * *]'
+
+
+def test_secret_string_data_is_merged_into_data_and_config_maps_are_bounded():
+    async def story(world, api, registry):
+        secret = await api("create", "secrets", namespace="default", body=obj({
+            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds", "namespace": "default"},
+            "data": {"user": base64.b64encode(b"old").decode()}, "stringData": {"user": "admin", "password": "s3cret"},
+        }))
+        big = await api("create", "configmaps", namespace="default", body=obj({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big", "namespace": "default"}, "data": {"blob": "x" * (1024 * 1024 + 1)},
+        }))
+        bad_key = await api("create", "configmaps", namespace="default", body=obj({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "keys", "namespace": "default"}, "data": {"bad key": "v"},
+        }))
+        return secret, big, bad_key
+
+    _, (secret, big, bad_key) = run_api(story)
+    assert secret.code == 201 and secret.object.type == "Opaque" and not secret.object.string_data
+    assert base64.b64decode(secret.object.data["user"]) == b"admin"
+    assert base64.b64decode(secret.object.data["password"]) == b"s3cret"
+    assert big.code == 422 and big.status.message.endswith("[]: Too long: must have at most 1048576 bytes")
+    assert bad_key.code == 422 and 'data[bad key]: Invalid value: "bad key": a valid config key must consist of alphanumeric characters' in bad_key.status.message
+
+
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "widgets.example.com"},
+    "spec": {
+        "group": "example.com", "scope": "Namespaced", "names": {"plural": "widgets", "kind": "Widget", "shortNames": ["wd"]},
+        "versions": [{
+            "name": "v1", "served": True, "storage": True,
+            "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}},
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                "spec": {"type": "object", "required": ["size"], "properties": {
+                    "size": {"type": "integer", "minimum": 1, "maximum": 10},
+                    "replicas": {"type": "integer", "default": 1},
+                    "color": {"type": "string", "enum": ["red", "blue"], "default": "red"},
+                    "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                }},
+                "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}},
+            }}},
+        }],
+    },
+}
+
+
+def widget(name, spec, **top):
+    cls = custom_type("example.com/v1", "Widget", "widgets.example.com", True)
+    return from_dict({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name, "namespace": "default"}, "spec": spec, **top}, custom={("example.com/v1", "Widget"): cls})
+
+
+def test_a_custom_resource_definition_is_served_with_its_schema_and_subresources():
+    async def story(world, api, registry):
+        before = await api("create", "widgets.example.com", namespace="default", body=widget("early", {"size": 1}))
+        created_crd = await api("create", "customresourcedefinitions", body=obj(CRD))
+        crd = await api.eventually("get", "customresourcedefinitions", lambda r: any(c.type == "Established" and c.status == "True" for c in r.object.status.conditions), name="widgets.example.com")
+        await api.eventually("list", "widgets.example.com", lambda r: r.ok, namespace="default", resource_version="0")
+        made = await api("create", "widgets.example.com", namespace="default", body=widget("w", {"size": 3, "unknown": "pruned", "extra": {"kept": True}}, status={"replicas": 9}))
+        invalid = await api("create", "widgets.example.com", namespace="default", body=widget("bad", {"size": 30, "color": "green"}))
+        missing = await api("create", "widgets.example.com", namespace="default", body=widget("none", {}))
+        status = made.object.content.get("status")
+        updated = dict(made.object.content)
+        updated["status"] = {"replicas": 2}
+        updated_status = await api("update", "widgets.example.com", namespace="default", name="w", subresource="status", body=type(made.object)(metadata=made.object.metadata, content=updated))
+        scale = await api("get", "widgets.example.com", namespace="default", name="w", subresource="scale")
+        scaled = await api("update", "widgets.example.com", namespace="default", name="w", subresource="scale", body=Scale(metadata=scale.object.metadata, spec=ScaleSpec(replicas=4)))
+        after = await api("get", "widgets.example.com", namespace="default", name="w")
+        return before, created_crd, crd, made, invalid, missing, status, updated_status, scale, scaled, after
+
+    world, (before, created_crd, crd, made, invalid, missing, status, updated_status, scale, scaled, after) = run_api(story)
+    assert before.code == 404  # no CRD yet: not served
+    assert created_crd.code == 201
+    assert crd.object.status.accepted_names.list_kind == "WidgetList" and crd.object.status.stored_versions == ["v1"]
+    assert made.code == 201, made.status
+    assert made.object.content["spec"] == {"size": 3, "replicas": 1, "color": "red", "extra": {"kept": True}}  # pruned, defaulted, preserved
+    assert status is None  # a status subresource: status is dropped on create
+    assert made.object.metadata.generation == 1
+    assert invalid.code == 422
+    assert invalid.status.message == 'Widget.example.com "bad" is invalid: [spec.color: Unsupported value: "green": supported values: "red", "blue", spec.size: Invalid value: 30: spec.size in body should be less than or equal to 10]'
+    assert missing.status.message == 'Widget.example.com "none" is invalid: spec.size: Required value'
+    assert updated_status.code == 200 and updated_status.object.content["status"] == {"replicas": 2}
+    assert updated_status.object.metadata.generation == 1  # status changes do not move generation
+    assert scale.code == 200 and (scale.object.spec.replicas, scale.object.status.replicas) == (1, 2)
+    assert scaled.code == 200 and scaled.object.spec.replicas == 4
+    assert after.object.content["spec"]["replicas"] == 4 and after.object.metadata.generation == 2
+    warnings = [event for event in world.journal.events if event["type"] == "apiserver-warning"]
+    assert warnings and "spec.unknown" in warnings[0]["warning"]
+
+
+def test_a_request_over_etcds_limit_is_refused():
+    async def story(world, api, registry):
+        await api("create", "customresourcedefinitions", body=obj(CRD))
+        await api.eventually("list", "widgets.example.com", lambda r: r.ok, namespace="default", resource_version="0")
+        return await api("create", "widgets.example.com", namespace="default", body=widget("huge", {"size": 1, "extra": {"blob": "x" * (1600 * 1024)}}))
+
+    _, response = run_api(story)
+    assert response.code == 500
+    assert response.status.message == "Internal error occurred: etcdserver: request is too large"
