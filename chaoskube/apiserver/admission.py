@@ -68,6 +68,7 @@ __all__ = [
     "AdmissionResult",
     "DefaultTolerationSecondsPlugin",
     "DefaultingPlugin",
+    "LimitRangerPlugin",
     "MutatingPlugin",
     "NamespaceLifecyclePlugin",
     "NodeRestrictionPlugin",
@@ -786,6 +787,60 @@ class NamespaceLifecyclePlugin:
         return _allowed(request)
 
 
+# =========================================================================== LimitRanger
+
+
+@dataclass(frozen=True, slots=True)
+class LimitRangerPlugin:
+    """LimitRanger (``plugin/pkg/admission/limitranger/admission.go``).
+
+    Admit, pod CREATE: the container defaults of the namespace's LimitRanges
+    (``default`` → limits, ``defaultRequest`` → requests) for containers that state none,
+    recorded in the ``kubernetes.io/limit-ranger`` annotation. Validate, CREATE and UPDATE of
+    pods and PersistentVolumeClaims: min, max and maxLimitRequestRatio per Container, Pod and
+    PersistentVolumeClaim; a violation is 403 with every violated constraint
+    (``pods "web" is forbidden: [Maximum cpu usage per Container is 1, but limit is 2., ...]``).
+    ``limit_ranges`` are the LimitRange objects of every namespace."""
+
+    limit_ranges: tuple[Any, ...] = ()
+    name: str = "LimitRanger"
+
+    def handles(self, operation: str) -> bool:
+        return operation in ("CREATE", "UPDATE")
+
+    def _ranges(self, namespace: str) -> list[Any]:
+        return [lr for lr in self.limit_ranges if lr.metadata.namespace == namespace]
+
+    def admit(self, request: AdmissionRequest) -> AdmissionResult:
+        from chaoskube.apiserver.quota import LIMIT_RANGER_ANNOTATION, limit_range_defaults
+
+        if request.operation != "CREATE" or not _pod_request(request):
+            return _allowed(request)
+        ranges = self._ranges(request.namespace)
+        if not ranges:
+            return _allowed(request)
+        pod = deep_copy(request.object)
+        phrases = limit_range_defaults(ranges, pod)
+        if not phrases:
+            return _allowed(request)
+        pod.metadata.annotations = {**pod.metadata.annotations, LIMIT_RANGER_ANNOTATION: "LimitRanger plugin set: " + "; ".join(phrases)}
+        return _allowed(request, pod)
+
+    def validate(self, request: AdmissionRequest) -> AdmissionResult:
+        from chaoskube.apiserver.quota import limit_range_problems
+
+        if request.subresource or request.kind not in ("Pod", "PersistentVolumeClaim") or request.object is None:
+            return _allowed(request)
+        ranges = self._ranges(request.namespace)
+        if not ranges:
+            return _allowed(request)
+        problems = limit_range_problems(ranges, request.object)
+        if not problems:
+            return _allowed(request)
+        detail = problems[0] if len(problems) == 1 else f"[{', '.join(problems)}]"
+        return _forbidden(self.name, request, detail)
+
+
 # =========================================================================== NodeRestriction
 
 #: ``kubeletapis.IsKubeletLabel`` (k8s.io/kubelet/pkg/apis/well_known_labels.go).
@@ -927,13 +982,17 @@ def default_plugins(
     namespaces: Iterable[Namespace] = (),
     service_accounts: Iterable[tuple[str, str]] = (),
     priority_classes: Iterable[PriorityClass] = (),
+    limit_ranges: Iterable[Any] = (),
 ) -> list[MutatingPlugin | ValidatingPlugin]:
     """The built-in plugins in kube-apiserver's order (``AllOrderedPlugins``,
-    ``pkg/kubeapiserver/options/plugins.go``: NamespaceLifecycle, ServiceAccount,
-    NodeRestriction, Priority, DefaultTolerationSeconds), after defaulting."""
+    ``pkg/kubeapiserver/options/plugins.go``: NamespaceLifecycle, LimitRanger,
+    ServiceAccount, NodeRestriction, Priority, DefaultTolerationSeconds), after defaulting.
+    ResourceQuota, the last of the order, writes quota status: the server runs it
+    (:mod:`chaoskube.apiserver.quota`)."""
     return [
         DefaultingPlugin(),
         NamespaceLifecyclePlugin(namespaces=tuple(namespaces)),
+        LimitRangerPlugin(limit_ranges=tuple(limit_ranges)),
         ServiceAccountPlugin(service_accounts=frozenset(service_accounts)),
         NodeRestrictionPlugin(),
         PriorityPlugin(priority_classes=tuple(priority_classes)),

@@ -342,7 +342,12 @@ _READ_VERBS = frozenset({"get", "list", "watch"})
 _LEASE_VERBS = ("get", "create", "update", "patch", "delete")
 
 
-def _node(attributes: Attributes, pod: Pod | None) -> tuple[bool, str]:
+#: What a node may get when a pod bound to it references the object (the graph of
+#: ``node_authorizer.go``: pod -> configmap, secret, persistentvolumeclaim -> persistentvolume).
+_NODE_REFERENCED = frozenset({("", "configmaps"), ("", "secrets"), ("", "persistentvolumeclaims"), ("", "persistentvolumes")})
+
+
+def _node(attributes: Attributes, pod: Pod | None, references: frozenset[tuple[str, str, str]] = frozenset()) -> tuple[bool, str]:
     """The Node authorizer's (allowed, reason): reason empty for non-nodes (no opinion)."""
     node_name = node_name_of(attributes.user)
     if node_name is None:
@@ -360,6 +365,10 @@ def _node(attributes: Attributes, pod: Pod | None) -> tuple[bool, str]:
         return _node_pod(node_name, attributes, pod)
     if (group, resource) == ("coordination.k8s.io", "leases"):
         return _node_lease(node_name, attributes)
+    if (group, resource) in _NODE_REFERENCED:
+        if verb == "get" and not subresource and (resource, attributes.namespace, attributes.name) in references:
+            return True, ""
+        return False, f"no relationship found between node '{node_name}' and this object"
     return False, f"node '{node_name}' may only touch its own node and the pods bound to it"
 
 
@@ -420,7 +429,7 @@ def _node_lease(node_name: str, attributes: Attributes) -> tuple[bool, str]:
     return True, ""
 
 
-def authorize_node(attributes: Attributes, pod: Pod | None = None) -> AuthorizationDecision:
+def authorize_node(attributes: Attributes, pod: Pod | None = None, references: frozenset[tuple[str, str, str]] = frozenset()) -> AuthorizationDecision:
     """The Node authorizer, simplified: a kubelet may only touch its own node and pods.
 
     For a user that :func:`node_name_of` identifies as node N (anyone else is denied, with
@@ -435,10 +444,13 @@ def authorize_node(attributes: Attributes, pod: Pod | None = None) -> Authorizat
       N``); without ``pod`` the answer is no. Creating (mirror) pods is not allowed.
     - get, create, update, patch, delete of the Lease N in ``kube-node-lease`` (Kubernetes'
       ``authorizeLease``; the kubelet reads its lease before renewing it).
+    - get of a ConfigMap, Secret, PersistentVolumeClaim or PersistentVolume that a pod bound
+      to N references (``references``: (resource, namespace, name) triples the caller
+      computed from its cache; a PV by the claims of those pods).
     - everything else is denied. What Kubernetes grants nodes beyond this (events, the
       ``system:node`` ClusterRole) is left to RBAC.
     """
-    allowed, reason = _node(attributes, pod)
+    allowed, reason = _node(attributes, pod, references)
     return AuthorizationDecision(True, reason) if allowed else AuthorizationDecision(False, forbidden_message(attributes, reason))
 
 
@@ -452,6 +464,7 @@ def authorize(
     role_bindings: Iterable[RoleBinding] = (),
     cluster_role_bindings: Iterable[ClusterRoleBinding] = (),
     pod: Pod | None = None,
+    references: frozenset[tuple[str, str, str]] = frozenset(),
 ) -> AuthorizationDecision:
     """The API server's authorization: ``system:masters``, then Node, then RBAC
     (``--authorization-mode=Node,RBAC``). The first that allows decides; if none does, the
@@ -464,7 +477,7 @@ def authorize(
         return AuthorizationDecision(True, f"allowed: user is in group {_quote(MASTERS_GROUP)}")
     reasons = []
     for authorizer in (
-        lambda: _node(attributes, pod),
+        lambda: _node(attributes, pod, references),
         lambda: _rbac(attributes, roles, cluster_roles, role_bindings, cluster_role_bindings),
     ):
         allowed, reason = authorizer()

@@ -74,6 +74,8 @@ def bootstrap_objects() -> list[Object]:
                 _rule(["create"], [""], ["pods/binding", "bindings"]),
                 _rule(["patch", "update"], [""], ["pods/status"]),
                 _rule(_READ, [""], ["nodes", "namespaces", "services", "replicationcontrollers", "persistentvolumeclaims", "persistentvolumes"]),
+                # volumebinding: the selected-node annotation on claims (system:volume-scheduler)
+                _rule(["patch", "update"], [""], ["persistentvolumeclaims", "persistentvolumes"]),
                 _rule(_READ, ["apps"], ["replicasets", "statefulsets"]),
                 _rule(_READ, ["policy"], ["poddisruptionbudgets"]),
                 _rule(_READ, ["scheduling.k8s.io"], ["priorityclasses"]),
@@ -87,13 +89,27 @@ def bootstrap_objects() -> list[Object]:
                 _rule(["create"], ["coordination.k8s.io"], ["leases"]),
                 _rule(["get", "update"], ["coordination.k8s.io"], ["leases"], ["kube-controller-manager"]),
                 # What its controllers do with --use-service-account-credentials, folded in.
-                _rule(["*"], [""], ["pods", "pods/status", "pods/eviction", "nodes", "nodes/status", "namespaces", "namespaces/status", "namespaces/finalize", "services", "services/status", "serviceaccounts", "endpoints"]),
-                _rule(["*"], ["apps"], ["deployments", "deployments/status", "deployments/scale", "replicasets", "replicasets/status", "replicasets/scale"]),
+                _rule(["*"], [""], [
+                    "pods", "pods/status", "pods/eviction", "nodes", "nodes/status", "namespaces", "namespaces/status", "namespaces/finalize",
+                    "services", "services/status", "serviceaccounts", "endpoints", "replicationcontrollers", "replicationcontrollers/status",
+                    "replicationcontrollers/scale", "persistentvolumes", "persistentvolumes/status", "persistentvolumeclaims",
+                    "persistentvolumeclaims/status", "resourcequotas", "resourcequotas/status", "configmaps", "secrets", "limitranges",
+                ]),
+                _rule(["*"], ["apps"], [
+                    "deployments", "deployments/status", "deployments/scale", "replicasets", "replicasets/status", "replicasets/scale",
+                    "statefulsets", "statefulsets/status", "statefulsets/scale", "daemonsets", "daemonsets/status", "controllerrevisions",
+                ]),
+                _rule(["*"], ["batch"], ["jobs", "jobs/status", "cronjobs", "cronjobs/status"]),
                 _rule(["*"], ["policy"], ["poddisruptionbudgets", "poddisruptionbudgets/status"]),
                 _rule(["*"], ["discovery.k8s.io"], ["endpointslices"]),
                 _rule(["*"], ["coordination.k8s.io"], ["leases"]),
+                _rule(_READ, ["storage.k8s.io"], ["storageclasses"]),
                 _rule(_READ, ["scheduling.k8s.io"], ["priorityclasses"]),
                 _rule(_READ, [_RBAC], ["roles", "rolebindings", "clusterroles", "clusterrolebindings"]),
+                _rule(_READ, ["apiextensions.k8s.io"], ["customresourcedefinitions"]),
+                # the garbage collector and the namespace controller act on every resource
+                # (system:controller:generic-garbage-collector, namespace-controller)
+                _rule(["get", "list", "watch", "patch", "update", "delete", "deletecollection"], ["*"], ["*"]),
             ],
         ),
     ]

@@ -84,7 +84,9 @@ from chaoskube.api.objects import (
     ScaleStatus,
     custom_resource,
     custom_type,
+    format_milli,
     matches,
+    parse_quantity,
 )
 from chaoskube.api.fields import go_value
 from chaoskube.api.patch import PatchError, apply_patch, merge_patch
@@ -373,15 +375,42 @@ class ApiServer:
             role_bindings=self.cacher.objects("rolebindings"),
             cluster_role_bindings=self.cacher.objects("clusterrolebindings"),
             pod=pod,
+            references=self._node_references(user, request.resource),
         )
         if not decision.allowed:
             raise _refuse(forbidden(decision.reason))
+
+    def _node_references(self, user: UserInfo, resource: str) -> frozenset[tuple[str, str, str]]:
+        """What the pods bound to the requesting node reference (the Node authorizer's graph),
+        computed only for a node's request for a referenced kind."""
+        from chaoskube.api.identity import node_name_of
+
+        node = node_name_of(user)
+        if not node or resource not in ("configmaps", "secrets", "persistentvolumeclaims", "persistentvolumes"):
+            return frozenset()
+        from chaoskube.api.workloads import volume_references
+
+        found: set[tuple[str, str, str]] = set()
+        claims: list[tuple[str, str]] = []
+        for pod in self.cacher.objects("pods"):
+            if pod.spec.node_name != node:
+                continue
+            for reference in volume_references(pod.spec.volumes):
+                found.add((reference.resource, pod.metadata.namespace, reference.name))
+                if reference.resource == "persistentvolumeclaims":
+                    claims.append((pod.metadata.namespace, reference.name))
+        for namespace, name in claims:
+            claim = self.cacher.cache("persistentvolumeclaims").get(storage_key("persistentvolumeclaims", namespace, name))
+            if claim is not None and claim.spec.volume_name:
+                found.add(("persistentvolumes", "", claim.spec.volume_name))
+        return frozenset(found)
 
     def _plugins(self) -> list[Any]:
         return default_plugins(
             namespaces=self.cacher.objects("namespaces"),
             service_accounts=[(sa.metadata.namespace, sa.metadata.name) for sa in self.cacher.objects("serviceaccounts")],
             priority_classes=self.cacher.objects("priorityclasses"),
+            limit_ranges=self.cacher.objects("limitranges"),
         )
 
     def _namespace_labels(self, namespace: str) -> dict[str, str] | None:
@@ -777,11 +806,53 @@ class ApiServer:
         await self._validate(self._admission_request("CREATE", request, user, info, obj, None, name=obj.metadata.name))
         if request.dry_run:
             return Response(201, object=obj, server=self.name)
+        await self._charge_quota(request, info, obj)
         revision = await self.store.create(storage_key(info.resource, obj.metadata.namespace, obj.metadata.name), obj)
         if revision is None:
             raise _refuse(already_exists(info.resource, obj.metadata.name))
         obj.metadata.resource_version = str(revision)
         return Response(201, object=obj, server=self.name)
+
+    async def _charge_quota(self, request: Request, info: KindInfo, obj: Object) -> None:
+        """The ResourceQuota admission plugin (``plugin/pkg/admission/resourcequota``): the
+        namespace's quotas must admit ``obj`` (:func:`quota.check_quota`), and each matching
+        quota's ``status.used`` is raised by what ``obj`` uses before ``obj`` is stored,
+        with an update guarded by the quota's resourceVersion (a concurrent admission that
+        changed it first makes this one re-read and check again)."""
+        from chaoskube.apiserver.admission import forbidden_by_admission
+        from chaoskube.apiserver.quota import check_quota, show_quantity
+
+        namespace = obj.metadata.namespace
+        if not namespace:
+            return
+        quotas = [quota for quota in self.cacher.objects("resourcequotas") if quota.metadata.namespace == namespace]
+        for _ in range(MAX_ATTEMPTS):
+            if not quotas:
+                return
+            refusal, charges = check_quota(quotas, obj, info.resource)
+            if refusal is not None:
+                admission = self._admission_request("CREATE", request, UserInfo(name=""), info, obj, None, name=obj.metadata.name)
+                self.world.record("quota-refused", server=self.name, namespace=namespace, resource=info.resource, name=obj.metadata.name, reason=refusal)
+                raise _refuse(forbidden(forbidden_by_admission(admission, refusal)))
+            conflicted = False
+            for quota, increment in charges:
+                updated = copy_object(quota)
+                used = dict(updated.status.used)
+                for key, value in increment.items():
+                    used[key] = show_quantity(parse_quantity(used.get(key, "0")) + value, key)
+                updated.status.used = used
+                update = Request(verb="update", resource="resourcequotas", subresource="status", namespace=namespace, name=quota.metadata.name, body=updated, credentials=self.loopback, id=f"{request.id}/quota")
+                response = await self.handle(update)
+                if response.code == 409:
+                    conflicted = True
+                    break
+                if not response.ok:
+                    raise _refuse(response.status)
+            if not conflicted:
+                return
+            listed, _ = await self.store.list(resource_prefix("resourcequotas", namespace))
+            quotas = list(listed)
+        raise _refuse(conflict("resourcequotas", namespace, f"the quotas kept changing: gave up after {MAX_ATTEMPTS} attempts"))
 
     # ------------------------------------------------------------------ update and patch
     def _patched(self, current: Object, request: Request) -> tuple[Object, str]:

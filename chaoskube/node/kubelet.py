@@ -131,6 +131,7 @@ from chaoskube.api.objects import (
     parse_quantity,
 )
 from chaoskube.api.patch import create_merge_patch
+from chaoskube.api.workloads import volume_references
 from chaoskube.api.protocol import DeleteOptions, micro_timestamp, timestamp
 from chaoskube.client.client import ApiClient, ApiError
 from chaoskube.client.informer import DeletedFinalStateUnknown, SharedInformerFactory
@@ -612,6 +613,11 @@ class PodWorker:
         """The sandbox and the init containers; False when they failed (retried later)."""
         kubelet = self.kubelet
         await self._report(self._status(self.process.now()))  # Pending, ContainerCreating
+        if sandbox is None:
+            problem = await self._mount_volumes(pod)
+            if problem is not None:
+                self.waiting = {c.name: ("ContainerCreating", problem) for c in pod.spec.containers}
+                return False
         try:
             if sandbox is None:
                 await kubelet.runtime.run_pod_sandbox(pod, host_ip=kubelet.spec.address, grace_s=_grace_s(pod))
@@ -625,6 +631,26 @@ class PodWorker:
             return False
         self.waiting = {}
         return True
+
+    async def _mount_volumes(self, pod: Pod) -> str | None:
+        """The volume manager's ``WaitForAttachAndMount`` for the volumes whose sources are
+        API objects: every ConfigMap and Secret a volume (or a projected volume) names must
+        exist unless ``optional``, every PersistentVolumeClaim must exist and be Bound. The
+        first that is not, in the kubelet's words (``MountVolume.SetUp failed for volume
+        "config" : configmap "app-config" not found``); None when all are there. Other
+        volume types mount at once (emptyDir, hostPath, ...)."""
+        for reference in volume_references(pod.spec.volumes):
+            try:
+                obj = await self.kubelet.client.get(reference.resource, pod.metadata.namespace, reference.name)
+            except ApiError as error:
+                if error.code == 404:
+                    if reference.optional:
+                        continue
+                    return f'MountVolume.SetUp failed for volume "{reference.volume}" : {reference.kind} "{reference.name}" not found'
+                return f'MountVolume.SetUp failed for volume "{reference.volume}" : {error}'
+            if reference.kind == "persistentvolumeclaim" and obj.status.phase != "Bound":
+                return f'Unable to attach or mount volumes: unmounted volumes=[{reference.volume}]: persistentvolumeclaim "{reference.name}" is not bound'
+        return None
 
     async def _sync_container(self, pod: Pod, container: Container) -> None:
         """``computePodActions`` + ``SyncPod`` for one container: start it, restart it after
