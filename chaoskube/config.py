@@ -37,6 +37,17 @@ class ControllerManagerConfig:
     concurrent_endpointslice_syncs: int = 5
     concurrent_gc_syncs: int = 20
     concurrent_disruption_syncs: int = 1  # ours: upstream has no flag and runs one worker
+    concurrent_statefulset_syncs: int = 5
+    concurrent_daemonset_syncs: int = 2
+    concurrent_job_syncs: int = 5
+    concurrent_cron_job_syncs: int = 5
+    concurrent_rc_syncs: int = 5
+    concurrent_namespace_syncs: int = 10
+    concurrent_resource_quota_syncs: int = 5
+    #: --resource-quota-sync-period: every quota's usage is recomputed this often.
+    resource_quota_sync_period_s: float = 300.0
+    #: --pvclaimbinder-sync-period: the volume binder's resync of every claim and volume.
+    pvclaimbinder_sync_period_s: float = 15.0
     #: Informer resync (``--min-resync-period`` 12 h, randomized): 0 disables resync, as a
     #: run is much shorter.
     resync_s: float = 0.0

@@ -186,3 +186,82 @@ def workload_settled(obj: Obj) -> tuple[bool, str]:
     if ready < want or available < want:
         return False, f"{name}: {ready}/{want} ready, {available} available"
     return True, ""
+
+
+# =========================================================================== nodes: taints and affinity
+# ``k8s.io/component-helpers/scheduling/corev1`` (used by the scheduler, the DaemonSet
+# controller and the volume binder alike).
+
+
+def toleration_tolerates_taint(toleration: Any, taint: Any) -> bool:
+    """``Toleration.ToleratesTaint`` (``k8s.io/api/core/v1/toleration.go``)."""
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    operator = toleration.operator or "Equal"
+    if operator == "Equal":
+        return toleration.value == taint.value
+    return operator == "Exists"
+
+
+def find_untolerated_taint(taints: Any, tolerations: Any, effects: tuple[str, ...] = ("NoSchedule", "NoExecute")) -> Any | None:
+    """``FindMatchingUntoleratedTaint`` over the taints with one of ``effects``."""
+    for taint in taints:
+        if taint.effect in effects and not any(toleration_tolerates_taint(toleration, taint) for toleration in tolerations):
+            return taint
+    return None
+
+
+def _requirement_matches(requirement: Any, values: Mapping[str, str]) -> bool:
+    key, operator = requirement.key, requirement.operator
+    present = key in values
+    if operator == "In":
+        return present and values[key] in requirement.values
+    if operator == "NotIn":
+        return not present or values[key] not in requirement.values
+    if operator == "Exists":
+        return present
+    if operator == "DoesNotExist":
+        return not present
+    if operator in ("Gt", "Lt"):
+        if not present or len(requirement.values) != 1:
+            return False
+        try:
+            label, bound = int(values[key]), int(requirement.values[0])
+        except ValueError:
+            return False
+        return label > bound if operator == "Gt" else label < bound
+    return False
+
+
+def node_selector_term_matches(term: Any, node_name: str, labels: Mapping[str, str]) -> bool:
+    """A term ANDs its label expressions and its fields (``metadata.name``); an empty term
+    matches nothing."""
+    if not term.match_expressions and not term.match_fields:
+        return False
+    if not all(_requirement_matches(expression, labels) for expression in term.match_expressions):
+        return False
+    fields = {"metadata.name": node_name}
+    return all(requirement.key == "metadata.name" and _requirement_matches(requirement, fields) for requirement in term.match_fields)
+
+
+def node_selector_matches(selector: Any, node_name: str, labels: Mapping[str, str]) -> bool:
+    """A required ``NodeSelector``: one of its terms matches (None matches every node)."""
+    if selector is None:
+        return True
+    return any(node_selector_term_matches(term, node_name, labels) for term in selector.node_selector_terms)
+
+
+def pod_fits_node_affinity(spec: Any, node: Any) -> bool:
+    """``GetRequiredNodeAffinity(pod).Match(node)``: ``nodeSelector`` and the required terms."""
+    labels = node.metadata.labels
+    for key, value in spec.node_selector.items():
+        if labels.get(key) != value:
+            return False
+    affinity = spec.affinity
+    required = affinity.node_affinity.required_during_scheduling_ignored_during_execution if affinity is not None and affinity.node_affinity is not None else None
+    return node_selector_matches(required, node.metadata.name, labels)
+
+
+__all__ += ["find_untolerated_taint", "node_selector_matches", "node_selector_term_matches", "pod_fits_node_affinity", "toleration_tolerates_taint"]

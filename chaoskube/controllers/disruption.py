@@ -142,6 +142,16 @@ def find_controller_scale(reference: OwnerReference, namespace: str, lookup: Loo
     """The finders in upstream's order: (controller uid, scale) of the Deployment that owns
     the referenced ReplicaSet, else of the ReplicaSet itself (when no Deployment controls
     it); None when neither is found or their uids differ from the references'."""
+    if _group_kind_is(reference, "ReplicationController", ("",)):  # getPodReplicationController
+        controller = lookup("replicationcontrollers", namespace, reference.name)
+        if controller is None or controller.metadata.uid != reference.uid:
+            return None
+        return controller.metadata.uid, _replicas(controller.spec.replicas)
+    if _group_kind_is(reference, "StatefulSet", ("apps",)):  # getPodStatefulSet
+        stateful_set = lookup("statefulsets", namespace, reference.name)
+        if stateful_set is None or stateful_set.metadata.uid != reference.uid:
+            return None
+        return stateful_set.metadata.uid, _replicas(stateful_set.spec.replicas)
     if not _group_kind_is(reference, "ReplicaSet", ("apps", "extensions")):
         return None
     replica_set = lookup("replicasets", namespace, reference.name)
@@ -323,7 +333,12 @@ class DisruptionController:
         self.pdbs = informers.informer("poddisruptionbudgets")
         self.replica_sets = informers.informer("replicasets")
         self.deployments = informers.informer("deployments")
-        self._lookups = {"replicasets": self.replica_sets, "deployments": self.deployments}
+        self.replication_controllers = informers.informer("replicationcontrollers")
+        self.stateful_sets = informers.informer("statefulsets")
+        self._lookups = {
+            "replicasets": self.replica_sets, "deployments": self.deployments,
+            "replicationcontrollers": self.replication_controllers, "statefulsets": self.stateful_sets,
+        }
         self.queue = RateLimitingQueue(process)
         self.recheck_queue = RateLimitingQueue(process)
         self.pods.add_event_handler(on_add=self._pod_changed, on_update=lambda old, new: self._pod_changed(new), on_delete=self._pod_changed)
@@ -343,7 +358,7 @@ class DisruptionController:
 
     # -- running ----------------------------------------------------------------------------------
     async def run(self) -> None:
-        for informer in (self.pods, self.pdbs, self.replica_sets, self.deployments):
+        for informer in (self.pods, self.pdbs, self.replica_sets, self.deployments, self.replication_controllers, self.stateful_sets):
             await informer.wait_for_sync()
         async with trio.open_nursery() as nursery:
             for _ in range(max(1, self.config.concurrent_disruption_syncs)):

@@ -599,6 +599,12 @@ class ReplicaSetController:
     """``ReplicaSetController`` (see the module docstring)."""
 
     KIND = "ReplicaSet"
+    RESOURCE = "replicasets"
+
+    @staticmethod
+    def selector_of(rs: Any) -> LabelSelector | None:
+        """The owner's label selector (a ReplicationController's map as matchLabels)."""
+        return rs.spec.selector
 
     def __init__(
         self,
@@ -618,7 +624,7 @@ class ReplicaSetController:
         self.burst_replicas = burst_replicas
         self.expectations = ControllerExpectations()
         self.queue = RateLimitingQueue(process)
-        self.rs_informer = informers.informer("replicasets")
+        self.rs_informer = informers.informer(self.RESOURCE)
         self.pod_informer = informers.informer("pods")
         add_index(self.rs_informer, CONTROLLER_UID_INDEX, controller_uid_index)
         self.rs_informer.add_event_handler(self._add_rs, self._update_rs, self._delete_rs)
@@ -641,7 +647,7 @@ class ReplicaSetController:
         """``GetPodReplicaSets``: ReplicaSets of the pod's namespace whose selector matches."""
         return [
             rs for rs in self.rs_informer.indexer.by_index(NAMESPACE_INDEX, pod.metadata.namespace)
-            if selector_selects(rs.spec.selector, pod.metadata.labels)
+            if selector_selects(self.selector_of(rs), pod.metadata.labels)
         ]
 
     # -- handlers (enqueue only; count observations into the expectations) --------------
@@ -659,7 +665,7 @@ class ReplicaSetController:
 
     def _delete_rs(self, obj: Any) -> None:
         rs = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-        if not isinstance(rs, ReplicaSet):
+        if getattr(rs, "KIND", None) != self.KIND:
             return
         key = meta_namespace_key(rs)
         self.expectations.delete(key)
@@ -773,7 +779,7 @@ class ReplicaSetController:
         failures: list[str] = []
         can_adopt: list[bool] = []  # the quorum re-read, done at most once per sync
         for pod in pods:
-            decision = claim_decision(rs, pod, matches(rs.spec.selector, pod.metadata.labels))
+            decision = claim_decision(rs, pod, matches(self.selector_of(rs), pod.metadata.labels))
             if decision is Claim.OWN:
                 claimed.append(pod)
             elif decision is Claim.ADOPT:
@@ -805,7 +811,7 @@ class ReplicaSetController:
         """``RecheckDeletionTimestamp``: a quorum GET; False when it is being deleted.
         Raises ControllerError when it is gone or replaced by another with the same name."""
         try:
-            fresh = await self.client.get("replicasets", rs.metadata.namespace, rs.metadata.name)
+            fresh = await self.client.get(self.RESOURCE, rs.metadata.namespace, rs.metadata.name)
         except ApiError as error:
             raise ControllerError(f"can't recheck {rs.metadata.namespace}/{rs.metadata.name}: {error}") from error
         if fresh.metadata.uid != rs.metadata.uid:
@@ -867,7 +873,7 @@ class ReplicaSetController:
         related: list[Pod] = []
         for sibling in siblings:
             for pod in self.pod_informer.indexer.by_index(NAMESPACE_INDEX, sibling.metadata.namespace):
-                if pod.metadata.uid in seen or not matches(sibling.spec.selector, pod.metadata.labels):
+                if pod.metadata.uid in seen or not matches(self.selector_of(sibling), pod.metadata.labels):
                     continue
                 seen.add(pod.metadata.uid)
                 related.append(pod)
@@ -886,8 +892,26 @@ class ReplicaSetController:
             except ApiError:
                 if attempt >= STATUS_UPDATE_RETRIES:
                     raise
-            current = await self.client.get("replicasets", rs.metadata.namespace, rs.metadata.name)
+            current = await self.client.get(self.RESOURCE, rs.metadata.namespace, rs.metadata.name)
         raise AssertionError("unreachable")
 
     def _record(self, key: str, action: str, want: int, done: int) -> None:
         self.process.world.record("replicaset-pods", replicaset=key, action=action, want=want, done=done, controller=self.name)
+
+
+class ReplicationControllerManager(ReplicaSetController):
+    """``pkg/controller/replication``: upstream runs the ReplicaSet controller's code on
+    ReplicationControllers (converted to ReplicaSets and back); so does this: the same
+    expectations, slow start, ranking and status, with the equality-based selector map
+    read as ``matchLabels`` (``--concurrent-rc-syncs`` 5)."""
+
+    KIND = "ReplicationController"
+    RESOURCE = "replicationcontrollers"
+
+    def __init__(self, process: Process, client: ApiClient, informers: SharedInformerFactory, config: ControllerManagerConfig) -> None:
+        super().__init__(process, client, informers, config, name="replication-controller")
+
+    @staticmethod
+    def selector_of(rc: Any) -> LabelSelector | None:
+        selector = rc.spec.selector or (rc.spec.template.metadata.labels if rc.spec.template is not None else {})
+        return LabelSelector(match_labels=dict(selector)) if selector else None
