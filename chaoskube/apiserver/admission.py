@@ -812,7 +812,7 @@ class LimitRangerPlugin:
         return [lr for lr in self.limit_ranges if lr.metadata.namespace == namespace]
 
     def admit(self, request: AdmissionRequest) -> AdmissionResult:
-        from chaoskube.apiserver.quota import LIMIT_RANGER_ANNOTATION, limit_range_defaults
+        from chaoskube.api.quota import LIMIT_RANGER_ANNOTATION, limit_range_defaults
 
         if request.operation != "CREATE" or not _pod_request(request):
             return _allowed(request)
@@ -827,7 +827,7 @@ class LimitRangerPlugin:
         return _allowed(request, pod)
 
     def validate(self, request: AdmissionRequest) -> AdmissionResult:
-        from chaoskube.apiserver.quota import limit_range_problems
+        from chaoskube.api.quota import limit_range_problems
 
         if request.subresource or request.kind not in ("Pod", "PersistentVolumeClaim") or request.object is None:
             return _allowed(request)
@@ -988,7 +988,7 @@ def default_plugins(
     ``pkg/kubeapiserver/options/plugins.go``: NamespaceLifecycle, LimitRanger,
     ServiceAccount, NodeRestriction, Priority, DefaultTolerationSeconds), after defaulting.
     ResourceQuota, the last of the order, writes quota status: the server runs it
-    (:mod:`chaoskube.apiserver.quota`)."""
+    (:mod:`chaoskube.api.quota`)."""
     return [
         DefaultingPlugin(),
         NamespaceLifecyclePlugin(namespaces=tuple(namespaces)),

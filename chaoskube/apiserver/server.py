@@ -765,7 +765,7 @@ class ApiServer:
                 obj.spec.finalizers = [*obj.spec.finalizers, "kubernetes"]
         elif info.kind in ("PersistentVolumeClaim", "PersistentVolume"):
             obj.status = type(obj.status)(phase="Pending")
-        elif info.kind in STATUS_KINDS:
+        elif info.kind in STATUS_KINDS and info.kind != "Node":  # a kubelet creates its Node with status
             obj.status = type(obj.status)()
         if info.kind == "Job":
             self._generate_job_selector(obj)
@@ -820,7 +820,7 @@ class ApiServer:
         with an update guarded by the quota's resourceVersion (a concurrent admission that
         changed it first makes this one re-read and check again)."""
         from chaoskube.apiserver.admission import forbidden_by_admission
-        from chaoskube.apiserver.quota import check_quota, show_quantity
+        from chaoskube.api.quota import check_quota, show_quantity
 
         namespace = obj.metadata.namespace
         if not namespace:

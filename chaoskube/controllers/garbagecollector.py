@@ -20,9 +20,12 @@ Upstream sources followed (kubernetes/kubernetes ``pkg/controller/garbagecollect
 - The worker count is ``--concurrent-gc-syncs`` (20, ``ControllerManagerConfig``).
 
 Model, instead of upstream's dependency graph over every resource: informers on the
-dependents (:data:`DEPENDENT_RESOURCES`: replicasets, pods, endpointslices) indexed by
-owner uid, and on the owners (:data:`OWNER_RESOURCES`: deployments, replicasets,
-services) indexed by uid. A dependent is enqueued when an owner of one of those kinds is
+dependents (:data:`DEPENDENT_RESOURCES`: replicasets, pods, endpointslices, jobs,
+controllerrevisions, persistentvolumeclaims) indexed by owner uid, and on the owners
+(:data:`OWNER_RESOURCES`: deployments, replicasets, replicationcontrollers,
+statefulsets, daemonsets, jobs, cronjobs, services) indexed by uid; plus, as dependents
+and owners both, every custom resource once its CustomResourceDefinition is Established
+(their informers start then, as upstream's GC follows discovery). A dependent is enqueued when an owner of one of those kinds is
 deleted, or when it references an owner of one of those kinds that the owner caches do not
 hold (after they synced; then once for every dependent). The decision is always taken on
 live reads (quorum GETs of the dependent and of each owner), as upstream's, so a lagging
@@ -38,9 +41,8 @@ references.
 Non-guarantees: foreground deletion (the ``foregroundDeletion`` finalizer and
 ``blockOwnerDeletion``) is not modelled: an owner carrying that finalizer stays until
 something else removes it, and counts as a solid owner meanwhile; orphan propagation (the
-``orphan`` finalizer) is not modelled either. Owners of kinds not in
-:data:`OWNER_RESOURCES` (StatefulSets, Nodes, ...) are never treated as absent: their
-dependents are not collected. The absent-owner cache is keyed by uid and, as upstream's,
+``orphan`` finalizer) is not modelled either. Owners of kinds not watched (Nodes,
+ConfigMaps, ...) are never treated as absent: their dependents are not collected. The absent-owner cache is keyed by uid and, as upstream's,
 is only a cache: an owner never comes back with the same uid.
 """
 
@@ -76,8 +78,8 @@ __all__ = [
 ]
 
 #: The dependents and owners this model watches (see the module docstring).
-DEPENDENT_RESOURCES = ("endpointslices", "pods", "replicasets")
-OWNER_RESOURCES = ("deployments", "replicasets", "services")
+DEPENDENT_RESOURCES = ("controllerrevisions", "endpointslices", "jobs", "persistentvolumeclaims", "pods", "replicasets")
+OWNER_RESOURCES = ("cronjobs", "daemonsets", "deployments", "jobs", "replicasets", "replicationcontrollers", "services", "statefulsets")
 #: Index names on the informers.
 OWNER_UID_INDEX = "garbagecollector/owner-uid"
 UID_INDEX = "garbagecollector/uid"
@@ -150,6 +152,12 @@ class GarbageCollector:
         self.dependents: dict[str, SharedInformer] = {}
         self.owners: dict[str, SharedInformer] = {}
         self._scanned = False
+        self._informers = informers
+        self._nursery: trio.Nursery | None = None
+        #: custom kinds by (apiVersion, kind): (resource, namespaced), from the established CRDs
+        self._custom: dict[tuple[str, str], tuple[str, bool]] = {}
+        self.crds = informers.informer("customresourcedefinitions")
+        self.crds.add_event_handler(on_add=self._crd_changed, on_update=lambda old, new: self._crd_changed(new))
         for resource in DEPENDENT_RESOURCES:
             informer = self.dependents[resource] = informers.informer(resource)
             add_index(informer, OWNER_UID_INDEX, _owner_uids)
@@ -162,14 +170,48 @@ class GarbageCollector:
             add_index(informer, UID_INDEX, _uid)
             informer.add_event_handler(on_update=self._owner_updated, on_delete=self._owner_deleted)
 
+    # -- custom resources: watched as dependents and owners once their CRD is established --
+    def _crd_changed(self, crd: Any) -> None:
+        if not any(c.type == "Established" and c.status == "True" for c in crd.status.conditions):
+            return
+        resource = f"{crd.spec.names.plural}.{crd.spec.group}"
+        namespaced = crd.spec.scope != "Cluster"
+        for version in crd.spec.versions:
+            if version.served:
+                self._custom[(f"{crd.spec.group}/{version.name}", crd.spec.names.kind)] = (resource, namespaced)
+        if resource in self.dependents:
+            return
+        informer = self.dependents[resource] = self.owners[resource] = self._informers.informer(resource)
+        add_index(informer, OWNER_UID_INDEX, _owner_uids)
+        add_index(informer, UID_INDEX, _uid)
+        informer.add_event_handler(
+            on_add=lambda obj, r=resource: self._dependent_changed(r, obj),
+            on_update=lambda old, new, r=resource: (self._dependent_changed(r, new, old), self._owner_updated(old, new)),
+            on_delete=self._owner_deleted,
+        )
+        if self._nursery is not None:
+            self._informers.start(self._nursery)
+
+    def _owner_resource(self, reference: OwnerReference) -> str | None:
+        custom = self._custom.get((reference.api_version, reference.kind))
+        if custom is not None:
+            return custom[0]
+        return owner_resource(reference)
+
+    def _owner_namespaced(self, reference: OwnerReference) -> bool:
+        custom = self._custom.get((reference.api_version, reference.kind))
+        if custom is not None:
+            return custom[1]
+        return KINDS[reference.kind].namespaced
+
     # -- handlers (enqueue only) ----------------------------------------------------------
     def _owners_synced(self) -> bool:
         return all(informer.has_synced() for informer in self.owners.values())
 
     def _owner_known(self, reference: OwnerReference) -> bool:
         """False only for an owner of a watched kind that the owner caches do not hold."""
-        resource = owner_resource(reference)
-        if resource is None:
+        resource = self._owner_resource(reference)
+        if resource is None or resource not in self.owners:
             return True
         return bool(self.owners[resource].indexer.index_keys(UID_INDEX, reference.uid))
 
@@ -193,7 +235,7 @@ class GarbageCollector:
         owner = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
         if owner is None or not owner.metadata.uid:
             return
-        for resource in DEPENDENT_RESOURCES:
+        for resource in sorted(self.dependents):
             for dependent in self.dependents[resource].indexer.by_index(OWNER_UID_INDEX, owner.metadata.uid):
                 self._enqueue(resource, dependent)
 
@@ -201,13 +243,15 @@ class GarbageCollector:
     async def run(self) -> None:
         """Wait for every cache, check every dependent once (owners deleted while nobody
         watched), then run ``config.concurrent_gc_syncs`` workers."""
-        for informer in [*self.owners.values(), *self.dependents.values()]:
+        for informer in [*self.owners.values(), *self.dependents.values(), self.crds]:
             await informer.wait_for_sync()
         self._scanned = True
-        for resource in DEPENDENT_RESOURCES:
+        for resource in sorted(self.dependents):
             for obj in self.dependents[resource].indexer.list():
                 self._dependent_changed(resource, obj)
         async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            self._informers.start(nursery)  # the custom resources found while syncing
             for _ in range(self.config.concurrent_gc_syncs):
                 nursery.start_soon(work_loop, self.queue, self.sync)
 
@@ -239,10 +283,10 @@ class GarbageCollector:
         dependent's namespace). Raises ApiError when the answer is not conclusive."""
         if self.absent_owners.has(reference.uid):
             return True
-        resource = owner_resource(reference)
+        resource = self._owner_resource(reference)
         if resource is None:
             return False  # a kind this model does not watch: never absent
-        owner_namespace = namespace if KINDS[reference.kind].namespaced else ""
+        owner_namespace = namespace if self._owner_namespaced(reference) else ""
         try:
             owner = await self.client.get(resource, owner_namespace, reference.name)
         except ApiError as error:

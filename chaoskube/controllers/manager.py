@@ -11,7 +11,9 @@ restart amounts to.
 
 The controllers (``cmd/kube-controller-manager/app/controllermanager.go``
 ``NewControllerDescriptors``), each in its own module: serviceaccount (here), replicaset,
-deployment, garbagecollector, nodelifecycle (with taint-based eviction), disruption,
+replicationcontroller, deployment, statefulset, daemonset, job (with ttl-after-finished),
+cronjob, garbagecollector, namespace, persistentvolume-binder (with a dynamic
+provisioner), resourcequota, nodelifecycle (with taint-based eviction), disruption,
 endpointslice.
 """
 
@@ -118,25 +120,43 @@ class ServiceAccountsController:
 
 def _controllers() -> dict[str, Callable[..., Any]]:
     """Name -> controller class, in kube-controller-manager's start order."""
+    from chaoskube.controllers.cronjob import CronJobController
+    from chaoskube.controllers.daemonset import DaemonSetController
     from chaoskube.controllers.deployment import DeploymentController
     from chaoskube.controllers.disruption import DisruptionController
     from chaoskube.controllers.endpointslice import EndpointSliceController
     from chaoskube.controllers.garbagecollector import GarbageCollector
+    from chaoskube.controllers.job import JobController
+    from chaoskube.controllers.namespace import NamespaceController
     from chaoskube.controllers.nodelifecycle import NodeLifecycleController
-    from chaoskube.controllers.replicaset import ReplicaSetController
+    from chaoskube.controllers.persistentvolume import PersistentVolumeController
+    from chaoskube.controllers.replicaset import ReplicaSetController, ReplicationControllerManager
+    from chaoskube.controllers.resourcequota import ResourceQuotaController
+    from chaoskube.controllers.statefulset import StatefulSetController
 
     return {
         "serviceaccount": ServiceAccountsController,
         "replicaset": ReplicaSetController,
+        "replicationcontroller": ReplicationControllerManager,
         "deployment": DeploymentController,
+        "statefulset": StatefulSetController,
+        "daemonset": DaemonSetController,
+        "job": JobController,
+        "cronjob": CronJobController,
         "garbagecollector": GarbageCollector,
+        "namespace": NamespaceController,
+        "persistentvolume-binder": PersistentVolumeController,
+        "resourcequota": ResourceQuotaController,
         "nodelifecycle": NodeLifecycleController,
         "disruption": DisruptionController,
         "endpointslice": EndpointSliceController,
     }
 
 
-CONTROLLERS = ("serviceaccount", "replicaset", "deployment", "garbagecollector", "nodelifecycle", "disruption", "endpointslice")
+CONTROLLERS = (
+    "serviceaccount", "replicaset", "replicationcontroller", "deployment", "statefulset", "daemonset", "job", "cronjob",
+    "garbagecollector", "namespace", "persistentvolume-binder", "resourcequota", "nodelifecycle", "disruption", "endpointslice",
+)
 
 
 def controller_manager_main(

@@ -57,7 +57,8 @@ def test_only_owner_kinds_this_model_watches_can_be_absent():
     assert owner_resource(_reference("Deployment", "1")) == "deployments"
     assert owner_resource(_reference("ReplicaSet", "1")) == "replicasets"
     assert owner_resource(_reference("Service", "1", "v1")) == "services"
-    assert owner_resource(_reference("StatefulSet", "1")) is None  # not modelled: never absent
+    assert owner_resource(_reference("StatefulSet", "1")) == "statefulsets"
+    assert owner_resource(_reference("Node", "1", "v1")) is None  # not watched: never absent
     assert owner_resource(_reference("Deployment", "1", "extensions/v1beta1")) is None  # another apiVersion
 
 
