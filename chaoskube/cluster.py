@@ -48,7 +48,11 @@ class Taint(_Spec):
 
 
 class NodeGroup(_Spec):
-    """``count`` nodes named ``<prefix>-<n>``, spread round-robin over ``zones``."""
+    """``count`` nodes named ``<prefix>-<n>``, spread round-robin over ``zones``; each with
+    ``cpu``, ``memory``, ``pods`` (the kubelet's ``maxPods``, 110 by default),
+    ``ephemeralStorage`` and ``extendedResources`` (device plugins' resources such as
+    ``nvidia.com/gpu: 1``) in its capacity; the scheduler and the ``scheduling`` checker
+    judge pods against the allocatable the kubelet derives from them."""
 
     prefix: str = "node"
     count: int = 3
@@ -56,14 +60,32 @@ class NodeGroup(_Spec):
     cpu: str = "4"
     memory: str = "16Gi"
     pods: int = 110
+    ephemeral_storage: str = "100Gi"
+    extended_resources: dict[str, str] = {}
     labels: dict[str, str] = {}
     taints: list[Taint] = []
 
     def __post_init__(self) -> None:
+        from chaoskube.api.objects import parse_quantity
+
         if self.count < 0:
             raise ValueError(f"`count` must not be negative, got {self.count}")
         if not self.zones:
             raise ValueError("`zones` must name at least one zone")
+        if self.pods < 1:
+            raise ValueError(f"`pods` must be at least 1, got {self.pods}")
+        for field, value in (("cpu", self.cpu), ("memory", self.memory), ("ephemeralStorage", self.ephemeral_storage), *((f"extendedResources.{k}", v) for k, v in self.extended_resources.items())):
+            try:
+                if parse_quantity(value) < 0:
+                    raise ValueError("must not be negative")
+            except ValueError as error:
+                raise ValueError(f"`{field}`: {error}") from None
+        for name in self.extended_resources:
+            if "/" not in name or name.startswith("kubernetes.io/") or name.startswith("requests."):
+                raise ValueError(f"`extendedResources.{name}`: an extended resource is a domain-prefixed name outside kubernetes.io/ (such as nvidia.com/gpu)")
+
+    def capacity(self) -> dict[str, str]:
+        return {"cpu": self.cpu, "memory": self.memory, "pods": str(self.pods), "ephemeral-storage": self.ephemeral_storage, **self.extended_resources}
 
 
 class WebhookSpec(_Spec):
@@ -136,6 +158,12 @@ class Timings(_Spec):
     pod_max_backoff_s: float = 10.0
 
 
+#: The default StorageClass a cluster starts with (as kind, GKE or EKS clusters come with one):
+#: zonal disks, provisioned where the first pod that mounts the claim is scheduled.
+DEFAULT_STORAGE_CLASS = "standard"
+DEFAULT_PROVISIONER = "chaoskube.io/zonal-disk"
+
+
 class ClusterSpec(_Spec):
     etcd_members: int = 3
     api_servers: int = 2
@@ -144,6 +172,23 @@ class ClusterSpec(_Spec):
     node_groups: list[NodeGroup] = msgspec.field(default_factory=lambda: [NodeGroup()])
     webhooks: list[WebhookSpec] = []
     timings: Timings = msgspec.field(default_factory=Timings)
+    #: Create the default StorageClass ``standard`` (provisioner ``chaoskube.io/zonal-disk``,
+    #: WaitForFirstConsumer, reclaim Delete), so claims without a class are provisioned.
+    default_storage_class: bool = True
+
+    def bootstrap_objects(self) -> list[Object]:
+        """What the cluster's bootstrap applies once the API answers: the webhooks'
+        configurations and the default StorageClass."""
+        from chaoskube.api.manifests import from_dict
+
+        objects = [hook.configuration() for hook in self.webhooks]
+        if self.default_storage_class:
+            objects.append(from_dict({
+                "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                "metadata": {"name": DEFAULT_STORAGE_CLASS, "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+                "provisioner": DEFAULT_PROVISIONER, "reclaimPolicy": "Delete", "volumeBindingMode": "WaitForFirstConsumer",
+            }))
+        return objects
 
     def __post_init__(self) -> None:
         self.nodes()  # names and count checked now, with the spec's errors
@@ -280,7 +325,7 @@ def _node_main(cluster: Cluster, index: int, name: str, zone: str, group: NodeGr
     node = KubeletNode(
         name=name,
         zone=zone,
-        capacity={"cpu": group.cpu, "memory": group.memory, "pods": str(group.pods)},
+        capacity=group.capacity(),
         labels=dict(group.labels),
         taints=tuple(NodeTaint(key=taint.key, value=taint.value, effect=taint.effect) for taint in group.taints),
         address=f"10.0.{index // 250}.{index % 250 + 1}",
@@ -300,8 +345,8 @@ def _node_main(cluster: Cluster, index: int, name: str, zone: str, group: NodeGr
 
 
 def _bootstrap_main(cluster: Cluster, objects: list[Object]) -> Callable[[Process], Awaitable[None]]:
-    """Create the spec's objects (webhook configurations) once the API answers, as an
-    administrator applying manifests would; then exit."""
+    """Create the spec's objects (webhook configurations, the default StorageClass) once
+    the API answers, as an administrator applying manifests would; then exit."""
 
     async def main(process: Process) -> None:
         client = cluster.client(process)
@@ -339,7 +384,9 @@ def open_cluster(world: World, spec: ClusterSpec | None = None) -> Cluster:
 
         for hook in spec.webhooks:
             world.spawn(hook.service, webhook_server(hook.handler()), role="webhook")
-        world.spawn("cluster-bootstrap", _bootstrap_main(cluster, [hook.configuration() for hook in spec.webhooks]), role="bootstrap")
+    bootstrap = spec.bootstrap_objects()
+    if bootstrap:
+        world.spawn("cluster-bootstrap", _bootstrap_main(cluster, bootstrap), role="bootstrap")
     for index, (name, zone, group) in enumerate(spec.nodes()):
         world.spawn(name, _node_main(cluster, index, name, zone, group, api_names, kubelet_config), role="node", zone=zone, labels={ZONE_LABEL: zone})
     return cluster

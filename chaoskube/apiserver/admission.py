@@ -66,6 +66,7 @@ from chaoskube.api.patch import create_patch
 __all__ = [
     "AdmissionRequest",
     "AdmissionResult",
+    "DefaultStorageClassPlugin",
     "DefaultTolerationSecondsPlugin",
     "DefaultingPlugin",
     "LimitRangerPlugin",
@@ -841,6 +842,36 @@ class LimitRangerPlugin:
         return _forbidden(self.name, request, detail)
 
 
+# =========================================================================== DefaultStorageClass
+
+DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+
+
+@dataclass(frozen=True, slots=True)
+class DefaultStorageClassPlugin:
+    """DefaultStorageClass (``plugin/pkg/admission/storage/storageclass/setdefault``): a
+    PersistentVolumeClaim created without ``storageClassName`` gets the default class (the
+    ``storageclass.kubernetes.io/is-default-class: "true"`` one; the newest if several).
+    An explicit ``""`` stays: it asks for no class."""
+
+    storage_classes: tuple[Any, ...] = ()
+    name: str = "DefaultStorageClass"
+
+    def handles(self, operation: str) -> bool:
+        return operation == "CREATE"
+
+    def admit(self, request: AdmissionRequest) -> AdmissionResult:
+        if request.kind != "PersistentVolumeClaim" or request.subresource or request.object is None or request.object.spec.storage_class_name is not None:
+            return _allowed(request)
+        defaults = [sc for sc in self.storage_classes if sc.metadata.annotations.get(DEFAULT_CLASS_ANNOTATION) == "true"]
+        if not defaults:
+            return _allowed(request)
+        chosen = max(defaults, key=lambda sc: (sc.metadata.creation_timestamp or "", sc.metadata.name))
+        claim = deep_copy(request.object)
+        claim.spec.storage_class_name = chosen.metadata.name
+        return _allowed(request, claim)
+
+
 # =========================================================================== NodeRestriction
 
 #: ``kubeletapis.IsKubeletLabel`` (k8s.io/kubelet/pkg/apis/well_known_labels.go).
@@ -983,6 +1014,7 @@ def default_plugins(
     service_accounts: Iterable[tuple[str, str]] = (),
     priority_classes: Iterable[PriorityClass] = (),
     limit_ranges: Iterable[Any] = (),
+    storage_classes: Iterable[Any] = (),
 ) -> list[MutatingPlugin | ValidatingPlugin]:
     """The built-in plugins in kube-apiserver's order (``AllOrderedPlugins``,
     ``pkg/kubeapiserver/options/plugins.go``: NamespaceLifecycle, LimitRanger,
@@ -997,6 +1029,7 @@ def default_plugins(
         NodeRestrictionPlugin(),
         PriorityPlugin(priority_classes=tuple(priority_classes)),
         DefaultTolerationSecondsPlugin(),
+        DefaultStorageClassPlugin(storage_classes=tuple(storage_classes)),
     ]
 
 

@@ -411,6 +411,7 @@ class ApiServer:
             service_accounts=[(sa.metadata.namespace, sa.metadata.name) for sa in self.cacher.objects("serviceaccounts")],
             priority_classes=self.cacher.objects("priorityclasses"),
             limit_ranges=self.cacher.objects("limitranges"),
+            storage_classes=self.cacher.objects("storageclasses"),
         )
 
     def _namespace_labels(self, namespace: str) -> dict[str, str] | None:

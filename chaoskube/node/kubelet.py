@@ -259,10 +259,15 @@ def _format_bytes(milli: int) -> str:
 
 
 def allocatable_of(capacity: Mapping[str, str]) -> dict[str, str]:
-    """Capacity less the hard eviction threshold for memory (no kube/system reserved)."""
+    """Capacity less the hard eviction thresholds (no kube/system reserved): memory less
+    ``memory.available<100Mi``, ephemeral-storage less ``nodefs.available<10%`` (the
+    kubelet's ``evictionHard`` defaults); extended resources as they are."""
     allocatable = dict(capacity)
     memory = parse_quantity(capacity["memory"]) - parse_quantity(EVICTION_HARD_MEMORY)
     allocatable["memory"] = _format_bytes(max(0, memory))
+    if "ephemeral-storage" in capacity:
+        storage = parse_quantity(capacity["ephemeral-storage"])
+        allocatable["ephemeral-storage"] = _format_bytes(storage - storage // 10 // 1000 * 1000)
     return allocatable
 
 

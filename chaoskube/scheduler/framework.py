@@ -28,7 +28,7 @@ Contract:
   seeded tie break of ``selectHost``. It raises :class:`FitError`, whose ``str`` is
   Kubernetes' FailedScheduling message, when no node fits.
 
-Non-guarantees: no Permit, PreBind, PostBind or PreEnqueue extension points; no
+Non-guarantees: no Permit, PostBind or PreEnqueue extension points; no
 PreFilterResult narrowing of the node list; no extenders; no parallelism (plugins run one
 node after another, so a run is deterministic without locks).
 """
@@ -204,6 +204,9 @@ class ActionType(enum.Flag):
 
 class EventResource(enum.Enum):
     NODE = "Node"
+    PVC = "PersistentVolumeClaim"
+    PV = "PersistentVolume"
+    STORAGE_CLASS = "storage.k8s.io/StorageClass"
     POD = "Pod"  # matches AssignedPod and UnscheduledPod
     ASSIGNED_POD = "AssignedPod"
     UNSCHEDULED_POD = "UnscheduledPod"
@@ -320,23 +323,50 @@ def pod_requests(pod: Pod, *, non_zero: bool = False) -> tuple[int, int]:
 
 @dataclass(slots=True)
 class Resource:
-    """``framework.Resource``: milli-CPU, memory bytes, and (for allocatable) pod slots."""
+    """``framework.Resource``: milli-CPU, memory bytes, (for allocatable) pod slots, and
+    ``scalar``: ephemeral-storage and extended resources (``nvidia.com/gpu``, hugepages),
+    in milli-units, as ``EphemeralStorage`` and ``ScalarResources``."""
 
     milli_cpu: int = 0
     memory: int = 0
     allowed_pod_number: int = 0
+    scalar: dict[str, int] | None = None
 
     def clone(self) -> Resource:
-        return Resource(self.milli_cpu, self.memory, self.allowed_pod_number)
+        return Resource(self.milli_cpu, self.memory, self.allowed_pod_number, dict(self.scalar) if self.scalar else None)
+
+
+#: Resources of a node's allocatable the scheduler does not treat as scalar resources.
+_NOT_SCALAR = frozenset({"cpu", "memory", "pods"})
 
 
 def node_allocatable(node: Node) -> Resource:
     allocatable = node.status.allocatable
+    scalar = {name: parse_quantity(value) for name, value in allocatable.items() if name not in _NOT_SCALAR}
     return Resource(
         milli_cpu=parse_quantity(allocatable["cpu"]) if "cpu" in allocatable else 0,
         memory=_bytes(allocatable["memory"]) if "memory" in allocatable else 0,
         allowed_pod_number=_bytes(allocatable["pods"]) if "pods" in allocatable else 0,
+        scalar=scalar or None,
     )
+
+
+def pod_scalar_requests(pod: Pod) -> dict[str, int] | None:
+    """The requests of ephemeral-storage and extended resources (milli-units), summed as
+    ``PodRequests`` sums cpu and memory; None when the pod asks for none."""
+    total: dict[str, int] = {}
+    for container in pod.spec.containers:
+        for name, value in container.resources.requests.items():
+            if name not in _NOT_SCALAR:
+                total[name] = total.get(name, 0) + parse_quantity(value)
+    for container in pod.spec.init_containers:
+        for name, value in container.resources.requests.items():
+            if name not in _NOT_SCALAR:
+                total[name] = max(total.get(name, 0), parse_quantity(value))
+    for name, value in pod.spec.overhead.items():
+        if name not in _NOT_SCALAR:
+            total[name] = total.get(name, 0) + parse_quantity(value)
+    return total or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,7 +413,7 @@ class PodInfo:
         self.pod = pod
         self.key = pod_key(pod)
         cpu, memory = pod_requests(pod)
-        self.requests = Resource(cpu, memory)
+        self.requests = Resource(cpu, memory, scalar=pod_scalar_requests(pod))
         nz_cpu, nz_memory = pod_requests(pod, non_zero=True)
         self.non_zero_requests = Resource(nz_cpu, nz_memory)
         affinity = pod.spec.affinity
@@ -435,6 +465,11 @@ class NodeInfo:
     def _account(self, info: PodInfo, sign: int) -> None:
         self.requested.milli_cpu += sign * info.requests.milli_cpu
         self.requested.memory += sign * info.requests.memory
+        if info.requests.scalar:
+            scalar = self.requested.scalar if self.requested.scalar is not None else {}
+            for name, value in info.requests.scalar.items():
+                scalar[name] = scalar.get(name, 0) + sign * value
+            self.requested.scalar = scalar
         self.non_zero_requested.milli_cpu += sign * info.non_zero_requests.milli_cpu
         self.non_zero_requested.memory += sign * info.non_zero_requests.memory
 
@@ -782,6 +817,16 @@ class ReservePlugin(Protocol):
 
 
 @runtime_checkable
+class PreBindPlugin(Protocol):
+    """PreBind (``framework.PreBindPlugin``): runs in the binding cycle before Bind; a
+    failure fails the binding (Unreserve, then the pod is requeued)."""
+
+    name: str
+
+    async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status: ...
+
+
+@runtime_checkable
 class BindPlugin(Protocol):
     name: str
 
@@ -905,6 +950,7 @@ class Framework:
             assert entry.weight > 0, f"score plugin {entry.plugin.name} needs a positive weight"
         self.reserve = [p.plugin for p in self.plugins if isinstance(p.plugin, ReservePlugin)]
         self.bind = [p.plugin for p in self.plugins if isinstance(p.plugin, BindPlugin)]
+        self.pre_bind = [p.plugin for p in self.plugins if isinstance(p.plugin, PreBindPlugin)]
         for entry in self.plugins:
             attach = getattr(entry.plugin, "attach", None)
             if attach is not None:  # plugins that need the framework (``New(..., fh)``)
@@ -1058,6 +1104,14 @@ class Framework:
         """``RunReservePluginsUnreserve``: in reverse order."""
         for plugin in reversed(self.reserve):
             plugin.unreserve(state, pod, node_name)
+
+    async def run_pre_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        """``RunPreBindPlugins``: every plugin in order; the first failure stops."""
+        for plugin in self.pre_bind:
+            status = await plugin.pre_bind(state, pod, node_name)
+            if not status.is_success() and not status.is_skip():
+                return status.with_plugin(plugin.name)
+        return SUCCESS
 
     async def run_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         """``RunBindPlugins``: the first plugin that does not Skip binds."""

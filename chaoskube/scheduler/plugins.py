@@ -43,6 +43,7 @@ from chaoskube.scheduler.framework import (
     default_normalize_score,
 )
 from chaoskube.scheduler.preemption import DefaultPreemption
+from chaoskube.scheduler.volumebinding import VolumeBinding
 
 __all__ = [
     "DefaultBinder",
@@ -319,14 +320,15 @@ class InsufficientResource:
 
 
 def fits_request(pod_request: PodInfo, node_info: NodeInfo) -> list[InsufficientResource]:
-    """``fitsRequest`` (``noderesources/fit.go``): pod slots, then CPU and memory
-    requests against allocatable minus what the node's pods (assumed ones too) request."""
+    """``fitsRequest`` (``noderesources/fit.go``): pod slots, then CPU, memory,
+    ephemeral-storage and extended resources (``Insufficient nvidia.com/gpu``) against
+    allocatable minus what the node's pods (assumed ones too) request."""
     insufficient: list[InsufficientResource] = []
     allowed = node_info.allocatable.allowed_pod_number
     if len(node_info.pods) + 1 > allowed:
         insufficient.append(InsufficientResource("pods", "Too many pods", 1, len(node_info.pods), allowed))
     request = pod_request.requests
-    if request.milli_cpu == 0 and request.memory == 0:
+    if request.milli_cpu == 0 and request.memory == 0 and not request.scalar:
         return insufficient
     allocatable, requested = node_info.allocatable, node_info.requested
     if request.milli_cpu > 0 and request.milli_cpu > allocatable.milli_cpu - requested.milli_cpu:
@@ -339,6 +341,14 @@ def fits_request(pod_request: PodInfo, node_info: NodeInfo) -> list[Insufficient
             "memory", "Insufficient memory", request.memory, requested.memory, allocatable.memory,
             unresolvable=request.memory > allocatable.memory,
         ))
+    # ephemeral-storage and the scalar (extended) resources, in name order
+    for name, want in sorted((request.scalar or {}).items()):
+        if want == 0:
+            continue
+        capacity = (allocatable.scalar or {}).get(name, 0)
+        used = (requested.scalar or {}).get(name, 0)
+        if want > capacity - used:
+            insufficient.append(InsufficientResource(name, f"Insufficient {name}", want, used, capacity, unresolvable=want > capacity))
     return insufficient
 
 
@@ -820,6 +830,7 @@ def default_plugins(client: Any) -> list[tuple[Any, int]]:
         (TaintToleration(), 3),
         (NodeAffinity(), 2),
         (NodeResourcesFit(), 1),
+        (VolumeBinding(), 0),
         (PodTopologySpread(), 2),
         (InterPodAffinity(), 2),
         (DefaultPreemption(), 0),

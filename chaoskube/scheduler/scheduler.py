@@ -56,10 +56,13 @@ from chaoskube.config import SchedulerConfig
 from chaoskube.scheduler.framework import (
     ASSIGNED_POD_DELETE,
     NODE_ADD,
+    ActionType,
     CacheError,
+    ClusterEvent,
     Code,
     Cursor,
     CycleState,
+    EventResource,
     FitError,
     Framework,
     FrameworkError,
@@ -129,6 +132,14 @@ class Scheduler:
         self.pods = informers.informer("pods", field_selector=POD_FIELD_SELECTOR)
         self.pdbs = informers.informer("poddisruptionbudgets")
         self.namespaces = informers.informer("namespaces")
+        self.claims = informers.informer("persistentvolumeclaims")
+        self.volumes = informers.informer("persistentvolumes")
+        self.storage_classes = informers.informer("storageclasses")
+        for informer, resource in ((self.claims, EventResource.PVC), (self.volumes, EventResource.PV), (self.storage_classes, EventResource.STORAGE_CLASS)):
+            informer.add_event_handler(
+                on_add=lambda obj, r=resource: self._on_storage_event(r, ActionType.ADD),
+                on_update=lambda old, new, r=resource: self._on_storage_event(r, ActionType.update()),
+            )
         self.nodes.add_event_handler(on_add=self._on_node_add, on_update=self._on_node_update, on_delete=self._on_node_delete)
         self.pods.add_event_handler(on_add=self._on_pod_add, on_update=self._on_pod_update, on_delete=self._on_pod_delete)
 
@@ -161,6 +172,25 @@ class Scheduler:
     def _wake(self) -> None:
         if self.queue.ready() and self._lot:
             self._lot.unpark_all()
+
+    def _on_storage_event(self, resource: EventResource, action: ActionType) -> None:
+        """A claim, volume or storage class changed: pods the VolumeBinding plugin refused
+        may fit now (its ``EventsToRegister``)."""
+        self.queue.move_all_to_active_or_backoff(ClusterEvent(resource, action), self.process.now())
+        self._wake()
+
+    # -- the VolumeBinding plugin's listers ---------------------------------------------------
+    def claim(self, namespace: str, name: str) -> Any:
+        return self.claims.indexer.get_by_key(f"{namespace}/{name}")
+
+    def volume(self, name: str) -> Any:
+        return self.volumes.indexer.get_by_key(name)
+
+    def storage_class(self, name: str) -> Any:
+        return self.storage_classes.indexer.get_by_key(name)
+
+    def all_volumes(self) -> list[Any]:
+        return self.volumes.indexer.list()
 
     def _on_node_add(self, node: Any) -> None:
         self.cache.add_node(node)
@@ -231,7 +261,7 @@ class Scheduler:
 
     # -- running -------------------------------------------------------------------------------
     async def wait_for_sync(self) -> None:
-        for informer in (self.nodes, self.pods, self.pdbs, self.namespaces):
+        for informer in (self.nodes, self.pods, self.pdbs, self.namespaces, self.claims, self.volumes, self.storage_classes):
             await informer.wait_for_sync()
 
     async def run(self) -> None:
@@ -342,7 +372,9 @@ class Scheduler:
         self._nursery.start_soon(self._binding_cycle, state, pinfo, assumed, host)
 
     async def _binding_cycle(self, state: CycleState, pinfo: QueuedPodInfo, assumed: Pod, host: str) -> None:
-        status = await self.framework.run_bind_plugins(state, assumed, host)
+        status = await self.framework.run_pre_bind_plugins(state, assumed, host)
+        if status.is_success():
+            status = await self.framework.run_bind_plugins(state, assumed, host)
         if not status.is_success():
             await self._handle_binding_error(state, pinfo, assumed, host, status)
             return

@@ -289,7 +289,7 @@ class KubernetesSystem(System):
         names += [f"kube-apiserver-{index}" for index in range(1, cluster.api_servers + 1)]
         names += [f"kube-controller-manager-{index}" for index in range(1, cluster.controller_managers + 1)]
         names += [f"kube-scheduler-{index}" for index in range(1, cluster.schedulers + 1)]
-        names += [hook.service for hook in cluster.webhooks] + (["cluster-bootstrap"] if cluster.webhooks else [])
+        names += [hook.service for hook in cluster.webhooks] + (["cluster-bootstrap"] if cluster.bootstrap_objects() else [])
         names += [name for name, _, _ in cluster.nodes()]
         return names + ["kubectl"] + (["traffic"] if workload.traffic else [])
 

@@ -525,7 +525,7 @@ def test_defaulting_runs_before_default_toleration_seconds():
     paths = [op["path"] for op in result.patches]
     assert paths.index("/spec/restartPolicy") < paths.index("/spec/tolerations")
     assert [type(plugin).__name__ for plugin in chain()] == [
-        "DefaultingPlugin", "NamespaceLifecyclePlugin", "LimitRangerPlugin", "ServiceAccountPlugin", "NodeRestrictionPlugin", "PriorityPlugin", "DefaultTolerationSecondsPlugin",
+        "DefaultingPlugin", "NamespaceLifecyclePlugin", "LimitRangerPlugin", "ServiceAccountPlugin", "NodeRestrictionPlugin", "PriorityPlugin", "DefaultTolerationSecondsPlugin", "DefaultStorageClassPlugin",
     ]
 
     seen = []
