@@ -72,6 +72,11 @@ class Experiment(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     broken: list[str] = []  # gallery variants (chaoskube/gallery.py) patched in for the run
     seed: int | None = None  # the seed ``chaoskube run`` uses when --seed is not given
     path: str = ""
+    #: Set by ``--manifests DIR`` (``registry.with_manifests``): the directory whose
+    #: manifests replaced the workload, and ``--skip-unsupported``; both go into the replay
+    #: command and result.json (with a sha256 of the directory's manifests).
+    manifests_dir: str = ""
+    skip_unsupported: bool = False
 
 
 def with_broken(experiment: Experiment, names: list[str] | tuple[str, ...]) -> Experiment:

@@ -128,26 +128,78 @@ def load_experiment(path: str | Path) -> Experiment:
     return experiment
 
 
-def with_manifests(experiment: Experiment, directory: str | Path) -> Experiment:
+def with_manifests(experiment: Experiment, directory: str | Path, *, skip_unsupported: bool = False) -> Experiment:
     """``experiment`` with its workload replaced by the Kubernetes manifests in
     ``directory`` (``chaoskube run|explore --manifests DIR``: users bring their own
-    workloads). The built-in ``deployments`` and the ``steps`` that name them are dropped;
-    the rest of the workload (traffic, converge_s, ...) stays. The manifests are loaded now,
-    so a missing directory or a malformed manifest is a one-line ExperimentError."""
+    workloads). The built-in ``deployments`` are dropped, except those marked
+    ``infrastructure`` (part of the experiment's setup, such as a webhook's own pods); a
+    step that names a dropped Deployment acts on its ``workload`` role instead (the
+    workloads of the manifests it selects: "every workload with a PodDisruptionBudget").
+    When the manifests cannot give the experiment its meaning — a step's role selects
+    nothing, or a checker has nothing to judge — the run is refused in one line saying what
+    is missing (``node-drain-with-pdb: no Deployment/StatefulSet/... with a
+    PodDisruptionBudget in ./app``). The manifests are loaded now, so a missing directory or
+    a malformed manifest is a one-line ExperimentError too. With ``skip_unsupported``,
+    documents of kinds chaoskube cannot serve are left out and listed instead."""
     directory = Path(directory)
     if not directory.is_dir():
         raise ExperimentError(f"--manifests {directory}: not a directory; give a directory of Kubernetes YAML/JSON files")
     if not any(path.suffix in (".yaml", ".yml", ".json") for path in directory.glob("*") if path.is_file()):  # as load_manifests reads a directory
         raise ExperimentError(f"--manifests {directory}: no .yaml, .yml or .json file in it (subdirectories are not read); give a directory of Kubernetes manifests")
-    if "manifests" not in SYSTEMS[experiment.system].Workload.__struct_fields__:
+    system = SYSTEMS[experiment.system]
+    if "manifests" not in system.Workload.__struct_fields__:
         raise ExperimentError(f"--manifests: experiment {experiment.name!r} runs system {experiment.system!r}, which takes no manifests")
     workload = dict(experiment.workload)
+    kept = [deployment for deployment in workload.get("deployments", []) if isinstance(deployment, dict) and deployment.get("infrastructure")]
+    kept_names = {deployment.get("name") for deployment in kept}
+    steps = []
+    for index, step in enumerate(workload.get("steps", [])):
+        if isinstance(step, dict) and step.get("deployment") and step["deployment"] not in kept_names:
+            if not step.get("workload"):
+                raise ExperimentError(f"{experiment.name}: step `{step.get('action')}` (workload.steps[{index}]) names the built-in Deployment {step['deployment']!r} and no `workload` role to apply to {directory}'s manifests")
+            step = {key: value for key, value in step.items() if key != "deployment"}
+        steps.append(step)
     workload["manifests"] = [str(directory.resolve())]
-    workload["deployments"] = []
-    workload["steps"] = [step for step in workload.get("steps", []) if not (isinstance(step, dict) and step.get("deployment"))]
-    replaced = msgspec.structs.replace(experiment, workload=workload)
+    workload["deployments"] = kept
+    workload["steps"] = steps
+    if skip_unsupported:
+        workload["skip_unsupported"] = True
+    replaced = msgspec.structs.replace(experiment, workload=workload, manifests_dir=str(directory.resolve()), skip_unsupported=skip_unsupported)
     try:
-        SYSTEMS[experiment.system].options(replaced.cluster, replaced.workload, base_dir=experiment_dir(experiment))
+        cluster, typed = system.options(replaced.cluster, replaced.workload, base_dir=experiment_dir(experiment))
     except ExperimentError as error:
+        missing = getattr(error, "missing", None)
+        if missing is not None:
+            raise ExperimentError(f"{experiment.name}: {missing} in {directory} ({error.why})") from None
         raise ExperimentError(f"--manifests {directory}: {str(error).removeprefix('field `workload.manifests[0]`: ')}") from None
+    meaning = getattr(system, "meaning_problems", None)
+    if meaning is not None:
+        problems = meaning(list(experiment.checkers), cluster, typed)
+        if problems:
+            what, _, why = problems[0].partition(" (")
+            raise ExperimentError(f"{experiment.name}: {what} in {directory}" + (f" ({why}" if why else ""))
     return replaced
+
+
+def with_skip_unsupported(experiment: Experiment) -> Experiment:
+    """``--skip-unsupported`` without ``--manifests``: the experiment's own manifests (its
+    ``workload.manifests``) skip what cannot be served."""
+    system = SYSTEMS[experiment.system]
+    if "skip_unsupported" not in system.Workload.__struct_fields__:
+        raise ExperimentError(f"--skip-unsupported: experiment {experiment.name!r} runs system {experiment.system!r}, which takes no manifests")
+    workload = {**experiment.workload, "skip_unsupported": True}
+    return msgspec.structs.replace(experiment, workload=workload, skip_unsupported=True)
+
+
+def manifests_sha256(directory: str | Path) -> str:
+    """A fingerprint of the manifests ``--manifests DIR`` reads: sha256 over the name and
+    bytes of every .yaml/.yml/.json file of the directory, in name order (as
+    ``load_manifests`` reads them)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted(p for p in Path(directory).glob("*") if p.is_file() and p.suffix in (".yaml", ".yml", ".json")):
+        digest.update(path.name.encode() + b"\0")
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()

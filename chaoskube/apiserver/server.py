@@ -142,6 +142,8 @@ ADMIN_USER = "kubernetes-admin"
 LOOPBACK_USER = "system:apiserver"
 #: Bound on GuaranteedUpdate's and Delete's re-read loops; at the bound: 409 Conflict.
 MAX_ATTEMPTS = 16
+#: The most pods one simulated cluster holds (``ApiServerConfig.max_pods``).
+MAX_PODS = 5000
 #: Kinds with a ``status`` subresource: their main resource ignores status changes.
 STATUS_KINDS = frozenset({
     "Pod", "Node", "Deployment", "ReplicaSet", "Service", "PodDisruptionBudget", "Namespace", "StatefulSet", "DaemonSet", "Job",
@@ -181,6 +183,10 @@ class ApiServerConfig:
     eviction_attempts: int = 20  # eviction.go EvictionsRetry.Steps
     eviction_retry_s: float = 0.5  # EvictionsRetry.Duration (Factor 1, Jitter 0.1: not modelled)
     bootstrap: bool = True
+    #: The simulation's own bound: pod creations past this many pods in the cluster are
+    #: refused (403), so a runaway workload (100,000,000 replicas) ends in one line instead
+    #: of filling memory and disk. Not a Kubernetes setting (see docs/api-server.md).
+    max_pods: int = MAX_PODS
 
     def __post_init__(self) -> None:
         assert self.etcd_endpoints, "an API server needs etcd"
@@ -797,6 +803,9 @@ class ApiServer:
             obj.metadata.namespace = request.namespace
         else:
             obj.metadata.namespace = ""
+        if info.kind == "Pod" and len(self.cacher.cache("pods")) >= self.config.max_pods:
+            self.world.record("simulation-limit", server=self.name, resource="pods", limit=self.config.max_pods)
+            raise _refuse(forbidden(f'pods "{obj.metadata.name or obj.metadata.generate_name}" is forbidden: the simulation holds at most {self.config.max_pods} pods (chaoskube\'s cap per run; see docs/api-server.md)'))
         admission = self._admission_request("CREATE", request, user, info, obj, None, name=obj.metadata.name)
         obj = await self._mutate(admission)
         self._prepare_for_create(obj, info)

@@ -150,6 +150,9 @@ class DeploymentWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=Tru
     pdb_max_unavailable: int | None = None
     service: bool = False
     namespace: str = "default"  # another one is created first (a Namespace object)
+    #: Part of the experiment's own setup (a webhook's backing pods), not of the workload
+    #: under test: kept when ``--manifests`` replaces the workload.
+    infrastructure: bool = False
 
     def __post_init__(self) -> None:
         if not 0 <= self.replicas <= 1000:
@@ -184,25 +187,36 @@ class DeploymentWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=Tru
 
 
 class WorkloadStep(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
-    """An administrator action during the run (module docstring, ``steps``)."""
+    """An administrator action during the run (module docstring, ``steps``). The target is
+    a built-in ``deployment`` by name, or ``workload``: a selector of the workload's objects
+    by role (:func:`select_workloads`), which is what the step means when ``--manifests``
+    replaces the built-in Deployments."""
 
     after_s: float
     action: Literal["rollout", "scale", "drain", "uncordon"]
     deployment: str = ""
+    workload: str = ""
     replicas: int | None = None
+    by: int | None = None  # scale: add this many replicas to each selected workload
     node: str = ""
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.after_s) and 0 <= self.after_s <= 3600):
             raise ValueError(f"`after_s` must be a finite number between 0 and 3600, got {self.after_s}")
-        if self.action in ("rollout", "scale") and not self.deployment:
-            raise ValueError(f"`{self.action}` needs `deployment`")
-        if self.action == "scale" and (self.replicas is None or not 0 <= self.replicas <= 1000):
+        if self.action in ("rollout", "scale") and not (self.deployment or self.workload):
+            raise ValueError(f"`{self.action}` needs `deployment` or `workload`")
+        if self.action == "scale" and self.deployment and (self.replicas is None or not 0 <= self.replicas <= 1000):
             raise ValueError(f"`scale` needs `replicas` between 0 and 1000, got {self.replicas}")
-        if self.action == "drain" and not (self.node or self.deployment):
-            raise ValueError("`drain` needs `node` or `deployment` (the node holding most of its pods)")
+        if self.action == "scale" and not self.deployment and self.replicas is None and self.by is None:
+            raise ValueError("`scale` of a `workload` needs `replicas` or `by`")
+        if self.by is not None and not -1000 <= self.by <= 1000:
+            raise ValueError(f"`by` must be between -1000 and 1000, got {self.by}")
+        if self.action == "drain" and not (self.node or self.deployment or self.workload):
+            raise ValueError("`drain` needs `node`, `deployment` or `workload` (the node holding most of its pods)")
         if self.action == "uncordon" and not self.node:
             raise ValueError("`uncordon` needs `node`")
+        if self.workload:
+            parse_workload_selector(self.workload)
 
 
 #: ``kubectl drain`` in a step: bounded (kubectl's default is no timeout).
@@ -217,6 +231,9 @@ RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 
 class KubernetesWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     manifests: list[str] = []
+    #: Documents of kinds chaoskube cannot serve are left out (listed in the journal,
+    #: result.json and the report) instead of refusing the run (``--skip-unsupported``).
+    skip_unsupported: bool = False
     deployments: list[DeploymentWorkload] = []
     steps: list[WorkloadStep] = []
     traffic: bool = False
@@ -234,6 +251,152 @@ class KubernetesWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=Tru
         for name, value, low in (("traffic_every_s", self.traffic_every_s, 0.01), ("max_outage_s", self.max_outage_s, 0.0), ("converge_s", self.converge_s, 0.0)):
             if not (math.isfinite(value) and low <= value <= 3600):
                 raise ValueError(f"`{name}` must be a finite number between {low:g} and 3600, got {value}")
+
+
+# =========================================================================== workloads by role
+#: Workload kinds a step may act on, and what ``kubectl rollout restart`` / ``scale`` accept.
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Job")
+ROLLABLE_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
+SCALABLE_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController")
+#: The most pods a run simulates (the API server refuses more: ``ApiServerConfig.max_pods``).
+MAX_PODS_PER_RUN = 5000
+
+
+class WorkloadSelector(msgspec.Struct, frozen=True, kw_only=True):
+    """A step's ``workload``: comma-separated terms that all hold. ``kind:K`` (or
+    ``kind:K1|K2``), ``name:NAMESPACE/NAME`` (or ``name:NAME`` in default), ``label:KEY=VALUE``
+    (on the pod template), ``with-pdb`` (a PodDisruptionBudget selects its pods),
+    ``with-service`` (a Service selects its pods), ``scalable`` (Deployment, StatefulSet,
+    ReplicaSet, ReplicationController), ``rollable`` (Deployment, StatefulSet, DaemonSet);
+    ``largest`` keeps the one that wants the most pods (first by kind, namespace, name on ties)."""
+
+    kinds: tuple[str, ...] = ()
+    name: str = ""
+    labels: tuple[tuple[str, str], ...] = ()
+    with_pdb: bool = False
+    with_service: bool = False
+    scalable: bool = False
+    rollable: bool = False
+    largest: bool = False
+
+    def describe(self) -> str:
+        """What it selects, for the one-line refusal ("no workload with a PodDisruptionBudget")."""
+        kinds = "/".join(self.kinds) if self.kinds else ("scalable workload" if self.scalable else "Deployment, StatefulSet or DaemonSet" if self.rollable else "workload")
+        parts = [kinds]
+        if self.name:
+            parts.append(f"named {self.name}")
+        if self.labels:
+            parts.append("labelled " + ",".join(f"{k}={v}" for k, v in self.labels))
+        if self.with_pdb:
+            parts.append("with a PodDisruptionBudget")
+        if self.with_service:
+            parts.append("behind a Service")
+        return " ".join(parts)
+
+
+def parse_workload_selector(text: str) -> WorkloadSelector:
+    """Parse a step's ``workload``; ValueError names the bad term."""
+    fields: dict[str, Any] = {"labels": []}
+    for term in (part.strip() for part in text.split(",")):
+        if not term:
+            continue
+        key, colon, value = term.partition(":")
+        if colon and key == "kind":
+            kinds = tuple(value.split("|"))
+            unknown = [kind for kind in kinds if kind not in WORKLOAD_KINDS]
+            if unknown:
+                raise ValueError(f"`workload`: kind {unknown[0]!r} is not a workload kind ({', '.join(WORKLOAD_KINDS)})")
+            fields["kinds"] = kinds
+        elif colon and key == "name":
+            fields["name"] = value if "/" in value else f"default/{value}"
+        elif colon and key == "label":
+            label, equals, label_value = value.partition("=")
+            if not equals or not label:
+                raise ValueError(f"`workload`: {term!r} must be label:KEY=VALUE")
+            fields["labels"].append((label, label_value))
+        elif term in ("with-pdb", "with-service", "scalable", "rollable", "largest") and not colon:
+            fields[term.replace("-", "_")] = True
+        else:
+            raise ValueError(f"`workload`: unknown term {term!r} (kind:K, name:NS/NAME, label:K=V, with-pdb, with-service, scalable, rollable, largest)")
+    fields["labels"] = tuple(fields["labels"])
+    return WorkloadSelector(**fields)
+
+
+def _template_labels(obj: Object) -> dict[str, str]:
+    template = getattr(obj.spec, "template", None)
+    return dict(template.metadata.labels) if template is not None else {}
+
+
+def desired_pods_of(obj: Object, nodes: int) -> int:
+    """The pods a workload object wants (a DaemonSet: one per node)."""
+    from chaoskube.api.manifests import to_dict
+    from chaoskube.api.workloads import desired_pods
+
+    if obj.KIND == "Pod":
+        return 1
+    if obj.KIND == "CronJob":
+        parallelism = obj.spec.job_template.spec.parallelism
+        return 1 if parallelism is None else parallelism
+    return desired_pods(to_dict(obj), eligible_nodes=nodes if obj.KIND == "DaemonSet" else None)
+
+
+def select_workloads(selector: WorkloadSelector, objects: list[Object], exclude: frozenset[str] = frozenset()) -> list[Object]:
+    """The workload objects of ``objects`` that ``selector`` selects (module docstring);
+    ``exclude`` holds ``Kind ns/name`` keys left out (the experiment's infrastructure)."""
+    from chaoskube.api.objects import matches
+
+    pdbs = [obj for obj in objects if obj.KIND == "PodDisruptionBudget"]
+    services = [obj for obj in objects if obj.KIND == "Service" and obj.spec.selector]
+    found = []
+    for obj in objects:
+        if obj.KIND not in WORKLOAD_KINDS or f"{obj.KIND} {_key(obj)}" in exclude:
+            continue
+        if selector.kinds and obj.KIND not in selector.kinds:
+            continue
+        if selector.scalable and obj.KIND not in SCALABLE_KINDS:
+            continue
+        if selector.rollable and obj.KIND not in ROLLABLE_KINDS:
+            continue
+        if selector.name and _key(obj) != selector.name:
+            continue
+        labels = _template_labels(obj)
+        if any(labels.get(key) != value for key, value in selector.labels):
+            continue
+        namespace = obj.metadata.namespace or "default"
+        if selector.with_pdb and not any((pdb.metadata.namespace or "default") == namespace and matches(pdb.spec.selector, labels) for pdb in pdbs):
+            continue
+        if selector.with_service and not any((svc.metadata.namespace or "default") == namespace and all(labels.get(k) == v for k, v in svc.spec.selector.items()) for svc in services):
+            continue
+        found.append(obj)
+    found.sort(key=lambda obj: (obj.KIND, _key(obj)))
+    if selector.largest and found:
+        found = [max(found, key=lambda obj: (desired_pods_of(obj, 1), [-ord(c) for c in f"{obj.KIND} {_key(obj)}"]))]
+    return found
+
+
+def estimate_pods(objects: list[Object], nodes: int) -> tuple[int, str]:
+    """(pods the workload's objects want, the largest contributor) for the per-run cap."""
+    total, largest, largest_count = 0, "", -1
+    for obj in objects:
+        if obj.KIND not in (*WORKLOAD_KINDS, "Pod", "CronJob"):
+            continue
+        if obj.KIND == "ReplicaSet" and any(ref.controller for ref in obj.metadata.owner_references):
+            continue
+        count = desired_pods_of(obj, nodes)
+        total += count
+        if count > largest_count:
+            largest, largest_count = f"{obj.KIND} {_key(obj)}: {count} pod(s)", count
+    return total, largest
+
+
+class MeaningError(ExperimentError):
+    """The workload cannot give the experiment its meaning: ``missing`` says what it lacks
+    ("no workload with a PodDisruptionBudget"), ``why`` who needs it."""
+
+    def __init__(self, missing: str, why: str) -> None:
+        super().__init__(f"{missing} ({why})")
+        self.missing = missing
+        self.why = why
 
 
 def resolve_manifest(entry: str, base_dir: Path | None) -> Path:
@@ -268,20 +431,45 @@ class KubernetesSystem(System):
         typed = convert_options(workload, KubernetesWorkload, "workload")
         base = base_dir
         resolved = []
+        objects: list[Object] = []
         for index, entry in enumerate(typed.manifests):
             where = f"field `workload.manifests[{index}]`"
             try:
                 path = resolve_manifest(entry, base)
-                load_manifests(path)
+                objects.extend(_load(path, typed.skip_unsupported)[0])
             except (FileNotFoundError, ManifestError) as error:
                 raise ExperimentError(f"{where}: {error}") from None
             resolved.append(str(path))
         for index, deployment in enumerate(typed.deployments):
             try:
-                deployment.objects()
+                objects.extend(deployment.objects())
             except ManifestError as error:
                 raise ExperimentError(f"field `workload.deployments[{index}]`: {error}") from None
+        nodes = len(spec.nodes())
+        pods, largest = estimate_pods(objects, nodes)
+        if pods > MAX_PODS_PER_RUN:
+            raise ExperimentError(f"field `workload`: the workload wants {pods} pods (largest: {largest}); a run simulates at most {MAX_PODS_PER_RUN} (docs/api-server.md, the simulation's limits)")
+        for index, step in enumerate(typed.steps):
+            if step.workload and not step.deployment:
+                selector = parse_workload_selector(step.workload)
+                if not select_workloads(selector, objects):
+                    raise MeaningError(f"no {selector.describe()}", f"step `{step.action}`, workload.steps[{index}], needs one")
         return spec, msgspec.structs.replace(typed, manifests=resolved)
+
+    @classmethod
+    def meaning_problems(cls, checkers: list[str], cluster: ClusterSpec, workload: KubernetesWorkload) -> list[str]:
+        """What an experiment's checkers need that the workload does not have (for
+        ``--manifests``): traffic to judge ``service-availability`` needs a Service with a
+        selector and a virtual IP."""
+        objects: list[Object] = []
+        for path in workload.manifests:
+            objects.extend(_load(path, workload.skip_unsupported)[0])
+        for deployment in workload.deployments:
+            objects.extend(deployment.objects())
+        problems = []
+        if "service-availability" in checkers and workload.traffic and not [obj for obj in objects if _probeable(obj)]:
+            problems.append("no Service with a selector (the service-availability checker has nothing to probe; run without it, or add a Service)")
+        return problems
 
     @classmethod
     def process_names(cls, cluster: ClusterSpec, workload: KubernetesWorkload) -> list[str]:
@@ -300,7 +488,11 @@ class KubernetesSystem(System):
         self.nodes = [name for name, _, _ in cluster.nodes()]
         self.objects = self._workload_objects()
         self.deployments = sorted(_key(obj) for obj in self.objects if obj.KIND == "Deployment")
+        #: every workload of the workload (Kind, "ns/name"), in a stable order
+        self.workloads = sorted((obj.KIND, _key(obj)) for obj in self.objects if obj.KIND in (*WORKLOAD_KINDS, "Pod") and not (obj.KIND == "ReplicaSet" and any(r.controller for r in obj.metadata.owner_references)))
         self.services = sorted(_key(obj) for obj in self.objects if obj.KIND == "Service" and getattr(obj.spec, "selector", None))
+        self.custom_definitions = sorted(obj.metadata.name for obj in self.objects if obj.KIND == "CustomResourceDefinition")
+        self.infrastructure = frozenset(f"Deployment {d.namespace}/{d.name}" for d in self.workload.deployments if d.infrastructure)
         self.steady_state_verdict: Verdict | None = None
         self.workload_verdict: Verdict | None = None
         self.probes: list[TrafficProbe] = []
@@ -311,8 +503,11 @@ class KubernetesSystem(System):
 
     def _workload_objects(self) -> list[Object]:
         objects: list[Object] = []
+        self.skipped: list[str] = []
         for path in self.workload.manifests:
-            objects.extend(load_manifests(path))
+            found, issues = _load(path, self.workload.skip_unsupported)
+            objects.extend(found)
+            self.skipped.extend(str(issue) for issue in issues)
         for deployment in self.workload.deployments:
             objects.extend(deployment.objects())
         return objects
@@ -330,6 +525,8 @@ class KubernetesSystem(System):
 
     async def start_workload(self) -> None:
         assert self.handle is not None and self._client is not None
+        if self.skipped:
+            self.world.record("kubernetes", event="skipped-unsupported", documents=list(self.skipped))
         created, failures = await self._create_all()
         self._workload_created = True
         self.world.record("kubernetes", event="workload-created", objects=created, failures=len(failures))
@@ -347,7 +544,7 @@ class KubernetesSystem(System):
             self.workload_verdict = Verdict(False, f"the workload did not reach its steady state within {self.workload.converge_s:g} s of its creation: {verdict.reason}", verdict.evidence)
             return
         self.workload_verdict = Verdict(True, f"the workload converged {took:.3f} s after its creation")
-        if self.workload.traffic and self.services:
+        if self.workload.traffic and any(_probeable(obj) for obj in self.objects):
             self._start_traffic()
         for step in sorted(self.workload.steps, key=lambda step: step.after_s):
             self.world.call_later(step.after_s, self._start_step, step)
@@ -361,35 +558,56 @@ class KubernetesSystem(System):
         from chaoskube.node.kubelet import cordon, drain
 
         assert self._client is not None
+        from chaoskube.api.objects import KINDS
+
         namespace = next((d.namespace for d in self.workload.deployments if d.name == step.deployment), "default")
         client, target = self._client, step.node or f"{namespace}/{step.deployment}"
+        if step.deployment:
+            selected = [obj for obj in self.objects if obj.KIND == "Deployment" and _key(obj) == f"{namespace}/{step.deployment}"]
+        elif step.workload:
+            selected = select_workloads(parse_workload_selector(step.workload), self.objects, self.infrastructure)
+            target = step.node or ", ".join(f"{obj.KIND} {_key(obj)}" for obj in selected)
+        else:
+            selected = []
         try:
             if step.action == "rollout":
                 patch = {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: timestamp(self.world.now)}}}}}
-                await client.patch("deployments", namespace, step.deployment, patch)
+                for obj in selected:
+                    if obj.KIND in ROLLABLE_KINDS:
+                        await client.patch(KINDS[obj.KIND].resource, obj.metadata.namespace or "default", obj.metadata.name, patch)
                 outcome = "patched"
             elif step.action == "scale":
-                await client.patch("deployments", namespace, step.deployment, {"spec": {"replicas": step.replicas}})
+                for obj in selected:
+                    if obj.KIND not in SCALABLE_KINDS:
+                        continue
+                    replicas = step.replicas
+                    if step.by is not None and not step.deployment:
+                        current = await client.get(KINDS[obj.KIND].resource, obj.metadata.namespace or "default", obj.metadata.name)
+                        replicas = max(0, (1 if current.spec.replicas is None else current.spec.replicas) + step.by)
+                    await client.patch(KINDS[obj.KIND].resource, obj.metadata.namespace or "default", obj.metadata.name, {"spec": {"replicas": replicas}})
                 outcome = "patched"
             elif step.action == "uncordon":
                 await cordon(client, step.node, unschedulable=False)
                 outcome = "uncordoned"
             else:
-                target = step.node or await self._busiest_node(step.deployment)
+                target = step.node or await self._busiest_node(selected)
                 result = await drain(client, target, timeout_s=DRAIN_TIMEOUT_S)
                 outcome = "drained" if not (result.remaining or result.errors or result.timed_out) else f"incomplete: {len(result.remaining)} remaining, {len(result.errors)} error(s)"
         except ApiError as error:
             outcome = f"error: {error}"
         self.world.record("workload-step", action=step.action, target=target, outcome=outcome)
 
-    async def _busiest_node(self, deployment: str) -> str:
-        """The node holding most running pods labelled ``app=<deployment>``; first by name on ties."""
+    async def _busiest_node(self, workloads: list[Object]) -> str:
+        """The node holding most running pods of ``workloads`` (their pod templates' labels
+        in their namespaces); first by name on ties."""
         assert self._client is not None
         counts = {name: 0 for name in self.nodes}
-        namespace = next((d.namespace for d in self.workload.deployments if d.name == deployment), "default")
+        selectors = [(obj.metadata.namespace or "default", _template_labels(obj)) for obj in workloads]
         for pod in (await self._client.list("pods")).items:
             node = pod.spec.node_name
-            if node in counts and pod.metadata.labels.get("app") == deployment and pod.metadata.namespace == namespace and pod.metadata.deletion_timestamp is None:
+            if node not in counts or pod.metadata.deletion_timestamp is not None:
+                continue
+            if any(pod.metadata.namespace == namespace and labels and all(pod.metadata.labels.get(k) == v for k, v in labels.items()) for namespace, labels in selectors):
                 counts[node] += 1
         return min(self.nodes, key=lambda name: (-counts[name], name))
 
@@ -408,6 +626,8 @@ class KubernetesSystem(System):
                     # a namespace just created may not be in the API server's informer cache yet
                     # (the NamespaceLifecycle admission plugin answers 404): retried like a 5xx
                     namespace_lag = error.code == 404 and "namespaces" in str(error)
+                    # a custom object right after its CRD: served once the CRD is Established
+                    namespace_lag = namespace_lag or (error.code == 404 and obj.RESOURCE.count(".") >= 1 and "could not find the requested resource" in str(error))
                     if error.code < 500 and error.code != 429 and not namespace_lag:
                         failures.append(f"{obj.KIND} {_key(obj)}: {error}")
                         break
@@ -420,7 +640,7 @@ class KubernetesSystem(System):
     def _start_traffic(self) -> None:
         assert self.handle is not None
         handle = self.handle
-        ports = {_key(obj): obj.spec.ports[0].port for obj in self.objects if obj.KIND == "Service" and _key(obj) in self.services and obj.spec.ports}
+        ports = {_key(obj): obj.spec.ports[0].port for obj in self.objects if _probeable(obj)}
 
         async def main(process: Process) -> None:
             self.probes = [TrafficProbe(process, _CurrentProxy(handle, self.nodes), service, port, every_s=self.workload.traffic_every_s) for service, port in sorted(ports.items())]
@@ -445,14 +665,24 @@ class KubernetesSystem(System):
         self.world.record("kubernetes", event="final", steady=verdict.valid, reason=verdict.reason, pods_ready=ready, pods_desired=desired)
 
     async def _pods_ready(self) -> tuple[int, int]:
-        """(ready replicas, desired replicas) over the workload's Deployments, by the API."""
+        """(ready pods, desired pods) over the workload's workloads, by the API: each
+        workload's ready count as its status reports it, and what it wants."""
         assert self._client is not None
+        from chaoskube.api.objects import KINDS
+
+        ready = desired = 0
         try:
-            listed = (await self._client.list("deployments")).items
+            for kind in sorted({kind for kind, _ in self.workloads}):
+                listed = {_key(obj): obj for obj in (await self._client.list(KINDS[kind].resource)).items}
+                for key in (key for k, key in self.workloads if k == kind):
+                    obj = listed.get(key)
+                    if obj is None:
+                        continue
+                    desired += desired_pods_of(obj, len(self.nodes))
+                    ready += _ready_of(obj)
         except ApiError:
             return -1, -1
-        mine = [d for d in listed if _key(d) in self.deployments]
-        return sum(d.status.ready_replicas for d in mine), sum(_replicas(d) for d in mine)
+        return ready, desired
 
     # -- steady state -----------------------------------------------------------------------
     async def steady_state(self) -> Verdict:
@@ -461,7 +691,7 @@ class KubernetesSystem(System):
         try:
             problems = await self._node_problems()
             if self._workload_created:
-                problems += await self._deployment_problems() + await self._service_problems()
+                problems += await self._workload_problems() + await self._service_problems() + await self._definition_problems()
         except ApiError as error:
             verdict = Verdict(False, f"the API did not answer: {error}")
         else:
@@ -470,7 +700,7 @@ class KubernetesSystem(System):
             elif not self._workload_created:
                 verdict = Verdict(True, f"{len(self.nodes)} node(s) Ready; the workload is not created yet")
             else:
-                verdict = Verdict(True, f"{len(self.nodes)} node(s) Ready; {len(self.deployments)} Deployment(s) ready; {len(self.services)} Service(s) with a ready endpoint")
+                verdict = Verdict(True, f"{len(self.nodes)} node(s) Ready; {len(self.workloads)} workload(s) ready; {len(self.services)} Service(s) with a ready endpoint")
         self.world.record("steady-state", valid=verdict.valid, reason=verdict.reason)
         return verdict
 
@@ -482,6 +712,51 @@ class KubernetesSystem(System):
             return [f"nodes: the API did not answer: {error}"]
         ready = {node.metadata.name for node in listed if any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)}
         return [f"node {name} not Ready" for name in self.nodes if name not in ready]
+
+    async def _workload_problems(self) -> list[str]:
+        """``kubectl rollout status`` of every workload (:func:`workload_settled`); a Job
+        is a problem only when it failed (a running one is fine); a bare Pod must be Ready
+        or have Succeeded."""
+        if not self.workloads:
+            return []
+        assert self._client is not None
+        from chaoskube.api.manifests import to_dict
+        from chaoskube.api.objects import KINDS
+        from chaoskube.api.workloads import workload_settled
+
+        problems = []
+        for kind in sorted({kind for kind, _ in self.workloads}):
+            listed = {_key(obj): obj for obj in (await self._client.list(KINDS[kind].resource)).items}
+            for key in (key for k, key in self.workloads if k == kind):
+                obj = listed.get(key)
+                if obj is None:
+                    if kind != "Job":  # a finished Job may be gone (ttlSecondsAfterFinished)
+                        problems.append(f"{kind} {key} is missing")
+                    continue
+                if kind == "Pod":
+                    if obj.status.phase != "Succeeded" and not any(c.type == "Ready" and c.status == "True" for c in obj.status.conditions):
+                        problems.append(f"Pod {key} is not Ready ({obj.status.phase or 'Pending'})")
+                    continue
+                settled, why = workload_settled(to_dict(obj))
+                if kind == "Job":
+                    if "failed" in why:
+                        problems.append(why)
+                    continue
+                if not settled:
+                    problems.append(why)
+        return problems
+
+    async def _definition_problems(self) -> list[str]:
+        if not self.custom_definitions:
+            return []
+        assert self._client is not None
+        listed = {obj.metadata.name: obj for obj in (await self._client.list("customresourcedefinitions")).items}
+        problems = []
+        for name in self.custom_definitions:
+            crd = listed.get(name)
+            if crd is None or not any(c.type == "Established" and c.status == "True" for c in crd.status.conditions):
+                problems.append(f"CustomResourceDefinition {name} is not Established")
+        return problems
 
     async def _deployment_problems(self) -> list[str]:
         if not self.deployments:
@@ -674,7 +949,35 @@ class _CurrentProxy:
 
     def rule(self, service: str, port: int | str) -> Any:
         proxy = self.handle.proxies.get(self.node)
-        return proxy.rule(service, port) if proxy is not None else None
+        if proxy is None:
+            return None
+        found = proxy.rule(service, port)
+        if found is not None:
+            return found
+        return self._dns_rule(proxy, service, port)
+
+    @staticmethod
+    def _dns_rule(proxy: Any, service: str, port: int | str) -> Any:
+        """A headless Service has no virtual IP and kube-proxy no rules for it: a client
+        resolves its DNS name and connects to one of the addresses. CoreDNS answers the
+        ready endpoints of the Service's EndpointSlices (all of them with
+        ``publishNotReadyAddresses``), the same slices kube-proxy watches; so the probe
+        picks among those, as the rules of a virtual IP would."""
+        import msgspec as _msgspec
+
+        from chaoskube.node.proxy import compute_rules
+
+        namespace = service.partition("/")[0]
+        found = proxy.services.indexer.get_by_key(service)
+        if found is None or found.spec.cluster_ip != "None":
+            return None
+        as_if = _msgspec.structs.replace(found, spec=_msgspec.structs.replace(found.spec, cluster_ip="dns"))
+        slices = [endpoint_slice for endpoint_slice in proxy.slices.indexer.list() if endpoint_slice.metadata.namespace == namespace]
+        table = compute_rules([as_if], slices, proxy.node)
+        for (key, port_name), rule in table.items():
+            if key == service and (port_name == port if isinstance(port, str) else rule.port == port):
+                return rule
+        return None
 
 
 def _cluster_options(cluster: dict[str, Any]) -> ClusterSpec:
@@ -693,8 +996,32 @@ def _cluster_options(cluster: dict[str, Any]) -> ClusterSpec:
     return spec
 
 
+def _load(path: str | Path, skip_unsupported: bool) -> tuple[list[Object], list[Any]]:
+    """The manifests of ``path``; with ``skip_unsupported``, the documents left out too."""
+    if skip_unsupported:
+        return load_manifests(path, skip_unsupported=True)
+    return load_manifests(path), []
+
+
+def _probeable(obj: Object) -> bool:
+    """A Service the traffic probe can reach: a selector and a port (through kube-proxy's
+    rules for a virtual IP, through DNS for a headless one); not ExternalName."""
+    return obj.KIND == "Service" and bool(obj.spec.selector) and obj.spec.type != "ExternalName" and bool(obj.spec.ports)
+
+
 def _key(obj: Any) -> str:
     return f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}"
+
+
+def _ready_of(obj: Any) -> int:
+    """The ready pods a workload's status reports."""
+    if obj.KIND == "DaemonSet":
+        return obj.status.number_ready
+    if obj.KIND == "Job":
+        return obj.status.ready or 0
+    if obj.KIND == "Pod":
+        return 1 if any(c.type == "Ready" and c.status == "True" for c in obj.status.conditions) else 0
+    return obj.status.ready_replicas
 
 
 def _replicas(deployment: Any) -> int:
