@@ -125,28 +125,33 @@ class Job:
     out_dir: str
     broken: tuple[str, ...] = ()  # --broken NAME: gallery variants added to the experiment
     manifests: str | None = None  # --manifests DIR: the workload replaced by these manifests
+    skip_unsupported: bool = False  # --skip-unsupported
 
     @property
     def replay(self) -> str:
         options = [item for name in self.broken for item in ("--broken", name)]
         if self.manifests is not None:
             options += ["--manifests", self.manifests]
+        if self.skip_unsupported:
+            options.append("--skip-unsupported")
         return shlex.join(["chaoskube", "run", self.target, "--seed", str(self.seed), *options])
 
     def experiment(self) -> Experiment:
         """The experiment this job runs: the target, with its variants and manifests."""
         from chaoskube.experiments import registry
         from chaoskube.experiments.model import with_broken
-        from chaoskube.experiments.registry import with_manifests
+        from chaoskube.experiments.registry import with_manifests, with_skip_unsupported
 
         experiment = registry.find(self.target)
         if self.manifests is not None:
-            experiment = with_manifests(experiment, self.manifests)
+            experiment = with_manifests(experiment, self.manifests, skip_unsupported=self.skip_unsupported)
+        elif self.skip_unsupported:
+            experiment = with_skip_unsupported(experiment)
         return with_broken(experiment, self.broken) if self.broken else experiment
 
 
 def plan_jobs(
-    experiments: Sequence[tuple[str, Experiment]], seeds: Sequence[int], out: Path, *, broken: Sequence[str] = (), manifests: Path | None = None
+    experiments: Sequence[tuple[str, Experiment]], seeds: Sequence[int], out: Path, *, broken: Sequence[str] = (), manifests: Path | None = None, skip_unsupported: bool = False
 ) -> list[Job]:
     """One job per (experiment, seed), experiments in the given order, seeds ascending;
     each with the gallery variants ``broken`` and the manifests directory ``manifests``."""
@@ -155,7 +160,7 @@ def plan_jobs(
     assert len(names) == len(set(names)), f"an experiment is listed twice: {names}"
     directory = str(manifests.resolve()) if manifests is not None else None
     return [
-        Job(target, experiment.name, seed, str(out / f"{experiment.name}-seed{seed}"), tuple(dict.fromkeys(broken)), directory)
+        Job(target, experiment.name, seed, str(out / f"{experiment.name}-seed{seed}"), tuple(dict.fromkeys(broken)), directory, skip_unsupported)
         for target, experiment in experiments
         for seed in seeds
     ]
@@ -761,6 +766,7 @@ class ReplayOutcome:
     recorded_version: str
     interrupted: bool = False
     journal_on_disk: str | None = None  # sha256 of DIR/journal.jsonl (None: missing)
+    manifests_changed: str | None = None  # --manifests DIR changed since the run: what, in one line
 
     @property
     def match(self) -> bool:
@@ -798,6 +804,30 @@ def replay_target(payload: Mapping[str, Any]) -> str:
     return str(payload["experiment"])
 
 
+def _replay_words(payload: Mapping[str, Any]) -> list[str]:
+    try:
+        return shlex.split(str(payload.get("replay", "")))
+    except ValueError:
+        return []
+
+
+def manifests_change(payload: Mapping[str, Any]) -> str | None:
+    """What changed in the ``--manifests`` directory since the run (its recorded sha256
+    differs, or it is gone), as one line; None when unchanged or not recorded."""
+    from chaoskube.experiments.model import manifests_sha256
+
+    recorded = payload.get("manifests")
+    if not isinstance(recorded, dict) or not recorded.get("directory"):
+        return None
+    directory = Path(str(recorded["directory"]))
+    if not directory.is_dir():
+        return f"the manifests directory {directory} of the run is gone"
+    now = manifests_sha256(directory)
+    if now != recorded.get("sha256"):
+        return f"the manifests in {directory} changed since the run (sha256 {recorded.get('sha256')} then, {now} now): a mismatch may come from them, not from chaoskube"
+    return None
+
+
 def _replay_option(payload: Mapping[str, Any], option: str) -> list[str]:
     """The values of ``option`` in the recorded replay command."""
     try:
@@ -817,8 +847,13 @@ def replay_experiment(payload: Mapping[str, Any]) -> Experiment:
 
     experiment = registry.find(replay_target(payload))
     manifests = _replay_option(payload, "--manifests")
+    skip = "--skip-unsupported" in _replay_words(payload)
     if manifests:
-        experiment = with_manifests(experiment, manifests[-1])
+        experiment = with_manifests(experiment, manifests[-1], skip_unsupported=skip)
+    elif skip:
+        from chaoskube.experiments.registry import with_skip_unsupported
+
+        experiment = with_skip_unsupported(experiment)
     broken = payload.get("broken")
     names = [str(name) for name in broken] if isinstance(broken, list) else _replay_option(payload, "--broken")
     return with_broken(experiment, names) if names else experiment
@@ -845,6 +880,7 @@ def replay_run(run_dir: Path, progress: Callable[[float, float], None] | None = 
     from chaoskube.sim.journal import journal_sha256
 
     payload = load_run(run_dir)
+    changed = manifests_change(payload)
     experiment = replay_experiment(payload)
     target = replay_target(payload)
     work = Path(tempfile.mkdtemp(prefix="chaoskube-replay-"))
@@ -855,4 +891,4 @@ def replay_run(run_dir: Path, progress: Callable[[float, float], None] | None = 
     on_disk = journal_sha256(run_dir / "journal.jsonl") if (run_dir / "journal.jsonl").is_file() else None
     if matched:
         shutil.rmtree(work, ignore_errors=True)
-    return ReplayOutcome(target, payload["seed"], recorded, result.journal_sha256, None if matched else work, difference, str(payload.get("chaoskube_version", "")), result.interrupted, on_disk)
+    return ReplayOutcome(target, payload["seed"], recorded, result.journal_sha256, None if matched else work, difference, str(payload.get("chaoskube_version", "")), result.interrupted, on_disk, changed)

@@ -10,7 +10,12 @@ failed on some seed (a finding: the checkers caught the bug) and 0 when none did
 ``replay`` exits 1 when the fingerprints differ and 2 when the directory is not a run.
 
 ``--manifests DIR`` (``run``, ``explore``): the experiment's workload is replaced by the
-Kubernetes manifests of DIR (``chaoskube.experiments.model.with_manifests``); users bring their own.
+Kubernetes manifests of DIR (``chaoskube.experiments.registry.with_manifests``); users bring
+their own; steps act on the manifests' workloads by role, and a run whose meaning the
+manifests cannot give is refused in one line. ``--skip-unsupported`` leaves out documents of
+kinds chaoskube cannot serve (listed once) instead of refusing. Both go into the replay
+command; result.json records the directory and a sha256 of its manifests, and ``replay``
+says when they changed since the run.
 
 click parses arguments (well kept, composable subcommands, typed options); rich draws the
 tables and the progress bar (only when stderr is a terminal).
@@ -134,18 +139,41 @@ def _writable_directory(path: Path) -> Path:
 
 BROKEN_HELP = "Patch in a deliberately broken component of the gallery (`chaoskube list --broken`); repeatable."
 MANIFESTS_HELP = "A directory of Kubernetes YAML/JSON manifests that replaces the experiment's workload."
+SKIP_HELP = "Leave out the manifests' documents of kinds chaoskube cannot serve (listed once in the output, result.json and the report) instead of refusing the run."
 
 
-def _resolve(experiment: str, broken: tuple[str, ...], manifests: Path | None) -> Any:
-    """The experiment named (catalogue name or file), with --manifests and --broken."""
+def _resolve(experiment: str, broken: tuple[str, ...], manifests: Path | None, skip_unsupported: bool = False) -> Any:
+    """The experiment named (catalogue name or file), with --manifests, --skip-unsupported
+    and --broken."""
     from chaoskube.experiments import registry
     from chaoskube.experiments.model import with_broken
-    from chaoskube.experiments.registry import with_manifests
+    from chaoskube.experiments.registry import with_manifests, with_skip_unsupported
 
     found = registry.find(experiment)
     if manifests is not None:
-        found = with_manifests(found, manifests)
+        found = with_manifests(found, manifests, skip_unsupported=skip_unsupported)
+    elif skip_unsupported:
+        found = with_skip_unsupported(found)
     return with_broken(found, broken) if broken else found
+
+
+def _print_skipped(found: Any) -> None:
+    """``--skip-unsupported``: the documents left out, once, before the run."""
+    if not found.skip_unsupported:
+        return
+    from chaoskube.api.manifests import load_manifests
+
+    paths = found.workload.get("manifests", [])
+    skipped = []
+    for path in paths:
+        try:
+            skipped.extend(str(issue) for issue in load_manifests(path, skip_unsupported=True)[1])
+        except Exception:  # noqa: BLE001 - the experiment loaded them already; a relative path is resolved there
+            continue
+    if skipped:
+        stderr.print(f"--skip-unsupported: {len(skipped)} document(s) left out:", markup=False)
+        for line in skipped:
+            stderr.print(f"  {line}", markup=False)
 
 
 @cli.command()
@@ -153,14 +181,16 @@ def _resolve(experiment: str, broken: tuple[str, ...], manifests: Path | None) -
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="The run's seed: same seed, same journal [default: the experiment's `seed`, else 1].")
 @click.option("--broken", "broken", multiple=True, metavar="NAME", help=BROKEN_HELP)
 @click.option("--manifests", type=click.Path(path_type=Path), default=None, metavar="DIR", help=MANIFESTS_HELP)
+@click.option("--skip-unsupported", is_flag=True, help=SKIP_HELP)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Result directory [default: runs/NAME-seedN].")
 @click.option("--dry-run", is_flag=True, help="Print the resolved cluster, schedule and checkers without running.")
-def run(experiment: str, seed: int | None, broken: tuple[str, ...], manifests: Path | None, out_dir: Path | None, dry_run: bool) -> None:
+def run(experiment: str, seed: int | None, broken: tuple[str, ...], manifests: Path | None, skip_unsupported: bool, out_dir: Path | None, dry_run: bool) -> None:
     """Run EXPERIMENT (a catalogue name or a YAML file) with one seed."""
     from chaoskube.experiments.registry import SYSTEMS
     from chaoskube.experiments.runner import run_experiment
 
-    found = _resolve(experiment, broken, manifests)
+    found = _resolve(experiment, broken, manifests, skip_unsupported)
+    _print_skipped(found)
     if seed is None:
         seed = found.seed if found.seed is not None else 1
     out = out_dir or Path("runs") / f"{found.name}-seed{seed}"
@@ -252,9 +282,10 @@ def _print_result(result: Any) -> None:
 @click.option("--jobs", type=click.IntRange(min=1, max=256), default=None, help="Parallel processes [default: the CPU count].")
 @click.option("--broken", "broken", multiple=True, metavar="NAME", help=BROKEN_HELP + " A failing checker is then a finding.")
 @click.option("--manifests", type=click.Path(path_type=Path), default=None, metavar="DIR", help=MANIFESTS_HELP)
+@click.option("--skip-unsupported", is_flag=True, help=SKIP_HELP)
 @click.option("--fail-fast", is_flag=True, help="Stop at the first run not as expected (with --broken: the first finding); runs already going finish, no more start.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs/explore"), show_default=True, help="Campaign directory: a run directory per seed, and the summary.")
-def explore(experiments: tuple[str, ...], all_experiments: bool, seeds_text: str, jobs: int | None, broken: tuple[str, ...], manifests: Path | None, fail_fast: bool, out_dir: Path) -> None:
+def explore(experiments: tuple[str, ...], all_experiments: bool, seeds_text: str, jobs: int | None, broken: tuple[str, ...], manifests: Path | None, skip_unsupported: bool, fail_fast: bool, out_dir: Path) -> None:
     """Run experiments over many seeds in parallel processes and summarize what the faults did.
 
     Writes OUT/NAME-seedN/ per run and OUT/summary.{md,json,html} and OUT/junit.xml. Exits 0
@@ -283,14 +314,16 @@ def explore(experiments: tuple[str, ...], all_experiments: bool, seeds_text: str
     names = [name for name in registry.names() if not getattr(SYSTEMS[registry.find(name).system], "real_time", False)] if all_experiments else list(dict.fromkeys(experiments))
     if all_experiments and manifests is not None:
         names = [name for name in names if "manifests" in SYSTEMS[registry.find(name).system].Workload.__struct_fields__]
-    targets = [(name, _resolve(name, broken, manifests)) for name in names]  # bad variants and manifests fail here, before any run
+    targets = [(name, _resolve(name, broken, manifests, skip_unsupported)) for name in names]  # bad variants and manifests fail here, before any run
+    if targets:
+        _print_skipped(targets[0][1])
     for target, found in targets:
         if getattr(SYSTEMS[found.system], "real_time", False):
             fail(f"{target}: runs real processes in real time, not reproducible by seed; run it with `chaoskube run`")
     if len({found.name for _, found in targets}) != len(targets):
         fail("two of the experiments named have the same name; give each once")
     _writable_directory(out_dir)
-    job_list = plan_jobs(targets, seeds, out_dir, broken=broken, manifests=manifests)
+    job_list = plan_jobs(targets, seeds, out_dir, broken=broken, manifests=manifests, skip_unsupported=skip_unsupported)
     workers = min(jobs or os.cpu_count() or 1, len(job_list))
     with_broken = f" with {', '.join(broken)} broken on purpose" if broken else ""
     stderr.print(f"chaoskube {__version__}: {len(targets)} experiment(s) x {len(seeds)} seed(s) = {len(job_list)} runs in {workers} process(es){with_broken} -> {out_dir}")
@@ -379,6 +412,8 @@ def replay(run_dir: Path) -> None:
             outcome = replay_run(run_dir, progress)
     except NotARun as error:
         fail(str(error))
+    if outcome.manifests_changed:
+        stdout.print(f"note: {outcome.manifests_changed}", markup=False)
     stdout.print(f"recorded: {outcome.recorded}")
     stdout.print(f"replayed: {outcome.replayed}")
     if outcome.interrupted:

@@ -11,6 +11,7 @@ through a run. The model never imports the systems: they import it.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -114,3 +115,15 @@ def convert_options(options: dict[str, Any], type_: type, section: str) -> Any:
         message = field_message(str(error))
         message = message.replace("field `", f"field `{section}.", 1) if message.startswith("field `") else f"field `{section}`: {message}"
         raise ExperimentError(message) from None
+
+
+def manifests_sha256(directory: str | Path) -> str:
+    """A fingerprint of the manifests ``--manifests DIR`` reads: sha256 over the name and
+    bytes of every .yaml/.yml/.json file of the directory, in name order (as
+    ``load_manifests`` reads them)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in Path(directory).glob("*") if p.is_file() and p.suffix in (".yaml", ".yml", ".json")):
+        digest.update(path.name.encode() + b"\0")
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()

@@ -14,7 +14,7 @@ from pathlib import Path
 import msgspec
 
 from chaoskube import gallery
-from chaoskube.experiments.model import Experiment, ExperimentError, experiment_dir, field_message
+from chaoskube.experiments.model import Experiment, ExperimentError, experiment_dir, field_message, manifests_sha256  # noqa: F401 - re-exported
 from chaoskube.experiments.real.etcd import RealEtcdSystem
 from chaoskube.experiments.systems import EtcdSystem, HypothesisSystem, KubernetesSystem, MeshSystem, System
 from chaoskube.faults import FaultError, parse_target
@@ -189,17 +189,3 @@ def with_skip_unsupported(experiment: Experiment) -> Experiment:
         raise ExperimentError(f"--skip-unsupported: experiment {experiment.name!r} runs system {experiment.system!r}, which takes no manifests")
     workload = {**experiment.workload, "skip_unsupported": True}
     return msgspec.structs.replace(experiment, workload=workload, skip_unsupported=True)
-
-
-def manifests_sha256(directory: str | Path) -> str:
-    """A fingerprint of the manifests ``--manifests DIR`` reads: sha256 over the name and
-    bytes of every .yaml/.yml/.json file of the directory, in name order (as
-    ``load_manifests`` reads them)."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    for path in sorted(p for p in Path(directory).glob("*") if p.is_file() and p.suffix in (".yaml", ".yml", ".json")):
-        digest.update(path.name.encode() + b"\0")
-        digest.update(path.read_bytes())
-        digest.update(b"\0")
-    return digest.hexdigest()

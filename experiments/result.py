@@ -37,6 +37,16 @@ class RunResult:
     faults: list[dict[str, Any]] = field(default_factory=list)
     skipped_faults: list[str] = field(default_factory=list)  # scheduled but not applied, and why
     interrupted: bool = False
+    #: --skip-unsupported: the manifests' documents left out, as one-line messages.
+    skipped_unsupported: list[str] = field(default_factory=list)
+
+    def manifests_record(self) -> dict[str, Any] | None:
+        """``--manifests DIR``: the directory and the sha256 of its manifests at run time."""
+        if not self.experiment.manifests_dir:
+            return None
+        from chaoskube.experiments.model import manifests_sha256
+
+        return {"directory": self.experiment.manifests_dir, "sha256": manifests_sha256(self.experiment.manifests_dir), "skip_unsupported": self.experiment.skip_unsupported}
 
     mode = "simulated"  # RealRunResult: "real"
 
@@ -65,8 +75,12 @@ class RunResult:
         are merged, not doubled: ``with_broken``)."""
         catalogue = not self.experiment.path or "/catalog/" in self.experiment.path
         target = self.experiment.name if catalogue else self.experiment.path
-        broken = [item for name in self.experiment.broken for item in ("--broken", name)]
-        return shlex.join(["chaoskube", "run", target, "--seed", str(self.seed), *broken, "--out", str(self.out_dir)])
+        options = [item for name in self.experiment.broken for item in ("--broken", name)]
+        if self.experiment.manifests_dir:
+            options += ["--manifests", self.experiment.manifests_dir]
+        if self.experiment.skip_unsupported:
+            options.append("--skip-unsupported")
+        return shlex.join(["chaoskube", "run", target, "--seed", str(self.seed), *options, "--out", str(self.out_dir)])
 
     def to_json(self) -> dict[str, Any]:
         experiment = self.experiment
@@ -79,6 +93,8 @@ class RunResult:
             "expected": {"outcome": experiment.expected.outcome, "failing": sorted(experiment.expected.failing), "may_fail": sorted(experiment.expected.may_fail), "failure_mode": experiment.expected.failure_mode},
             "as_expected": self.as_expected,
             "broken": list(self.experiment.broken),
+            "manifests": self.manifests_record(),
+            "skipped_unsupported": list(self.skipped_unsupported),
             "journal_sha256": self.journal_sha256,
             "simulated_seconds": round(self.simulated_seconds, 6),
             "wall_seconds": round(self.wall_seconds, 3),

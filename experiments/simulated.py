@@ -137,6 +137,7 @@ def run_simulated(experiment: Experiment, system_class: type[System], seed: int,
         faults=[{"id": f.id, "applied_at": f.applied_at, "healed_at": f.healed_at, **f.plan.to_json()} for f in injector.faults] if injector else [],
         skipped_faults=list(injector.skipped) if injector else [],
         interrupted=interrupted,
+        skipped_unsupported=list(getattr(system, "skipped", []) or []),
     )
     write_result(result, world.journal.events)
     return result

@@ -143,7 +143,7 @@ def test_manifests_are_found_next_to_the_experiment_file_and_make_the_steady_sta
     assert result.metrics["pods_ready"] == result.metrics["pods_desired"] == 2
     assert result.metrics["traffic_ok"] > 0 and result.metrics["traffic_failed"] == 0
     steady = [event for event in events_of(result, "steady-state") if event["valid"]]
-    assert "1 Deployment(s) ready; 1 Service(s) with a ready endpoint" in steady[-1]["reason"]
+    assert "1 workload(s) ready; 1 Service(s) with a ready endpoint" in steady[-1]["reason"]
 
 
 def chaoskube(*args, cwd=None):
