@@ -44,12 +44,10 @@ real-process run) draws what the journal holds, each lane only when its events e
   (ok/fail/info), else a boolean ``ok``, else ``status``/``outcome`` (``ok`` is ok,
   ``info``/``timeout`` unknown, anything else failed);
 - ``probes``: the same fraction for the mesh system's ``probe`` events (``status``);
-- ``ready-pods``: the number of pods that are ready, from ``pod-phase`` events (not
-  produced yet): a pod (``namespace`` + ``name`` or ``pod``) is ready when the event says
-  ``ready: true``, or, without ``ready``, when ``phase`` is ``Running``. Kubernetes keeps
-  readiness apart from the phase (the Ready condition:
-  https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-conditions), so a
-  producer should send ``ready``.
+- ``ready-pods``: the number of pods whose Ready condition is True in the store (the
+  ``raft-apply`` events replayed: https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-conditions);
+  without store history (a journal of another system), from ``pod-phase`` events: ready
+  when the event says ``ready: true``, or, without ``ready``, when ``phase`` is ``Running``.
 
 Bounds: buckets are 1 s wide up to ``MAX_BUCKETS`` seconds of run and wider beyond (the
 lane says so); an evidence table shows at most ``MAX_EVIDENCE_ROWS`` rows and a cell at most
@@ -81,7 +79,11 @@ MAX_LABEL_ROWS = 4
 
 # The journal event types the page reads; everything else (notably the network's
 # send/deliver/drop, most of a journal's bytes) is skipped unparsed.
-TIMELINE_TYPES = frozenset({"raft-role", "leader", "fault", "client-op", "api-op", "traffic", "probe", "pod-phase", "process", "phase", "world"})
+TIMELINE_TYPES = frozenset({
+    "raft-role", "leader", "fault", "client-op", "api-op", "traffic", "probe", "pod-phase", "process", "phase", "world",
+    # what the report's answers read (experiments/answers.py): the store, evictions
+    "raft-apply", "eviction", "taint-eviction",
+})
 _SKIP_MARKERS = (b'"type":"send"', b'"type":"deliver"', b'"type":"drop"')
 
 VERDICT_WORDS = {"true": "pass", "false": "fail", "unknown": "unknown"}
@@ -379,7 +381,9 @@ def build_timeline(events: Sequence[Mapping[str, Any]], end_s: float = 0.0) -> T
     probes = rate_buckets(events, ("probe",), bucket_s, end_s)
     if probes:
         timeline.rate_lanes["probes"] = probes
-    timeline.ready_pods = ready_pod_steps(events)
+    from chaoskube.experiments.answers import ready_pod_steps_from_store
+
+    timeline.ready_pods = ready_pod_steps_from_store(events) or ready_pod_steps(events)
     timeline.phases = {str(event["name"]): event["t"] for event in events if event["type"] == "phase"}
     return timeline
 
@@ -684,6 +688,7 @@ def render_html(result: RunResult, events: Sequence[Mapping[str, Any]]) -> str:
         f"(expected: {esc(experiment.expected.outcome)}{esc(' — ' + experiment.expected.failure_mode) if experiment.expected.failure_mode else ''})"
         f"{' — the run was interrupted' if result.interrupted else ''}</p></header>",
         _facts(result, payload),
+        _answers(result, events),
         _verdicts(result, payload),
         *_evidence(payload),
         '<section id="timeline-section"><h2>Timeline</h2>',
@@ -696,6 +701,51 @@ def render_html(result: RunResult, events: Sequence[Mapping[str, Any]]) -> str:
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"
+
+
+def _answers(result: RunResult, events: Sequence[Mapping[str, Any]]) -> str:
+    """The answers to the user's questions (:mod:`chaoskube.experiments.answers`):
+    ``section#answers`` with ``table#workloads`` (``tr[data-workload]``), ``table#services``
+    (``tr[data-service]``), ``ul#refused-evictions``, ``ul#taint-evictions``,
+    ``ul#unready-pods``."""
+    from chaoskube.experiments.answers import answer
+
+    answers = answer(events, result.simulated_seconds, skipped=result.skipped_unsupported)
+    if answers.empty:
+        return ""
+
+    def t(value: float | None) -> str:
+        return "end of run" if value is None else f"{value:.1f} s"
+
+    parts = ['<section id="answers"><h2>What your workloads saw</h2>']
+    if answers.skipped:
+        items = "".join(f"<li>{esc(line)}</li>" for line in answers.skipped)
+        parts.append(f'<p>Left out (--skip-unsupported): {len(answers.skipped)} document(s)</p><ul id="skipped">{items}</ul>')
+    if answers.workloads:
+        rows = []
+        for w in answers.workloads:
+            if w.converged_at is None:
+                rows.append(f'<tr data-workload="{esc(w.name)}"><td>{esc(w.name)}</td><td>{w.desired}</td><td colspan="3">never reached its desired replicas</td></tr>')
+                continue
+            lowest = "—" if w.minimum_ready is None else f"{w.minimum_ready}/{w.desired}"
+            when = "; ".join(f"{t(start)} – {t(end)} (lowest {low})" for start, end, low in w.windows[:5]) or "—"
+            rows.append(f'<tr data-workload="{esc(w.name)}"><td>{esc(w.name)}</td><td>{w.desired}</td><td>{w.below_s:.1f} s</td><td>{lowest}</td><td>{esc(when)}</td></tr>')
+        parts.append('<table id="workloads"><tr><th>workload</th><th>desired</th><th>below desired</th><th>lowest ready</th><th>when</th></tr>' + "".join(rows) + "</table>")
+    if answers.services:
+        rows = []
+        for s in answers.services:
+            windows = "; ".join(f"{t(start)} – {t(end)} ({failed} failed)" for start, end, failed in s.windows[:5]) or "none"
+            rows.append(f'<tr data-service="{esc(s.service)}"><td>{esc(s.service)}</td><td>{100 * s.availability:.1f}% of {s.requests}</td><td>{s.down_s:.1f} s</td><td>{s.longest_s:.1f} s</td><td>{esc(windows)}</td></tr>')
+        parts.append('<table id="services"><tr><th>Service</th><th>availability</th><th>down</th><th>longest outage</th><th>outage windows</th></tr>' + "".join(rows) + "</table>")
+    refused = "".join(f"<li>{row['t']:.1f} s: pod {esc(row['pod'])}, PodDisruptionBudget {esc(row['pdb'])}: {esc(row['reason'])}</li>" for row in answers.refused_evictions[:50])
+    parts.append(f'<p>Refused evictions: {len(answers.refused_evictions) or "none"}</p><ul id="refused-evictions">{refused}</ul>')
+    taints = "".join(f"<li>{row['t']:.1f} s: pod {esc(row['pod'])} from node {esc(row['node'])}</li>" for row in answers.taint_evictions[:50])
+    parts.append(f'<p>Taint-based evictions: {len(answers.taint_evictions) or "none"}</p><ul id="taint-evictions">{taints}</ul>')
+    if answers.unready:
+        unready = "".join(f"<li>{esc(row['pod'])} on {esc(row['node'] or 'no node')}: {t(row['from'])} – {t(row['to'])}: {esc(row['why'])}</li>" for row in answers.unready)
+        parts.append(f'<p>Pods that were unready during the faults, and why:</p><ul id="unready-pods">{unready}</ul>')
+    parts.append("</section>")
+    return "".join(parts)
 
 
 def _facts(result: RunResult, payload: Mapping[str, Any]) -> str:

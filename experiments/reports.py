@@ -23,9 +23,17 @@ from chaoskube.experiments.result import RunResult
 def write_result(result: RunResult, events: Sequence[dict[str, Any]] | None = None) -> None:
     """result.json and report.md first (the record), then report.html and junit.xml.
     ``events``: the journal's events if still in memory; else the journal file is read."""
+    from chaoskube.experiments.answers import answer
+    from chaoskube.experiments.report_html import read_timeline_events
+
+    if events is None:
+        events = read_timeline_events(result.out_dir / "journal.jsonl")
+    answers = answer(events, result.simulated_seconds, skipped=result.skipped_unsupported)
     payload = result.to_json()
+    if not answers.empty:
+        payload["answers"] = answers.to_json()
     (result.out_dir / "result.json").write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
-    (result.out_dir / "report.md").write_text(render_markdown(result))
+    (result.out_dir / "report.md").write_text(render_markdown(result, answers))
     write_reports(result, events)
 
 
@@ -35,7 +43,11 @@ def write_reports(result: RunResult, events: Sequence[dict[str, Any]] | None = N
     write_junit(result.out_dir / "junit.xml", [result.to_json()])
 
 
-def render_markdown(result: RunResult) -> str:
+def render_markdown(result: RunResult, answers: Any = None) -> str:
+    """report.md: the run's facts, then (for a cluster run) what its workloads and
+    Services saw (:mod:`chaoskube.experiments.answers`), then the verdicts and the rest."""
+    from chaoskube.experiments.answers import markdown_lines
+
     experiment = result.experiment
     lines = [
         f"# {experiment.name} — seed {result.seed}",
@@ -53,6 +65,7 @@ def render_markdown(result: RunResult) -> str:
         f"- Simulated {result.simulated_seconds:.1f} s in {result.wall_seconds:.2f} s of wall time",
         f"- Replay: `{result.replay}`",
         "",
+        *(markdown_lines(answers) if answers is not None else []),
         "## Verdicts",
         "",
         "| checker | verdict | reason |",
