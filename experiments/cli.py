@@ -158,7 +158,10 @@ def _resolve(experiment: str, broken: tuple[str, ...], manifests: Path | None, s
 
 
 def _print_skipped(found: Any) -> None:
-    """``--skip-unsupported``: the documents left out, once, before the run."""
+    """``--skip-unsupported``: the documents left out, once, before the run; and what
+    ``--manifests`` changed (checkers left out)."""
+    for note in found.notes:
+        stderr.print(f"note: {note}", markup=False)
     if not found.skip_unsupported:
         return
     from chaoskube.api.manifests import load_manifests

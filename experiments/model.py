@@ -78,6 +78,9 @@ class Experiment(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     #: command and result.json (with a sha256 of the directory's manifests).
     manifests_dir: str = ""
     skip_unsupported: bool = False
+    #: What ``--manifests`` changed and says once: checkers left out because the manifests
+    #: give them nothing to judge (printed, in result.json and the report).
+    notes: list[str] = []
 
 
 def with_broken(experiment: Experiment, names: list[str] | tuple[str, ...]) -> Experiment:

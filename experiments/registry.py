@@ -136,9 +136,10 @@ def with_manifests(experiment: Experiment, directory: str | Path, *, skip_unsupp
     step that names a dropped Deployment acts on its ``workload`` role instead (the
     workloads of the manifests it selects: "every workload with a PodDisruptionBudget").
     When the manifests cannot give the experiment its meaning — a step's role selects
-    nothing, or a checker has nothing to judge — the run is refused in one line saying what
-    is missing (``node-drain-with-pdb: no Deployment/StatefulSet/... with a
-    PodDisruptionBudget in ./app``). The manifests are loaded now, so a missing directory or
+    nothing — the run is refused in one line saying what is missing
+    (``node-drain-with-pdb: no workload with a PodDisruptionBudget in ./app``); a checker
+    that would have nothing to judge (``service-availability`` without a Service) is left
+    out, and the experiment's ``notes`` say so (printed, in result.json and the report). The manifests are loaded now, so a missing directory or
     a malformed manifest is a one-line ExperimentError too. With ``skip_unsupported``,
     documents of kinds chaoskube cannot serve are left out and listed instead."""
     directory = Path(directory)
@@ -172,12 +173,20 @@ def with_manifests(experiment: Experiment, directory: str | Path, *, skip_unsupp
         if missing is not None:
             raise ExperimentError(f"{experiment.name}: {missing} in {directory} ({error.why})") from None
         raise ExperimentError(f"--manifests {directory}: {str(error).removeprefix('field `workload.manifests[0]`: ')}") from None
-    meaning = getattr(system, "meaning_problems", None)
-    if meaning is not None:
-        problems = meaning(list(experiment.checkers), cluster, typed)
-        if problems:
-            what, _, why = problems[0].partition(" (")
-            raise ExperimentError(f"{experiment.name}: {what} in {directory}" + (f" ({why}" if why else ""))
+    idle_checkers = getattr(system, "idle_checkers", None)
+    idle = idle_checkers(list(experiment.checkers), cluster, typed) if idle_checkers is not None else {}
+    if idle:
+        checkers = [name for name in experiment.checkers if name not in idle]
+        if not checkers:
+            name, why = next(iter(idle.items()))
+            raise ExperimentError(f"{experiment.name}: {why} in {directory} (its only checker, {name}, would have nothing to judge)")
+        expected = msgspec.structs.replace(
+            experiment.expected,
+            failing=[name for name in experiment.expected.failing if name not in idle],
+            may_fail=[name for name in experiment.expected.may_fail if name not in idle],
+        )
+        notes = [f"checker {name} left out: {why} in {directory}" for name, why in idle.items()]
+        replaced = msgspec.structs.replace(replaced, checkers=checkers, expected=expected, notes=[*experiment.notes, *notes])
     return replaced
 
 

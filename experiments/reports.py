@@ -64,6 +64,7 @@ def render_markdown(result: RunResult, answers: Any = None) -> str:
         f"- Journal sha256: `{result.journal_sha256}`",
         f"- Simulated {result.simulated_seconds:.1f} s in {result.wall_seconds:.2f} s of wall time",
         f"- Replay: `{result.replay}`",
+        *[f"- Note: {note}" for note in experiment.notes],
         "",
         *(markdown_lines(answers) if answers is not None else []),
         "## Verdicts",

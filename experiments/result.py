@@ -95,6 +95,7 @@ class RunResult:
             "broken": list(self.experiment.broken),
             "manifests": self.manifests_record(),
             "skipped_unsupported": list(self.skipped_unsupported),
+            "notes": list(self.experiment.notes),
             "journal_sha256": self.journal_sha256,
             "simulated_seconds": round(self.simulated_seconds, 6),
             "wall_seconds": round(self.wall_seconds, 3),

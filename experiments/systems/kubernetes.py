@@ -457,19 +457,20 @@ class KubernetesSystem(System):
         return spec, msgspec.structs.replace(typed, manifests=resolved)
 
     @classmethod
-    def meaning_problems(cls, checkers: list[str], cluster: ClusterSpec, workload: KubernetesWorkload) -> list[str]:
-        """What an experiment's checkers need that the workload does not have (for
-        ``--manifests``): traffic to judge ``service-availability`` needs a Service with a
-        selector and a virtual IP."""
+    def idle_checkers(cls, checkers: list[str], cluster: ClusterSpec, workload: KubernetesWorkload) -> dict[str, str]:
+        """Checkers that would have nothing to judge on this workload (for ``--manifests``),
+        and why: ``service-availability`` without a Service to send traffic to."""
         objects: list[Object] = []
         for path in workload.manifests:
             objects.extend(_load(path, workload.skip_unsupported)[0])
         for deployment in workload.deployments:
             objects.extend(deployment.objects())
-        problems = []
-        if "service-availability" in checkers and workload.traffic and not [obj for obj in objects if _probeable(obj)]:
-            problems.append("no Service with a selector (the service-availability checker has nothing to probe; run without it, or add a Service)")
-        return problems
+        idle = {}
+        if "service-availability" in checkers and not (workload.traffic and [obj for obj in objects if _probeable(obj)]):
+            idle["service-availability"] = "no Service with a selector to send traffic to"
+        if "pdb-eviction" in checkers and not [obj for obj in objects if obj.KIND == "PodDisruptionBudget"]:
+            idle["pdb-eviction"] = "no PodDisruptionBudget to hold evictions to"
+        return idle
 
     @classmethod
     def process_names(cls, cluster: ClusterSpec, workload: KubernetesWorkload) -> list[str]:
