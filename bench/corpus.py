@@ -18,11 +18,14 @@ wall seconds per run are printed for information.
 from __future__ import annotations
 
 import argparse
+import json
 import collections
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from loguru import logger
 
 from chaoskube.api.manifests import load_manifests
 from chaoskube.experiments import registry
@@ -51,6 +54,7 @@ def main() -> int:
     parser.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "peers" / "k8s-manifests")
     parser.add_argument("--only", default="")
     args = parser.parse_args()
+    logger.remove()  # as the CLI does: each run's log goes to its run.log only
     if not args.corpus.is_dir():
         print(f"no corpus at {args.corpus}", file=sys.stderr)
         return 2
@@ -61,6 +65,11 @@ def main() -> int:
     sets = [path for path in manifest_sets(args.corpus) if args.only in str(path)]
     for directory in sets:
         name = str(directory.relative_to(args.corpus))
+        served, left = count_documents(directory)
+        served_total += served
+        left_total += len(left)
+        for line in left:
+            kinds_left[line.split(": ", 2)[-1][:80]] += 1
         refusal = None
         try:
             found = registry.with_manifests(experiment, directory)
@@ -69,18 +78,14 @@ def main() -> int:
             try:
                 found = registry.with_manifests(experiment, directory, skip_unsupported=True)
             except ExperimentError as again:
-                print(f"{name}: REFUSED even with --skip-unsupported: {again}")
+                print(f"{name}: refused (documents served {served}, left out {len(left)}): {again}")
                 failed_to_run += 1
                 continue
-        served, left = count_documents(directory)
-        served_total += served
-        left_total += len(left)
-        for line in left:
-            kinds_left[line.split(": ", 2)[-1][:80]] += 1
         with tempfile.TemporaryDirectory(prefix="corpus-") as out:
             started = time.perf_counter()
             result = run_experiment(found, args.seed, Path(out))
             wall = time.perf_counter() - started
+            answers = json.loads((Path(out) / "result.json").read_text()).get("answers") or {}
         not_true = {checker: verdict.label for checker, verdict in result.verdicts.items() if verdict.valid is not True}
         if refusal is None:
             as_is += 1
@@ -90,13 +95,16 @@ def main() -> int:
               f"outcome {'as expected' if result.as_expected else 'NOT as expected'} ({wall:.1f} s wall); not true: {not_true or 'none'}")
         if refusal is not None:
             print(f"    refusal: {refusal}")
+        for row in answers.get("workloads", []):
+            if row.get("converged_at") is None:
+                print(f"    never ready: {row['workload']} (desired {row['desired']}): {row.get('why') or '?'}")
         for note in found.notes:
             print(f"    note: {note}")
         for line in left:
             print(f"    left out: {line}")
     total = served_total + left_total
     print()
-    print(f"manifest sets: {len(sets)}; ran as they are: {as_is}; ran with --skip-unsupported: {skipped_runs}; could not run: {failed_to_run}")
+    print(f"manifest sets: {len(sets)}; ran as they are: {as_is}; ran with --skip-unsupported: {skipped_runs}; refused in one line: {failed_to_run}")
     print(f"documents served: {served_total} of {total} ({100 * served_total / max(total, 1):.1f}%); left out: {left_total}")
     for reason, count in kinds_left.most_common():
         print(f"    {count} x {reason}")

@@ -9,7 +9,8 @@ Pure functions of the journal's events:
 - readiness comes from the store (:class:`chaoskube.checkers.replay.StoreReplay` over the
   ``raft-apply`` events): a pod is ready when its Ready condition is True
   (``podutil.IsPodReady``), never from its phase; a pod belongs to the workload its owner
-  references lead to (a Deployment through its ReplicaSets);
+  references lead to (a Deployment through its ReplicaSets); a bare Pod is a workload of
+  its own that wants 1 pod until it succeeds (once deleted, nothing brings it back);
 - a workload's desired count is :func:`chaoskube.api.workloads.desired_pods` of its stored
   object at that moment (a DaemonSet's ``desiredNumberScheduled``); "below desired" is
   counted from the first moment it had all its pods ready (the rollout before that is not
@@ -49,6 +50,7 @@ class WorkloadAnswer:
     minimum_ready: int | None = None
     minimum_at: float | None = None
     windows: list[tuple[float, float | None, int]] = field(default_factory=list)  # (from, to, lowest ready)
+    why: str = ""  # never reached its desired replicas: why, from its pods at the end
 
     @property
     def name(self) -> str:
@@ -92,7 +94,7 @@ class Answers:
     def to_json(self) -> dict[str, Any]:
         return {
             "workloads": [
-                {"workload": w.name, "desired": w.desired, "converged_at": w.converged_at, "below_desired_s": round(w.below_s, 3), "minimum_ready": w.minimum_ready, "minimum_at": w.minimum_at,
+                {"workload": w.name, "desired": w.desired, "converged_at": w.converged_at, "below_desired_s": round(w.below_s, 3), "minimum_ready": w.minimum_ready, "minimum_at": w.minimum_at, "why": w.why,
                  "windows": [[start, end, low] for start, end, low in w.windows]}
                 for w in self.workloads
             ],
@@ -125,7 +127,7 @@ def _top_workload(pod: Mapping[str, Any], store: StoreReplay) -> tuple[str, str]
     owner = _controller(pod)
     namespace = (pod.get("metadata") or {}).get("namespace") or "default"
     if owner is None:
-        return None
+        return "Pod", _key_of(pod)  # a bare Pod is its own workload
     kind, name = owner
     if kind == "ReplicaSet":
         replica_set = store.get("replicasets", f"{namespace}/{name}")
@@ -156,6 +158,9 @@ def _why_unready(pod: Mapping[str, Any], store: StoreReplay | None = None) -> st
         return node_problem
     status = pod.get("status") or {}
     for condition in status.get("conditions") or ():
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            return f"{condition.get('reason') or 'not scheduled'}: {condition.get('message') or ''}".strip(": ")
+    for condition in status.get("conditions") or ():
         if condition.get("type") == "Ready" and condition.get("status") != "True":
             reason = condition.get("reason") or ""
             message = condition.get("message") or ""
@@ -175,6 +180,26 @@ def _why_unready(pod: Mapping[str, Any], store: StoreReplay | None = None) -> st
     return f"phase {status.get('phase') or 'Pending'}"
 
 
+def _why_never(state: WorkloadAnswer, store: StoreReplay, pod_owner: Mapping[str, tuple[str, str] | None], refused_pods: Mapping[str, Mapping[str, str]]) -> str:
+    """Why a workload never had all its desired pods Ready: the first of its pods that is
+    not (unscheduled, waiting, failing its readiness probe), as its status says at the end."""
+    if state.desired == 0:
+        return "it wants no pods (desired 0)"
+    pods = [pod for pod in store.objects("pods").values() if pod_owner.get((pod.get("metadata") or {}).get("uid", "")) == (state.kind, state.key)]
+    if not pods and state.kind == "Pod":
+        return "deleted, and nothing recreates a bare Pod"
+    if not pods:
+        namespace, _, name = state.key.partition("/")
+        refusal = refused_pods.get(namespace, {})
+        found = next((message for prefix, message in reversed(list(refusal.items())) if prefix.startswith(f"{name}-")), None)
+        return f"none of its pods was created: {found}" if found else "none of its pods was created"
+    unready = [pod for pod in pods if not pod_ready(pod)]
+    if not unready:
+        return f"{len(pods)} of its pods Ready at the end"
+    pod = unready[0]
+    return f"pod {(pod.get('metadata') or {}).get('name')}: {_why_unready(pod, store)}"
+
+
 def answer(events: Sequence[Mapping[str, Any]], end_s: float | None = None, *, skipped: Iterable[str] = ()) -> Answers:
     """The answers for one run (module docstring)."""
     end = end_s if end_s is not None else max((event["t"] for event in events), default=0.0)
@@ -187,9 +212,13 @@ def answer(events: Sequence[Mapping[str, Any]], end_s: float | None = None, *, s
     states: dict[tuple[str, str], WorkloadAnswer] = {}
     open_windows: dict[tuple[str, str], list[Any]] = {}
     unready_open: dict[str, dict[str, Any]] = {}
+    refused_pods: dict[str, dict[str, str]] = {}  # namespace -> pod name asked for -> why refused
 
     def desired_of(workload: tuple[str, str]) -> int | None:
         kind, key = workload
+        if kind == "Pod":  # a bare Pod: wanted until it completes; once deleted, nothing replaces it
+            pod = store.get("pods", key)
+            return 0 if pod is not None and (pod.get("status") or {}).get("phase") == "Succeeded" else 1
         resource = next(r for r, k in WORKLOAD_RESOURCES.items() if k == kind)
         obj = store.get(resource, key)
         return desired_pods(obj) if obj is not None else None
@@ -242,6 +271,8 @@ def answer(events: Sequence[Mapping[str, Any]], end_s: float | None = None, *, s
                 pod_owner[uid] = owner
                 is_ready = change.after is not None and pod_ready(change.after)
                 if owner is not None:
+                    if owner[0] == "Pod" and change.after is not None:
+                        states.setdefault(owner, WorkloadAnswer("Pod", owner[1]))
                     members = ready.setdefault(owner, set())
                     if is_ready:
                         members.add(uid)
@@ -265,6 +296,12 @@ def answer(events: Sequence[Mapping[str, Any]], end_s: float | None = None, *, s
                     elif is_ready and record is not None:
                         record["to"] = t
                         del unready_open[uid]
+        elif kind == "api-request" and event.get("resource") == "pods" and event.get("verb") == "create" and event.get("message"):
+            # a controller's pod refused (ServiceAccount missing, quota, limits, invalid):
+            # pods "NAME-" is forbidden: ... -> by the name (or generateName) it asked for
+            message = str(event["message"])
+            if message.startswith('pods "'):
+                refused_pods.setdefault(str(event.get("namespace") or "default"), {})[message[6:].partition('"')[0]] = message
         elif kind == "eviction" and event.get("outcome") == "refused":
             answers.refused_evictions.append({"t": event["t"], "pod": f"{event.get('namespace')}/{event.get('pod')}", "pdb": event.get("pdb", ""), "reason": event.get("reason", "")})
         elif kind == "taint-eviction":
@@ -273,6 +310,9 @@ def answer(events: Sequence[Mapping[str, Any]], end_s: float | None = None, *, s
         state = states[workload]
         state.windows.append((window[0], None, window[1]))
         state.below_s += end - window[0]
+    for state in states.values():
+        if state.converged_at is None:
+            state.why = _why_never(state, store, pod_owner, refused_pods)
     answers.workloads = sorted(states.values(), key=lambda w: (w.kind, w.key))
     answers.services = _services(events)
     answers.unready = answers.unready[:MAX_ROWS]
@@ -339,7 +379,7 @@ def markdown_lines(answers: Answers) -> list[str]:
         lines += ["| workload | desired | below desired | lowest ready | when |", "|---|---|---|---|---|"]
         for w in answers.workloads:
             if w.converged_at is None:
-                lines.append(f"| {w.name} | {w.desired} | never reached its desired replicas | — | — |")
+                lines.append(f"| {w.name} | {w.desired} | never reached its desired replicas | — | {w.why or '—'} |")
                 continue
             lowest = "—" if w.minimum_ready is None else f"{w.minimum_ready}/{w.desired}"
             when = "; ".join(f"{_t(start)} – {_t(end)} (lowest {low})" for start, end, low in w.windows[:5]) or "—"

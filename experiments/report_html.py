@@ -81,8 +81,8 @@ MAX_LABEL_ROWS = 4
 # send/deliver/drop, most of a journal's bytes) is skipped unparsed.
 TIMELINE_TYPES = frozenset({
     "raft-role", "leader", "fault", "client-op", "api-op", "traffic", "probe", "pod-phase", "process", "phase", "world",
-    # what the report's answers read (experiments/answers.py): the store, evictions
-    "raft-apply", "eviction", "taint-eviction",
+    # what the report's answers read (experiments/answers.py): the store, evictions, refused pods
+    "raft-apply", "eviction", "taint-eviction", "api-request",
 })
 _SKIP_MARKERS = (b'"type":"send"', b'"type":"deliver"', b'"type":"drop"')
 
@@ -725,7 +725,7 @@ def _answers(result: RunResult, events: Sequence[Mapping[str, Any]]) -> str:
         rows = []
         for w in answers.workloads:
             if w.converged_at is None:
-                rows.append(f'<tr data-workload="{esc(w.name)}"><td>{esc(w.name)}</td><td>{w.desired}</td><td colspan="3">never reached its desired replicas</td></tr>')
+                rows.append(f'<tr data-workload="{esc(w.name)}"><td>{esc(w.name)}</td><td>{w.desired}</td><td colspan="2">never reached its desired replicas</td><td>{esc(w.why)}</td></tr>')
                 continue
             lowest = "—" if w.minimum_ready is None else f"{w.minimum_ready}/{w.desired}"
             when = "; ".join(f"{t(start)} – {t(end)} (lowest {low})" for start, end, low in w.windows[:5]) or "—"

@@ -191,9 +191,10 @@ def _qualified_resource(kind: str) -> str:
 
 def forbidden_by_admission(request: AdmissionRequest, reason: str) -> str:
     """``apierrors.NewForbidden`` through ``admission.NewForbidden``: the name is the
-    request's, else the object's (a CREATE names it in the body), else none."""
+    request's, else the object's (a CREATE names it in the body), else its generateName
+    (``extractResourceName``: name generation has not happened yet), else none."""
     resource = _qualified_resource(request.kind)
-    name = request.name or (request.object.metadata.name if request.object is not None else "")
+    name = request.name or (request.object.metadata.name or request.object.metadata.generate_name if request.object is not None else "")
     if name:
         return f'{resource} "{name}" is forbidden: {reason}'
     return f"{resource} is forbidden: {reason}"

@@ -310,6 +310,8 @@ class ApiServer:
         }
         if response.status is not None:
             fields["reason"] = response.status.reason
+            if response.code in (403, 422) and response.status.message:
+                fields["message"] = response.status.message  # what a user reads: why the write was refused
         if response.object is not None:
             fields["resource_version"] = response.object.metadata.resource_version
         self.world.record("api-request", **fields)

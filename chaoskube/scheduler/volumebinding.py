@@ -14,7 +14,10 @@ scheduler's listers of claims, volumes and storage classes as its handle.
   and the binding waits until every claim is Bound, checking every second, at most
   ``bindTimeoutSeconds`` (600 s): "binding volumes: context deadline exceeded".
 
-Non-guarantees: the scheduler's own in-memory assumption of static volumes
+Non-guarantees: a claim that names its volume (``spec.volumeName``) counts as bound even
+before the binder completes it, so a missing volume makes the pod unschedulable at once
+("node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"; upstream
+would schedule it and time out in PreBind after 600 s: either way it stays Pending); the scheduler's own in-memory assumption of static volumes
 (``AssumePodVolumes``) is left to the binder; CSI storage capacity and volume limits
 (``NodeVolumeLimits``) are not modelled.
 """
@@ -37,6 +40,7 @@ UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 ERR_NODE_CONFLICT = "node(s) had volume node affinity conflict"
 ERR_NO_VOLUMES = "node(s) didn't find available persistent volumes to bind"
 ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+ERR_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 
 
 class _State:
@@ -122,7 +126,7 @@ class VolumeBinding:
         for claim in data.bound:
             volume = handle.volume(claim.spec.volume_name)
             if volume is None:
-                return Status.of(UNRESOLVABLE, f'persistentvolume "{claim.spec.volume_name}" not found')
+                return Status.of(UNRESOLVABLE, ERR_PV_NOT_EXIST)
             if not _volume_accepts(volume, node):
                 return Status.of(UNRESOLVABLE, ERR_NODE_CONFLICT)
         for claim in data.delayed:

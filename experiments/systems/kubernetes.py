@@ -436,15 +436,25 @@ class KubernetesSystem(System):
             where = f"field `workload.manifests[{index}]`"
             try:
                 path = resolve_manifest(entry, base)
-                objects.extend(_load(path, typed.skip_unsupported)[0])
+                loaded, left_out = _load(path, typed.skip_unsupported)
             except (FileNotFoundError, ManifestError) as error:
                 raise ExperimentError(f"{where}: {error}") from None
+            if not loaded:  # a run of nothing would be a silent no-op
+                why = f"--skip-unsupported left out all {len(left_out)} of its documents" if left_out else "it holds no Kubernetes object"
+                raise ExperimentError(f"{where}: nothing to run in {path}: {why}")
+            objects.extend(loaded)
             resolved.append(str(path))
         for index, deployment in enumerate(typed.deployments):
             try:
                 objects.extend(deployment.objects())
             except ManifestError as error:
                 raise ExperimentError(f"field `workload.deployments[{index}]`: {error}") from None
+        if typed.manifests and not any(obj.KIND in (*WORKLOAD_KINDS, "Pod", "CronJob") for obj in objects):
+            kinds = sorted({obj.KIND for obj in objects})
+            raise MeaningError(
+                f"no workload ({', '.join(WORKLOAD_KINDS)}, CronJob or Pod)",
+                f"its {len(objects)} object(s) ({', '.join(kinds)}) create no pods, and the experiment judges what happens to pods",
+            )
         nodes = len(spec.nodes())
         pods, largest = estimate_pods(objects, nodes)
         if pods > MAX_PODS_PER_RUN:

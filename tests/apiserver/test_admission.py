@@ -91,8 +91,12 @@ def test_forbidden_message_names_the_qualified_resource():
     deployment = make("Deployment", "apps/v1", "web", spec={"selector": {"matchLabels": {"a": "b"}}})
     assert forbidden_by_admission(request(deployment), "no") == 'deployments.apps "web" is forbidden: no'
     assert forbidden_by_admission(request(make_pod()), "no") == 'pods "web" is forbidden: no'
+    # admission.NewForbidden -> extractResourceName: name generation has not happened yet,
+    # so a generated object is named by its generateName (pods "web-" is forbidden: ...)
     generated = Pod(metadata=ObjectMeta(generate_name="web-", namespace="default"))
-    assert forbidden_by_admission(request(generated, name=""), "no") == "pods is forbidden: no"
+    assert forbidden_by_admission(request(generated, name=""), "no") == 'pods "web-" is forbidden: no'
+    anonymous = Pod(metadata=ObjectMeta(namespace="default"))
+    assert forbidden_by_admission(request(anonymous, name=""), "no") == "pods is forbidden: no"
 
 
 # --------------------------------------------------------------------------- defaulting
