@@ -143,6 +143,7 @@ class Schedule:
     month: int = 0
     dow: int = 0
     every_s: int = 0
+    location: str = ""  # TZ=/CRON_TZ= prefix: the zone the fields are read in
 
     def _day_matches(self, moment: _dt.datetime) -> bool:
         dom_match = (1 << moment.day) & self.dom != 0
@@ -156,7 +157,11 @@ class Schedule:
         assert moment.tzinfo is not None, "a schedule runs in a time zone"
         if self.every_s:
             return moment.replace(microsecond=0) + _dt.timedelta(seconds=self.every_s)
-        zone = moment.tzinfo
+        if self.location:  # robfig: t.In(s.Location), the answer back in t's location
+            original = moment.tzinfo
+            found = Schedule(self.minute, self.hour, self.dom, self.month, self.dow).next(moment.astimezone(zone(self.location)))
+            return found.astimezone(original) if found is not None else None
+        zone_ = moment.tzinfo
         t = moment.replace(microsecond=0) + _dt.timedelta(seconds=1)
         added = False
         year_limit = t.year + 5
@@ -169,7 +174,7 @@ class Schedule:
                     added = True
                     t = t.replace(day=1, hour=0, minute=0, second=0)
                 t = (t.replace(day=1) + _dt.timedelta(days=32)).replace(day=1)
-                t = t.replace(tzinfo=zone)
+                t = t.replace(tzinfo=zone_)
                 if t.month == 1:
                     wrapped = True
                     break
@@ -230,9 +235,11 @@ def parse_schedule(text: str) -> Schedule:
         raise ScheduleError("empty spec string")
     if spec.startswith("TZ=") or spec.startswith("CRON_TZ="):
         zone, _, rest = spec.partition(" ")
-        if not valid_time_zone(zone.partition("=")[2]):
-            raise ScheduleError(f"provided bad location {zone.partition('=')[2]}: unknown time zone {zone.partition('=')[2]}")
-        spec = rest.strip()
+        location = zone.partition("=")[2]
+        if not valid_time_zone(location):
+            raise ScheduleError(f"provided bad location {location}: unknown time zone {location}")
+        parsed = parse_schedule(rest)
+        return parsed if parsed.every_s else Schedule(parsed.minute, parsed.hour, parsed.dom, parsed.month, parsed.dow, 0, location)
     if spec.startswith("@"):
         if spec.startswith("@every "):
             seconds = int(_parse_duration(spec[len("@every "):].strip()))

@@ -1812,6 +1812,7 @@ class PodFailurePolicyOnPodConditionsPattern(_Struct):
 
 class PodFailurePolicyRule(_Struct):
     action: str
+    name: str | None = None  # JobPodFailurePolicyRuleName (alpha): defaults to the rule's index
     on_exit_codes: PodFailurePolicyOnExitCodesRequirement | None = None
     on_pod_conditions: list[PodFailurePolicyOnPodConditionsPattern] = []
 

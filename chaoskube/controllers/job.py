@@ -47,6 +47,7 @@ import msgspec
 import trio
 
 from chaoskube.api.objects import (
+    PodFailurePolicyRule,
     Job,
     JobCondition,
     JobStatus,
@@ -92,16 +93,21 @@ MAX_POD_FAILURE_BACKOFF_S = 360.0
 MAX_POD_CREATE_DELETE_PER_SYNC = 500
 
 
-def match_pod_failure_policy(policy: PodFailurePolicy | None, pod: Pod) -> tuple[str | None, bool, str | None]:
+def match_pod_failure_policy(policy: PodFailurePolicy | None, pod: Pod) -> tuple[str | None, bool, PodFailurePolicyRule | None]:
     """``matchPodFailurePolicy``: (FailJob message or None, count towards backoffLimit,
-    the matched action or None)."""
+    the matched rule or None). Rules are tried in order; a rule with an unknown action or
+    operator is skipped; successful containers (exit code 0) never match."""
     if policy is None:
         return None, True, None
     for index, rule in enumerate(policy.rules):
+        if rule.action not in ("Ignore", "Count", "FailJob", "FailIndex"):
+            continue
         if rule.on_exit_codes is not None:
             requirement = rule.on_exit_codes
+            if requirement.operator not in ("In", "NotIn"):
+                continue
             matched = None
-            for statuses in (pod.status.container_statuses, pod.status.init_container_statuses):
+            for statuses in (pod.status.container_statuses, pod.status.init_container_statuses):  # matchOnExitCodes' order
                 for status in statuses:
                     terminated = status.state.terminated if status.state is not None else None
                     if terminated is None or terminated.exit_code == 0:
@@ -109,28 +115,25 @@ def match_pod_failure_policy(policy: PodFailurePolicy | None, pod: Pod) -> tuple
                     if requirement.container_name is not None and requirement.container_name != status.name:
                         continue
                     inside = terminated.exit_code in requirement.values
-                    if (requirement.operator == "In" and inside) or (requirement.operator == "NotIn" and not inside):
+                    if (requirement.operator == "In") == inside:
                         matched = status
                         break
                 if matched is not None:
                     break
-            if matched is not None:
-                if rule.action == "Ignore":
-                    return None, False, "Ignore"
-                if rule.action == "Count":
-                    return None, True, "Count"
-                if rule.action == "FailJob":
-                    message = f"Container {matched.name} for pod {pod.metadata.namespace}/{pod.metadata.name} failed with exit code {matched.state.terminated.exit_code} matching FailJob rule at index {index}"
-                    return message, True, "FailJob"
-        elif rule.on_pod_conditions:
+            if matched is None:
+                continue
+            if rule.action == "FailJob":
+                assert matched.state is not None and matched.state.terminated is not None
+                message = f"Container {matched.name} for pod {pod.metadata.namespace}/{pod.metadata.name} failed with exit code {matched.state.terminated.exit_code} matching FailJob rule at index {index}"
+                return message, True, rule
+            return None, rule.action != "Ignore", rule
+        if rule.on_pod_conditions:
             condition = next((c for c in pod.status.conditions for pattern in rule.on_pod_conditions if c.type == pattern.type and c.status == (pattern.status or "True")), None)
-            if condition is not None:
-                if rule.action == "Ignore":
-                    return None, False, "Ignore"
-                if rule.action == "Count":
-                    return None, True, "Count"
-                if rule.action == "FailJob":
-                    return f"Pod {pod.metadata.namespace}/{pod.metadata.name} has condition {condition.type} matching FailJob rule at index {index}", True, "FailJob"
+            if condition is None:
+                continue
+            if rule.action == "FailJob":
+                return f"Pod {pod.metadata.namespace}/{pod.metadata.name} has condition {condition.type} matching FailJob rule at index {index}", True, rule
+            return None, rule.action != "Ignore", rule
     return None, True, None
 
 
@@ -237,7 +240,7 @@ def plan_job(job: Job, pods: Sequence[Pod], now: float, last_failure: tuple[int,
             if index is not None:
                 succeeded_indexes.add(index)
         elif _failed(pod):
-            message, count, action = match_pod_failure_policy(spec.pod_failure_policy, pod)
+            message, count, _rule = match_pod_failure_policy(spec.pod_failure_policy, pod)
             if count:
                 remaining.failed.append(pod.metadata.uid)
             plan.release.append(pod)
