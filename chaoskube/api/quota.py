@@ -297,56 +297,86 @@ def limit_range_defaults(limit_ranges: Iterable[LimitRange], pod: Pod) -> list[s
 
 
 def _min(kind: str, name: str, enforced: str, request: Mapping[str, str], limit: Mapping[str, str]) -> str | None:
+    """``minConstraint``"""
     if name not in request:
-        return f"Minimum {name} usage per {kind} is {enforced}.  No request is specified."
+        return f"minimum {name} usage per {kind} is {enforced}.  No request is specified"
     if parse_quantity(request[name]) < parse_quantity(enforced):
-        return f"Minimum {name} usage per {kind} is {enforced}, but request is {request[name]}."
+        return f"minimum {name} usage per {kind} is {enforced}, but request is {request[name]}"
     if name in limit and parse_quantity(limit[name]) < parse_quantity(enforced):
-        return f"Minimum {name} usage per {kind} is {enforced}, but limit is {limit[name]}."
+        return f"minimum {name} usage per {kind} is {enforced}, but limit is {limit[name]}"
     return None
 
 
 def _max(kind: str, name: str, enforced: str, request: Mapping[str, str], limit: Mapping[str, str]) -> str | None:
+    """``maxConstraint``"""
     if name not in limit:
-        return f"Maximum {name} usage per {kind} is {enforced}.  No limit is specified."
+        return f"maximum {name} usage per {kind} is {enforced}.  No limit is specified"
     if parse_quantity(limit[name]) > parse_quantity(enforced):
-        return f"Maximum {name} usage per {kind} is {enforced}, but limit is {limit[name]}."
+        return f"maximum {name} usage per {kind} is {enforced}, but limit is {limit[name]}"
     if name in request and parse_quantity(request[name]) > parse_quantity(enforced):
-        return f"Maximum {name} usage per {kind} is {enforced}, but request is {request[name]}."
+        return f"maximum {name} usage per {kind} is {enforced}, but request is {request[name]}"
+    return None
+
+
+def _max_request(kind: str, name: str, enforced: str, request: Mapping[str, str]) -> str | None:
+    """``maxRequestConstraint`` (a claim's storage: requests only)"""
+    if name not in request:
+        return f"maximum {name} usage per {kind} is {enforced}.  No request is specified"
+    if parse_quantity(request[name]) > parse_quantity(enforced):
+        return f"maximum {name} usage per {kind} is {enforced}, but request is {request[name]}"
     return None
 
 
 def _ratio(kind: str, name: str, enforced: str, request: Mapping[str, str], limit: Mapping[str, str]) -> str | None:
+    """``limitRequestRatioConstraint``"""
     requested = parse_quantity(request[name]) if name in request else 0
     limited = parse_quantity(limit[name]) if name in limit else 0
     if requested == 0:
-        return f"{name} max limit to request ratio per {kind} is {enforced}, but no request is specified or request is 0."
+        return f"{name} max limit to request ratio per {kind} is {enforced}, but no request is specified or request is 0"
     if limited == 0:
-        return f"{name} max limit to request ratio per {kind} is {enforced}, but no limit is specified or limit is 0."
+        return f"{name} max limit to request ratio per {kind} is {enforced}, but no limit is specified or limit is 0"
     observed = limited / requested
     if observed * 1000 > parse_quantity(enforced):
-        return f"{name} max limit to request ratio per {kind} is {enforced}, but provided ratio is {observed:f}."
+        return f"{name} max limit to request ratio per {kind} is {enforced}, but provided ratio is {observed:f}"
     return None
 
 
-def _sum(resources: list[Mapping[str, str]]) -> dict[str, str]:
-    """``sum``: a resource present in every input, totalled."""
-    keys = sorted({key for resource in resources for key in resource})
-    out = {}
-    for key in keys:
-        if all(key in resource for resource in resources):
-            out[key] = format_milli(sum(parse_quantity(resource[key]) for resource in resources))
-    return out
+def _pod_total(pod: Pod, field: str) -> dict[str, str]:
+    """``podRequests`` / ``podLimits``: the containers summed (restartable init containers
+    too), then the largest of that and each init container's (with the restartable ones
+    started before it)."""
+    totals: dict[str, int] = {}
+    for container in pod.spec.containers:
+        for key, value in getattr(container.resources, field).items():
+            totals[key] = totals.get(key, 0) + parse_quantity(value)
+    sidecars: dict[str, int] = {}
+    init_max: dict[str, int] = {}
+    for container in pod.spec.init_containers:
+        own = {key: parse_quantity(value) for key, value in getattr(container.resources, field).items()}
+        if container.restart_policy == "Always":
+            for key, value in own.items():
+                totals[key] = totals.get(key, 0) + value
+                sidecars[key] = sidecars.get(key, 0) + value
+            effective = dict(sidecars)
+        else:
+            effective = {key: own.get(key, 0) + sidecars.get(key, 0) for key in {*own, *sidecars}}
+        for key, value in effective.items():
+            init_max[key] = max(init_max.get(key, value), value)
+    for key, value in init_max.items():
+        totals[key] = max(totals.get(key, value), value)
+    return {key: format_milli(value) for key, value in sorted(totals.items())}
 
 
-def limit_range_problems(limit_ranges: Iterable[LimitRange], obj: Object) -> list[str]:
-    """``PodLimitFunc`` / ``PersistentVolumeClaimLimitFunc``: the violated constraints."""
-    problems: list[str] = []
+def limit_range_problems(limit_ranges: Iterable[LimitRange], obj: Object) -> list[list[str]]:
+    """``PodValidateLimitFunc`` / ``PersistentVolumeClaimValidateLimitFunc``: per
+    LimitRange (in name order), the constraints ``obj`` violates (empty lists left out)."""
+    found: list[list[str]] = []
     for limit_range in sorted(limit_ranges, key=lambda lr: lr.metadata.name):
+        problems: list[str] = []
         for item in limit_range.spec.limits:
             checks = ((item.min, _min), (item.max, _max), (item.max_limit_request_ratio, _ratio))
             if isinstance(obj, Pod) and item.type == "Container":
-                containers: list[Container] = list(obj.spec.containers)
+                containers: list[Container] = [*obj.spec.containers, *obj.spec.init_containers]
                 for container in containers:
                     for values, check in checks:
                         for name, enforced in sorted(values.items()):
@@ -354,8 +384,8 @@ def limit_range_problems(limit_ranges: Iterable[LimitRange], obj: Object) -> lis
                             if problem:
                                 problems.append(problem)
             elif isinstance(obj, Pod) and item.type == "Pod":
-                requests = _sum([container.resources.requests for container in obj.spec.containers])
-                limits = _sum([container.resources.limits for container in obj.spec.containers])
+                requests = _pod_total(obj, "requests")
+                limits = _pod_total(obj, "limits")
                 for values, check in checks:
                     for name, enforced in sorted(values.items()):
                         problem = check("Pod", name, enforced, requests, limits)
@@ -364,12 +394,16 @@ def limit_range_problems(limit_ranges: Iterable[LimitRange], obj: Object) -> lis
             elif isinstance(obj, PersistentVolumeClaim) and item.type == "PersistentVolumeClaim":
                 requests = obj.spec.resources.requests
                 for name, enforced in sorted(item.min.items()):
-                    if name in requests and parse_quantity(requests[name]) < parse_quantity(enforced):
-                        problems.append(f"Minimum {name} usage per PersistentVolumeClaim is {enforced}, but request is {requests[name]}.")
+                    problem = _min("PersistentVolumeClaim", name, enforced, requests, {})
+                    if problem:
+                        problems.append(problem)
                 for name, enforced in sorted(item.max.items()):
-                    if name in requests and parse_quantity(requests[name]) > parse_quantity(enforced):
-                        problems.append(f"Maximum {name} usage per PersistentVolumeClaim is {enforced}, but request is {requests[name]}.")
-    return problems
+                    problem = _max_request("PersistentVolumeClaim", name, enforced, requests)
+                    if problem:
+                        problems.append(problem)
+        if problems:
+            found.append(problems)
+    return found
 
 
 def kind_resource(obj: Object) -> str:

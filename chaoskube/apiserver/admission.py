@@ -801,7 +801,8 @@ class LimitRangerPlugin:
     recorded in the ``kubernetes.io/limit-ranger`` annotation. Validate, CREATE and UPDATE of
     pods and PersistentVolumeClaims: min, max and maxLimitRequestRatio per Container, Pod and
     PersistentVolumeClaim; a violation is 403 with every violated constraint
-    (``pods "web" is forbidden: [Maximum cpu usage per Container is 1, but limit is 2., ...]``).
+    (``pods "web" is forbidden: [maximum cpu usage per Container is 1, but limit is 2, ...]``);
+    a pod UPDATE is not checked (its containers are immutable).
     ``limit_ranges`` are the LimitRange objects of every namespace."""
 
     limit_ranges: tuple[Any, ...] = ()
@@ -833,14 +834,17 @@ class LimitRangerPlugin:
 
         if request.subresource or request.kind not in ("Pod", "PersistentVolumeClaim") or request.object is None:
             return _allowed(request)
+        if request.kind == "Pod" and request.operation == "UPDATE":  # SupportsAttributes: containers are immutable
+            return _allowed(request)
         ranges = self._ranges(request.namespace)
         if not ranges:
             return _allowed(request)
-        problems = limit_range_problems(ranges, request.object)
-        if not problems:
+        found = limit_range_problems(ranges, request.object)
+        if not found:
             return _allowed(request)
-        detail = problems[0] if len(problems) == 1 else f"[{', '.join(problems)}]"
-        return _forbidden(self.name, request, detail)
+        # one Forbidden per LimitRange, each over the aggregate of its constraints
+        messages = [forbidden_by_admission(request, problems[0] if len(problems) == 1 else f"[{', '.join(problems)}]") for problems in found]
+        return AdmissionResult(allowed=False, reason=messages[0] if len(messages) == 1 else f"[{', '.join(messages)}]", code=403, plugin=self.name)
 
 
 # =========================================================================== DefaultStorageClass
