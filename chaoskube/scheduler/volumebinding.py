@@ -40,6 +40,7 @@ UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 ERR_NODE_CONFLICT = "node(s) had volume node affinity conflict"
 ERR_NO_VOLUMES = "node(s) didn't find available persistent volumes to bind"
 ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+NOT_SUPPORTED_PROVISIONER = "kubernetes.io/no-provisioner"  # static volumes only
 ERR_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 
 
@@ -133,7 +134,7 @@ class VolumeBinding:
             if self._static_match(claim, node) is not None:
                 continue
             storage_class = handle.storage_class(claim.spec.storage_class_name)
-            if storage_class is None or not storage_class.provisioner or not _class_topology_allows(storage_class, node):
+            if storage_class is None or storage_class.provisioner in ("", NOT_SUPPORTED_PROVISIONER) or not _class_topology_allows(storage_class, node):
                 return Status.of(UNRESOLVABLE, ERR_NO_VOLUMES)
         return SUCCESS
 
