@@ -25,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
 from loguru import logger
 
 from chaoskube.api.manifests import load_manifests
@@ -43,8 +44,12 @@ def count_documents(directory: Path) -> tuple[int, list[str]]:
     """(documents served, one line per document left out) with --skip-unsupported."""
     try:
         objects, issues = load_manifests(directory, skip_unsupported=True)
-    except Exception as error:  # noqa: BLE001 - a malformed set: nothing served
-        return 0, [str(error)]
+    except Exception as error:  # noqa: BLE001 - a malformed set (kubectl refuses it whole): nothing served
+        documents = 0
+        for path in sorted(directory.iterdir()):
+            if path.suffix in (".yaml", ".yml", ".json") and path.is_file():
+                documents += sum(1 for document in yaml.safe_load_all(path.read_text()) if document) if path.suffix != ".json" else 1
+        return 0, [str(error)] * max(documents, 1)
     return len(objects), [str(issue) for issue in issues]
 
 
