@@ -434,6 +434,10 @@ class NodeResourcesBalancedAllocation:
 
 
 # =========================================================================== topology spread
+#: ``systemDefaultConstraints`` (``podtopologyspread/plugin.go``): (maxSkew, topologyKey), ScheduleAnyway.
+SYSTEM_DEFAULT_SPREAD = ((3, LABEL_HOSTNAME), (5, "topology.kubernetes.io/zone"))
+
+
 @dataclass(frozen=True, slots=True)
 class SpreadConstraint:
     """``topologySpreadConstraint``: one constraint with its defaults applied
@@ -593,24 +597,47 @@ class PodTopologySpread:
                 return Status.of(UNSCHEDULABLE, self.reason_not_match)
         return SUCCESS
 
+    # -- system defaults ------------------------------------------------------------------
+    framework: Any = None
+
+    def attach(self, framework: Any) -> None:
+        self.framework = framework
+
+    def _system_default_constraints(self, pod: Pod) -> list[SpreadConstraint]:
+        """``buildDefaultConstraints`` with ``defaultingType: System``: for a pod with no
+        constraints of its own, ``maxSkew`` 3 over hostnames and 5 over zones, both
+        ScheduleAnyway, selecting what ``helper.DefaultSelector`` gives (the selectors of
+        the Services, ReplicationController, ReplicaSet or StatefulSet that select it); no
+        constraints when that selector is empty."""
+        handle = getattr(self.framework, "handle", None)
+        selector_of = getattr(handle, "default_selector", None)
+        selector = selector_of(pod) if selector_of is not None else None
+        if selector is None:
+            return []
+        return [SpreadConstraint(max_skew=skew, topology_key=key, selector=selector) for skew, key in SYSTEM_DEFAULT_SPREAD]
+
     # -- scoring --------------------------------------------------------------------------
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status:
         # The scorer also needs every node of the cluster, not only the feasible ones.
         snapshot = state.snapshot
         constraints = spread_constraints(pod, "ScheduleAnyway")
+        require_all_topologies = True
+        if not pod.spec.topology_spread_constraints:
+            constraints = self._system_default_constraints(pod)
+            require_all_topologies = False  # system defaults also score nodes lacking a key
         if not constraints or snapshot is None:
             return SKIP
         ignored: set[str] = set()
         counts: list[dict[str, int]] = [{} for _ in constraints]
         sizes = [0] * len(constraints)
         for info in nodes:
-            if not _has_all_keys(info.labels, constraints):
+            if require_all_topologies and not _has_all_keys(info.labels, constraints):
                 ignored.add(info.name)
                 continue
             for index, constraint in enumerate(constraints):
                 if constraint.topology_key == LABEL_HOSTNAME:
                     continue
-                value = info.labels[constraint.topology_key]
+                value = info.labels.get(constraint.topology_key, "")
                 if value not in counts[index]:
                     counts[index][value] = 0
                     sizes[index] += 1
@@ -620,12 +647,12 @@ class PodTopologySpread:
             weights.append(math.log(size + 2))  # topologyNormalizingWeight
         for info in snapshot.list():
             node = info.node
-            if node is None or not _has_all_keys(node.metadata.labels, constraints):
+            if node is None or (require_all_topologies and not _has_all_keys(node.metadata.labels, constraints)):
                 continue
             for index, constraint in enumerate(constraints):
                 if not constraint.includes_node(pod, node):
                     continue
-                value = node.metadata.labels[constraint.topology_key]
+                value = node.metadata.labels.get(constraint.topology_key, "")
                 if value not in counts[index]:
                     continue
                 counts[index][value] += count_pods_match_selector(info.pods, constraint.selector, pod.metadata.namespace)

@@ -48,10 +48,10 @@ from typing import Any
 
 import trio
 
-from chaoskube.api.objects import Pod, PodCondition, deep_copy
+from chaoskube.api.objects import LabelSelector, Pod, PodCondition, deep_copy
 from chaoskube.api.protocol import timestamp
 from chaoskube.client.client import ApiClient, ApiError
-from chaoskube.client.informer import DeletedFinalStateUnknown, SharedInformerFactory
+from chaoskube.client.informer import NAMESPACE_INDEX, DeletedFinalStateUnknown, SharedInformerFactory
 from chaoskube.config import SchedulerConfig
 from chaoskube.scheduler.framework import (
     ASSIGNED_POD_DELETE,
@@ -135,6 +135,11 @@ class Scheduler:
         self.claims = informers.informer("persistentvolumeclaims")
         self.volumes = informers.informer("persistentvolumes")
         self.storage_classes = informers.informer("storageclasses")
+        # PodTopologySpread's system default constraints select by what selects the pod
+        self.services = informers.informer("services")
+        self.replica_sets = informers.informer("replicasets")
+        self.replication_controllers = informers.informer("replicationcontrollers")
+        self.stateful_sets = informers.informer("statefulsets")
         for informer, resource in ((self.claims, EventResource.PVC), (self.volumes, EventResource.PV), (self.storage_classes, EventResource.STORAGE_CLASS)):
             informer.add_event_handler(
                 on_add=lambda obj, r=resource: self._on_storage_event(r, ActionType.ADD),
@@ -178,6 +183,36 @@ class Scheduler:
         may fit now (its ``EventsToRegister``)."""
         self.queue.move_all_to_active_or_backoff(ClusterEvent(resource, action), self.process.now())
         self._wake()
+
+    # -- PodTopologySpread's default selector -------------------------------------------------
+    def default_selector(self, pod: Pod) -> LabelSelector | None:
+        """``helper.DefaultSelector``: the selectors of the pod's Services merged, and the
+        selector of its controlling ReplicationController, ReplicaSet or StatefulSet added;
+        None when that selects everything (no constraint then)."""
+        namespace = pod.metadata.namespace
+        labels = pod.metadata.labels
+        match_labels: dict[str, str] = {}
+        for service in self.services.indexer.by_index(NAMESPACE_INDEX, namespace):
+            selector = service.spec.selector
+            if selector and all(labels.get(key) == value for key, value in selector.items()):
+                match_labels.update(selector)
+        expressions: list[Any] = []
+        owner = next((reference for reference in pod.metadata.owner_references if reference.controller), None)
+        if owner is not None:
+            group = owner.api_version.partition("/")[0] if "/" in owner.api_version else ""
+            if owner.kind == "ReplicationController" and group == "":
+                controller = self.replication_controllers.indexer.get_by_key(f"{namespace}/{owner.name}")
+                if controller is not None and controller.spec.selector:
+                    match_labels.update(controller.spec.selector)
+            elif owner.kind in ("ReplicaSet", "StatefulSet") and group == "apps":
+                informer = self.replica_sets if owner.kind == "ReplicaSet" else self.stateful_sets
+                controller = informer.indexer.get_by_key(f"{namespace}/{owner.name}")
+                if controller is not None and controller.spec.selector is not None:
+                    match_labels.update(controller.spec.selector.match_labels)
+                    expressions.extend(controller.spec.selector.match_expressions)
+        if not match_labels and not expressions:
+            return None
+        return LabelSelector(match_labels=match_labels, match_expressions=expressions)
 
     # -- the VolumeBinding plugin's listers ---------------------------------------------------
     def claim(self, namespace: str, name: str) -> Any:
@@ -261,7 +296,10 @@ class Scheduler:
 
     # -- running -------------------------------------------------------------------------------
     async def wait_for_sync(self) -> None:
-        for informer in (self.nodes, self.pods, self.pdbs, self.namespaces, self.claims, self.volumes, self.storage_classes):
+        for informer in (
+            self.nodes, self.pods, self.pdbs, self.namespaces, self.claims, self.volumes, self.storage_classes,
+            self.services, self.replica_sets, self.replication_controllers, self.stateful_sets,
+        ):
             await informer.wait_for_sync()
 
     async def run(self) -> None:

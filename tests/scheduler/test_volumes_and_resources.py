@@ -160,3 +160,44 @@ def test_a_waiting_claim_takes_a_matching_volume_or_a_class_that_provisions_ther
     assert filtered["a1"].is_success() and filtered["b1"].reasons == (ERR_NO_VOLUMES,)  # allowedTopologies
     anywhere = _Handle([_claim("data")], classes=[_class()])
     assert all(status.is_success() for status in _bind(anywhere, _pod_with("data"), NODES)[1].values())
+
+
+# --------------------------------------------------------------------------- system default spreading
+from chaoskube.api.objects import LabelSelector  # noqa: E402
+from chaoskube.scheduler.plugins import PodTopologySpread  # noqa: E402
+
+
+class _SelectorHandle:
+    def __init__(self, selector: LabelSelector | None) -> None:
+        self.selector = selector
+
+    def default_selector(self, pod: Any) -> LabelSelector | None:
+        return self.selector
+
+
+def _spread_scores(selector: LabelSelector | None, pod: Any, nodes: list[Any], running: list[Any]) -> dict[str, int] | None:
+    plugin = PodTopologySpread()
+    plugin.attach(_Framework(_SelectorHandle(selector)))  # type: ignore[arg-type]
+    snapshot = Snapshot.of(nodes, running)
+    state = CycleState(snapshot)
+    infos = snapshot.list()
+    if plugin.pre_score(state, pod, infos).is_skip():
+        return None
+    scores = {info.name: plugin.score(state, pod, info)[0] for info in infos}
+    plugin.normalize_score(state, pod, scores)
+    return scores
+
+
+def test_system_default_constraints_spread_a_workload_over_hosts_and_zones() -> None:
+    """``systemDefaultConstraints``: maxSkew 3 over hostnames, 5 over zones, ScheduleAnyway,
+    selecting by what selects the pod (here a ReplicaSet's selector app=db)."""
+    nodes = [make_node("a1", zone="zone-a"), make_node("a2", zone="zone-a"), make_node("b1", zone="zone-b"), make_node("c1", zone="zone-c")]
+    running = [make_pod("db-1", labels={"app": "db"}, node_name="a1")]
+    incoming = make_pod("db-2", labels={"app": "db"})
+    scores = _spread_scores(LabelSelector(match_labels={"app": "db"}), incoming, nodes, running)
+    assert scores is not None
+    assert scores["b1"] == scores["c1"] == 100  # empty zones score best
+    assert scores["a1"] < scores["a2"] < scores["b1"]  # the occupied host least, its zone next
+    assert _spread_scores(None, incoming, nodes, running) is None  # nothing selects the pod: no constraint
+    own = make_pod("own", labels={"app": "db"}, spread=[{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "db"}}}])
+    assert _spread_scores(LabelSelector(match_labels={"app": "db"}), own, nodes, running) is None  # its own constraints replace the defaults
