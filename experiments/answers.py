@@ -50,7 +50,7 @@ class WorkloadAnswer:
     minimum_ready: int | None = None
     minimum_at: float | None = None
     windows: list[tuple[float, float | None, int]] = field(default_factory=list)  # (from, to, lowest ready)
-    why: str = ""  # never reached its desired replicas: why, from its pods at the end
+    why: str = ""  # never reached its desired replicas, or still short at the end: why, from its pods
 
     @property
     def name(self) -> str:
@@ -310,8 +310,8 @@ def answer(events: Sequence[Mapping[str, Any]], end_s: float | None = None, *, s
         state = states[workload]
         state.windows.append((window[0], None, window[1]))
         state.below_s += end - window[0]
-    for state in states.values():
-        if state.converged_at is None:
+    for workload, state in states.items():
+        if state.converged_at is None or workload in open_windows:  # still short at the end: why
             state.why = _why_never(state, store, pod_owner, refused_pods)
     answers.workloads = sorted(states.values(), key=lambda w: (w.kind, w.key))
     answers.services = _services(events)
@@ -383,6 +383,8 @@ def markdown_lines(answers: Answers) -> list[str]:
                 continue
             lowest = "—" if w.minimum_ready is None else f"{w.minimum_ready}/{w.desired}"
             when = "; ".join(f"{_t(start)} – {_t(end)} (lowest {low})" for start, end, low in w.windows[:5]) or "—"
+            if w.why:
+                when += f"; at the end: {w.why}"
             lines.append(f"| {w.name} | {w.desired} | {w.below_s:.1f} s | {lowest} | {when} |")
         lines.append("")
     if answers.services:

@@ -729,6 +729,8 @@ def _answers(result: RunResult, events: Sequence[Mapping[str, Any]]) -> str:
                 continue
             lowest = "—" if w.minimum_ready is None else f"{w.minimum_ready}/{w.desired}"
             when = "; ".join(f"{t(start)} – {t(end)} (lowest {low})" for start, end, low in w.windows[:5]) or "—"
+            if w.why:
+                when += f"; at the end: {w.why}"
             rows.append(f'<tr data-workload="{esc(w.name)}"><td>{esc(w.name)}</td><td>{w.desired}</td><td>{w.below_s:.1f} s</td><td>{lowest}</td><td>{esc(when)}</td></tr>')
         parts.append('<table id="workloads"><tr><th>workload</th><th>desired</th><th>below desired</th><th>lowest ready</th><th>when</th></tr>' + "".join(rows) + "</table>")
     if answers.services:
