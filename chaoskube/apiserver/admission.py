@@ -31,8 +31,8 @@ each mutating plugin is idempotent, so running the mutating chain on its own out
 nothing (a test holds us to it); refusals carry Kubernetes' own messages and HTTP codes.
 
 Non-guarantees: the plugins are those the simulated control plane depends on, each
-simplified where its docstring says; no LimitRanger, ResourceQuota, PodSecurity or
-TaintNodesByCondition. ``Defaulting`` is not an admission plugin in Kubernetes: defaults are
+simplified where its docstring says; no PodSecurity or TaintNodesByCondition (ResourceQuota
+is charged by the server, ``ApiServer._charge_quota``, before the write). ``Defaulting`` is not an admission plugin in Kubernetes: defaults are
 applied when the request body is decoded, before admission. It runs first here to the same
 effect.
 """
