@@ -11,6 +11,7 @@ Sources: ``pkg/api/v1/pod/util.go`` (``VisitPodSecretNames``, ``VisitPodConfigma
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -94,6 +95,68 @@ def volume_references(volumes: Any) -> list[VolumeReference]:
                 if isinstance(entry, dict):
                     add(entry, name)
     return found
+
+
+class EnvReference(tuple):
+    """(kind, resource, name, key, optional): an API object a container's environment reads
+    (``envFrom``: key ""; ``env[].valueFrom.*KeyRef``: the key)."""
+
+    __slots__ = ()
+
+    def __new__(cls, kind: str, resource: str, name: str, key: str, optional: bool) -> EnvReference:
+        return super().__new__(cls, (kind, resource, name, key, optional))
+
+    kind = property(lambda self: self[0])
+    resource = property(lambda self: self[1])
+    name = property(lambda self: self[2])
+    key = property(lambda self: self[3])
+    optional = property(lambda self: self[4])
+
+
+def env_references(container: Any) -> list[EnvReference]:
+    """The ConfigMaps and Secrets a container's ``envFrom`` and ``env[].valueFrom`` read, in
+    order (``makeEnvironmentVariables`` reads them in this order)."""
+    found: list[EnvReference] = []
+    for source in getattr(container, "env_from", None) or ():
+        if not isinstance(source, Mapping):
+            continue
+        for field, kind, resource in (("configMapRef", "configmap", "configmaps"), ("secretRef", "secret", "secrets")):
+            ref = source.get(field)
+            if isinstance(ref, Mapping) and ref.get("name"):
+                found.append(EnvReference(kind, resource, str(ref["name"]), "", bool(ref.get("optional"))))
+    for variable in getattr(container, "env", None) or ():
+        value_from = variable.get("valueFrom") if isinstance(variable, Mapping) else None
+        if not isinstance(value_from, Mapping):
+            continue
+        for field, kind, resource in (("configMapKeyRef", "configmap", "configmaps"), ("secretKeyRef", "secret", "secrets")):
+            ref = value_from.get(field)
+            if isinstance(ref, Mapping) and ref.get("name"):
+                found.append(EnvReference(kind, resource, str(ref["name"]), str(ref.get("key", "")), bool(ref.get("optional"))))
+    return found
+
+
+def pod_references(spec: Any) -> list[tuple[str, str]]:
+    """(resource, name) of every ConfigMap, Secret and claim a pod spec references — its
+    volumes, its containers' (init and ephemeral too) environment and its image pull
+    secrets — as the Node authorizer's graph (``VisitPodSecretNames``,
+    ``VisitPodConfigmapNames``) records them."""
+    found = [(reference.resource, reference.name) for reference in volume_references(spec.volumes)]
+    for container in (*spec.init_containers, *spec.containers):
+        found.extend((reference.resource, reference.name) for reference in env_references(container))
+    for ephemeral in getattr(spec, "ephemeral_containers", None) or ():
+        if isinstance(ephemeral, Mapping):
+            for source in ephemeral.get("envFrom") or ():
+                for field, resource in (("configMapRef", "configmaps"), ("secretRef", "secrets")):
+                    ref = source.get(field) if isinstance(source, Mapping) else None
+                    if isinstance(ref, Mapping) and ref.get("name"):
+                        found.append((resource, str(ref["name"])))
+    for secret in getattr(spec, "image_pull_secrets", None) or ():
+        if isinstance(secret, Mapping) and secret.get("name"):
+            found.append(("secrets", str(secret["name"])))
+    return found
+
+
+__all__ += ["EnvReference", "env_references", "pod_references"]
 
 
 # =========================================================================== workloads, as JSON
@@ -265,3 +328,106 @@ def pod_fits_node_affinity(spec: Any, node: Any) -> bool:
 
 
 __all__ += ["find_untolerated_taint", "node_selector_matches", "node_selector_term_matches", "pod_fits_node_affinity", "toleration_tolerates_taint"]
+
+
+# =========================================================================== StatefulSet and DaemonSet rules
+# Shared by the controllers and the checkers (typed objects or their JSON).
+
+_ORDINAL = re.compile(r"(.*)-([0-9]+)$")
+
+
+def stateful_pod_ordinal(set_name: str, pod_name: str) -> int | None:
+    """``getParentNameAndOrdinal``: the ordinal if ``pod_name`` is ``<set_name>-<n>``."""
+    match = _ORDINAL.fullmatch(pod_name)
+    if match is None or match.group(1) != set_name:
+        return None
+    return int(match.group(2))
+
+
+def stateful_claim_name(template: str, set_name: str, ordinal: int) -> str:
+    """``getPersistentVolumeClaimName``: ``<template>-<set>-<ordinal>``."""
+    return f"{template}-{set_name}-{ordinal}"
+
+
+#: ``AddOrUpdateDaemonPodTolerations`` (``pkg/controller/daemon/util/daemonset_util.go``):
+#: (key, effect), operator Exists, no tolerationSeconds; network-unavailable for hostNetwork.
+DAEMON_TOLERATIONS = (
+    ("node.kubernetes.io/not-ready", "NoExecute"),
+    ("node.kubernetes.io/unreachable", "NoExecute"),
+    ("node.kubernetes.io/disk-pressure", "NoSchedule"),
+    ("node.kubernetes.io/memory-pressure", "NoSchedule"),
+    ("node.kubernetes.io/pid-pressure", "NoSchedule"),
+    ("node.kubernetes.io/unschedulable", "NoSchedule"),
+)
+
+
+def daemon_tolerations(tolerations: Any, host_network: bool) -> list[Any]:
+    """``AddOrUpdateDaemonPodTolerations``: the daemon tolerations (Exists, no seconds)
+    replace any of the same key and effect."""
+    from chaoskube.api.objects import Toleration
+
+    wanted = list(DAEMON_TOLERATIONS)
+    if host_network:
+        wanted.append(("node.kubernetes.io/network-unavailable", "NoSchedule"))
+    result = [t for t in tolerations if (t.key, t.effect) not in set(wanted)]
+    result.extend(Toleration(key=key, operator="Exists", effect=effect) for key, effect in wanted)
+    return result
+
+
+def _typed(obj: Any) -> Any:
+    if isinstance(obj, Mapping):
+        from chaoskube.api.manifests import from_dict
+
+        return from_dict(dict(obj))
+    return obj
+
+
+def node_should_run_daemon_pod(node: Any, ds: Any) -> tuple[bool, bool]:
+    """``NodeShouldRunDaemonPod``: (should run, should continue running) for a Node and a
+    DaemonSet, typed or as their JSON. The pod's ``nodeName`` (if set) must be the node, its
+    node selector and required affinity must match, and no NoSchedule or NoExecute taint may
+    go untolerated (with the daemon tolerations); an untolerated NoSchedule taint still lets
+    a running pod stay."""
+    import msgspec
+
+    from chaoskube.api.objects import Pod
+
+    node, ds = _typed(node), _typed(ds)
+    spec = ds.spec.template.spec
+    if spec.node_name and spec.node_name != node.metadata.name:
+        return False, False
+    probe = Pod(spec=msgspec.structs.replace(spec, tolerations=daemon_tolerations(spec.tolerations, spec.host_network)))
+    if not pod_fits_node_affinity(probe.spec, node):
+        return False, False
+    taints = node.spec.taints
+    if find_untolerated_taint(taints, probe.spec.tolerations, ("NoExecute",)) is not None:
+        return False, False
+    if find_untolerated_taint(taints, probe.spec.tolerations, ("NoSchedule",)) is not None:
+        return False, True
+    return True, True
+
+
+def daemon_pod_node(pod: Any) -> str:
+    """The node a daemon pod runs on or is pinned to by its required affinity
+    (``metadata.name In [node]``), typed or JSON; "" if neither."""
+    if isinstance(pod, Mapping):
+        spec = pod.get("spec") or {}
+        if spec.get("nodeName"):
+            return str(spec["nodeName"])
+        required = (((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+        terms = required.get("nodeSelectorTerms") or []
+        fields = [(r.get("key"), r.get("operator"), r.get("values") or []) for term in terms for r in term.get("matchFields") or []]
+    else:
+        if pod.spec.node_name:
+            return pod.spec.node_name
+        affinity = pod.spec.affinity
+        required = affinity.node_affinity.required_during_scheduling_ignored_during_execution if affinity is not None and affinity.node_affinity is not None else None
+        terms = required.node_selector_terms if required is not None else []
+        fields = [(r.key, r.operator, r.values) for term in terms for r in term.match_fields]
+    for key, operator, values in fields:
+        if key == "metadata.name" and operator == "In" and len(values) == 1:
+            return str(values[0])
+    return ""
+
+
+__all__ += ["DAEMON_TOLERATIONS", "daemon_pod_node", "daemon_tolerations", "node_should_run_daemon_pod", "stateful_claim_name", "stateful_pod_ordinal"]

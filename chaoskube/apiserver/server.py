@@ -396,17 +396,17 @@ class ApiServer:
         node = node_name_of(user)
         if not node or resource not in ("configmaps", "secrets", "persistentvolumeclaims", "persistentvolumes"):
             return frozenset()
-        from chaoskube.api.workloads import volume_references
+        from chaoskube.api.workloads import pod_references
 
         found: set[tuple[str, str, str]] = set()
         claims: list[tuple[str, str]] = []
         for pod in self.cacher.objects("pods"):
             if pod.spec.node_name != node:
                 continue
-            for reference in volume_references(pod.spec.volumes):
-                found.add((reference.resource, pod.metadata.namespace, reference.name))
-                if reference.resource == "persistentvolumeclaims":
-                    claims.append((pod.metadata.namespace, reference.name))
+            for referenced, name in pod_references(pod.spec):
+                found.add((referenced, pod.metadata.namespace, name))
+                if referenced == "persistentvolumeclaims":
+                    claims.append((pod.metadata.namespace, name))
         for namespace, name in claims:
             claim = self.cacher.cache("persistentvolumeclaims").get(storage_key("persistentvolumeclaims", namespace, name))
             if claim is not None and claim.spec.volume_name:

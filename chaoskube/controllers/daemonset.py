@@ -51,13 +51,12 @@ from chaoskube.api.objects import (
     NodeSelectorTerm,
     ObjectMeta,
     Pod,
-    Toleration,
     deep_copy,
     matches,
     scaled_value,
 )
 from chaoskube.api.protocol import parse_timestamp
-from chaoskube.api.workloads import find_untolerated_taint, pod_fits_node_affinity
+from chaoskube.api.workloads import daemon_pod_node, daemon_tolerations, node_should_run_daemon_pod
 from chaoskube.client.client import ApiClient, ApiError
 from chaoskube.client.informer import NAMESPACE_INDEX, DeletedFinalStateUnknown, SharedInformerFactory, meta_namespace_key, split_meta_namespace_key
 from chaoskube.client.workqueue import RateLimitingQueue
@@ -100,27 +99,6 @@ FAILED_POD_BACKOFF_MAX_S = 900.0
 #: ``BurstReplicas`` of the DaemonSet controller.
 BURST_REPLICAS = 250
 
-_DAEMON_TOLERATIONS = (
-    ("node.kubernetes.io/not-ready", "NoExecute"),
-    ("node.kubernetes.io/unreachable", "NoExecute"),
-    ("node.kubernetes.io/disk-pressure", "NoSchedule"),
-    ("node.kubernetes.io/memory-pressure", "NoSchedule"),
-    ("node.kubernetes.io/pid-pressure", "NoSchedule"),
-    ("node.kubernetes.io/unschedulable", "NoSchedule"),
-)
-
-
-def daemon_tolerations(tolerations: Sequence[Toleration], host_network: bool) -> list[Toleration]:
-    """``AddOrUpdateDaemonPodTolerations``: the daemon tolerations (Exists, no seconds)
-    replace any of the same key and effect."""
-    wanted = list(_DAEMON_TOLERATIONS)
-    if host_network:
-        wanted.append(("node.kubernetes.io/network-unavailable", "NoSchedule"))
-    result = [t for t in tolerations if (t.key, t.effect) not in set(wanted)]
-    result.extend(Toleration(key=key, operator="Exists", effect=effect) for key, effect in wanted)
-    return result
-
-
 def daemon_pod(ds: DaemonSet, node: str, hash_value: str) -> Pod:
     """``NewPod`` for ``node``: the template, daemon tolerations, the node affinity pin,
     the revision labels."""
@@ -142,19 +120,8 @@ def daemon_pod(ds: DaemonSet, node: str, hash_value: str) -> Pod:
 
 
 def node_should_run(node: Any, ds: DaemonSet) -> tuple[bool, bool]:
-    """``NodeShouldRunDaemonPod``: (should run, should continue running)."""
-    spec = ds.spec.template.spec
-    if spec.node_name and spec.node_name != node.metadata.name:
-        return False, False
-    probe = Pod(spec=msgspec.structs.replace(spec, tolerations=daemon_tolerations(spec.tolerations, spec.host_network)))
-    if not pod_fits_node_affinity(probe.spec, node):
-        return False, False
-    taints = node.spec.taints
-    if find_untolerated_taint(taints, probe.spec.tolerations, ("NoExecute",)) is not None:
-        return False, False
-    if find_untolerated_taint(taints, probe.spec.tolerations, ("NoSchedule",)) is not None:
-        return False, True
-    return True, True
+    """``NodeShouldRunDaemonPod`` (:func:`chaoskube.api.workloads.node_should_run_daemon_pod`)."""
+    return node_should_run_daemon_pod(node, ds)
 
 
 @dataclass
@@ -513,12 +480,4 @@ class DaemonSetController:
 
 def _pinned_node(pod: Pod) -> str:
     """The node a daemon pod's required affinity pins (``metadata.name In [node]``)."""
-    affinity = pod.spec.affinity
-    required = affinity.node_affinity.required_during_scheduling_ignored_during_execution if affinity is not None and affinity.node_affinity is not None else None
-    if required is None:
-        return ""
-    for term in required.node_selector_terms:
-        for field_requirement in term.match_fields:
-            if field_requirement.key == "metadata.name" and field_requirement.operator == "In" and len(field_requirement.values) == 1:
-                return field_requirement.values[0]
-    return ""
+    return daemon_pod_node(pod) if not pod.spec.node_name else pod.spec.node_name

@@ -36,7 +36,6 @@ back, not its hostname (immutable fields).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -55,6 +54,7 @@ from chaoskube.api.objects import (
     deep_copy,
     matches,
 )
+from chaoskube.api.workloads import stateful_claim_name, stateful_pod_ordinal
 from chaoskube.client.client import ApiClient, ApiError
 from chaoskube.client.informer import NAMESPACE_INDEX, DeletedFinalStateUnknown, SharedInformerFactory, meta_namespace_key, split_meta_namespace_key
 from chaoskube.client.workqueue import RateLimitingQueue
@@ -98,20 +98,14 @@ __all__ = [
 
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
-_ORDINAL = re.compile(r"(.*)-([0-9]+)$")
-
-
 def parse_ordinal(set_name: str, pod_name: str) -> int | None:
-    """``getParentNameAndOrdinal``: the ordinal if ``pod_name`` is ``<set_name>-<n>``."""
-    match = _ORDINAL.fullmatch(pod_name)
-    if match is None or match.group(1) != set_name:
-        return None
-    return int(match.group(2))
+    """``getParentNameAndOrdinal`` (:func:`chaoskube.api.workloads.stateful_pod_ordinal`)."""
+    return stateful_pod_ordinal(set_name, pod_name)
 
 
 def claim_name(template: str, set_name: str, ordinal: int) -> str:
-    """``getPersistentVolumeClaimName``: ``<template>-<set>-<ordinal>``."""
-    return f"{template}-{set_name}-{ordinal}"
+    """``getPersistentVolumeClaimName`` (:func:`chaoskube.api.workloads.stateful_claim_name`)."""
+    return stateful_claim_name(template, set_name, ordinal)
 
 
 def template_of_revision(revision: ControllerRevision | None, fallback: PodTemplateSpec) -> PodTemplateSpec:

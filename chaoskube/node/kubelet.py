@@ -131,7 +131,7 @@ from chaoskube.api.objects import (
     parse_quantity,
 )
 from chaoskube.api.patch import create_merge_patch
-from chaoskube.api.workloads import volume_references
+from chaoskube.api.workloads import env_references, volume_references
 from chaoskube.api.protocol import DeleteOptions, micro_timestamp, timestamp
 from chaoskube.client.client import ApiClient, ApiError
 from chaoskube.client.informer import DeletedFinalStateUnknown, SharedInformerFactory
@@ -698,6 +698,10 @@ class PodWorker:
         except ImagePullError as error:
             self.waiting[container.name] = (error.reason, error.message)
             return
+        problem = await self._environment_problem(pod, container)  # startContainer: pull, then generateContainerConfig
+        if problem is not None:
+            self.waiting[container.name] = ("CreateContainerConfigError", problem)
+            return
         record = await kubelet.runtime.start_container(self.uid, container, behaviour, restart_count=restart_count, last=last)
         if record is None:
             return
@@ -706,6 +710,29 @@ class PodWorker:
             "container-start", pod=self.key, node=kubelet.spec.name, container=container.name,
             restart_count=restart_count, container_id=record.container_id,
         )
+
+    async def _environment_problem(self, pod: Pod, container: Container) -> str | None:
+        """``makeEnvironmentVariables`` (``pkg/kubelet/kubelet_pods.go``): every ConfigMap
+        and Secret the container's ``envFrom`` and ``env[].valueFrom`` read must exist, and
+        every key it names must be in it, unless ``optional``; else the container waits with
+        ``CreateContainerConfigError`` and upstream's message (``configmap "web-config" not
+        found``, ``couldn't find key password in Secret shop/db``), retried at each sync."""
+        for reference in env_references(container):
+            try:
+                obj = await self.kubelet.client.get(reference.resource, pod.metadata.namespace, reference.name)
+            except ApiError as error:
+                if error.code == 404:
+                    if reference.optional:
+                        continue
+                    return f'{reference.kind} "{reference.name}" not found'
+                return str(error)
+            if not reference.key:
+                continue
+            keys = {*obj.data, *getattr(obj, "binary_data", {})}
+            if reference.key not in keys and not reference.optional:
+                title = "ConfigMap" if reference.kind == "configmap" else "Secret"
+                return f"couldn't find key {reference.key} in {title} {pod.metadata.namespace}/{reference.name}"
+        return None
 
     def _journal_exit(self, name: str, terminated: Terminated) -> None:
         if terminated.container_id in self._exits_seen:

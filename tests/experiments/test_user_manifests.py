@@ -160,3 +160,40 @@ def test_extended_resources_of_a_node_group_are_agreed_by_scheduler_and_checker(
     assert "Insufficient nvidia.com/gpu" in row["why"], row
     journal = (tmp_path / "run" / "journal.jsonl").read_text()
     assert 'nodeName\\":\\"gpu-1' in journal and 'nodeName\\":\\"cpu-1' not in journal  # inside the stored JSON
+
+
+MISSING_CONFIG = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app, namespace: default}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: app}}
+  template:
+    metadata: {labels: {app: app}}
+    spec:
+      containers:
+        - name: c
+          image: "app:1"
+          envFrom: [{configMapRef: {name: app-config}}]
+          env: [{name: PASSWORD, valueFrom: {secretKeyRef: {name: app-secret, key: password}}}]
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: app-secret, namespace: default}
+stringData: {user: u}
+"""
+
+
+def test_a_missing_config_map_or_key_is_why_a_workload_never_became_ready(tmp_path: Path) -> None:
+    (tmp_path / "app.yaml").write_text(MISSING_CONFIG)
+    path = tmp_path / "exp.yaml"
+    path.write_text(GPU_EXPERIMENT.replace("name: gpu-fit", "name: env-refs").replace("train.yaml", "app.yaml"))
+    run_experiment(registry.find(str(path)), 1, tmp_path / "run")
+    (row,) = json.loads((tmp_path / "run" / "result.json").read_text())["answers"]["workloads"]
+    assert row["converged_at"] is None
+    assert row["why"].endswith('(CreateContainerConfigError: configmap "app-config" not found)'), row["why"]
+    (tmp_path / "app.yaml").write_text(MISSING_CONFIG.replace("envFrom: [{configMapRef: {name: app-config}}]", "envFrom: []"))
+    run_experiment(registry.find(str(path)), 1, tmp_path / "run2")
+    (row,) = json.loads((tmp_path / "run2" / "result.json").read_text())["answers"]["workloads"]
+    assert row["why"].endswith("(CreateContainerConfigError: couldn't find key password in Secret default/app-secret)"), row["why"]
