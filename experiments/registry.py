@@ -119,6 +119,12 @@ def load_experiment(path: str | Path) -> Experiment:
         cluster, workload = system.options(experiment.cluster, experiment.workload, base_dir=experiment_dir(experiment))
     except ExperimentError as error:
         raise ExperimentError(f"{path}: {error}") from None
+    target_problem = getattr(system, "workload_target_problem", None)
+    if target_problem is not None:
+        for index, entry in enumerate(experiment.schedule):
+            missing = target_problem(entry.target, cluster, workload)
+            if missing is not None:
+                raise ExperimentError(f"{path}: field `schedule[{index}].target`: {missing} in the experiment's workload")
     names = system.process_names(cluster, workload)
     if names is not None:
         for index, entry in enumerate(experiment.schedule):
@@ -173,6 +179,12 @@ def with_manifests(experiment: Experiment, directory: str | Path, *, skip_unsupp
         if missing is not None:
             raise ExperimentError(f"{experiment.name}: {missing} in {directory} ({error.why})") from None
         raise ExperimentError(f"--manifests {directory}: {str(error).removeprefix('field `workload.manifests[0]`: ')}") from None
+    target_problem = getattr(system, "workload_target_problem", None)
+    if target_problem is not None:
+        for index, entry in enumerate(experiment.schedule):
+            missing = target_problem(entry.target, cluster, typed)
+            if missing is not None:
+                raise ExperimentError(f"{experiment.name}: {missing} in {directory} (fault `{entry.kind}`, schedule[{index}], targets `{entry.target}`)")
     idle_checkers = getattr(system, "idle_checkers", None)
     idle = idle_checkers(list(experiment.checkers), cluster, typed) if idle_checkers is not None else {}
     if idle:

@@ -212,6 +212,9 @@ class Context:
     processes: Sequence[ProcessInfo]
     leader_of: Callable[[str], str | None]
     admin: Admin | None = None
+    #: ``workload:TERMS`` targets: the nodes running the selected workloads' pods (systems
+    #: with workloads only).
+    workload_nodes: Callable[[str], list[str]] | None = None
 
     def group(self, role: str | None) -> list[str]:
         return sorted(process.name for process in self.processes if role is None or process.role == role)
@@ -296,7 +299,7 @@ def plan(kind: str, target: str, params: Params, context: Context, rng: random.R
     params = validate(kind, params)
     if kind == "drain" and context.admin is None:
         raise FaultError("fault 'drain' needs a system with an API to evict through (the kubernetes system); this one has none")
-    targets = resolve(target, context.processes, rng, context.leader_of)
+    targets = resolve(target, context.processes, rng, context.leader_of, context.workload_nodes)
     if not targets:
         return Plan(kind, target, (), params, note=f"no process matches {target!r} now")
     if kind in TARGET_ROLES:

@@ -9,7 +9,10 @@ A target is a string ``SELECTOR:ARGUMENT``:
 - ``leader:etcd``   — the current leader of that role's group, as the system under test
   reports it (no leader: the fault does nothing, and says so in the journal);
 - ``follower:etcd`` — one non-leader of that role, chosen with the seed;
-- ``zone:a``        — every process in zone ``a``.
+- ``zone:a``        — every process in zone ``a``;
+- ``workload:TERMS`` — the nodes running pods of the workloads TERMS select (the
+  kubernetes system's roles: ``workload:kind:StatefulSet,largest``,
+  ``workload:with-pdb``; docs/experiments.md), as the system reports them now.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-SELECTORS = ("name", "role", "random", "leader", "follower", "zone")
+SELECTORS = ("name", "role", "random", "leader", "follower", "zone", "workload")
 
 
 class TargetError(ValueError):
@@ -46,10 +49,14 @@ def resolve(
     processes: Sequence[ProcessInfo],
     rng: random.Random,
     leader_of: Callable[[str], str | None],
+    workload_nodes: Callable[[str], list[str]] | None = None,
 ) -> list[str]:
     """Names of the processes ``target`` means now, sorted. Pure given its inputs."""
     selector, argument = parse_target(target)
     ordered = sorted(processes, key=lambda process: process.name)
+    if selector == "workload":
+        nodes = set(workload_nodes(argument)) if workload_nodes is not None else set()
+        return [process.name for process in ordered if process.name in nodes]
     if selector == "name":
         return [process.name for process in ordered if process.name == argument]
     if selector == "zone":

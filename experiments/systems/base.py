@@ -74,7 +74,7 @@ class System:
 
     def context(self) -> Context:
         infos = [ProcessInfo(p.name, p.role, p.zone) for p in self.world.processes.values()]
-        return Context(infos, self.leader_of, self.admin())
+        return Context(infos, self.leader_of, self.admin(), getattr(self, "workload_nodes", None))
 
     def check(self, name: str) -> Verdict:
         raise NotImplementedError

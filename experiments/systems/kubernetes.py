@@ -467,6 +467,24 @@ class KubernetesSystem(System):
         return spec, msgspec.structs.replace(typed, manifests=resolved)
 
     @classmethod
+    def workload_target_problem(cls, target: str, cluster: ClusterSpec, workload: KubernetesWorkload) -> str | None:
+        """For a ``workload:TERMS`` fault target: what is missing when TERMS select no
+        workload of ``workload`` (None when they select one, or the target is not of that form)."""
+        selector_name, _, terms = target.partition(":")
+        if selector_name != "workload":
+            return None
+        try:
+            selector = parse_workload_selector(terms)
+        except ValueError as error:
+            return str(error)
+        objects: list[Object] = []
+        for path in workload.manifests:
+            objects.extend(_load(path, workload.skip_unsupported)[0])
+        for deployment in workload.deployments:
+            objects.extend(deployment.objects())
+        return None if select_workloads(selector, objects) else f"no {selector.describe()}"
+
+    @classmethod
     def idle_checkers(cls, checkers: list[str], cluster: ClusterSpec, workload: KubernetesWorkload) -> dict[str, str]:
         """Checkers that would have nothing to judge on this workload (for ``--manifests``),
         and why: ``service-availability`` without a Service to send traffic to."""
@@ -607,6 +625,26 @@ class KubernetesSystem(System):
         except ApiError as error:
             outcome = f"error: {error}"
         self.world.record("workload-step", action=step.action, target=target, outcome=outcome)
+
+    def workload_nodes(self, terms: str) -> list[str]:
+        """A ``workload:TERMS`` fault target: the nodes whose kubelets run pods of the
+        workloads TERMS select (their pod templates' labels, in their namespaces), sorted;
+        a powered-off node's kubelet knows nothing, so it is not among them."""
+        try:
+            selected = select_workloads(parse_workload_selector(terms), self.objects, self.infrastructure)
+        except ValueError:
+            return []
+        selectors = [(obj.metadata.namespace or "default", _template_labels(obj)) for obj in selected]
+        found = []
+        for name, kubelet in sorted((self.handle.kubelets if self.handle is not None else {}).items()):
+            informer = getattr(kubelet, "pods", None)
+            pods = informer.indexer.list() if informer is not None else []
+            if any(
+                pod.metadata.deletion_timestamp is None and pod.metadata.namespace == namespace and labels and all(pod.metadata.labels.get(k) == v for k, v in labels.items())
+                for pod in pods for namespace, labels in selectors
+            ):
+                found.append(name)
+        return found
 
     async def _busiest_node(self, workloads: list[Object]) -> str:
         """The node holding most running pods of ``workloads`` (their pod templates' labels

@@ -197,3 +197,38 @@ def test_a_missing_config_map_or_key_is_why_a_workload_never_became_ready(tmp_pa
     run_experiment(registry.find(str(path)), 1, tmp_path / "run2")
     (row,) = json.loads((tmp_path / "run2" / "result.json").read_text())["answers"]["workloads"]
     assert row["why"].endswith("(CreateContainerConfigError: couldn't find key password in Secret default/app-secret)"), row["why"]
+
+
+STATEFUL = """\
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: default}
+spec:
+  replicas: 2
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: c, image: "db:1"}]}
+"""
+
+
+def test_a_fault_can_target_the_nodes_of_a_workload(tmp_path: Path) -> None:
+    (tmp_path / "app.yaml").write_text(STATEFUL + "---\n" + DEPLOYMENT)
+    path = tmp_path / "exp.yaml"
+    text = GPU_EXPERIMENT.replace("name: gpu-fit", "name: kill-db").replace("train.yaml", "app.yaml")
+    text = text.replace("schedule: []", 'schedule: [{at_s: 1, kind: kill, target: "workload:kind:StatefulSet", duration_s: 2}]')
+    text = text.replace("expected: {outcome: fail, failing: [steady-state]}", "expected: {outcome: pass}")
+    path.write_text(text)
+    result = run_experiment(registry.find(str(path)), 1, tmp_path / "run")
+    faults = [event for event in (tmp_path / "run" / "journal.jsonl").read_text().splitlines() if '"type":"fault"' in event and '"event":"apply"' in event]
+    assert faults, "the fault was applied"
+    applied = json.loads(faults[0])
+    journal_pods = (tmp_path / "run" / "journal.jsonl").read_text()
+    assert applied["targets"] and all(target.startswith(("cpu-", "gpu-")) for target in applied["targets"]), applied
+    assert all(f'nodeName\\":\\"{node}' in journal_pods for node in applied["targets"])
+    assert result.verdicts["steady-state"].valid is True
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("workload:kind:StatefulSet", "workload:kind:DaemonSet"))
+    with pytest.raises(ExperimentError, match=r"field `schedule\[0\]\.target`: no DaemonSet in the experiment's workload"):
+        registry.find(str(bad))
