@@ -85,11 +85,12 @@ class Answers:
     taint_evictions: list[dict[str, Any]] = field(default_factory=list)
     unready: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # the API server's, once each (pruned fields, unenforced CRD features)
     end_s: float = 0.0
 
     @property
     def empty(self) -> bool:
-        return not (self.workloads or self.services or self.refused_evictions or self.taint_evictions or self.unready or self.skipped)
+        return not (self.workloads or self.services or self.refused_evictions or self.taint_evictions or self.unready or self.skipped or self.warnings)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -107,6 +108,7 @@ class Answers:
             "taint_evictions": self.taint_evictions,
             "unready_pods": self.unready,
             "skipped_unsupported": self.skipped,
+            "warnings": self.warnings,
         }
 
 
@@ -304,6 +306,10 @@ def answer(events: Sequence[Mapping[str, Any]], end_s: float | None = None, *, s
                 refused_pods.setdefault(str(event.get("namespace") or "default"), {})[message[6:].partition('"')[0]] = message
         elif kind == "eviction" and event.get("outcome") == "refused":
             answers.refused_evictions.append({"t": event["t"], "pod": f"{event.get('namespace')}/{event.get('pod')}", "pdb": event.get("pdb", ""), "reason": event.get("reason", "")})
+        elif kind == "apiserver-warning":
+            line = f"{event.get('resource')} {event.get('name')}: {event.get('warning')}"
+            if line not in answers.warnings and len(answers.warnings) < MAX_ROWS:
+                answers.warnings.append(line)
         elif kind == "taint-eviction":
             answers.taint_evictions.append({"t": event["t"], "pod": event.get("pod"), "node": event.get("node"), "after_s": event.get("after_s")})
     for workload, window in open_windows.items():
@@ -402,6 +408,10 @@ def markdown_lines(answers: Answers) -> list[str]:
     for row in answers.taint_evictions[:MAX_ROWS]:
         lines.append(f"- {row['t']:.1f} s: pod {row['pod']} from node {row['node']} ({row['after_s']} s after the taint)")
     if answers.taint_evictions:
+        lines.append("")
+    if answers.warnings:
+        lines += ["API server warnings:", ""]
+        lines += [f"- {line}" for line in answers.warnings]
         lines.append("")
     if answers.unready:
         lines += ["Pods that were unready during the faults, and why:", ""]

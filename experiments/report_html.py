@@ -82,7 +82,7 @@ MAX_LABEL_ROWS = 4
 TIMELINE_TYPES = frozenset({
     "raft-role", "leader", "fault", "client-op", "api-op", "traffic", "probe", "pod-phase", "process", "phase", "world",
     # what the report's answers read (experiments/answers.py): the store, evictions, refused pods
-    "raft-apply", "eviction", "taint-eviction", "api-request",
+    "raft-apply", "eviction", "taint-eviction", "api-request", "apiserver-warning",
 })
 _SKIP_MARKERS = (b'"type":"send"', b'"type":"deliver"', b'"type":"drop"')
 
@@ -743,6 +743,9 @@ def _answers(result: RunResult, events: Sequence[Mapping[str, Any]]) -> str:
     parts.append(f'<p>Refused evictions: {len(answers.refused_evictions) or "none"}</p><ul id="refused-evictions">{refused}</ul>')
     taints = "".join(f"<li>{row['t']:.1f} s: pod {esc(row['pod'])} from node {esc(row['node'])}</li>" for row in answers.taint_evictions[:50])
     parts.append(f'<p>Taint-based evictions: {len(answers.taint_evictions) or "none"}</p><ul id="taint-evictions">{taints}</ul>')
+    if answers.warnings:
+        warnings = "".join(f"<li>{esc(line)}</li>" for line in answers.warnings)
+        parts.append(f'<p>API server warnings:</p><ul id="apiserver-warnings">{warnings}</ul>')
     if answers.unready:
         unready = "".join(f"<li>{esc(row['pod'])} on {esc(row['node'] or 'no node')}: {t(row['from'])} – {t(row['to'])}: {esc(row['why'])}</li>" for row in answers.unready)
         parts.append(f'<p>Pods that were unready during the faults, and why:</p><ul id="unready-pods">{unready}</ul>')

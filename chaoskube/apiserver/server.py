@@ -818,6 +818,10 @@ class ApiServer:
         await self._validate(self._admission_request("CREATE", request, user, info, obj, None, name=obj.metadata.name))
         if request.dry_run:
             return Response(201, object=obj, server=self.name)
+        if isinstance(obj, CustomResourceDefinition):
+            unenforced = crds.unenforced_features(obj)
+            if unenforced:  # accepted as upstream accepts them, but said once: nothing enforces them here
+                self.world.record("apiserver-warning", server=self.name, resource=info.resource, name=obj.metadata.name, warning=f"not enforced by chaoskube: {'; '.join(unenforced[:10])}")
         await self._charge_quota(request, info, obj)
         revision = await self.store.create(storage_key(info.resource, obj.metadata.namespace, obj.metadata.name), obj)
         if revision is None:

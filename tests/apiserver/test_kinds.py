@@ -185,3 +185,16 @@ def test_a_request_over_etcds_limit_is_refused():
     _, response = run_api(story)
     assert response.code == 500
     assert response.status.message == "Internal error occurred: etcdserver: request is too large"
+
+
+def test_unenforced_crd_features_are_said_once():
+    rules = __import__("copy").deepcopy(CRD)
+    rules["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] = [{"rule": "self.size <= 10"}]
+
+    async def story(world, api, registry):
+        return await api("create", "customresourcedefinitions", body=obj(rules))
+
+    world, created = run_api(story)
+    assert created.code == 201
+    warnings = [event["warning"] for event in world.journal.events if event["type"] == "apiserver-warning"]
+    assert warnings == ["not enforced by chaoskube: spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations (CEL rules are not evaluated)"]
