@@ -33,6 +33,7 @@ from loguru import logger
 
 from chaoskube.sim.determinism import drive_virtual_time, make_trio_deterministic, next_trio_deadline, runnable_tasks
 from chaoskube.sim.journal import Journal
+from chaoskube.sim.live import MAX_IDLE_WAIT_S, WallPacer
 from chaoskube.sim.network import LinkProfile, Network
 from chaoskube.sim.process import Main, Process
 from chaoskube.sim.randomness import RandomTree, derive_seed
@@ -79,6 +80,7 @@ class World:
         self.events_run = 0
         self.network = Network(self, link)
         self.finished = False
+        self.pacer: WallPacer | None = None  # set by go_live (chaoskube/sim/live.py)
 
     def _stamp(self, record: Any) -> None:
         record["extra"]["vt"] = self.now
@@ -125,11 +127,58 @@ class World:
 
         await trio.lowlevel.wait_task_rescheduled(abort)
 
+    # -- live mode (chaoskube/sim/live.py) ----------------------------------------------
+    def go_live(self, *, rate: float = 1.0, clock: Callable[[], float] | None = None) -> WallPacer:
+        """From now on, pace virtual time to the wall clock (``rate`` virtual seconds per
+        wall second) and let real I/O wake tasks while the world waits. Irreversible for
+        the run; journaled. A live run is not replayable byte for byte (see live.py)."""
+        assert self.pacer is None, "the world is already live"
+        self.pacer = WallPacer(self.now, rate=rate, **({"clock": clock} if clock is not None else {}))
+        self.record("world", event="live", rate=rate)
+        return self.pacer
+
+    def catch_up(self) -> None:
+        """Live mode: move the clock to what the wall clock allows, but never past an
+        event or Trio deadline still due. For a task woken by real I/O, before it acts."""
+        pacer = self.pacer
+        if pacer is None:
+            return
+        target = pacer.allowed()
+        if self._heap and self._heap[0][0] < target:
+            target = self._heap[0][0]
+        trio_deadline = self._next_trio_deadline()
+        if trio_deadline < target:
+            target = trio_deadline
+        if target > self.now:
+            self.clock.jump(max(0.0, target - self.clock.current_time()))
+            self.now = target
+
+    def _wait_for_wall(self, target: float) -> bool:
+        """Live mode, from ``_advance``: True when ``target`` (the next instant) lies
+        ahead of the wall clock; then the clock moves up to the wall and Trio is told to
+        wait on real I/O until the target is due (at most MAX_IDLE_WAIT_S)."""
+        pacer = self.pacer
+        assert pacer is not None
+        allowed = pacer.allowed()
+        if target <= allowed:
+            pacer.note_lag(target)
+            if self.clock.autojump_threshold != 0:
+                self.clock.autojump_threshold = 0
+            return False
+        if allowed > self.now:
+            self.clock.jump(max(0.0, allowed - self.clock.current_time()))
+            self.now = allowed
+        wait = min(MAX_IDLE_WAIT_S, pacer.real_seconds(target - allowed))
+        pacer.waits += 1
+        self.clock.autojump_threshold = max(wait, 1e-4)
+        return True
+
     def _advance(self) -> None:
         """Called by Trio when every task is blocked: move to the next instant and run
         everything due then, in (time, sequence) order. While those callbacks wake no
         task (a message handled at delivery, a timer that only sends), go on to the next
-        instant here rather than through another pass of Trio's run loop."""
+        instant here rather than through another pass of Trio's run loop. In live mode an
+        instant ahead of the wall clock is waited for (``_wait_for_wall``)."""
         heap = self._heap
         runnable = self._runnable
         try:
@@ -139,6 +188,8 @@ class World:
                     # Honour Trio deadlines (trio.sleep, fail_after) that fall before our
                     # next event; only needed when time is about to move.
                     trio_deadline = self._next_trio_deadline()
+                    if self.pacer is not None and self._wait_for_wall(min(next_time, trio_deadline)):
+                        return  # live: not due yet; Trio waits on real I/O meanwhile
                     if trio_deadline <= next_time:
                         if trio_deadline == math.inf:
                             trio.lowlevel.reschedule(
