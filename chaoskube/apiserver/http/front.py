@@ -43,6 +43,7 @@ Not served: HTTP/2, protobuf, ``exec``/``attach``/``port-forward``/``log`` (no u
 from __future__ import annotations
 
 import base64
+import http
 import ssl
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -729,7 +730,7 @@ class ApiFront:
                 await _send(stream, connection, code, payload, headers=extra)
                 return
             self._journal_http(record, 200, started, outcome="watch")
-            await stream.send_all(connection.send(h11.Response(status_code=200, headers=[("Content-Type", "application/json"), ("Transfer-Encoding", "chunked"), ("Cache-Control", "no-cache, private")])))
+            await stream.send_all(connection.send(h11.Response(status_code=200, reason=b"OK", headers=[("Content-Type", "application/json"), ("Transfer-Encoding", "chunked"), ("Cache-Control", "no-cache, private")])))
             if not response.ok:
                 assert response.status is not None
                 event = {"type": "ERROR", "object": codec.encode_status(response.status)}
@@ -820,6 +821,13 @@ def _certificate_credentials(stream: trio.SSLStream) -> Credentials:
     return Credentials(common_name=common_name, organizations=tuple(organizations))
 
 
+def _phrase(status: int) -> bytes:
+    try:
+        return http.HTTPStatus(status).phrase.encode()
+    except ValueError:
+        return b""
+
+
 async def _next_event(stream: Any, connection: h11.Connection) -> Any:
     while True:
         event = connection.next_event()
@@ -837,7 +845,7 @@ async def _send(stream: Any, connection: h11.Connection, status: int, payload: b
     extra.append(("Cache-Control", "no-cache, private"))
     if close:
         extra.append(("Connection", "close"))
-    data = connection.send(h11.Response(status_code=status, headers=extra))
+    data = connection.send(h11.Response(status_code=status, headers=extra, reason=_phrase(status)))
     if payload and not head:
         data += connection.send(h11.Data(data=payload))
     data += connection.send(h11.EndOfMessage())
