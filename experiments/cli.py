@@ -191,6 +191,65 @@ def run(experiment: str, seed: int | None, broken: tuple[str, ...], manifests: P
     sys.exit(0 if result.as_expected else 1)
 
 
+@cli.command()
+@click.argument("experiment", required=False)
+@click.option("--listen", default="127.0.0.1:6443", show_default=True, metavar="HOST:PORT", help="Where the first API server replica listens; the next replicas take the next ports (port 0: any free ports). Loopback only.")
+@click.option("--kubeconfig", "kubeconfig_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the kubeconfig here [default: OUT/kubeconfig].")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Result directory [default: runs/NAME-live-seedN].")
+@click.option("--run", "command", default="", metavar="COMMAND", help="Start COMMAND with KUBECONFIG set, as the simulated process `operator` (fault target role:operator); stopped and reaped on every exit.")
+@click.option("--user", "users", multiple=True, metavar="USER[:GROUP,...]|serviceaccount:NS/NAME", help="Another identity in the kubeconfig (a client certificate, or a service account token); repeatable.")
+@click.option("--run-as", "run_as", default="chaoskube-operator:system:masters", show_default=True, metavar="USER[:GROUP,...]|serviceaccount:NS/NAME", help="The identity of the --run program.")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="The seed of the simulated cluster [default: the experiment's, else 1].")
+@click.option("--broken", "broken", multiple=True, metavar="NAME", help=BROKEN_HELP)
+def serve(experiment: str | None, listen: str, kubeconfig_path: Path | None, out_dir: Path | None, command: str, users: tuple[str, ...], run_as: str, seed: int | None, broken: tuple[str, ...]) -> None:
+    """Serve EXPERIMENT's simulated cluster (or a default one) to real clients over HTTPS,
+    live: kubectl, client-go, the Python client or your operator, unchanged, under the
+    experiment's faults and checkers. Ends when the phases are over or on Ctrl-C (heals,
+    recovers, checks; Ctrl-C again aborts). Live runs are not byte-replayable."""
+    from chaoskube.apiserver.http import parse_identity
+    from chaoskube.experiments.live import LiveOptions, run_live
+    from chaoskube.experiments.registry import SYSTEMS
+
+    found = _resolve(experiment, broken, None) if experiment else None
+    if found is not None and found.system != "kubernetes":
+        fail(f"{experiment}: serve needs a kubernetes experiment (system: kubernetes), not system {found.system!r}")
+    host, _, port_text = listen.rpartition(":")
+    if not host or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        fail(f"--listen {listen!r}: give HOST:PORT, e.g. 127.0.0.1:6443")
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        fail(f"--listen {listen!r}: serve listens on loopback only (127.0.0.1, ::1 or localhost)")
+    try:
+        identities = tuple(parse_identity(text) for text in users)
+        operator = parse_identity(run_as)
+    except ValueError as error:
+        fail(f"--user/--run-as: {error}")
+    operator = type(operator)(name="operator", user=operator.user, groups=operator.groups, token=operator.token)
+    if seed is None:
+        seed = found.seed if found is not None and found.seed is not None else 1
+    name = found.name if found is not None else "serve"
+    out = _writable_directory(out_dir or Path("runs") / f"{name}-live-seed{seed}")
+
+    def ready(handle: Any) -> None:
+        stderr.print(f"serving {name} (seed {seed}): " + ", ".join(url for _, url in handle.urls), markup=False)
+        stderr.print(f"export KUBECONFIG={handle.kubeconfig}" + ("   (operator: " + str(handle.operator_kubeconfig) + ")" if command else ""), markup=False)
+        stderr.print("Ctrl-C heals the faults, waits for recovery and runs the checkers; twice aborts.", markup=False)
+
+    options = LiveOptions(host="127.0.0.1" if host == "localhost" else host, port=int(port_text), kubeconfig=kubeconfig_path, run=command, identities=identities, operator=operator, on_ready=ready)
+    from chaoskube import gallery
+
+    try:
+        with gallery.applied(found.broken if found is not None else []):
+            result = run_live(found, SYSTEMS["kubernetes"], seed, out, options)
+    except OSError as error:
+        fail(f"--listen {listen}: {error.strerror or error}")
+    _print_result(result)
+    stdout.print(f"live run: not byte-replayable; {result.live['replays']}", markup=False)
+    if result.interrupted:
+        stderr.print(f"aborted: kept {out / 'journal.jsonl'} and a partial result.json")
+        sys.exit(130)
+    sys.exit(0 if not result.failing and not result.unknown else 1)
+
+
 def _print_finding(result: Any) -> None:
     from chaoskube import gallery as variants
 
