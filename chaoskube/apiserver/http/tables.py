@@ -114,10 +114,10 @@ def _pod(obj: dict[str, Any], now: float) -> Row:
             reason = state["waiting"]["reason"]
         elif (state.get("terminated") or {}).get("reason"):
             reason = state["terminated"]["reason"]
-        elif state.get("terminated"):
-            terminated = state["terminated"]
+        elif "terminated" in state:
+            terminated = state["terminated"] or {}
             reason = f"Signal:{terminated['signal']}" if terminated.get("signal") else f"ExitCode:{terminated.get('exitCode', 0)}"
-        elif state.get("running") and container.get("ready"):
+        elif "running" in state and container.get("ready"):
             ready += 1
     if _dig(obj, "metadata", "deletionTimestamp"):
         reason = "Unknown" if status.get("reason") == "NodeLost" else "Terminating"
