@@ -162,6 +162,8 @@ def encode_watch_event(info: KindInfo, event: WatchEvent) -> dict[str, Any]:
 def decode_body(body: bytes, content_type: str) -> Any:
     """The body as JSON values (JSON or YAML); raises StatusError 400."""
     media = content_type.split(";")[0].strip().lower()
+    if "protobuf" in media or "cbor" in media:
+        raise StatusError(Status(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (not {media}: the chaoskube front serves JSON only)"))
     try:
         if media in ("application/yaml", "application/apply-patch+yaml"):
             return yaml.safe_load(body.decode("utf-8"))

@@ -330,7 +330,12 @@ class ApiFront:
                     connection.start_next_cycle()
                 except h11.LocalProtocolError:
                     return
-        except (trio.BrokenResourceError, trio.ClosedResourceError, h11.RemoteProtocolError, h11.LocalProtocolError, ssl.SSLError, OSError):
+        except Exception as error:  # noqa: BLE001 - one connection's trouble never stops the front
+            # The client went away (broken streams, possibly inside an exception group of
+            # a watch), or spoke bad HTTP/TLS: close. Anything else is a bug of the front,
+            # journaled, and this connection closed.
+            if not _connection_trouble(error):
+                self.world.record("http-error", server=replica.name, error=f"{type(error).__name__}: {error}"[:300])
             return
         finally:
             replica.connections.discard(stream)
@@ -819,6 +824,16 @@ def _certificate_credentials(stream: trio.SSLStream) -> Credentials:
             elif key == "organizationName":
                 organizations.append(value)
     return Credentials(common_name=common_name, organizations=tuple(organizations))
+
+
+_TROUBLE = (trio.BrokenResourceError, trio.ClosedResourceError, h11.RemoteProtocolError, h11.LocalProtocolError, ssl.SSLError, OSError)
+
+
+def _connection_trouble(error: BaseException) -> bool:
+    """A broken or closed connection (or a group of nothing else)."""
+    if isinstance(error, BaseExceptionGroup):
+        return all(_connection_trouble(inner) for inner in error.exceptions)
+    return isinstance(error, _TROUBLE)
 
 
 def _phrase(status: int) -> bytes:
