@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["FIELD_VALIDATIONS", "prune_unknown", "unknown_field_message"]
+__all__ = ["FIELD_VALIDATIONS", "REQUIRED_FIELDS", "emit_required", "prune_unknown", "unknown_field_message"]
 
 FIELD_VALIDATIONS = ("Ignore", "Warn", "Strict")
 _TOP_LEVEL = frozenset({"apiVersion", "kind"})
@@ -66,3 +66,79 @@ def _prune(value: Any, info: Any, path: str, unknown: list[str]) -> Any:
         if isinstance(member, msgspec.inspect.DictType) and isinstance(value, dict):
             return {key: _prune(item, member.value_type, f"{path}.{key}", unknown) for key, item in value.items()}
     return value
+
+
+# ----------------------------------------------------------------------------- required fields
+#: Fields Go always writes (``json:"name"`` without ``omitempty`` in k8s.io/api and
+#: apimachinery), by struct class and JSON name. The kinds here omit every field at its
+#: default when encoded (stored objects stay small); clients that require these fields
+#: (the official Python client's models refuse a V1Condition without ``message``, a
+#: V1ContainerStatus without ``imageID``) get them from :func:`emit_required`, which the
+#: HTTP front applies to what it sends. Sources: ``meta/v1/types.go`` (Condition,
+#: OwnerReference), ``core/v1/types.go`` (ContainerStatus, ContainerStateTerminated,
+#: ContainerPort, ServicePort, Taint, PodIP, HostIP, NodeAddress, NodeSystemInfo,
+#: ReplicaSetStatus in ``apps/v1``), ``discovery/v1/types.go`` (EndpointSlice, Endpoint),
+#: ``policy/v1/types.go`` (PodDisruptionBudgetStatus), ``rbac/v1/types.go`` (PolicyRule,
+#: RoleRef, Subject), ``admissionregistration/v1/types.go`` (webhooks).
+REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
+    "Condition": ("type", "status", "reason", "message"),
+    "OwnerReference": ("apiVersion", "kind", "name", "uid"),
+    "ContainerStatus": ("name", "ready", "restartCount", "image", "imageID"),
+    "ContainerStateTerminated": ("exitCode",),
+    "ContainerPort": ("containerPort",),
+    "ServicePort": ("port",),
+    "Taint": ("key", "effect"),
+    "PodIP": ("ip",),
+    "HostIP": ("ip",),
+    "NodeAddress": ("type", "address"),
+    "NodeSystemInfo": ("machineID", "systemUUID", "bootID", "kernelVersion", "osImage", "containerRuntimeVersion", "kubeletVersion", "kubeProxyVersion", "operatingSystem", "architecture"),
+    "ReplicaSetStatus": ("replicas",),
+    "EndpointSlice": ("addressType", "endpoints"),
+    "Endpoint": ("addresses",),
+    "PodDisruptionBudgetStatus": ("disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"),
+    "PolicyRule": ("verbs",),
+    "RoleRef": ("apiGroup", "kind", "name"),
+    "Subject": ("kind", "name"),
+    "ValidatingWebhook": ("name", "clientConfig", "sideEffects", "admissionReviewVersions"),
+    "MutatingWebhook": ("name", "clientConfig", "sideEffects", "admissionReviewVersions"),
+}
+
+
+def _default_of(field: Any) -> Any:
+    if field.default is not msgspec.NODEFAULT:
+        value = field.default
+    elif field.default_factory is not msgspec.NODEFAULT:
+        value = field.default_factory()
+    else:
+        return msgspec.NODEFAULT
+    return msgspec.to_builtins(value)
+
+
+def emit_required(document: Any, cls: type) -> Any:
+    """``document`` (a JSON form of ``cls``, changed in place and returned) with every
+    field of :data:`REQUIRED_FIELDS` present, at its default when it was omitted."""
+    _emit(document, msgspec.inspect.type_info(cls))
+    return document
+
+
+def _emit(value: Any, info: Any) -> None:
+    for member in _unwrap(info):
+        if isinstance(member, msgspec.inspect.StructType) and isinstance(value, dict):
+            required = REQUIRED_FIELDS.get(member.cls.__name__, ())
+            for field in member.fields:
+                name = field.encode_name
+                if name in value:
+                    _emit(value[name], field.type)
+                elif name in required:
+                    default = _default_of(field)
+                    if default is not msgspec.NODEFAULT and default is not None:
+                        value[name] = default
+            return
+        if isinstance(member, (msgspec.inspect.ListType, msgspec.inspect.VarTupleType)) and isinstance(value, list):
+            for item in value:
+                _emit(item, member.item_type)
+            return
+        if isinstance(member, msgspec.inspect.DictType) and isinstance(value, dict):
+            for item in value.values():
+                _emit(item, member.value_type)
+            return

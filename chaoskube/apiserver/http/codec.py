@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 import yaml
 
-from chaoskube.api.fields import FIELD_VALIDATIONS, prune_unknown, unknown_field_message
+from chaoskube.api.fields import FIELD_VALIDATIONS, emit_required, prune_unknown, unknown_field_message
 from chaoskube.api.manifests import ManifestError, from_dict, to_dict
 from chaoskube.api.objects import KindInfo, Object
 from chaoskube.api.protocol import Binding, DeleteOptions, Eviction, Status, StatusError, WatchEvent, bad_request
@@ -93,7 +93,8 @@ def negotiate(header: str, *, table: bool = True) -> MediaType | None:
 
 # ----------------------------------------------------------------------------- encoding
 def encode_object(obj: Object) -> dict[str, Any]:
-    return to_dict(obj)
+    """The object's JSON as Go writes it: its fields, and the required ones even when empty."""
+    return emit_required(to_dict(obj), type(obj))
 
 
 def encode_list(info: KindInfo, items: list[dict[str, Any]], resource_version: str, *, continue_token: str = "", remaining: int | None = None) -> dict[str, Any]:
@@ -155,7 +156,7 @@ def encode_watch_event(info: KindInfo, event: WatchEvent) -> dict[str, Any]:
         return {"type": "ERROR", "object": encode_status(event.status)}
     if event.type == "BOOKMARK" or event.object is None:
         return {"type": "BOOKMARK", "object": {"kind": info.kind, "apiVersion": info.api_version, "metadata": {"resourceVersion": event.resource_version}}}
-    return {"type": event.type, "object": to_dict(event.object)}
+    return {"type": event.type, "object": encode_object(event.object)}
 
 
 # ----------------------------------------------------------------------------- decoding

@@ -53,7 +53,6 @@ import h11
 import orjson
 import trio
 
-from chaoskube.api.manifests import to_dict
 from chaoskube.api.objects import KindInfo
 from chaoskube.api.protocol import (
     API_PORT,
@@ -528,7 +527,7 @@ class ApiFront:
         if media is None:
             return self._failure(Status(406, "NotAcceptable", "only the following media types are accepted: application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io"), info, kind)
         if request.verb == "list":
-            listed = items if items is not None else [to_dict(obj) for obj in response.items]
+            listed = items if items is not None else [codec.encode_object(obj) for obj in response.items]
             if media.as_ == "Table":
                 payload = tables.table(kind.kind, listed, self.world.now, include_object=query.get("includeObject", "Metadata"), resource_version=response.resource_version, continue_token=continue_token, remaining=remaining)
             elif media.as_.startswith("PartialObjectMetadata"):
@@ -540,7 +539,7 @@ class ApiFront:
             return 201, codec.dumps(codec.success_status(201)), extra
         if response.object is None:
             return response.code, codec.dumps(codec.success_status(response.code, {"name": info.name, "kind": info.resource})), extra
-        obj = to_dict(response.object)
+        obj = codec.encode_object(response.object)
         if media.as_ == "Table":
             return 200, codec.dumps(tables.table(kind.kind, [obj], self.world.now, include_object=query.get("includeObject", "Metadata"))), extra
         if media.as_.startswith("PartialObjectMetadata"):
@@ -585,7 +584,7 @@ class ApiFront:
         if rest > 0:
             following = _key(page[-1]) + "\x00"
             next_token = base64.urlsafe_b64encode(orjson.dumps({"v": "meta.k8s.io/v1", "rv": int(response.resource_version), "start": following})).decode().rstrip("=")
-        listed = [to_dict(obj) for obj in page]
+        listed = [codec.encode_object(obj) for obj in page]
         return self._encode(info, kind, request, response, headers, query, continue_token=next_token, remaining=rest if rest > 0 else None, items=listed)
 
     # ------------------------------------------------------------------ scale

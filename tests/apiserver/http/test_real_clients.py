@@ -165,3 +165,32 @@ def test_every_outside_request_is_journaled(live):
     assert events and all(event["client"] == "outside" for event in events)
     assert {event["method"] for event in events} >= {"GET", "POST", "PATCH", "DELETE"}
     assert os.environ.get("KUBECONFIG") != str(live.kubeconfig)  # tests never touch the user's
+
+
+def test_python_client_deserializes_every_kind_the_cluster_holds(live):
+    """The client's models refuse objects without the fields Go always writes (a
+    V1Condition without message, a V1ContainerStatus without imageID): list every kind."""
+    pytest.importorskip("kubernetes", reason="the official Python client is in the test extra")
+    from kubernetes import client, config
+
+    api_client = config.new_client_from_config(str(live.kubeconfig))
+    core, apps, policy = client.CoreV1Api(api_client), client.AppsV1Api(api_client), client.PolicyV1Api(api_client)
+    rbac, coordination, discovery = client.RbacAuthorizationV1Api(api_client), client.CoordinationV1Api(api_client), client.DiscoveryV1Api(api_client)
+    admission, scheduling = client.AdmissionregistrationV1Api(api_client), client.SchedulingV1Api(api_client)
+    manifest = "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: everything}\nspec: {minAvailable: 1, selector: {matchLabels: {app: frontend}}}\n"
+    if KUBECTL is not None:
+        subprocess.run([KUBECTL, "--kubeconfig", str(live.kubeconfig), "apply", "-f", "-"], input=manifest, text=True, check=True, capture_output=True, timeout=30)
+        time.sleep(2.0)  # the disruption controller writes its status (metav1.Conditions)
+    listed = {
+        "pods": core.list_pod_for_all_namespaces().items, "nodes": core.list_node().items, "namespaces": core.list_namespace().items,
+        "services": core.list_service_for_all_namespaces().items, "serviceaccounts": core.list_service_account_for_all_namespaces().items,
+        "deployments": apps.list_deployment_for_all_namespaces().items, "replicasets": apps.list_replica_set_for_all_namespaces().items,
+        "pdbs": policy.list_pod_disruption_budget_for_all_namespaces().items, "clusterroles": rbac.list_cluster_role().items,
+        "clusterrolebindings": rbac.list_cluster_role_binding().items, "leases": coordination.list_lease_for_all_namespaces().items,
+        "endpointslices": discovery.list_endpoint_slice_for_all_namespaces().items, "priorityclasses": scheduling.list_priority_class().items,
+        "webhooks": admission.list_validating_webhook_configuration().items,
+    }
+    for kind in ("pods", "nodes", "namespaces", "clusterroles", "leases"):
+        assert listed[kind], kind
+    node = listed["nodes"][0]
+    assert node.status.node_info.kubelet_version and all(c.type for c in node.status.conditions)
