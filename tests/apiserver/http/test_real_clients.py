@@ -194,3 +194,19 @@ def test_python_client_deserializes_every_kind_the_cluster_holds(live):
         assert listed[kind], kind
     node = listed["nodes"][0]
     assert node.status.node_info.kubelet_version and all(c.type for c in node.status.conditions)
+
+
+def test_a_slow_api_server_answers_late(live):
+    from chaoskube.sim import LinkProfile
+
+    fast = time.monotonic()
+    kubectl(live, "--context", "chaoskube-apiserver-2", "get", "namespace", "default")
+    fast = time.monotonic() - fast
+    live.call(lambda: live.world.network.set_link("outside", "kube-apiserver-2", LinkProfile(delay_s=1.0, jitter_s=0.0)))
+    try:
+        slow = time.monotonic()
+        kubectl(live, "--context", "chaoskube-apiserver-2", "get", "namespace", "default")
+        slow = time.monotonic() - slow
+    finally:
+        live.call(lambda: live.world.network.set_link("outside", "kube-apiserver-2", None))
+    assert slow >= 1.0 and slow >= fast + 0.9, (fast, slow)
