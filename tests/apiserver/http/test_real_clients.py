@@ -76,6 +76,7 @@ def test_kubectl_get_pods_watch_sees_a_new_pod(live):
     finally:
         watcher.terminate()
         out, _ = watcher.communicate(timeout=10)
+    kubectl(live, "delete", "pod", "watched", "--grace-period=0", "--force")  # a bare pod would stop kubectl drain
     lines = [line for line in out.splitlines() if line.startswith("watched")]
     assert lines, out
     assert any("Running" in line for line in lines) or any("ContainerCreating" in line or "Pending" in line for line in lines)
