@@ -358,6 +358,7 @@ def run_campaign(
     if not jobs:
         return result
     if pool is None:
+        Path(jobs[0].out_dir).parent.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix=".boot-", dir=Path(jobs[0].out_dir).parent))
         pool = ForkPool(boot_groups(jobs), min(workers, len(jobs)), scratch, fork=fork)
     try:

@@ -121,6 +121,7 @@ class SimulatedHost:
             run_log = self.run_log
             if run_log is not None:
                 run_log.close()  # flushed: a child copies it whole
+            self.world.journal.flush()  # likewise; a child must not flush the boot's buffer again
             if self.fork is not None:
                 self.fork(self.world, self.target)
             if self.target.forked:

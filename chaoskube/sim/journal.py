@@ -85,7 +85,8 @@ class Journal:
         """Go on writing into ``path``, which starts with every line written so far: a
         run forked from a booted process (docs/campaigns.md) continues the boot's journal
         in its own directory, byte for byte what an unforked run would have written. The
-        old file is left as it is (its lines flushed), for other forks to copy too."""
+        old file is left as it is, for other forks to copy too: flush before forking, or
+        every child would write the boot's buffered lines into it again."""
         assert not self.closed, "journal is closed"
         self.flush()
         assert self._file is not None and self.path is not None, "only a journal written to a file can be redirected"
