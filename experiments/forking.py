@@ -44,6 +44,7 @@ import multiprocessing.connection
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -228,7 +229,54 @@ def _describe(status: int) -> str:
     return f"exit status {os.WEXITSTATUS(status)}"
 
 
+def booter_from_fd(fd: int) -> None:
+    """Entry point of a booter started as a fresh interpreter (``launcher="subprocess"``,
+    as in a Dask worker, whose processes may not start ``multiprocessing`` children): the
+    pool's end of the pipe is descriptor ``fd``; its first message is what
+    :func:`booter_main` takes."""
+    conn = multiprocessing.connection.Connection(fd)
+    group, scratch, fork = conn.recv()
+    booter_main(conn, group, scratch, fork)
+
+
 # -- the pool, in the campaign process ---------------------------------------------------------
+
+
+class _Subprocess:
+    """A booter started with ``subprocess`` (a fresh interpreter), with the parts of
+    ``multiprocessing.Process`` the pool uses; its sentinel is a pidfd (Linux)."""
+
+    def __init__(self, group: Group, scratch: str, fork: bool, conn: multiprocessing.connection.Connection) -> None:
+        self.conn = conn
+        self.args = (group, scratch, fork)
+        self.popen: subprocess.Popen[bytes] | None = None
+        self.sentinel = -1
+
+    def start(self, child: multiprocessing.connection.Connection) -> None:
+        fd = child.fileno()
+        code = f"from chaoskube.experiments.forking import booter_from_fd; booter_from_fd({fd})"
+        self.popen = subprocess.Popen([sys.executable, "-c", code], pass_fds=(fd,), stdin=subprocess.DEVNULL)
+        self.sentinel = os.pidfd_open(self.popen.pid)
+        self.conn.send(self.args)
+
+    @property
+    def pid(self) -> int | None:
+        return self.popen.pid if self.popen is not None else None
+
+    @property
+    def exitcode(self) -> int | None:
+        return self.popen.poll() if self.popen is not None else None
+
+    def join(self, timeout: float | None = None) -> None:
+        if self.popen is None:
+            return
+        try:
+            self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return
+        if self.sentinel >= 0:
+            os.close(self.sentinel)
+            self.sentinel = -1
 
 
 def start_context() -> multiprocessing.context.BaseContext:
@@ -253,12 +301,14 @@ class _Booter:
 class ForkPool:
     """Runs groups of jobs in booters and their forked children (module doc)."""
 
-    def __init__(self, groups: Sequence[tuple[Group, Sequence[Any]]], width: int, scratch: Path, *, fork: bool = True) -> None:
+    def __init__(self, groups: Sequence[tuple[Group, Sequence[Any]]], width: int, scratch: Path, *, fork: bool = True, launcher: str = "forkserver") -> None:
         assert width >= 1, width
+        assert launcher in ("forkserver", "subprocess"), launcher
         self.width = width
         self.scratch = scratch
         self.fork = fork
-        self.context = start_context()
+        self.launcher = launcher
+        self.context = start_context() if launcher == "forkserver" else multiprocessing.get_context()
         self.booters = [_Booter(group, list(jobs)) for group, jobs in groups if jobs]
         self.not_started = 0
 
@@ -279,10 +329,14 @@ class ForkPool:
 
     # -- driving ---------------------------------------------------------------------------
     def _start(self, index: int, booter: _Booter) -> None:
-        parent, child = self.context.Pipe()
+        parent, child = multiprocessing.Pipe()
         scratch = self.scratch / f"boot-{index}"
-        booter.process = self.context.Process(target=booter_main, args=(child, booter.group, str(scratch), self.fork), name=f"chaoskube-booter-{index}", daemon=False)
-        booter.process.start()
+        if self.launcher == "subprocess":
+            booter.process = _Subprocess(booter.group, str(scratch), self.fork, parent)
+            booter.process.start(child)
+        else:
+            booter.process = self.context.Process(target=booter_main, args=(child, booter.group, str(scratch), self.fork), name=f"chaoskube-booter-{index}", daemon=False)
+            booter.process.start()
         child.close()
         booter.conn = parent
         booter.state = "booting"
