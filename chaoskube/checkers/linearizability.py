@@ -112,6 +112,15 @@ class RegisterModel:
     def read_only(self, op: Op) -> bool:
         return op.f == "read" or (op.f == "cas" and op.output is False)
 
+    def resets(self, op: Op) -> bool:
+        """Whether ``op`` may change the state (a write; a cas that may swap)."""
+        return op.f == "write" or (op.f == "cas" and op.output is not False)
+
+    def may_reach(self, state: Any, op: Op) -> bool:
+        """Whether read-only ``op`` can be legal after ``state`` and only operations that
+        do not reset it (for a register: none change it)."""
+        return self.step(state, op)[0]
+
     def partition(self, ops: Sequence[Op]) -> list[list[Op]]:
         return _partition_by_key(ops)
 
@@ -138,6 +147,15 @@ class KVModel:
 
     def read_only(self, op: Op) -> bool:
         return op.f == "get"
+
+    def resets(self, op: Op) -> bool:
+        """Whether ``op`` may set the state to something that does not extend it (a put)."""
+        return op.f == "put"
+
+    def may_reach(self, state: Any, op: Op) -> bool:
+        """Whether get ``op`` can be legal after ``state`` and appends only: its output
+        extends the state."""
+        return op.output is UNKNOWN or op.output.startswith(state)
 
     def partition(self, ops: Sequence[Op]) -> list[list[Op]]:
         return _partition_by_key(ops)
@@ -256,9 +274,24 @@ def _search_steps(ops: Sequence[Op], model: Any) -> Generator[None, None, bool]:
         while position < count and order[by_call[position]].call <= op.ret:
             position += 1
         invoked.append(position)
+    # Pruning by reachability (models with ``resets`` and ``may_reach``): the earliest-
+    # returning pending determinate read-only operation must take effect before it
+    # returns, after the operations invoked by then only; if none of those may reset the
+    # state, its observation must be reachable from the current state without a reset.
+    resets = getattr(model, "resets", None)
+    may_reach = getattr(model, "may_reach", None)
+    prune = resets is not None and may_reach is not None
+    reset_mask = 0
+    if prune:
+        for bit, op in enumerate(order):
+            if resets(op):
+                reset_mask |= 1 << bit
+    ro_det_mask = ro_mask & det_mask
+    reach_cache: list[dict[Any, bool]] = [{} for _ in range(det_count)] if prune else []
     ro_candidates: Sequence[int]
     det_rw_candidates: Sequence[int]
     info_candidates: Sequence[int]
+    reset_candidates: Sequence[int]
     if count <= _PRECOMPUTED_MASKS_MAX:
         candidates = []
         mask = position = 0
@@ -270,11 +303,13 @@ def _search_steps(ops: Sequence[Op], model: Any) -> Generator[None, None, bool]:
         ro_candidates = [mask & ro_mask for mask in candidates]
         det_rw_candidates = [mask & det_mask & ~ro_mask for mask in candidates]
         info_candidates = [mask & info_rw_mask for mask in candidates]
+        reset_candidates = [mask & reset_mask for mask in candidates]
     else:  # a mask per operation would take memory in the square of the partition's length
         walker = _CandidateWalker(by_call, invoked)
         ro_candidates = _CandidateMasks(walker, ro_mask)
         det_rw_candidates = _CandidateMasks(walker, det_mask & ~ro_mask)
         info_candidates = _CandidateMasks(walker, info_rw_mask)
+        reset_candidates = _CandidateMasks(walker, reset_mask)
     transitions: list[dict[Any, Any]] = [{} for _ in order]
     step = model.step
     configurations_max = _SEARCH_BYTES_MAX // (3 * count // 8 + 150)
@@ -286,6 +321,20 @@ def _search_steps(ops: Sequence[Op], model: Any) -> Generator[None, None, bool]:
             assert new == state, f"read-only {order[bit]} changed the state"
         transitions[bit][state] = result
         return result
+
+    def reachable(linearized: int, state: Any) -> bool:
+        """False when the configuration is dead by the reachability rule above."""
+        pending = ro_det_mask & ~linearized
+        if not pending:
+            return True
+        bit = (pending & -pending).bit_length() - 1
+        if reset_candidates[bit] & ~linearized:
+            return True
+        cache = reach_cache[bit]
+        answer = cache.get(state)
+        if answer is None:
+            answer = cache[state] = bool(may_reach(state, order[bit]))
+        return answer
 
     def absorb(linearized: int, state: Any) -> tuple[int, int]:
         """Linearize every legal read-only candidate; return (linearized, lowest pending bit)."""
@@ -350,6 +399,8 @@ def _search_steps(ops: Sequence[Op], model: Any) -> Generator[None, None, bool]:
             if not lowest & det_mask:
                 return True
             bit = lowest.bit_length() - 1
+        if prune and not reachable(linearized, new):
+            continue
         # Dominance: the same determinate progress and state, reached before with a subset of
         # these indeterminate operations linearized, had every option this one has.
         key = (linearized & main_mask, new)
