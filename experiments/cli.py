@@ -449,6 +449,7 @@ def check_history(history_file: str, fmt: str, as_json: bool, time_limit_s: floa
             "operations": len(operations),
             "check_seconds": round(verdict.details.get("check_seconds", 0.0), 6),
             "evidence": [op.to_json() for op in verdict.evidence],
+            "evidence_status": verdict.details.get("evidence_status"),
         }
         click.echo(json.dumps(payload, sort_keys=True))
     else:
