@@ -331,13 +331,16 @@ class ForkPool:
     def _start(self, index: int, booter: _Booter) -> None:
         parent, child = multiprocessing.Pipe()
         scratch = self.scratch / f"boot-{index}"
-        if self.launcher == "subprocess":
-            booter.process = _Subprocess(booter.group, str(scratch), self.fork, parent)
-            booter.process.start(child)
-        else:
-            booter.process = self.context.Process(target=booter_main, args=(child, booter.group, str(scratch), self.fork), name=f"chaoskube-booter-{index}", daemon=False)
-            booter.process.start()
-        child.close()
+        try:
+            if self.launcher == "subprocess":
+                process: Any = _Subprocess(booter.group, str(scratch), self.fork, parent)
+                process.start(child)
+            else:
+                process = self.context.Process(target=booter_main, args=(child, booter.group, str(scratch), self.fork), name=f"chaoskube-booter-{index}", daemon=False)
+                process.start()
+        finally:
+            child.close()
+        booter.process = process
         booter.conn = parent
         booter.state = "booting"
 
