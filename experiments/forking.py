@@ -42,6 +42,7 @@ import gc
 import multiprocessing
 import multiprocessing.connection
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -211,7 +212,16 @@ class _Server:
         self.writer.close()
 
     def _exit(self) -> None:
+        """The booter is done: report the CPU it and its (reaped) children used, leave."""
         shutil.rmtree(self.scratch, ignore_errors=True)
+        used = 0.0
+        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+            usage = resource.getrusage(who)
+            used += usage.ru_utime + usage.ru_stime
+        try:
+            self.conn.send(("cpu", used))
+        except OSError:
+            pass
         self.conn.close()
         os._exit(0)
 
@@ -296,6 +306,7 @@ class _Booter:
     conn: multiprocessing.connection.Connection | None = None
     running: dict[str, Any] = field(default_factory=dict)  # out_dir -> job
     boot_seconds: tuple[float, float] | None = None  # (wall, CPU) of the boot
+    cpu_seconds: float = 0.0  # the booter's and its children's CPU, reported as it exits
 
 
 class ForkPool:
@@ -326,6 +337,11 @@ class ForkPool:
 
     def boot_seconds(self) -> list[tuple[float, float]]:
         return [booter.boot_seconds for booter in self.booters if booter.boot_seconds is not None]
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds used by the booters that have exited and by their children (the
+        campaign's own ``RUSAGE_CHILDREN`` misses them: booters are the forkserver's)."""
+        return sum(booter.cpu_seconds for booter in self.booters)
 
     # -- driving ---------------------------------------------------------------------------
     def _start(self, index: int, booter: _Booter) -> None:
@@ -365,7 +381,11 @@ class ForkPool:
         assert booter.conn is not None
         try:
             booter.conn.send(("stop",))
-        except OSError:
+            if booter.conn.poll(30):
+                message = booter.conn.recv()
+                if message[0] == "cpu":
+                    booter.cpu_seconds = message[1]
+        except (OSError, EOFError):
             pass
         booter.state = "stopped"
         booter.process.join(timeout=30)
@@ -411,6 +431,8 @@ class ForkPool:
             booter.state, booter.boot_seconds = "ready", (message[1], message[2])
         elif message[0] == "boot-failed":
             self._fail_group(booter, f"the boot failed: {message[1]}", records)
+        elif message[0] == "cpu":
+            booter.cpu_seconds = message[1]
         else:
             assert message[0] == "record", message[0]
             records.append((booter.running.pop(message[1]), message[2]))

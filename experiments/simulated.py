@@ -112,6 +112,9 @@ class SimulatedHost:
     async def steady_state(self) -> Verdict:
         return await self.system.steady_state()
 
+    async def prepare_workload(self) -> None:
+        await self.system.prepare_workload()
+
     async def booted(self) -> None:
         """The boot is over: at the next quiescent point, fork (a campaign's hook) and
         switch to the run seed. Both ways do the same things in the same order, so a
