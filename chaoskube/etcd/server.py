@@ -241,6 +241,13 @@ class EtcdMember:
         self._read_index_waiting: list[tuple[int, str, list[Any]]] = []  # (read index, context, reads)
         self._streams: dict[str, _Stream] = {}
         self._read_counter = 0
+        # statistics(): what this incarnation did
+        self.proposals = 0
+        self.appends = 0  # Readys whose entries were appended (one fsync each)
+        self.leader_appends = 0  # of those, on the leader: proposals are batched per append
+        self.readys = 0
+        self.read_rounds = 0
+        self.linearizable_reads = 0
         self._role = Role.FOLLOWER
         self._term = hard_state.term
         self._lead = 0
@@ -275,6 +282,11 @@ class EtcdMember:
         raft = self.raft
         while self._pending is None and raft.has_ready():
             ready = raft.ready()
+            self.readys += 1
+            if ready.entries:
+                self.appends += 1
+                if raft.role is Role.LEADER:
+                    self.leader_appends += 1
             if self._write(ready):
                 self._pending = ready
                 self.process.disk.fsync_then(self.process, self._synced)
@@ -486,6 +498,7 @@ class EtcdMember:
             self._reply(message, ClientReply(ok=False, error=ERROR_NO_LEADER, member=self.name))
             return
         self._reads_waiting.append(message)
+        self.linearizable_reads += 1
         if self._read_round is None:
             self._next_read_round()
 
@@ -499,6 +512,7 @@ class EtcdMember:
                 self._reply(message, ClientReply(ok=False, error=ERROR_NO_LEADER, member=self.name))
             return
         self._read_counter += 1
+        self.read_rounds += 1
         context = f"{self.name}/read/{self.incarnation}/{self._read_counter}"
         self._read_round = (context, reads)
         if not self.raft.read_index(context):
@@ -534,6 +548,7 @@ class EtcdMember:
         if isinstance(request, LeaseGrantRequest) and request.id == 0:
             request = LeaseGrantRequest(id=self._new_lease_id(), ttl=request.ttl)
         self._proposals[request_id] = message
+        self.proposals += 1
         if not self.raft.propose(Proposal(request_id, request)):
             self._proposals.pop(request_id, None)
             self._reply(message, ClientReply(ok=False, error=ERROR_NO_LEADER, member=self.name))
@@ -573,6 +588,20 @@ class EtcdMember:
             self._revoking[lease_id] = now
             self.raft.propose(Proposal(f"{self.name}/revoke/{lease_id}/{now:.6f}", LeaseRevokeRequest(lease_id)))
         self.drain()
+
+    def statistics(self) -> dict[str, int]:
+        """What this incarnation did: client proposals, Readys, Readys that appended
+        entries (one fsync each; ``leader_appends`` as leader), linearizable reads and the ReadIndex rounds that served
+        them (linearizableReadLoop), fsyncs of its disk."""
+        return {
+            "proposals": self.proposals,
+            "readys": self.readys,
+            "appends": self.appends,
+            "leader_appends": self.leader_appends,
+            "linearizable_reads": self.linearizable_reads,
+            "read_rounds": self.read_rounds,
+            "fsyncs": self.process.disk.fsyncs,
+        }
 
     # -- watches ----------------------------------------------------------------------
     async def _watch_loop(self) -> None:

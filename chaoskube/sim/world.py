@@ -87,6 +87,7 @@ class World:
         self._at_quiescence: tuple[trio.lowlevel.Task, Callable[[], None]] | None = None
         self.boot_seed = seed  # the seed the world started with (World.reseed changes ``seed``)
         self.events_run = 0
+        self.instants = 0  # distinct virtual instants the world moved to
         self.network = Network(self, link)
         self.finished = False
 
@@ -169,6 +170,7 @@ class World:
                         return  # Trio fires its own deadline
                     self.clock.jump(max(0.0, next_time - self.clock.current_time()))
                     self.now = next_time
+                    self.instants += 1
                 while heap and heap[0][0] <= next_time:
                     _, _, callback, argument = heappop(heap)
                     callback(argument)
