@@ -423,7 +423,8 @@ class ForkPool:
                     booter = sentinels[item]
                     booter.process.join(timeout=5)
                     self._fail_group(booter, f"the booter process died (exit code {booter.process.exitcode})", records)
-            self._dispatch(records)
+        # No hand-out here: the caller sees these records first (``--fail-fast`` may stop
+        # the campaign); the next call hands out what the slots allow.
         return records
 
     def _handle(self, booter: _Booter, message: tuple[Any, ...], records: list[tuple[Any, dict[str, Any]]]) -> None:
