@@ -345,6 +345,10 @@ class Process:
     def call_later(self, seconds: float, callback: Callable[[Any], None], argument: Any = None) -> None:
         """Run ``callback(argument)`` after ``seconds`` of this process's clock, from the
         world (no task). Held while the process is paused; dropped if it is killed first."""
+        self.call_later_world(max(0.0, seconds) / self._rate, callback, argument)
+
+    def call_later_world(self, seconds: float, callback: Callable[[Any], None], argument: Any = None) -> None:
+        """:meth:`call_later` after ``seconds`` of world time (a disk's fsync latency)."""
         incarnation = self.incarnation
 
         def fire(_: Any) -> None:
@@ -355,7 +359,7 @@ class Process:
                 return
             callback(argument)
 
-        self.world.call_at(self.world.now + max(0.0, seconds) / self._rate, fire)
+        self.world.call_at(self.world.now + max(0.0, seconds), fire)
 
     # -- messages -----------------------------------------------------------------------
     def on_message(self, port: str, handler: Callable[[Message], None]) -> None:

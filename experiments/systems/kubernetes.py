@@ -21,7 +21,7 @@ Workload options (:class:`KubernetesWorkload`):
   ``traffic``, no zone: the observer stays out of every fault domain; a partition of
   ``role:node`` from the control plane does not cut it off from the pods);
   ``max_outage_s`` bounds the ``service-availability`` checker.
-- ``converge_s``: how long :meth:`KubernetesSystem.start_workload` waits for the workload
+- ``converge_s``: how long :meth:`KubernetesSystem.prepare_workload` waits for the workload
   to reach its steady state before the warm-up (the faults begin from a converged cluster).
 - ``steps``: administrator actions :class:`WorkloadStep` ``{after_s, action, deployment?,
   replicas?, node?}``, run by ``kubectl`` ``after_s`` after the workload converged (so
@@ -45,9 +45,11 @@ every :data:`UNCORDON_RETRY_S` up to :data:`UNCORDON_ATTEMPTS` times; each ends 
 ``fault-action`` event {action, node, outcome}.
 
 The run: :meth:`~KubernetesSystem.start` opens the cluster (every process of the spec) and
-waits until every node is registered and Ready; :meth:`~KubernetesSystem.start_workload`
+waits until every node is registered and Ready; :meth:`~KubernetesSystem.prepare_workload`
 creates the workload's objects through the API (as the ``kubectl`` process, an
-administrator), waits for convergence, then starts the traffic probes.
+administrator) and waits for convergence -- all of that is the boot, the same for every
+run seed (docs/campaigns.md) --; :meth:`~KubernetesSystem.start_workload` then starts the
+traffic probes and the steps.
 
 Steady state (:meth:`~KubernetesSystem.steady_state`), read through the API as ``kubectl``
 would: every node of the spec is Ready; once the workload is created (the runner probes
@@ -363,7 +365,8 @@ class KubernetesSystem(System):
     async def _nodes_ready(self) -> bool:
         return not await self._node_problems()
 
-    async def start_workload(self) -> None:
+    async def prepare_workload(self) -> None:
+        """Create the workload's objects and wait until it converges (part of the boot)."""
         assert self.handle is not None and self._client is not None
         created, failures = await self._create_all()
         self._workload_created = True
@@ -382,6 +385,11 @@ class KubernetesSystem(System):
             self.workload_verdict = Verdict(False, f"the workload did not reach its steady state within {self.workload.converge_s:g} s of its creation: {verdict.reason}", verdict.evidence)
             return
         self.workload_verdict = Verdict(True, f"the workload converged {took:.3f} s after its creation")
+
+    async def start_workload(self) -> None:
+        """Start what the converged workload does: the traffic probes and the steps."""
+        if self.workload_verdict is None or not self.workload_verdict.valid:
+            return
         if self.workload.traffic and self.services:
             self._start_traffic()
         for step in sorted(self.workload.steps, key=lambda step: step.after_s):
