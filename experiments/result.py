@@ -37,6 +37,7 @@ class RunResult:
     faults: list[dict[str, Any]] = field(default_factory=list)
     skipped_faults: list[str] = field(default_factory=list)  # scheduled but not applied, and why
     interrupted: bool = False
+    boot_seed: int | None = None  # the boot's seed (None: the run had no separate boot)
     #: --skip-unsupported: the manifests' documents left out, as one-line messages.
     skipped_unsupported: list[str] = field(default_factory=list)
 
@@ -75,7 +76,8 @@ class RunResult:
         are merged, not doubled: ``with_broken``)."""
         catalogue = not self.experiment.path or "/catalog/" in self.experiment.path
         target = self.experiment.name if catalogue else self.experiment.path
-        options = [item for name in self.experiment.broken for item in ("--broken", name)]
+        options = ["--boot-seed", str(self.boot_seed)] if self.boot_seed is not None and self.boot_seed != self.experiment.boot_seed else []
+        options += [item for name in self.experiment.broken for item in ("--broken", name)]
         if self.experiment.manifests_dir:
             options += ["--manifests", self.experiment.manifests_dir]
         if self.experiment.skip_unsupported:
@@ -88,6 +90,7 @@ class RunResult:
             "experiment": experiment.name,
             "title": experiment.title,
             "seed": self.seed,
+            "boot_seed": self.boot_seed,
             "chaoskube_version": __version__,
             "verdicts": {name: verdict.to_json() for name, verdict in self.verdicts.items()},
             "expected": {"outcome": experiment.expected.outcome, "failing": sorted(experiment.expected.failing), "may_fail": sorted(experiment.expected.may_fail), "failure_mode": experiment.expected.failure_mode},

@@ -47,8 +47,12 @@ coordinated through the ``compact_rev_key`` key (``storage/etcd3/compact.go``).
 Requests that do not finish within ``--request-timeout`` (60 s) are answered 504. A write
 whose etcd outcome is unknown is answered 504 too: it may have happened.
 
-Not modelled: pagination (``limit``/``continue``), server-side apply, strategic merge patch,
-``deletecollection``, garbage collection and cascading deletion (controller-manager),
+Patches: JSON merge patch, JSON patch, and strategic merge patch with the built-in kinds'
+patch metadata (:mod:`chaoskube.api.strategic`). Pagination (``limit``/``continue``) is
+served by the HTTP front (:mod:`chaoskube.apiserver.http`) over consistent reads at a
+revision.
+
+Not modelled: server-side apply, ``deletecollection``, garbage collection and cascading deletion (controller-manager),
 priority and fairness, audit logging, aggregated APIs, CRDs.
 """
 
@@ -88,14 +92,16 @@ from chaoskube.api.objects import (
     matches,
     parse_quantity,
 )
-from chaoskube.api.fields import go_value
+from chaoskube.api.fields import go_value, prune_unknown, unknown_field_message
 from chaoskube.api.patch import PatchError, apply_patch, merge_patch
+from chaoskube.api.strategic import strategic_merge_patch
 from chaoskube.api.protocol import (
     API_PORT,
     Binding,
     Credentials,
     DeleteOptions,
     Eviction,
+    NonResourceRequest,
     Request,
     Response,
     Status,
@@ -275,6 +281,18 @@ class ApiServer:
             self.cacher.stop(message)
         elif isinstance(body, Request) and message.call_id:
             self.process.start_soon(self._handle, message)
+        elif isinstance(body, NonResourceRequest) and message.call_id:
+            # Discovery, OpenAPI, /version: authentication only (the front serves the body).
+            # Anonymous requests are refused: --anonymous-auth=false.
+            # The answer carries this replica's established CRDs: the front publishes their
+            # kinds in discovery and OpenAPI, as each kube-apiserver's discovery of custom
+            # resources follows its own CRD informer (apiextensions DiscoveryController).
+            user = self.authenticate(body.credentials)
+            if user is None:
+                self.process.reply(message, Response(401, status=unauthorized(), server=self.name))
+            else:
+                served = tuple(crd for crd in sorted(self.cacher.objects("customresourcedefinitions"), key=lambda crd: crd.metadata.name) if crds.crd_established(crd) and crd.metadata.deletion_timestamp is None) if self.cacher.ready else ()
+                self.process.reply(message, Response(200, items=served, server=self.name))
         elif message.call_id:
             self.process.reply(message, Response(400, status=bad_request(f"not an API request: {type(body).__name__}")))
 
@@ -502,11 +520,14 @@ class ApiServer:
     def _scalable(self, info: KindInfo) -> bool:
         return info.kind in SCALE_KINDS and not issubclass(info.type, CustomObject) or self._scale_paths(info) is not None
 
-    def _custom_schema(self, info: KindInfo, obj: Object) -> tuple[Object, list[str]]:
-        """A custom object after its CRD's pruning and defaulting, and its schema's field
-        errors (``customResourceStrategy``; module docstring of :mod:`crd`)."""
+    def _custom_schema(self, info: KindInfo, obj: Object, request: Request | None = None) -> tuple[Object, list[str], tuple[str, ...]]:
+        """A custom object after its CRD's pruning and defaulting, its schema's field errors
+        (``customResourceStrategy``; module docstring of :mod:`crd`), and the warnings of
+        what was pruned. With ``fieldValidation`` Strict (``request.field_validation``) a
+        pruned field is refused instead (400 ``strict decoding error: unknown field
+        "spec.x"``), with Warn it is a warning (KEP-2885: custom resources too)."""
         if not isinstance(obj, CustomObject):
-            return obj, []
+            return obj, [], ()
         crd = self._crd(info.resource)
         schema = crds.schema_of(crd) if crd is not None else None
         document = to_dict(obj)
@@ -514,12 +535,16 @@ class ApiServer:
         crds.prune_nulls(document, schema)
         crds.default(document, schema)
         causes = crds.validate_object(document, schema)
+        field_validation = request.field_validation if request is not None else ""
+        if pruned and field_validation == "Strict":
+            raise _refuse(bad_request(unknown_field_message(pruned)))
         if pruned:
             self.world.record("apiserver-warning", server=self.name, resource=info.resource, name=obj.metadata.name, warning=f"unknown field(s) pruned: {', '.join(pruned[:10])}")
+        warnings = tuple(f'unknown field "{path}"' for path in pruned) if field_validation == "Warn" else ()
         if document.get("apiVersion") != info.api_version or document.get("kind") != info.kind:
             causes.append(f"apiVersion: Invalid value: {document.get('apiVersion')!r}: must be {info.api_version}")
         content = {key: value for key, value in document.items() if key not in ("apiVersion", "kind", "metadata")}
-        return info.type(metadata=obj.metadata, content=content), causes
+        return info.type(metadata=obj.metadata, content=content), causes, warnings
 
     def _prepare_custom_update(self, info: KindInfo, current: CustomObject, new: CustomObject) -> CustomObject:
         """``customResourceStrategy.PrepareForUpdate``: with a status subresource the stored
@@ -811,13 +836,13 @@ class ApiServer:
         admission = self._admission_request("CREATE", request, user, info, obj, None, name=obj.metadata.name)
         obj = await self._mutate(admission)
         self._prepare_for_create(obj, info)
-        obj, schema_causes = self._custom_schema(info, obj)
+        obj, schema_causes, warnings = self._custom_schema(info, obj, request)
         causes = schema_causes + validation.validate_create(obj)
         if causes:
             raise _refuse(invalid(info.resource, obj.metadata.name or obj.metadata.generate_name, causes, kind=info.kind if isinstance(obj, CustomObject) else ""))
         await self._validate(self._admission_request("CREATE", request, user, info, obj, None, name=obj.metadata.name))
         if request.dry_run:
-            return Response(201, object=obj, server=self.name)
+            return Response(201, object=obj, server=self.name, warnings=warnings)
         if isinstance(obj, CustomResourceDefinition):
             unenforced = crds.unenforced_features(obj)
             if unenforced:  # accepted as upstream accepts them, but said once: nothing enforces them here
@@ -827,7 +852,7 @@ class ApiServer:
         if revision is None:
             raise _refuse(already_exists(info.resource, obj.metadata.name))
         obj.metadata.resource_version = str(revision)
-        return Response(201, object=obj, server=self.name)
+        return Response(201, object=obj, server=self.name, warnings=warnings)
 
     async def _charge_quota(self, request: Request, info: KindInfo, obj: Object) -> None:
         """The ResourceQuota admission plugin (``plugin/pkg/admission/resourcequota``): the
@@ -871,14 +896,22 @@ class ApiServer:
         raise _refuse(conflict("resourcequotas", namespace, f"the quotas kept changing: gave up after {MAX_ATTEMPTS} attempts"))
 
     # ------------------------------------------------------------------ update and patch
-    def _patched(self, current: Object, request: Request) -> tuple[Object, str]:
-        """The patched object and the resourceVersion the patch itself demands ("" if none)."""
+    def _patched(self, current: Object, request: Request) -> tuple[Object, str, tuple[str, ...]]:
+        """The patched object, the resourceVersion the patch itself demands ("" if none) and
+        the warnings for unknown fields it dropped (``fieldValidation=Warn``)."""
         document = to_dict(current)
         try:
-            if request.patch_type == "merge":
+            if request.patch_type == "strategic" and isinstance(current, CustomObject):
+                # handlers/patch.go: custom resources have no Go struct to take patch
+                # metadata from, so upstream refuses a strategic merge patch of one.
+                raise _refuse(Status(415, "UnsupportedMediaType", "strategic merge patch is not supported for custom resources: the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"))
+            if request.patch_type in ("merge", "strategic"):
                 if not isinstance(request.body, dict):
-                    raise PatchError("a merge patch is a JSON object")
-                patched = merge_patch(document, request.body)
+                    raise PatchError(f"a {request.patch_type} merge patch is a JSON object")
+                if request.patch_type == "merge":
+                    patched = merge_patch(document, request.body)
+                else:
+                    patched = strategic_merge_patch(document, request.body, type(current))
                 demanded = (request.body.get("metadata") or {}).get("resourceVersion") or ""
             else:
                 patched = apply_patch(document, request.body)
@@ -887,13 +920,20 @@ class ApiServer:
             raise _refuse(Status(422, "Invalid", str(error))) from None
         if not isinstance(patched, dict) or patched.get("kind") != current.KIND or patched.get("apiVersion") != current.API_VERSION:
             raise _refuse(bad_request("a patch may not change apiVersion or kind"))
+        warnings: tuple[str, ...] = ()
+        if request.field_validation in ("Warn", "Ignore", "Strict") and not isinstance(current, CustomObject):  # a custom object is pruned by its schema
+            patched, unknown = prune_unknown(patched, type(current))
+            if unknown and request.field_validation == "Strict":
+                raise _refuse(bad_request(unknown_field_message(unknown)))
+            if request.field_validation == "Warn":
+                warnings = tuple(f'unknown field "{path}"' for path in unknown)
         try:
             custom = {(current.API_VERSION, current.KIND): type(current)} if isinstance(current, CustomObject) else None
             obj = from_dict(patched, f"{request.resource}/{request.name}", custom=custom)
         except ManifestError as error:
             raise _refuse(Status(422, "Invalid", f'{current.KIND} "{request.name}" is invalid: {error.field or "object"}: {error.reason}')) from None
         obj.metadata.resource_version = str(demanded) if demanded else current.metadata.resource_version
-        return obj, str(demanded)
+        return obj, str(demanded), warnings
 
     def _prepare_for_update(self, info: KindInfo, current: Object, new: Object, subresource: str) -> Object:
         """``rest.BeforeUpdate`` and the kinds' ``PrepareForUpdate``: what the client may not
@@ -946,8 +986,9 @@ class ApiServer:
         for _ in range(MAX_ATTEMPTS):
             stored = await self._stored(info.resource, request.namespace, request.name)
             current = stored.object
+            warnings: tuple[str, ...] = ()
             if request.verb == "patch":
-                new, demanded = self._patched(current, request)
+                new, demanded, warnings = self._patched(current, request)
             else:
                 new = self._body(request, info)
                 demanded = new.metadata.resource_version
@@ -960,16 +1001,17 @@ class ApiServer:
             new.metadata.namespace = request.namespace
             new = self._prepare_for_update(info, current, new, request.subresource)
             new = await self._mutate(self._admission_request("UPDATE", request, user, info, new, current))
-            new, schema_causes = self._custom_schema(info, new)
+            new, schema_causes, pruned_warnings = self._custom_schema(info, new, request)
+            warnings = tuple(warnings) + pruned_warnings
             causes = schema_causes + validation.validate_update(current, new)
             if causes:
                 raise _refuse(invalid(info.resource, request.name, causes, kind=info.kind if isinstance(new, CustomObject) else ""))
             await self._validate(self._admission_request("UPDATE", request, user, info, new, current))
             new.metadata.resource_version = current.metadata.resource_version
             if msgspec.json.encode(new) == msgspec.json.encode(current):
-                return Response(200, object=current, server=self.name)  # no change: no write
+                return Response(200, object=current, server=self.name, warnings=warnings)  # no change: no write
             if request.dry_run:
-                return Response(200, object=new, server=self.name)
+                return Response(200, object=new, server=self.name, warnings=warnings)
             if self._removes_last_finalizer(current, new):
                 revision = await self.store.delete(key, stored.mod_revision)
             else:
@@ -979,7 +1021,7 @@ class ApiServer:
                     raise _refuse(conflict(info.resource, request.name))
                 continue  # GuaranteedUpdate: someone wrote in between; read again
             new.metadata.resource_version = str(revision)
-            return Response(200, object=new, server=self.name)
+            return Response(200, object=new, server=self.name, warnings=warnings)
         raise _refuse(conflict(info.resource, request.name, f"the object kept changing: gave up after {MAX_ATTEMPTS} attempts"))
 
     # ------------------------------------------------------------------ delete
