@@ -156,7 +156,8 @@ def _prune(value: Any, info: Any, path: str, unknown: list[str]) -> Any:
 #: HTTP front applies to what it sends. Sources: ``meta/v1/types.go`` (Condition,
 #: OwnerReference), ``core/v1/types.go`` (ContainerStatus, ContainerStateTerminated,
 #: ContainerPort, ServicePort, Taint, PodIP, HostIP, NodeAddress, NodeSystemInfo,
-#: ReplicaSetStatus in ``apps/v1``), ``discovery/v1/types.go`` (EndpointSlice, Endpoint),
+#: ReplicaSetStatus in ``apps/v1``), ``discovery/v1/types.go`` (EndpointSlice, Endpoint), the
+#: common kinds' (below; the Python client's models list the same as required),
 #: ``policy/v1/types.go`` (PodDisruptionBudgetStatus), ``rbac/v1/types.go`` (PolicyRule,
 #: RoleRef, Subject), ``admissionregistration/v1/types.go`` (webhooks).
 REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
@@ -180,6 +181,19 @@ REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
     "Subject": ("kind", "name"),
     "ValidatingWebhook": ("name", "clientConfig", "sideEffects", "admissionReviewVersions"),
     "MutatingWebhook": ("name", "clientConfig", "sideEffects", "admissionReviewVersions"),
+    # the common kinds: apps/v1 (StatefulSetStatus, DaemonSetStatus), core/v1
+    # (ReplicationControllerStatus, LimitRangeSpec), autoscaling/v1 ScaleStatus and v2
+    # HorizontalPodAutoscalerStatus, batch/v1 PodFailurePolicy, networking/v1
+    # HTTPIngressRuleValue, apiextensions/v1 CustomResourceDefinitionVersion
+    "StatefulSetStatus": ("replicas",),
+    "DaemonSetStatus": ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady"),
+    "ReplicationControllerStatus": ("replicas",),
+    "ScaleStatus": ("replicas",),
+    "HorizontalPodAutoscalerStatus": ("desiredReplicas",),
+    "LimitRangeSpec": ("limits",),
+    "PodFailurePolicy": ("rules",),
+    "HTTPIngressRuleValue": ("paths",),
+    "CustomResourceDefinitionVersion": ("name", "served", "storage"),
 }
 
 

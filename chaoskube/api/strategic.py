@@ -22,8 +22,10 @@ The directives (``strategicpatch/patch.go`` constants), all honoured here:
 
 Patch metadata is the table :data:`PATCH_META`, keyed by the struct's class name and the
 field's JSON name; it is transcribed from the ``patchStrategy``/``patchMergeKey`` tags of
-``k8s.io/api`` (``core/v1/types.go``, ``apps/v1/types.go``, ``policy/v1/types.go``,
-``admissionregistration/v1/types.go``, ``meta/v1/types.go``). A field not in it behaves as
+``k8s.io/api`` (``core/v1/types.go``, ``apps/v1/types.go``, ``batch/v1/types.go``,
+``policy/v1/types.go``, ``admissionregistration/v1/types.go``, ``meta/v1/types.go``). Pod
+templates (a StatefulSet's, DaemonSet's, Job's, CronJob's ``jobTemplate``) are a
+``PodSpec`` too, so their containers merge by name as a Deployment's do. A field not in it behaves as
 upstream's untagged fields: maps merge, lists are replaced. Kinds added to
 ``chaoskube.api.objects`` get strategic merge patch without more work, and list merging as
 soon as their tagged fields are added here. The OpenAPI documents of the HTTP front
@@ -96,6 +98,14 @@ PATCH_META: dict[tuple[str, str], PatchMeta] = {
     ("DeploymentSpec", "strategy"): PatchMeta(("retainKeys",)),
     ("DeploymentStatus", "conditions"): PatchMeta(_MERGE, "type"),
     ("ReplicaSetStatus", "conditions"): PatchMeta(_MERGE, "type"),
+    ("StatefulSetStatus", "conditions"): PatchMeta(_MERGE, "type"),
+    ("DaemonSetStatus", "conditions"): PatchMeta(_MERGE, "type"),
+    # core/v1 (the common kinds)
+    ("ReplicationControllerStatus", "conditions"): PatchMeta(_MERGE, "type"),
+    ("PersistentVolumeClaimStatus", "conditions"): PatchMeta(_MERGE, "type"),
+    ("ServiceAccount", "secrets"): PatchMeta(_MERGE, "name"),
+    # batch/v1
+    ("JobStatus", "conditions"): PatchMeta(_MERGE, "type"),
     # policy/v1
     ("PodDisruptionBudgetStatus", "conditions"): PatchMeta(_MERGE, "type"),
     # admissionregistration/v1

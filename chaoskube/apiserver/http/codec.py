@@ -24,7 +24,7 @@ import yaml
 
 from chaoskube.api.fields import FIELD_VALIDATIONS, emit_required, prune_unknown, unknown_field_message
 from chaoskube.api.manifests import ManifestError, from_dict, to_dict
-from chaoskube.api.objects import KindInfo, Object
+from chaoskube.api.objects import CustomObject, KindInfo, Object
 from chaoskube.api.protocol import Binding, DeleteOptions, Eviction, Status, StatusError, WatchEvent, bad_request
 
 __all__ = [
@@ -103,7 +103,10 @@ def encode_list(info: KindInfo, items: list[dict[str, Any]], resource_version: s
         metadata["continue"] = continue_token
     if remaining is not None:
         metadata["remainingItemCount"] = remaining
-    stripped = [{key: value for key, value in item.items() if key not in ("apiVersion", "kind")} for item in items]
+    if issubclass(info.type, CustomObject):
+        stripped = items  # unstructured lists keep their items' apiVersion and kind
+    else:
+        stripped = [{key: value for key, value in item.items() if key not in ("apiVersion", "kind")} for item in items]
     return {"kind": f"{info.kind}List", "apiVersion": info.api_version, "metadata": metadata, "items": stripped}
 
 
@@ -189,6 +192,13 @@ def decode_object(data: Any, info: KindInfo, field_validation: str) -> tuple[Obj
     if api_version not in (None, "", info.api_version):
         raise StatusError(bad_request(f"the API version in the data ({api_version}) does not match the expected API version ({info.api_version})"))
     data = {**data, "apiVersion": info.api_version, "kind": info.kind}
+    if issubclass(info.type, CustomObject):
+        # A custom object has no Go type: the API server prunes it against its CRD's
+        # schema (and warns of what it pruned).
+        try:
+            return from_dict(data, info.resource, custom={(info.api_version, info.kind): info.type}), ()
+        except ManifestError as error:
+            raise StatusError(bad_request(f"{handled}: {(error.field + ': ') if error.field else ''}{error.reason}")) from None
     pruned, unknown = prune_unknown(data, info.type)
     if unknown and field_validation == "Strict":
         raise StatusError(bad_request(f"{handled}: {unknown_field_message(unknown)}"))

@@ -16,14 +16,19 @@ Verbs: every kind serves create, delete, get, list, patch, update, watch (not
 ``deletecollection``, which the simulated server does not model). Short names and
 categories are upstream's for the built-in kinds (``kubectl api-resources``); a kind added to
 the registry appears with none until it is listed in :data:`SHORT_NAMES` / :data:`CATEGORIES`.
+
+Custom resources (``custom``: the established CRDs of the replica that answers) appear in
+their group and served version with the CRD's plural, singular, short names, categories
+and subresources, as apiextensions-apiserver's ``DiscoveryController`` publishes them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from chaoskube.api.objects import KindInfo
-from chaoskube.apiserver.http.routes import group_version, group_versions, subresources_of
+from chaoskube.apiserver.http.routes import CustomKind, group_version, group_versions, subresources_of, url_resource
 
 __all__ = [
     "AGGREGATED_TYPES",
@@ -76,21 +81,30 @@ def _subresource(info: KindInfo, name: str) -> tuple[dict[str, str], list[str]]:
     return _gvk(group, version, kind), verbs
 
 
-def _resource_discovery(info: KindInfo) -> dict[str, Any]:
+def _names(info: KindInfo, custom: Sequence[CustomKind]) -> tuple[str, list[str], list[str]]:
+    """(singular, short names, categories) of a kind."""
+    for kind in custom:
+        if kind.info.resource == info.resource:
+            return kind.singular, list(kind.short_names), list(kind.categories)
+    return info.kind.lower(), list(SHORT_NAMES.get(info.kind, [])), list(CATEGORIES.get(info.kind, []))
+
+
+def _resource_discovery(info: KindInfo, custom: Sequence[CustomKind] = ()) -> dict[str, Any]:
     group, version = group_version(info)
+    singular, short_names, categories = _names(info, custom)
     entry: dict[str, Any] = {
-        "resource": info.resource,
+        "resource": url_resource(info),
         "responseKind": _gvk(group, version, info.kind),
         "scope": "Namespaced" if info.namespaced else "Cluster",
-        "singularResource": info.kind.lower(),
+        "singularResource": singular,
         "verbs": list(VERBS),
     }
-    if SHORT_NAMES.get(info.kind):
-        entry["shortNames"] = list(SHORT_NAMES[info.kind])
-    if CATEGORIES.get(info.kind):
-        entry["categories"] = list(CATEGORIES[info.kind])
+    if short_names:
+        entry["shortNames"] = short_names
+    if categories:
+        entry["categories"] = categories
     subresources = []
-    for name in subresources_of(info):
+    for name in subresources_of(info, custom):
         kind, verbs = _subresource(info, name)
         subresources.append({"subresource": name, "responseKind": kind, "verbs": verbs})
     if subresources:
@@ -98,13 +112,13 @@ def _resource_discovery(info: KindInfo) -> dict[str, Any]:
     return entry
 
 
-def aggregated(core: bool, version: str = "v2") -> dict[str, Any]:
+def aggregated(core: bool, version: str = "v2", custom: Sequence[CustomKind] = ()) -> dict[str, Any]:
     """The ``APIGroupDiscoveryList`` of ``/api`` (``core``) or ``/apis``."""
     groups: dict[str, list[dict[str, Any]]] = {}
-    for (group, gv_version), infos in sorted(group_versions().items()):
+    for (group, gv_version), infos in sorted(group_versions(custom).items()):
         if (group == "") != core:
             continue
-        resources = [_resource_discovery(info) for info in sorted(infos, key=lambda info: info.resource)]
+        resources = [_resource_discovery(info, custom) for info in sorted(infos, key=url_resource)]
         groups.setdefault(group, []).append({"version": gv_version, "resources": resources, "freshness": "Current"})
     items = [{"metadata": {"name": group, "creationTimestamp": None}, "versions": versions} for group, versions in groups.items()]
     return {"kind": "APIGroupDiscoveryList", "apiVersion": f"apidiscovery.k8s.io/{version}", "metadata": {}, "items": items}
@@ -115,39 +129,41 @@ def api_versions(server_address: str) -> dict[str, Any]:
     return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]}
 
 
-def api_group(group: str) -> dict[str, Any] | None:
-    versions = sorted(version for (name, version) in group_versions() if name == group)
+def api_group(group: str, custom: Sequence[CustomKind] = ()) -> dict[str, Any] | None:
+    versions = sorted(version for (name, version) in group_versions(custom) if name == group)
     if not group or not versions:
         return None
     entries = [{"groupVersion": f"{group}/{version}", "version": version} for version in versions]
     return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": entries, "preferredVersion": entries[0]}
 
 
-def api_group_list() -> dict[str, Any]:
+def api_group_list(custom: Sequence[CustomKind] = ()) -> dict[str, Any]:
     """``GET /apis`` unaggregated."""
-    groups = sorted({group for group, _ in group_versions() if group})
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [api_group(group) for group in groups]}
+    groups = sorted({group for group, _ in group_versions(custom) if group})
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [api_group(group, custom) for group in groups]}
 
 
-def api_resource_list(group: str, version: str) -> dict[str, Any] | None:
+def api_resource_list(group: str, version: str, custom: Sequence[CustomKind] = ()) -> dict[str, Any] | None:
     """``GET /api/v1`` or ``/apis/{group}/{version}``: ``APIResourceList``."""
-    infos = group_versions().get((group, version))
+    infos = group_versions(custom).get((group, version))
     if not infos:
         return None
     resources: list[dict[str, Any]] = []
-    for info in sorted(infos, key=lambda info: info.resource):
+    for info in sorted(infos, key=url_resource):
+        singular, short_names, categories = _names(info, custom)
+        plural = url_resource(info)
         entry: dict[str, Any] = {
-            "name": info.resource, "singularName": info.kind.lower(), "namespaced": info.namespaced,
+            "name": plural, "singularName": singular, "namespaced": info.namespaced,
             "kind": info.kind, "verbs": list(VERBS),
         }
-        if SHORT_NAMES.get(info.kind):
-            entry["shortNames"] = list(SHORT_NAMES[info.kind])
-        if CATEGORIES.get(info.kind):
-            entry["categories"] = list(CATEGORIES[info.kind])
+        if short_names:
+            entry["shortNames"] = short_names
+        if categories:
+            entry["categories"] = categories
         resources.append(entry)
-        for name in subresources_of(info):
+        for name in subresources_of(info, custom):
             kind, verbs = _subresource(info, name)
-            sub: dict[str, Any] = {"name": f"{info.resource}/{name}", "singularName": "", "namespaced": info.namespaced, "kind": kind["kind"], "verbs": verbs}
+            sub: dict[str, Any] = {"name": f"{plural}/{name}", "singularName": "", "namespaced": info.namespaced, "kind": kind["kind"], "verbs": verbs}
             if (kind["group"], kind["version"]) != (group, version):
                 sub["group"], sub["version"] = kind["group"], kind["version"]
             resources.append(sub)

@@ -53,7 +53,7 @@ import h11
 import orjson
 import trio
 
-from chaoskube.api.objects import KindInfo
+from chaoskube.api.objects import CustomObject, KindInfo, ObjectMeta, Scale, ScaleSpec
 from chaoskube.api.protocol import (
     API_PORT,
     WATCH_PORT,
@@ -71,7 +71,7 @@ from chaoskube.api.protocol import (
     not_found,
 )
 from chaoskube.apiserver.http import codec, discovery, openapi, tables
-from chaoskube.apiserver.http.routes import RequestInfo, group_version, parse_path
+from chaoskube.apiserver.http.routes import CustomKind, RequestInfo, custom_kinds, group_version, parse_path, subresources_of
 from chaoskube.sim import Failed, Ok, Process, World
 
 __all__ = ["ApiFront", "FrontConfig", "ServerTLS"]
@@ -180,6 +180,8 @@ class ApiFront:
         self._client_roles = dict(client_roles or {})
         self._identities = {(kind, value): process for kind, value, process in self.config.identities}
         self._statistics = {"requests": 0, "stalled": 0, "dropped": 0, "watches": 0}
+        #: Per replica: the custom kinds its last discovery answer served (its established CRDs).
+        self._custom: dict[str, list[CustomKind]] = {}
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -361,7 +363,7 @@ class ApiFront:
         client = self.world.processes.get(client_name)
         self._statistics["requests"] += 1
         watch = query.get("watch", "").lower() in ("1", "true")
-        info = parse_path(method, split.path, watch)
+        info = parse_path(method, split.path, watch, self._custom.get(replica.name, ()))
         record = {"client": client_name, "server": replica.name, "method": method, "path": split.path, "user": credentials.common_name or ("token" if credentials.token else "anonymous"), "user_agent": headers.get("user-agent", "")[:80]}
         if info.resource_request:
             record.update(verb=info.verb, resource=info.resource, subresource=info.subresource, namespace=info.namespace, name=info.name)
@@ -372,6 +374,11 @@ class ApiFront:
             return False
         self._clients.setdefault(client_name, _Client()).requests += 1
         try:
+            if info.resource_request and info.kind is None and info.group:
+                # Maybe a custom resource whose CRD this front has not seen yet: ask the
+                # replica which CRDs it serves (a discovery round trip), then look again.
+                await self._refresh_custom(replica, client, f"/apis/{info.group}/{info.version}", credentials)
+                info = parse_path(method, split.path, watch, self._custom.get(replica.name, ()))
             if info.resource_request and info.verb == "watch":
                 await self._watch(replica, client, stream, connection, info, query, headers, credentials, record, started)
                 return True
@@ -478,7 +485,7 @@ class ApiFront:
         if query.get("dryRun") not in (None, "", "All"):
             raise StatusError(bad_request(f"dryRun: unsupported value {query['dryRun']!r} (only \"All\")"))
         common: dict[str, Any] = {
-            "verb": verb, "resource": info.resource, "namespace": info.namespace, "name": info.name,
+            "verb": verb, "resource": kind.resource, "namespace": info.namespace, "name": info.name,
             "subresource": sub, "credentials": credentials, "dry_run": dry_run,
         }
         if verb in ("get", "list"):
@@ -501,6 +508,8 @@ class ApiFront:
                 common["namespace"] = obj.metadata.namespace or "default"
             if verb == "create" and sub:
                 raise StatusError(Status(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource (create {info.resource}/{sub})"))
+            if issubclass(kind.type, CustomObject):  # pruned by its CRD's schema, in the server
+                common["field_validation"] = field_validation
             return Request(**{**common, "body": obj}), warnings
         if verb == "patch":
             media = content_type.split(";")[0].strip().lower()
@@ -529,7 +538,7 @@ class ApiFront:
         if request.verb == "list":
             listed = items if items is not None else [codec.encode_object(obj) for obj in response.items]
             if media.as_ == "Table":
-                payload = tables.table(kind.kind, listed, self.world.now, include_object=query.get("includeObject", "Metadata"), resource_version=response.resource_version, continue_token=continue_token, remaining=remaining)
+                payload = tables.table(kind.kind, listed, self.world.now, include_object=query.get("includeObject", "Metadata"), resource_version=response.resource_version, continue_token=continue_token, remaining=remaining, custom=self._custom_kind(kind))
             elif media.as_.startswith("PartialObjectMetadata"):
                 payload = {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": response.resource_version}, "items": [{"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": obj.get("metadata", {})} for obj in listed]}
             else:
@@ -541,7 +550,7 @@ class ApiFront:
             return response.code, codec.dumps(codec.success_status(response.code, {"name": info.name, "kind": info.resource})), extra
         obj = codec.encode_object(response.object)
         if media.as_ == "Table":
-            return 200, codec.dumps(tables.table(kind.kind, [obj], self.world.now, include_object=query.get("includeObject", "Metadata"))), extra
+            return 200, codec.dumps(tables.table(kind.kind, [obj], self.world.now, include_object=query.get("includeObject", "Metadata"), custom=self._custom_kind(kind))), extra
         if media.as_.startswith("PartialObjectMetadata"):
             return 200, codec.dumps({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": obj.get("metadata", {})}), extra
         return response.code, codec.dumps(obj), extra
@@ -589,19 +598,24 @@ class ApiFront:
 
     # ------------------------------------------------------------------ scale
     async def _scale(self, replica: _Replica, client: Process, info: RequestInfo, kind: KindInfo, query: dict[str, str], headers: dict[str, str], body: bytes, credentials: Credentials, record: dict[str, Any]) -> tuple[int, bytes, list[tuple[str, str]]]:
-        """``autoscaling/v1`` Scale of a Deployment or ReplicaSet: GET reads it from the
-        object; PUT and PATCH write ``spec.replicas`` with the read resourceVersion as
-        the precondition (a Scale carrying a stale one is 409 Conflict), as the scale
-        subresource's ``Update`` does in ``pkg/registry/apps/deployment/storage``."""
-        if kind.kind not in ("Deployment", "ReplicaSet"):
+        """The ``scale`` subresource (``autoscaling/v1`` Scale) of a Deployment, ReplicaSet,
+        StatefulSet, ReplicationController or a custom kind whose CRD declares it, served
+        by the API server (``pkg/registry/apps/*/storage``; apiextensions' ``ScaleREST``).
+        GET reads it; PUT writes it (a Scale with a stale resourceVersion is 409
+        Conflict); PATCH applies a merge or JSON patch to the Scale read, then writes it
+        with that resourceVersion as the precondition (re-read on a conflict unless the
+        patch itself named a resourceVersion)."""
+        if "scale" not in subresources_of(kind, self._custom.get(replica.name, ())):
             raise StatusError(not_found(info.resource, info.name))
-        get = Request(verb="get", resource=info.resource, namespace=info.namespace, name=info.name, credentials=credentials)
+        common = {"resource": kind.resource, "namespace": info.namespace, "name": info.name, "subresource": "scale", "credentials": credentials}
+        dry_run = query.get("dryRun") == "All"
+        get = Request(verb="get", **common)
         for _ in range(8):
             current = await self._api(replica, client, get, record)
             if not current.ok:
                 assert current.status is not None
                 raise StatusError(current.status)
-            scale = _scale_of(current.object, info)
+            scale = codec.encode_object(current.object)
             if info.verb == "get":
                 return 200, codec.dumps(scale), []
             if info.verb not in ("update", "patch"):
@@ -613,6 +627,10 @@ class ApiFront:
                 from chaoskube.api.patch import PatchError, apply_patch, merge_patch
 
                 media = headers.get("content-type", "").split(";")[0].strip().lower()
+                if media == "application/strategic-merge-patch+json":
+                    media = "application/merge-patch+json"  # a Scale has no merged lists: the same result
+                if media not in ("application/json-patch+json", "application/merge-patch+json"):
+                    raise StatusError(Status(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted media types include: {', '.join(_PATCH_TYPES)}"))
                 try:
                     wanted = apply_patch(scale, data) if media == "application/json-patch+json" else merge_patch(scale, data)
                 except PatchError as error:
@@ -620,16 +638,13 @@ class ApiFront:
             if not isinstance(wanted, dict) or not isinstance((wanted.get("spec") or {}).get("replicas", 0), int):
                 raise StatusError(bad_request("the body must be an autoscaling/v1 Scale with an integer spec.replicas"))
             demanded = (wanted.get("metadata") or {}).get("resourceVersion") or ""
-            if demanded and demanded != scale["metadata"]["resourceVersion"]:
-                raise StatusError(conflict(info.resource, info.name))
-            replicas = int((wanted.get("spec") or {}).get("replicas", 0))
-            patch = Request(verb="patch", resource=info.resource, namespace=info.namespace, name=info.name, credentials=credentials,
-                            body={"metadata": {"resourceVersion": scale["metadata"]["resourceVersion"]}, "spec": {"replicas": replicas}}, patch_type="merge",
-                            dry_run=query.get("dryRun") == "All")
-            response = await self._api(replica, client, patch, record)
+            version = demanded if info.verb == "update" else (demanded or scale["metadata"].get("resourceVersion", ""))
+            meta = current.object.metadata
+            written = Scale(metadata=ObjectMeta(name=meta.name, namespace=meta.namespace, uid=meta.uid, resource_version=version), spec=ScaleSpec(replicas=int((wanted.get("spec") or {}).get("replicas", 0))))
+            response = await self._api(replica, client, Request(verb="update", body=written, dry_run=dry_run, **common), record)
             if response.ok:
-                return 200, codec.dumps(_scale_of(response.object, info)), _warning_headers(response.warnings)
-            if response.code == 409 and not demanded:
+                return 200, codec.dumps(codec.encode_object(response.object)), _warning_headers(response.warnings)
+            if response.code == 409 and not demanded and info.verb == "patch":
                 continue  # someone wrote in between: read again
             assert response.status is not None
             raise StatusError(response.status)
@@ -637,19 +652,35 @@ class ApiFront:
 
     # ------------------------------------------------------------------ non-resource paths
     async def _non_resource(self, replica: _Replica, client: Process, path: str, query: dict[str, str], headers: dict[str, str], credentials: Credentials) -> tuple[int, bytes, list[tuple[str, str]]]:
-        document, content_type = self._document(path, headers, replica)
-        if document is None:
-            payload = codec.encode_status(Status(404, "NotFound", "the server could not find the requested resource"))
-            return 404, codec.dumps(payload), []
         response = await self._call(client, replica.name, NonResourceRequest(path=path, credentials=credentials))
         if not response.ok:
             assert response.status is not None
             return response.status.code, codec.dumps(codec.encode_status(response.status)), []
+        self._custom[replica.name] = custom_kinds(response.items)
+        document, content_type = self._document(path, headers, replica)
+        if document is None:
+            payload = codec.encode_status(Status(404, "NotFound", "the server could not find the requested resource"))
+            return 404, codec.dumps(payload), []
         if isinstance(document, bytes):
             return 200, document, [("Content-Type", content_type)]
         return 200, codec.dumps(document), [("Content-Type", content_type)]
 
+    async def _refresh_custom(self, replica: _Replica, client: Process, path: str, credentials: Credentials) -> None:
+        """Learn the CRDs ``replica`` serves now (a discovery round trip, as for a
+        discovery document; raises _Stall/_Drop alike)."""
+        response = await self._call(client, replica.name, NonResourceRequest(path=path, credentials=credentials))
+        if response.ok:
+            self._custom[replica.name] = custom_kinds(response.items)
+
+    def _custom_kind(self, kind: KindInfo) -> CustomKind | None:
+        for kinds in self._custom.values():
+            for found in kinds:
+                if found.info.resource == kind.resource:
+                    return found
+        return None
+
     def _document(self, path: str, headers: dict[str, str], replica: _Replica) -> tuple[Any, str]:
+        custom = self._custom.get(replica.name, ())
         path = "/" + path.strip("/")
         accept = headers.get("accept", "")
         json_type = "application/json"
@@ -662,24 +693,24 @@ class ApiFront:
                 if media.params.get("g") == "apidiscovery.k8s.io" and media.as_ == "APIGroupDiscoveryList" and media.params.get("v") in discovery.AGGREGATED_TYPES:
                     version = media.params["v"]
                     content = f"application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
-                    return discovery.aggregated(path == "/api", version), content
+                    return discovery.aggregated(path == "/api", version, custom), content
             if path == "/api":
                 return discovery.api_versions(f"{self.config.host}:{replica.port}"), json_type
-            return discovery.api_group_list(), json_type
+            return discovery.api_group_list(custom), json_type
         parts = path.strip("/").split("/")
         if parts[0] == "api" and len(parts) == 2:
             return discovery.api_resource_list("", parts[1]), json_type
         if parts[0] == "apis" and len(parts) == 2:
-            return discovery.api_group(parts[1]), json_type
+            return discovery.api_group(parts[1], custom), json_type
         if parts[0] == "apis" and len(parts) == 3:
-            return discovery.api_resource_list(parts[1], parts[2]), json_type
+            return discovery.api_resource_list(parts[1], parts[2], custom), json_type
         if path == "/openapi/v3":
-            return openapi.v3_root(), json_type
+            return openapi.v3_root(custom), json_type
         if path.startswith("/openapi/v3/"):
-            return openapi.v3_document(path.removeprefix("/openapi/v3/")), json_type
+            return openapi.v3_document(path.removeprefix("/openapi/v3/"), custom), json_type
         if path == "/openapi/v2":
             if any(media.type == "application/json" for media in codec.parse_accept(accept)):
-                return openapi.v2_document(), json_type
+                return openapi.v2_document(custom), json_type
             return None, json_type  # protobuf only: not served (clients fall back)
         return None, json_type
 
@@ -710,7 +741,7 @@ class ApiFront:
         send, receive = trio.open_memory_channel[WatchMessage](WATCH_BUFFER_MESSAGES)
         router[watch_id] = _Watch(watch_id, send, receive)
         request = Request(
-            verb="watch", resource=info.resource, namespace=info.namespace, credentials=credentials, watch_id=watch_id,
+            verb="watch", resource=kind.resource, namespace=info.namespace, credentials=credentials, watch_id=watch_id,
             label_selector=query.get("labelSelector", ""), field_selector=field_selector,
             resource_version=query.get("resourceVersion", ""), resource_version_match=query.get("resourceVersionMatch", ""),
             allow_watch_bookmarks=query.get("allowWatchBookmarks", "").lower() in ("1", "true"), timeout_seconds=timeout_seconds,
@@ -750,6 +781,7 @@ class ApiFront:
 
     async def _stream_events(self, stream: Any, connection: h11.Connection, watch: _Watch, kind: KindInfo, as_table: bool, query: dict[str, str]) -> None:
         headers_sent = False
+        custom = self._custom_kind(kind)
 
         async def client_gone(cancel: trio.CancelScope) -> None:
             while True:
@@ -769,7 +801,7 @@ class ApiFront:
                 for event in message.events:
                     encoded = codec.encode_watch_event(kind, event)
                     if as_table and event.type in ("ADDED", "MODIFIED", "DELETED"):
-                        encoded["object"] = tables.table(kind.kind, [encoded["object"]], self.world.now, include_object=query.get("includeObject", "Metadata"), headers=not headers_sent)
+                        encoded["object"] = tables.table(kind.kind, [encoded["object"]], self.world.now, include_object=query.get("includeObject", "Metadata"), headers=not headers_sent, custom=custom)
                         headers_sent = True
                     lines.append(codec.dumps(encoded) + b"\n")
                 if lines:
@@ -787,18 +819,6 @@ class ApiFront:
 def _key(obj: Any) -> str:
     meta = obj.metadata
     return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
-
-
-def _scale_of(obj: Any, info: RequestInfo) -> dict[str, Any]:
-    replicas = obj.spec.replicas if obj.spec.replicas is not None else 1
-    selector = obj.spec.selector
-    text = ",".join(f"{key}={value}" for key, value in sorted(selector.match_labels.items())) if selector is not None else ""
-    return {
-        "kind": "Scale", "apiVersion": "autoscaling/v1",
-        "metadata": {"name": obj.metadata.name, "namespace": obj.metadata.namespace, "uid": obj.metadata.uid, "resourceVersion": obj.metadata.resource_version, "creationTimestamp": obj.metadata.creation_timestamp},
-        "spec": {"replicas": replicas},
-        "status": {"replicas": obj.status.replicas, "selector": text},
-    }
 
 
 def _warning_headers(warnings: tuple[str, ...]) -> list[tuple[str, str]]:

@@ -25,11 +25,19 @@ Schemas come from ``msgspec.json.schema_components`` of the kinds' types, so a k
 to the registry is described without more work. Sub-objects the kinds keep verbatim are
 ``type: object`` with ``x-kubernetes-preserve-unknown-fields: true`` (their insides are
 not described).
+
+Custom resources (``custom``: the established CRDs of the answering replica) are
+described by their CRD's ``openAPIV3Schema`` (with ``apiVersion``, ``kind`` and
+``metadata`` added, and ``x-kubernetes-group-version-kind``), as apiextensions-apiserver's
+``builder.BuildOpenAPIV3`` does; their PATCH accepts JSON patch and merge patch only (no
+strategic merge patch for custom resources), so ``kubectl apply`` sends a merge patch.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -38,7 +46,7 @@ import orjson
 
 from chaoskube.api.objects import KINDS, KindInfo
 from chaoskube.api.strategic import PATCH_META
-from chaoskube.apiserver.http.routes import group_version, group_versions, subresources_of
+from chaoskube.apiserver.http.routes import CustomKind, group_version, group_versions, subresources_of, url_resource
 
 __all__ = ["v2_document", "v3_document", "v3_root"]
 
@@ -142,12 +150,15 @@ def _operation(info: KindInfo, action: str, ref: str, *, subresource: str = "", 
     return operation
 
 
-def _paths(info: KindInfo, ref: str) -> dict[str, Any]:
+def _paths(info: KindInfo, ref: str, custom: Sequence[CustomKind] = ()) -> dict[str, Any]:
     group, version = group_version(info)
     base = "/" + _gv_path(group, version)
-    collection = f"{base}/namespaces/{{namespace}}/{info.resource}" if info.namespaced else f"{base}/{info.resource}"
+    plural = url_resource(info)
+    collection = f"{base}/namespaces/{{namespace}}/{plural}" if info.namespaced else f"{base}/{plural}"
     item = f"{collection}/{{name}}"
-    patch_types = ["application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json"]
+    patch_types = ["application/json-patch+json", "application/merge-patch+json"]
+    if not any(kind.info.resource == info.resource for kind in custom):
+        patch_types.append("application/strategic-merge-patch+json")
     paths: dict[str, Any] = {
         collection: {"get": _operation(info, "list", ref, listing=True), "post": _operation(info, "post", ref, write=True)},
         item: {
@@ -158,8 +169,8 @@ def _paths(info: KindInfo, ref: str) -> dict[str, Any]:
         },
     }
     if info.namespaced:
-        paths[f"{base}/{info.resource}"] = {"get": _operation(info, "list", ref, listing=True)}
-    for subresource in subresources_of(info):
+        paths[f"{base}/{plural}"] = {"get": _operation(info, "list", ref, listing=True)}
+    for subresource in subresources_of(info, custom):
         if subresource in ("status", "finalize"):
             entry = {"get": _operation(info, "get", ref, subresource=subresource), "put": _operation(info, "put", ref, subresource=subresource, write=True)}
             if subresource == "status":
@@ -197,27 +208,75 @@ def _v3(gv_path: str, kinds: tuple[str, ...]) -> dict[str, Any] | None:
     }
 
 
-def v3_document(gv_path: str) -> dict[str, Any] | None:
-    """The OpenAPI v3 document of ``api/v1`` or ``apis/<group>/<version>``, or None."""
-    return _v3(gv_path.split("?")[0].strip("/"), _kinds_key())
+def _custom_components(kinds: Sequence[CustomKind]) -> tuple[dict[str, Any], dict[str, str]]:
+    """(component schemas, wire resource -> its schema's name) of custom kinds: each CRD's
+    schema as ``<reversed group>.<version>.<Kind>`` (upstream's naming), ``metadata`` an
+    ObjectMeta reference."""
+    from chaoskube.api.objects import ObjectMeta
+
+    (meta_ref,), components = msgspec.json.schema_components([ObjectMeta], ref_template=_REF)
+    for name, schema in components.items():
+        _annotate(name, schema)
+    names = {}
+    for kind in kinds:
+        group, version = group_version(kind.info)
+        name = ".".join([*reversed(group.split(".")), version, kind.info.kind])
+        schema = copy.deepcopy(kind.schema) if kind.schema else {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+        properties = dict(schema.get("properties") or {})
+        properties.pop("metadata", None)
+        schema["properties"] = {
+            "apiVersion": {"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."},
+            "kind": {"type": "string", "description": "Kind is a string value representing the REST resource this object represents."},
+            "metadata": {"allOf": [meta_ref]},
+            **properties,
+        }
+        schema["x-kubernetes-group-version-kind"] = [_gvk(kind.info)]
+        components[name] = schema
+        names[kind.info.resource] = name
+    return components, names
 
 
-def v3_root() -> dict[str, Any]:
+def v3_document(gv_path: str, custom: Sequence[CustomKind] = ()) -> dict[str, Any] | None:
+    """The OpenAPI v3 document of ``api/v1`` or ``apis/<group>/<version>`` (built-in kinds
+    and the custom kinds of ``custom`` served there), or None."""
+    gv_path = gv_path.split("?")[0].strip("/")
+    mine = [kind for kind in custom if _gv_path(*group_version(kind.info)) == gv_path]
+    document = _v3(gv_path, _kinds_key())
+    if not mine:
+        return document
+    components, names = _custom_components(mine)
+    paths: dict[str, Any] = {}
+    for kind in mine:
+        paths.update(_paths(kind.info, _REF.format(name=names[kind.info.resource]), custom))
+    if document is None:
+        document = {"openapi": "3.0.0", "info": {"title": "Kubernetes (chaoskube)", "version": "v1.32.0"}, "paths": {}, "components": {"schemas": {}}}
+    return {
+        **document,
+        "paths": dict(sorted({**document["paths"], **paths}.items())),
+        "components": {"schemas": {**document["components"]["schemas"], **components}},
+    }
+
+
+def _all_group_versions(custom: Sequence[CustomKind]) -> list[tuple[str, str]]:
+    return sorted(group_versions(custom))
+
+
+def v3_root(custom: Sequence[CustomKind] = ()) -> dict[str, Any]:
     paths = {}
-    for group, version in sorted(group_versions()):
+    for group, version in _all_group_versions(custom):
         path = _gv_path(group, version)
-        document = v3_document(path)
+        document = v3_document(path, custom)
         digest = hashlib.sha512(orjson.dumps(document, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32].upper()
         paths[path] = {"serverRelativeURL": f"/openapi/v3/{path}?hash={digest}"}
     return {"paths": paths}
 
 
-def v2_document() -> dict[str, Any]:
+def v2_document(custom: Sequence[CustomKind] = ()) -> dict[str, Any]:
     """Swagger 2.0 in JSON: every path and definition of the v3 documents."""
     paths: dict[str, Any] = {}
     definitions: dict[str, Any] = {}
-    for group, version in sorted(group_versions()):
-        document = v3_document(_gv_path(group, version))
+    for group, version in _all_group_versions(custom):
+        document = v3_document(_gv_path(group, version), custom)
         assert document is not None
         paths.update(document["paths"])
         definitions.update(document["components"]["schemas"])

@@ -1,7 +1,8 @@
 """Which resource a URL names: kube-apiserver's ``RequestInfo``
 (``k8s.io/apiserver/pkg/endpoints/request/requestinfo.go``), generated from the kinds
 registry (:data:`chaoskube.api.objects.KINDS`), so a kind added there is served at its
-paths with no change here.
+paths with no change here, and from the established CustomResourceDefinitions
+(:class:`CustomKind`: ``/apis/{group}/{version}/[namespaces/{ns}/]{plural}``).
 
 Resource paths::
 
@@ -17,13 +18,17 @@ its subresources). Verbs from the method (``requestinfo.go``): GET is ``get`` wi
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from chaoskube.api.objects import KINDS, KindInfo
+from chaoskube.api.objects import KINDS, KindInfo, custom_resource, custom_type
 
 __all__ = [
     "SUBRESOURCES",
+    "CustomKind",
     "RequestInfo",
+    "custom_kinds",
     "group_version",
     "group_versions",
     "kind_at",
@@ -37,16 +42,79 @@ SUBRESOURCES: dict[str, tuple[str, ...]] = {
     "Namespace": ("finalize", "status"),
     "Deployment": ("scale", "status"),
     "ReplicaSet": ("scale", "status"),
+    "StatefulSet": ("scale", "status"),
+    "ReplicationController": ("scale", "status"),
 }
 
 
-def subresources_of(info: KindInfo) -> tuple[str, ...]:
+@dataclass(frozen=True)
+class CustomKind:
+    """A kind an established CustomResourceDefinition serves, as one replica sees it (the
+    replica's answer to a discovery request carries its established CRDs, as each
+    kube-apiserver's discovery of custom resources follows its own CRD informer).
+    ``info.resource`` is the wire name ``<plural>.<group>``; URLs use ``plural``."""
+
+    info: KindInfo
+    plural: str
+    singular: str
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    subresources: tuple[str, ...] = ()
+    #: ``additionalPrinterColumns`` of the served version (name, type, format,
+    #: description, priority, jsonPath), for Tables.
+    columns: tuple[dict[str, Any], ...] = ()
+    #: The served version's ``openAPIV3Schema``, for the OpenAPI documents.
+    schema: dict[str, Any] | None = None
+
+
+def custom_kinds(crds: Iterable[Any]) -> list[CustomKind]:
+    """The kinds the established CRDs ``crds`` serve (their storage version, the one the
+    API server serves: docs/api-server.md), sorted by group and plural."""
+    from chaoskube.apiserver import crd as crd_rules
+
+    found = []
+    for crd in crds:
+        spec = crd.spec
+        version = crd_rules.serving_version(crd)
+        if version is None or not spec.group or not spec.names.plural or not spec.names.kind or not crd_rules.crd_established(crd):
+            continue
+        api_version = f"{spec.group}/{version.name}"
+        resource = custom_resource(spec.names.plural, spec.group)
+        namespaced = spec.scope != "Cluster"
+        info = KindInfo(kind=spec.names.kind, api_version=api_version, resource=resource, namespaced=namespaced, name_rule="subdomain", type=custom_type(api_version, spec.names.kind, resource, namespaced))
+        subresources = []
+        if version.subresources is not None and version.subresources.scale is not None:
+            subresources.append("scale")
+        if version.subresources is not None and version.subresources.status is not None:
+            subresources.append("status")
+        found.append(CustomKind(
+            info=info, plural=spec.names.plural, singular=spec.names.singular or spec.names.kind.lower(),
+            short_names=tuple(spec.names.short_names), categories=tuple(spec.names.categories), subresources=tuple(subresources),
+            columns=tuple(column for column in version.additional_printer_columns if isinstance(column, dict)),
+            schema=crd_rules.schema_of(crd),
+        ))
+    return sorted(found, key=lambda kind: (group_version(kind.info), kind.plural))
+
+
+def subresources_of(info: KindInfo, custom: Sequence[CustomKind] = ()) -> tuple[str, ...]:
     from chaoskube.apiserver.server import STATUS_KINDS
 
+    for kind in custom:
+        if kind.info.resource == info.resource:
+            return kind.subresources
     found = set(SUBRESOURCES.get(info.kind, ()))
     if info.kind in STATUS_KINDS:
         found.add("status")
     return tuple(sorted(found))
+
+
+def url_resource(info: KindInfo) -> str:
+    """The resource as URLs name it: the plural (a custom kind's wire name is
+    ``<plural>.<group>``)."""
+    group = group_version(info)[0]
+    if group and info.resource.endswith("." + group):
+        return info.resource[: -len(group) - 1]
+    return info.resource
 
 
 def group_version(info: KindInfo) -> tuple[str, str]:
@@ -55,18 +123,24 @@ def group_version(info: KindInfo) -> tuple[str, str]:
     return group, version
 
 
-def group_versions() -> dict[tuple[str, str], list[KindInfo]]:
-    """(group, version) -> its kinds, in the order of KINDS (alphabetical by kind)."""
+def group_versions(custom: Sequence[CustomKind] = ()) -> dict[tuple[str, str], list[KindInfo]]:
+    """(group, version) -> its kinds, in the order of KINDS (alphabetical by kind), then
+    the custom kinds of ``custom``."""
     out: dict[tuple[str, str], list[KindInfo]] = {}
     for info in KINDS.values():
         out.setdefault(group_version(info), []).append(info)
+    for kind in custom:
+        out.setdefault(group_version(kind.info), []).append(kind.info)
     return out
 
 
-def kind_at(group: str, version: str, resource: str) -> KindInfo | None:
+def kind_at(group: str, version: str, resource: str, custom: Sequence[CustomKind] = ()) -> KindInfo | None:
     for info in KINDS.values():
         if info.resource == resource and group_version(info) == (group, version):
             return info
+    for kind in custom:
+        if kind.plural == resource and group_version(kind.info) == (group, version):
+            return kind.info
     return None
 
 
@@ -87,8 +161,9 @@ class RequestInfo:
     kind: KindInfo | None = None
 
 
-def parse_path(method: str, path: str, watch: bool) -> RequestInfo:
-    """The :class:`RequestInfo` of ``method path`` (``watch``: the query asked for one)."""
+def parse_path(method: str, path: str, watch: bool, custom: Sequence[CustomKind] = ()) -> RequestInfo:
+    """The :class:`RequestInfo` of ``method path`` (``watch``: the query asked for one);
+    ``custom``: the custom kinds served besides the registry's."""
     parts = [part for part in path.split("/") if part]
     if len(parts) >= 2 and parts[0] == "api":
         group, version, rest = "", parts[1], parts[2:]
@@ -122,5 +197,5 @@ def parse_path(method: str, path: str, watch: bool) -> RequestInfo:
         verb = "watch"  # a watch of one object (GET .../watch/.../name): a field selector on the name
     elif verb == "delete" and not name:
         verb = "deletecollection"
-    info = kind_at(group, version, resource)
+    info = kind_at(group, version, resource, custom)
     return RequestInfo(True, path, verb, group, version, resource, namespace, name, subresource, info)

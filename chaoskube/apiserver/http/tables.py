@@ -3,8 +3,9 @@
 
 Columns and cells follow upstream's printers (``pkg/printers/internalversion/printers.go``)
 for the built-in kinds modelled here; every other kind (a kind added to the registry, a
-custom resource) gets the default table convertor's columns, Name and Created At
-(``k8s.io/apiserver/pkg/registry/rest/table.go``), so it prints without more work. Cells are
+CustomResourceDefinition) gets the default table convertor's columns, Name and Created At
+(``k8s.io/apiserver/pkg/registry/rest/table.go``), so it prints without more work; a custom
+resource its CRD's ``additionalPrinterColumns`` (or Age). Cells are
 computed from the objects' JSON, so they read exactly what the client would read.
 
 Ages are ``duration.HumanDuration`` (``k8s.io/apimachinery/pkg/util/duration``) of the
@@ -195,6 +196,125 @@ def _webhooks(obj: dict[str, Any], now: float) -> Row:
     return [obj["metadata"]["name"], len(obj.get("webhooks") or []), _age(obj, now)]
 
 
+# -- the common kinds (printers.go: printStatefulSet, printDaemonSet, printJob, printCronJob,
+# printReplicationController, printConfigMap, printSecret, printServiceAccount,
+# printPersistentVolume, printPersistentVolumeClaim, printStorageClass, printIngress,
+# printHorizontalPodAutoscaler)
+def _statefulset(obj: dict[str, Any], now: float) -> Row:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    containers, images = _containers(spec)
+    return [obj["metadata"]["name"], f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}", _age(obj, now), containers, images]
+
+
+def _daemonset(obj: dict[str, Any], now: float) -> Row:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    containers, images = _containers(spec)
+    node_selector = _dig(spec, "template", "spec", "nodeSelector", default={})
+    return [obj["metadata"]["name"], status.get("desiredNumberScheduled", 0), status.get("currentNumberScheduled", 0), status.get("numberReady", 0),
+            status.get("updatedNumberScheduled", 0), status.get("numberAvailable", 0), ",".join(f"{k}={v}" for k, v in sorted(node_selector.items())) or "<none>",
+            _age(obj, now), containers, images, _selector(spec.get("selector"))]
+
+
+def _job_status(obj: dict[str, Any]) -> str:
+    """``printJob``'s Status: the terminal condition, else Suspended or Running."""
+    conditions = {c.get("type"): c.get("status") for c in _dig(obj, "status", "conditions", default=[])}
+    for kind in ("Failed", "Complete", "FailureTarget", "SuccessCriteriaMet", "Suspended"):
+        if conditions.get(kind) == "True":
+            return kind
+    return "Running"
+
+
+def _job(obj: dict[str, Any], now: float) -> Row:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    succeeded = status.get("succeeded", 0)
+    if spec.get("completions") is not None:
+        completions = f"{succeeded}/{spec['completions']}"
+    elif spec.get("parallelism", 1) > 1:
+        completions = f"{succeeded}/1 of {spec['parallelism']}"
+    else:
+        completions = f"{succeeded}/1"
+    duration = ""
+    if status.get("startTime"):
+        end = parse_timestamp(status["completionTime"]) if status.get("completionTime") else now
+        duration = human_duration(end - parse_timestamp(status["startTime"]))
+    containers, images = _containers(spec)
+    return [obj["metadata"]["name"], _job_status(obj), completions, duration, _age(obj, now), containers, images, _selector(spec.get("selector"))]
+
+
+def _cronjob(obj: dict[str, Any], now: float) -> Row:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    last = status.get("lastScheduleTime")
+    containers, images = _containers(_dig(spec, "jobTemplate", "spec", default={}))
+    return [obj["metadata"]["name"], spec.get("schedule", ""), spec.get("timeZone") or "<none>", str(bool(spec.get("suspend", False))).capitalize(),
+            len(status.get("active") or []), human_duration(now - parse_timestamp(last)) if last else "<none>", _age(obj, now), containers, images,
+            _selector(_dig(spec, "jobTemplate", "spec", "selector"))]
+
+
+def _replicationcontroller(obj: dict[str, Any], now: float) -> Row:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    containers, images = _containers(spec)
+    return [obj["metadata"]["name"], spec.get("replicas", 1), status.get("replicas", 0), status.get("readyReplicas", 0), _age(obj, now), containers, images,
+            _selector(spec.get("selector"))]
+
+
+def _configmap(obj: dict[str, Any], now: float) -> Row:
+    return [obj["metadata"]["name"], len(obj.get("data") or {}) + len(obj.get("binaryData") or {}), _age(obj, now)]
+
+
+def _secret(obj: dict[str, Any], now: float) -> Row:
+    return [obj["metadata"]["name"], obj.get("type") or "Opaque", len(obj.get("data") or {}), _age(obj, now)]
+
+
+def _serviceaccount(obj: dict[str, Any], now: float) -> Row:
+    return [obj["metadata"]["name"], len(obj.get("secrets") or []), _age(obj, now)]
+
+
+def _access_modes(modes: list[str]) -> str:
+    short = {"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX", "ReadWriteOncePod": "RWOP"}
+    return ",".join(short.get(mode, mode) for mode in modes)
+
+
+def _persistentvolume(obj: dict[str, Any], now: float) -> Row:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    claim = spec.get("claimRef") or {}
+    return [obj["metadata"]["name"], _dig(spec, "capacity", "storage", default=""), _access_modes(spec.get("accessModes") or []),
+            spec.get("persistentVolumeReclaimPolicy", ""), status.get("phase", ""), f"{claim['namespace']}/{claim['name']}" if claim.get("name") else "",
+            spec.get("storageClassName", ""), spec.get("volumeAttributesClassName") or "<unset>", status.get("reason", ""), _age(obj, now), spec.get("volumeMode") or "Filesystem"]
+
+
+def _persistentvolumeclaim(obj: dict[str, Any], now: float) -> Row:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    bound = spec.get("volumeName", "")
+    phase = "Terminating" if _dig(obj, "metadata", "deletionTimestamp") else status.get("phase", "")
+    return [obj["metadata"]["name"], phase, bound, _dig(status, "capacity", "storage", default="") if bound else "",
+            _access_modes(status.get("accessModes") or []) if bound else "", spec.get("storageClassName") or "", spec.get("volumeAttributesClassName") or "<unset>",
+            _age(obj, now), spec.get("volumeMode") or "Filesystem"]
+
+
+def _storageclass(obj: dict[str, Any], now: float) -> Row:
+    name = obj["metadata"]["name"]
+    annotations = _dig(obj, "metadata", "annotations", default={})
+    if annotations.get("storageclass.kubernetes.io/is-default-class") == "true" or annotations.get("storageclass.beta.kubernetes.io/is-default-class") == "true":
+        name += " (default)"
+    return [name, obj.get("provisioner", ""), obj.get("reclaimPolicy") or "Delete", obj.get("volumeBindingMode") or "Immediate",
+            bool(obj.get("allowVolumeExpansion", False)), _age(obj, now)]
+
+
+def _ingress(obj: dict[str, Any], now: float) -> Row:
+    spec = obj.get("spec") or {}
+    hosts = [rule.get("host") or "*" for rule in spec.get("rules") or []]
+    addresses = [entry.get("ip") or entry.get("hostname") or "" for entry in _dig(obj, "status", "loadBalancer", "ingress", default=[])]
+    ports = "80, 443" if spec.get("tls") else "80"
+    return [obj["metadata"]["name"], spec.get("ingressClassName") or "<none>", ",".join(hosts) or "*", ",".join(a for a in addresses if a), ports, _age(obj, now)]
+
+
+def _hpa(obj: dict[str, Any], now: float) -> Row:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    target = spec.get("scaleTargetRef") or {}
+    return [obj["metadata"]["name"], f"{target.get('kind', '')}/{target.get('name', '')}", "<unknown>" if spec.get("metrics") else "<none>",
+            spec.get("minReplicas", 1), spec.get("maxReplicas", 0), status.get("currentReplicas", 0), _age(obj, now)]
+
+
 _PRINTERS: dict[str, tuple[list[Column], Callable[[dict[str, Any], float], Row]]] = {
     "Pod": ([_NAME, _col("Ready", description="The aggregate readiness state of this pod for accepting traffic."), _col("Status", description="The aggregate status of the containers in this pod."),
              _col("Restarts", "string", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."), _AGE,
@@ -212,15 +332,89 @@ _PRINTERS: dict[str, tuple[list[Column], Callable[[dict[str, Any], float], Row]]
     "PriorityClass": ([_NAME, _col("Value", "integer"), _col("Global-Default", "boolean"), _AGE, _col("PreemptionPolicy")], _priorityclass),
     "MutatingWebhookConfiguration": ([_NAME, _col("Webhooks", "integer"), _AGE], _webhooks),
     "ValidatingWebhookConfiguration": ([_NAME, _col("Webhooks", "integer"), _AGE], _webhooks),
+    "StatefulSet": ([_NAME, _col("Ready"), _AGE, _col("Containers", priority=1), _col("Images", priority=1)], _statefulset),
+    "DaemonSet": ([_NAME, _col("Desired", "integer"), _col("Current", "integer"), _col("Ready", "integer"), _col("Up-to-date", "integer"), _col("Available", "integer"),
+                   _col("Node Selector"), _AGE, _col("Containers", priority=1), _col("Images", priority=1), _col("Selector", priority=1)], _daemonset),
+    "Job": ([_NAME, _col("Status"), _col("Completions"), _col("Duration"), _AGE, _col("Containers", priority=1), _col("Images", priority=1), _col("Selector", priority=1)], _job),
+    "CronJob": ([_NAME, _col("Schedule"), _col("Timezone"), _col("Suspend", "boolean"), _col("Active", "integer"), _col("Last Schedule"), _AGE,
+                 _col("Containers", priority=1), _col("Images", priority=1), _col("Selector", priority=1)], _cronjob),
+    "ReplicationController": ([_NAME, _col("Desired", "integer"), _col("Current", "integer"), _col("Ready", "integer"), _AGE, _col("Containers", priority=1),
+                               _col("Images", priority=1), _col("Selector", priority=1)], _replicationcontroller),
+    "ConfigMap": ([_NAME, _col("Data", "string"), _AGE], _configmap),
+    "Secret": ([_NAME, _col("Type"), _col("Data", "string"), _AGE], _secret),
+    "ServiceAccount": ([_NAME, _col("Secrets", "string"), _AGE], _serviceaccount),
+    "PersistentVolume": ([_NAME, _col("Capacity"), _col("Access Modes"), _col("Reclaim Policy"), _col("Status"), _col("Claim"), _col("StorageClass"),
+                          _col("VolumeAttributesClass"), _col("Reason"), _AGE, _col("VolumeMode", priority=1)], _persistentvolume),
+    "PersistentVolumeClaim": ([_NAME, _col("Status"), _col("Volume"), _col("Capacity"), _col("Access Modes"), _col("StorageClass"), _col("VolumeAttributesClass"), _AGE,
+                               _col("VolumeMode", priority=1)], _persistentvolumeclaim),
+    "StorageClass": ([_NAME, _col("Provisioner"), _col("ReclaimPolicy"), _col("VolumeBindingMode"), _col("AllowVolumeExpansion"), _AGE], _storageclass),
+    "Ingress": ([_NAME, _col("Class"), _col("Hosts"), _col("Address"), _col("Ports"), _AGE], _ingress),
+    "HorizontalPodAutoscaler": ([_NAME, _col("Reference"), _col("Targets"), _col("MinPods", "string"), _col("MaxPods", "string"), _col("Replicas", "string"), _AGE], _hpa),
 }
 _DEFAULT_COLUMNS = [_NAME, _col("Created At", "date", "CreationTimestamp is a timestamp representing the server time when this object was created.")]
 
 
-def printer_columns(kind: str) -> list[Column]:
+# -- custom resources (apiextensions-apiserver ``registry/customresource/tableconvertor``):
+# Name, then the CRD version's additionalPrinterColumns, or Age when it declares none
+# (``apiextensions.DefaultPrinterColumns``); each cell is the column's JSONPath in the object
+# (a ``date`` as an age, ``HumanDuration``).
+_CUSTOM_DEFAULT = ({"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp", "description": _AGE["description"]},)
+
+
+def _custom_columns(custom: Any) -> list[dict[str, Any]]:
+    return list(custom.columns or _CUSTOM_DEFAULT)
+
+
+def _json_path(obj: Any, path: str) -> list[Any]:
+    """The values of a Kubernetes JSONPath of the simple forms CRDs use (``.a.b``,
+    ``.a[0]``, ``.a[*].b``, ``.a[?(@.type=="Ready")].status``, ``.a['x.y']``)."""
+    import re
+
+    current = [obj]
+    for token in re.findall(r"\.([^.\[]+)|\[([^\]]*)\]", path.strip().strip("{}")):
+        name, bracket = token
+        found: list[Any] = []
+        for value in current:
+            if name:
+                if isinstance(value, dict) and name in value:
+                    found.append(value[name])
+            elif bracket in ("*", ""):
+                found.extend(value if isinstance(value, list) else (value.values() if isinstance(value, dict) else []))
+            elif bracket.lstrip("-").isdigit():
+                if isinstance(value, list) and -len(value) <= int(bracket) < len(value):
+                    found.append(value[int(bracket)])
+            elif bracket.startswith("?("):
+                match = re.fullmatch(r"\?\(@\.([\w.-]+)\s*==\s*['\"]?([^'\"]*)['\"]?\)", bracket)
+                if match and isinstance(value, list):
+                    found.extend(item for item in value if isinstance(item, dict) and str(item.get(match.group(1))) == match.group(2))
+            elif isinstance(value, dict) and bracket.strip("'\"") in value:
+                found.append(value[bracket.strip("'\"")])
+        current = found
+    return current
+
+
+def _custom_cell(obj: dict[str, Any], column: dict[str, Any], now: float) -> Any:
+    values = _json_path(obj, column.get("jsonPath", ""))
+    if not values:
+        return None
+    value = values[0] if len(values) == 1 else ",".join(str(v) for v in values)
+    if column.get("type") == "date" and isinstance(value, str):
+        try:
+            return human_duration(now - parse_timestamp(value))
+        except ValueError:
+            return value
+    return value
+
+
+def printer_columns(kind: str, custom: Any = None) -> list[Column]:
+    if custom is not None:
+        return [_NAME] + [_col(c.get("name", ""), c.get("type", "string"), c.get("description", ""), format_=c.get("format", ""), priority=int(c.get("priority", 0))) for c in _custom_columns(custom)]
     return list(_PRINTERS[kind][0]) if kind in _PRINTERS else list(_DEFAULT_COLUMNS)
 
 
-def _cells(kind: str, obj: dict[str, Any], now: float) -> Row:
+def _cells(kind: str, obj: dict[str, Any], now: float, custom: Any = None) -> Row:
+    if custom is not None:
+        return [obj["metadata"]["name"]] + [_custom_cell(obj, column, now) for column in _custom_columns(custom)]
     if kind in _PRINTERS:
         return _PRINTERS[kind][1](obj, now)
     return [obj["metadata"]["name"], _dig(obj, "metadata", "creationTimestamp", default="")]
@@ -234,10 +428,11 @@ def _row_object(obj: dict[str, Any], include: str) -> dict[str, Any] | None:
     return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata") or {}}
 
 
-def table(kind: str, objects: list[dict[str, Any]], now: float, *, include_object: str = "Metadata", headers: bool = True, resource_version: str = "", continue_token: str = "", remaining: int | None = None) -> dict[str, Any]:
+def table(kind: str, objects: list[dict[str, Any]], now: float, *, include_object: str = "Metadata", headers: bool = True, resource_version: str = "", continue_token: str = "", remaining: int | None = None, custom: Any = None) -> dict[str, Any]:
     """The ``Table`` of ``objects`` (JSON forms of one kind). ``headers=False``: no column
-    definitions (every watch event after the first, ``watchEmbeddedEncoder``)."""
-    rows = [{"cells": _cells(kind, obj, now), "object": _row_object(obj, include_object)} for obj in objects]
+    definitions (every watch event after the first, ``watchEmbeddedEncoder``). ``custom``:
+    the :class:`~chaoskube.apiserver.http.routes.CustomKind` of a custom resource."""
+    rows = [{"cells": _cells(kind, obj, now, custom), "object": _row_object(obj, include_object)} for obj in objects]
     metadata: dict[str, Any] = {}
     if resource_version:
         metadata["resourceVersion"] = resource_version
@@ -245,5 +440,5 @@ def table(kind: str, objects: list[dict[str, Any]], now: float, *, include_objec
         metadata["continue"] = continue_token
     if remaining is not None:
         metadata["remainingItemCount"] = remaining
-    out: dict[str, Any] = {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "columnDefinitions": printer_columns(kind) if headers else None, "rows": rows}
+    out: dict[str, Any] = {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "columnDefinitions": printer_columns(kind, custom) if headers else None, "rows": rows}
     return out

@@ -1,0 +1,241 @@
+"""The common kinds and custom resources through the HTTPS front, with real clients:
+kubectl applies a StatefulSet with volumeClaimTemplates, a DaemonSet, a Job, a CronJob, a
+ConfigMap, a Secret and a CRD with custom objects, waits for their rollouts, prints their
+tables, scales, patches (containers merged by name; a custom object by merge patch), and
+explains a custom kind from its schema; the official Python client reads every one of them
+(CustomObjectsApi included)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from tests.apiserver.http.live_cluster import live_cluster
+
+KUBECTL = shutil.which("kubectl")
+
+CRD = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: promotions.shop.example.com}
+spec:
+  group: shop.example.com
+  scope: Namespaced
+  names: {plural: promotions, singular: promotion, kind: Promotion, shortNames: [promo]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    additionalPrinterColumns:
+    - {name: Discount, type: integer, jsonPath: .spec.discountPercent}
+    - {name: Audience, type: string, jsonPath: .spec.audience}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            required: [discountPercent]
+            properties:
+              discountPercent: {type: integer, minimum: 1, maximum: 90, description: Percent off.}
+              audience: {type: string, enum: [everyone, members], default: everyone}
+          status:
+            type: object
+            properties:
+              redemptions: {type: integer}
+"""
+
+APP = """
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {mode: fast}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds}
+stringData: {password: hunter2}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: db}
+spec: {clusterIP: None, selector: {app: db}, ports: [{port: 5432}]}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  serviceName: db
+  replicas: 2
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers:
+      - name: pg
+        image: postgres:15
+        envFrom: [{configMapRef: {name: settings}}]
+        env: [{name: PASSWORD, valueFrom: {secretKeyRef: {name: creds, key: password}}}]
+        volumeMounts: [{name: data, mountPath: /var/lib/postgresql}]
+      - {name: exporter, image: "exporter:1"}
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec: {containers: [{name: agent, image: "agent:1"}]}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate}
+spec:
+  completions: 2
+  template:
+    metadata: {annotations: {chaoskube.io/exit-after: "2"}}  # the simulated container exits 0 after 2 s
+    spec:
+      restartPolicy: Never
+      containers: [{name: migrate, image: "migrate:1"}]
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: report}
+spec:
+  schedule: "*/5 * * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers: [{name: report, image: busybox}]
+"""
+
+PROMOTIONS = """
+apiVersion: shop.example.com/v1
+kind: Promotion
+metadata: {name: spring-sale}
+spec: {discountPercent: 20}
+---
+apiVersion: shop.example.com/v1
+kind: Promotion
+metadata: {name: members-week}
+spec: {discountPercent: 15, audience: members}
+"""
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    if KUBECTL is None:
+        pytest.skip("kubectl is not installed on this machine (the machine image has /usr/bin/kubectl)")
+    with live_cluster(tmp_path_factory.mktemp("live-kinds")) as (handle, outcome):
+        yield handle
+    assert outcome.get("result") is not None, outcome.get("error")
+
+
+def kubectl(live, *args: str, stdin: str | None = None, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess:
+    result = subprocess.run([KUBECTL, "--kubeconfig", str(live.kubeconfig), *args], input=stdin, capture_output=True, text=True, timeout=timeout)
+    if check:
+        assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stderr}"
+    return result
+
+
+def test_kubectl_with_the_common_kinds_and_a_custom_resource(live):
+    out = kubectl(live, "apply", "-f", "-", stdin=CRD).stdout
+    assert "customresourcedefinition.apiextensions.k8s.io/promotions.shop.example.com created" in out
+    kubectl(live, "wait", "--for=condition=Established", "crd/promotions.shop.example.com", "--timeout=30s", timeout=40)
+    out = kubectl(live, "apply", "-f", "-", stdin=APP + "---" + PROMOTIONS).stdout
+    for created in ("statefulset.apps/db created", "daemonset.apps/agent created", "job.batch/migrate created", "cronjob.batch/report created",
+                    "configmap/settings created", "secret/creds created", "promotion.shop.example.com/spring-sale created"):
+        assert created in out, out
+    kubectl(live, "rollout", "status", "statefulset/db", "--timeout=120s", timeout=150)
+    kubectl(live, "rollout", "status", "daemonset/agent", "--timeout=60s", timeout=90)
+    kubectl(live, "wait", "--for=condition=Complete", "job/migrate", "--timeout=60s", timeout=90)
+
+    # Tables, as kubectl get prints them (server-side printing)
+    sts = kubectl(live, "get", "statefulsets").stdout.splitlines()
+    assert sts[0].split() == ["NAME", "READY", "AGE"] and sts[1].split()[:2] == ["db", "2/2"]
+    pvcs = kubectl(live, "get", "pvc").stdout.splitlines()
+    assert pvcs[0].split()[:3] == ["NAME", "STATUS", "VOLUME"] and sorted(line.split()[0] for line in pvcs[1:]) == ["data-db-0", "data-db-1"]
+    assert all(line.split()[1] == "Bound" for line in pvcs[1:])
+    jobs = kubectl(live, "get", "jobs").stdout.splitlines()
+    assert jobs[0].split()[:3] == ["NAME", "STATUS", "COMPLETIONS"] and jobs[1].split()[:3] == ["migrate", "Complete", "2/2"]
+    promotions = kubectl(live, "get", "promo").stdout.splitlines()
+    assert promotions[0].split() == ["NAME", "DISCOUNT", "AUDIENCE"]
+    assert sorted(line.split() for line in promotions[1:]) == [["members-week", "15", "members"], ["spring-sale", "20", "everyone"]]  # defaulted by the schema
+
+    # scale through the scale subresource; strategic merge patch keeps the other container
+    kubectl(live, "scale", "statefulset/db", "--replicas=3")
+    kubectl(live, "rollout", "status", "statefulset/db", "--timeout=120s", timeout=150)
+    kubectl(live, "set", "image", "statefulset/db", "pg=postgres:16")
+    images = kubectl(live, "get", "statefulset", "db", "-o", "jsonpath={.spec.template.spec.containers[*].image}").stdout.split()
+    assert images == ["postgres:16", "exporter:1"]
+    kubectl(live, "patch", "statefulset", "db", "-p", '{"spec":{"template":{"spec":{"containers":[{"name":"exporter","image":"exporter:2"}]}}}}')
+    images = kubectl(live, "get", "statefulset", "db", "-o", "jsonpath={.spec.template.spec.containers[*].image}").stdout.split()
+    assert images == ["postgres:16", "exporter:2"]
+
+    # custom objects: merge patch yes, strategic merge patch no (as upstream), schema validation
+    kubectl(live, "patch", "promotion", "spring-sale", "--type=merge", "-p", '{"spec":{"discountPercent":25}}')
+    assert kubectl(live, "get", "promotion", "spring-sale", "-o", "jsonpath={.spec.discountPercent}").stdout == "25"
+    refused = kubectl(live, "patch", "promotion", "spring-sale", "-p", '{"spec":{"discountPercent":30}}', check=False)
+    assert refused.returncode != 0 and "strategic" in refused.stderr.lower()
+    invalid = kubectl(live, "patch", "promotion", "spring-sale", "--type=merge", "-p", '{"spec":{"discountPercent":95}}', check=False)
+    assert invalid.returncode != 0 and "spec.discountPercent" in invalid.stderr and "less than or equal to 90" in invalid.stderr
+    strict = kubectl(live, "apply", "-f", "-", stdin="apiVersion: shop.example.com/v1\nkind: Promotion\nmetadata: {name: typo}\nspec: {discountPercent: 5, bogus: 1}\n", check=False)
+    assert strict.returncode != 0 and 'unknown field "spec.bogus"' in strict.stderr
+    loose = kubectl(live, "apply", "--validate=false", "-f", "-", stdin="apiVersion: shop.example.com/v1\nkind: Promotion\nmetadata: {name: typo}\nspec: {discountPercent: 5, bogus: 1}\n")
+    assert "created" in loose.stdout
+    assert json.loads(kubectl(live, "get", "promotion", "typo", "-o", "json").stdout)["spec"] == {"discountPercent": 5, "audience": "everyone"}  # pruned, defaulted
+    explained = kubectl(live, "explain", "promotions.spec").stdout
+    assert "discountPercent" in explained and "Percent off." in explained
+
+
+def test_the_python_client_reads_the_common_kinds_and_custom_objects(live):
+    pytest.importorskip("kubernetes", reason="the official Python client is in the test extra")
+    from kubernetes import client, config
+
+    kubectl(live, "apply", "-f", "-", stdin=CRD)
+    kubectl(live, "wait", "--for=condition=Established", "crd/promotions.shop.example.com", "--timeout=30s", timeout=40)
+    kubectl(live, "apply", "-f", "-", stdin=APP + "---" + PROMOTIONS)
+    kubectl(live, "rollout", "status", "statefulset/db", "--timeout=120s", timeout=150)
+    time.sleep(2.0)  # the controllers write their statuses
+    api_client = config.new_client_from_config(str(live.kubeconfig))
+    core, apps, batch = client.CoreV1Api(api_client), client.AppsV1Api(api_client), client.BatchV1Api(api_client)
+    extensions, custom = client.ApiextensionsV1Api(api_client), client.CustomObjectsApi(api_client)
+    listed = {
+        "statefulsets": apps.list_stateful_set_for_all_namespaces().items, "daemonsets": apps.list_daemon_set_for_all_namespaces().items,
+        "controllerrevisions": apps.list_controller_revision_for_all_namespaces().items, "jobs": batch.list_job_for_all_namespaces().items,
+        "cronjobs": batch.list_cron_job_for_all_namespaces().items, "configmaps": core.list_config_map_for_all_namespaces().items,
+        "secrets": core.list_secret_for_all_namespaces().items, "pvcs": core.list_persistent_volume_claim_for_all_namespaces().items,
+        "pvs": core.list_persistent_volume().items, "crds": extensions.list_custom_resource_definition().items,
+        "storageclasses": client.StorageV1Api(api_client).list_storage_class().items,
+    }
+    for kind, items in listed.items():
+        assert items, kind
+    (db,) = [sts for sts in listed["statefulsets"] if sts.metadata.name == "db"]
+    assert db.status.replicas >= 2 and db.spec.volume_claim_templates[0].metadata.name == "data"
+    (crd,) = [crd for crd in listed["crds"] if crd.metadata.name == "promotions.shop.example.com"]
+    assert crd.spec.versions[0].served and any(c.type == "Established" and c.status == "True" for c in crd.status.conditions)
+    promotions = custom.list_namespaced_custom_object("shop.example.com", "v1", "default", "promotions")
+    assert promotions["kind"] == "PromotionList" and {item["metadata"]["name"] for item in promotions["items"]} >= {"spring-sale", "members-week"}
+    assert all(item["kind"] == "Promotion" for item in promotions["items"])
+    created = custom.create_namespaced_custom_object("shop.example.com", "v1", "default", "promotions",
+                                                     {"apiVersion": "shop.example.com/v1", "kind": "Promotion", "metadata": {"name": "from-python"}, "spec": {"discountPercent": 10}})
+    assert created["spec"] == {"discountPercent": 10, "audience": "everyone"}
+    status = custom.patch_namespaced_custom_object_status("shop.example.com", "v1", "default", "promotions", "from-python", {"status": {"redemptions": 7}})
+    assert status["status"] == {"redemptions": 7}
+    read = custom.get_namespaced_custom_object("shop.example.com", "v1", "default", "promotions", "from-python")
+    assert read["status"]["redemptions"] == 7 and read["metadata"]["generation"] == 1
+    custom.delete_namespaced_custom_object("shop.example.com", "v1", "default", "promotions", "from-python")
+    gone = kubectl(live, "get", "promotion", "from-python", check=False)
+    assert gone.returncode == 1 and "not found" in gone.stderr
+    print(json.dumps({kind: len(items) for kind, items in listed.items()}))
