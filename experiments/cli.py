@@ -238,7 +238,12 @@ def run(
 @click.option("--run-as", "run_as", default="chaoskube-operator:system:masters", show_default=True, metavar="USER[:GROUP,...]|serviceaccount:NS/NAME", help="The identity of the --run program.")
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="The seed of the simulated cluster [default: the experiment's, else 1].")
 @click.option("--broken", "broken", multiple=True, metavar="NAME", help=BROKEN_HELP)
-def serve(experiment: str | None, listen: str, kubeconfig_path: Path | None, out_dir: Path | None, command: str, users: tuple[str, ...], run_as: str, seed: int | None, broken: tuple[str, ...]) -> None:
+@click.option("--manifests", type=click.Path(path_type=Path), default=None, metavar="DIR", help=MANIFESTS_HELP + " Served live with the cluster, its CRDs' custom resources too.")
+@click.option("--skip-unsupported", is_flag=True, help=SKIP_HELP)
+def serve(
+    experiment: str | None, listen: str, kubeconfig_path: Path | None, out_dir: Path | None, command: str, users: tuple[str, ...], run_as: str, seed: int | None,
+    broken: tuple[str, ...], manifests: Path | None, skip_unsupported: bool,
+) -> None:
     """Serve EXPERIMENT's simulated cluster (or a default one) to real clients over HTTPS,
     live: kubectl, client-go, the Python client or your operator, unchanged, under the
     experiment's faults and checkers. Ends when the phases are over or on Ctrl-C (heals,
@@ -247,7 +252,19 @@ def serve(experiment: str | None, listen: str, kubeconfig_path: Path | None, out
     from chaoskube.experiments.live import LiveOptions, run_live
     from chaoskube.experiments.registry import SYSTEMS
 
-    found = _resolve(experiment, broken, None) if experiment else None
+    if experiment:
+        found = _resolve(experiment, broken, manifests, skip_unsupported)
+    elif manifests is not None:  # the default cluster, serving these manifests
+        from chaoskube.experiments.live import default_experiment
+        from chaoskube.experiments.model import with_broken
+        from chaoskube.experiments.registry import with_manifests
+
+        found = with_manifests(default_experiment(), manifests, skip_unsupported=skip_unsupported)
+        found = with_broken(found, broken) if broken else found
+    else:
+        found = None  # run_live's default experiment
+    if found is not None:
+        _print_skipped(found)
     if found is not None and found.system != "kubernetes":
         fail(f"{experiment}: serve needs a kubernetes experiment (system: kubernetes), not system {found.system!r}")
     host, _, port_text = listen.rpartition(":")

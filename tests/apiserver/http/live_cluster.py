@@ -20,16 +20,21 @@ SMALL_CLUSTER = {"etcdMembers": 3, "apiServers": 2, "controllerManagers": 1, "sc
 
 
 @contextlib.contextmanager
-def live_cluster(out: Path, *, run: str = "", schedule: list[dict[str, Any]] | None = None, faults_s: float = FOREVER_S, checkers: list[str] | None = None, seed: int = 1) -> Iterator[tuple[LiveHandle, dict[str, Any]]]:
-    """Yields (handle, outcome); ``outcome["result"]`` is set once the run is over."""
+def live_cluster(out: Path, *, run: str = "", schedule: list[dict[str, Any]] | None = None, faults_s: float = FOREVER_S, checkers: list[str] | None = None, seed: int = 1,
+                 manifests: Path | None = None, cluster: dict[str, Any] | None = None) -> Iterator[tuple[LiveHandle, dict[str, Any]]]:
+    """Yields (handle, outcome); ``outcome["result"]`` is set once the run is over.
+    ``manifests``: a directory served with the cluster (``chaoskube serve --manifests``)."""
     from chaoskube.experiments.model import FaultEntry
+    from chaoskube.experiments.registry import with_manifests
 
     experiment = msgspec.structs.replace(
-        default_experiment(), name="live-test", cluster=SMALL_CLUSTER,
+        default_experiment(), name="live-test", cluster=cluster or SMALL_CLUSTER,
         phases=Phases(setup_s=60.0, warmup_s=0.0, faults_s=faults_s, recovery_s=30.0, settle_s=0.0),
         schedule=[msgspec.convert(entry, FaultEntry) for entry in schedule or []],
         checkers=checkers or ["steady-state", "leader-election"],
     )
+    if manifests is not None:
+        experiment = with_manifests(experiment, manifests)
     ready = threading.Event()
     outcome: dict[str, Any] = {}
 

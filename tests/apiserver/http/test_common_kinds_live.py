@@ -11,6 +11,7 @@ import json
 import shutil
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -239,3 +240,28 @@ def test_the_python_client_reads_the_common_kinds_and_custom_objects(live):
     gone = kubectl(live, "get", "promotion", "from-python", check=False)
     assert gone.returncode == 1 and "not found" in gone.stderr
     print(json.dumps({kind: len(items) for kind, items in listed.items()}))
+
+
+def test_serve_with_manifests_serves_the_users_application_and_its_custom_resources(tmp_path):
+    """``chaoskube serve --manifests docs/examples/shop``: the application is created once
+    the cluster is served (clients see it converge); kubectl sees its StatefulSet, DaemonSet
+    and the Promotions of its CRD."""
+    if KUBECTL is None:
+        pytest.skip("kubectl is not installed on this machine")
+    shop = Path(__file__).resolve().parents[3] / "docs" / "examples" / "shop"
+    cluster = {"etcdMembers": 3, "apiServers": 2, "controllerManagers": 1, "schedulers": 1, "nodeGroups": [{"count": 3, "zones": ["zone-a", "zone-b", "zone-c"]}]}
+    with live_cluster(tmp_path / "serve-shop", manifests=shop, cluster=cluster, checkers=["steady-state"]) as (handle, outcome):
+        kubectl(handle, "rollout", "status", "statefulset/cart-db", "-n", "shop", "--timeout=150s", timeout=180)
+        kubectl(handle, "rollout", "status", "daemonset/log-agent", "-n", "shop", "--timeout=60s", timeout=90)
+        sts = kubectl(handle, "get", "statefulsets", "-n", "shop").stdout.splitlines()
+        assert sts[1].split()[:2] == ["cart-db", "3/3"]
+        ds = json.loads(kubectl(handle, "get", "daemonsets", "-n", "shop", "-o", "json").stdout)["items"][0]["status"]
+        assert ds["numberReady"] == ds["desiredNumberScheduled"] == 3, ds
+        for _ in range(60):
+            promotions = kubectl(handle, "get", "promotions", "-n", "shop", "-o", "name", check=False).stdout.split()
+            if len(promotions) == 2:
+                break
+            time.sleep(1.0)
+        assert promotions == ["promotion.shop.example.com/members-week", "promotion.shop.example.com/spring-sale"]
+        assert "promo" in kubectl(handle, "api-resources", "--api-group=shop.example.com").stdout
+    assert outcome["result"].verdicts["steady-state"].valid is True, outcome["result"].verdicts["steady-state"].reason
