@@ -265,3 +265,41 @@ def test_serve_with_manifests_serves_the_users_application_and_its_custom_resour
         assert promotions == ["promotion.shop.example.com/members-week", "promotion.shop.example.com/spring-sale"]
         assert "promo" in kubectl(handle, "api-resources", "--api-group=shop.example.com").stdout
     assert outcome["result"].verdicts["steady-state"].valid is True, outcome["result"].verdicts["steady-state"].reason
+
+
+def test_a_kopf_operator_of_a_custom_resource(tmp_path):
+    """docs/operators/promotion_publisher.py, a kopf operator of the shop's Promotion CRD,
+    run by ``serve --manifests docs/examples/shop --run``: kopf discovers the custom
+    resource, watches it, writes the status subresource, and holds a deleted Promotion by
+    its finalizer until its delete handler ran."""
+    pytest.importorskip("kopf", reason="kopf is in the test extra (pip install -e '.[test]')")
+    if KUBECTL is None:
+        pytest.skip("kubectl is not installed on this machine")
+    import sys
+
+    root = Path(__file__).resolve().parents[3]
+    command = f"{sys.executable} -m kopf run --standalone -A {root / 'docs' / 'operators' / 'promotion_publisher.py'}"
+    cluster = {"etcdMembers": 3, "apiServers": 2, "controllerManagers": 1, "schedulers": 1, "nodeGroups": [{"count": 3, "zones": ["zone-a", "zone-b", "zone-c"]}]}
+    with live_cluster(tmp_path / "kopf-crd", manifests=root / "docs" / "examples" / "shop", cluster=cluster, checkers=["steady-state"], run=command) as (handle, outcome):
+        offers: dict[str, str] = {}
+        for _ in range(90):
+            listed = kubectl(handle, "get", "promotions", "-n", "shop", "-o", "json", check=False)
+            if listed.returncode == 0:
+                offers = {item["metadata"]["name"]: (item.get("status") or {}).get("offer", "") for item in json.loads(listed.stdout)["items"]}
+                if len(offers) == 2 and all(offers.values()):
+                    break
+            time.sleep(1.0)
+        assert offers == {"members-week": "15% off for members", "spring-sale": "20% off for everyone"}
+        kubectl(handle, "patch", "promotion", "spring-sale", "-n", "shop", "--type=merge", "-p", '{"spec":{"discountPercent":30}}')
+        for _ in range(30):
+            offer = kubectl(handle, "get", "promotion", "spring-sale", "-n", "shop", "-o", "jsonpath={.status.offer}").stdout
+            if offer.startswith("30%"):
+                break
+            time.sleep(1.0)
+        assert offer == "30% off for everyone"
+        finalizers = kubectl(handle, "get", "promotion", "members-week", "-n", "shop", "-o", "jsonpath={.metadata.finalizers}").stdout
+        assert "kopf.zalando.org/KopfFinalizerMarker" in finalizers
+        kubectl(handle, "delete", "promotion", "members-week", "-n", "shop", "--timeout=60s", timeout=90)  # returns once kopf let it go
+    journal = (tmp_path / "kopf-crd" / "journal.jsonl").read_text()
+    assert "promotion members-week retired" in journal  # kopf's log, journaled as operator output
+    assert '"path":"/apis/shop.example.com/v1/namespaces/shop/promotions/spring-sale/status"' in journal  # the status subresource
