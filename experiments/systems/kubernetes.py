@@ -252,8 +252,12 @@ class EndState(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=
     def __post_init__(self) -> None:
         from chaoskube.api.objects import KINDS
 
-        if self.resource not in {info.resource for info in KINDS.values()}:
-            raise ValueError(f"`resource` {self.resource!r} is not a served resource (one of {', '.join(sorted(info.resource for info in KINDS.values()))})")
+        # A custom resource is named as kubectl names it fully, <plural>.<group>
+        # (promotions.shop.example.com); its CRD may come with the manifests, so it is
+        # looked up when the assertion is judged (not served then: the verdict is unknown).
+        custom = "." in self.resource and all(part and part.replace("-", "").isalnum() and part.islower() for part in self.resource.split("."))
+        if self.resource not in {info.resource for info in KINDS.values()} and not custom:
+            raise ValueError(f"`resource` {self.resource!r} is not a served resource (one of {', '.join(sorted(info.resource for info in KINDS.values()))}, or a custom resource as <plural>.<group>)")
         if self.count is None and self.min_count is None and self.max_count is None:
             raise ValueError("give `count`, `min_count` or `max_count`")
 

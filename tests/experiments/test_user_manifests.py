@@ -232,3 +232,73 @@ def test_a_fault_can_target_the_nodes_of_a_workload(tmp_path: Path) -> None:
     bad.write_text(text.replace("workload:kind:StatefulSet", "workload:kind:DaemonSet"))
     with pytest.raises(ExperimentError, match=r"field `schedule\[0\]\.target`: no DaemonSet in the experiment's workload"):
         registry.find(str(bad))
+
+
+CRD_EXPERIMENT = """\
+name: crd-end-state
+title: t
+description: d
+source: s
+system: kubernetes
+cluster: {apiServers: 1, controllerManagers: 1, schedulers: 1, nodeGroups: [{count: 2, zones: [zone-a]}]}
+workload:
+  manifests: [app.yaml]
+  end_state:
+    - {resource: promotions.shop.example.com, namespace: shop, count: 1, description: one promotion}
+    - {resource: promotions.shop.example.com, namespace: shop, label_selector: "tier=gold", count: 1}
+    - {resource: coupons.shop.example.com, count: 0}
+phases: {setup_s: 40, warmup_s: 2, faults_s: 5, recovery_s: 20, settle_s: 2}
+schedule: []
+checkers: [steady-state, end-state]
+expected: {outcome: fail, failing: [end-state]}
+"""
+CRD_APP = """\
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: promotions.shop.example.com}
+spec:
+  group: shop.example.com
+  scope: Namespaced
+  names: {plural: promotions, kind: Promotion}
+  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]
+---
+apiVersion: shop.example.com/v1
+kind: Promotion
+metadata: {name: spring, namespace: shop, labels: {tier: silver}}
+spec: {discountPercent: 20}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, image: "nginx:1.27"}]}
+"""
+
+
+def test_end_state_assertions_count_custom_resources(tmp_path: Path) -> None:
+    """``workload.end_state`` names a custom resource as <plural>.<group>: counted through
+    the API at the end; one whose CRD is not served is an unknown verdict, not a pass."""
+    (tmp_path / "app.yaml").write_text(CRD_APP)
+    path = tmp_path / "exp.yaml"
+    path.write_text(CRD_EXPERIMENT)
+    result = run_experiment(registry.find(str(path)), 1, tmp_path / "run")
+    assert result.as_expected, {name: verdict.reason for name, verdict in result.verdicts.items()}
+    events = [json.loads(line) for line in (tmp_path / "run" / "journal.jsonl").read_text().splitlines() if '"type":"end-state"' in line]
+    assert [(event["valid"], event.get("found")) for event in events] == [(True, 1), (False, 0), (None, None)]
+    assert "not found" in events[2]["reason"] or "could not find" in events[2]["reason"]
+
+
+def test_an_end_state_resource_that_is_neither_served_nor_a_custom_resource_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "app.yaml").write_text(CRD_APP)
+    path = tmp_path / "exp.yaml"
+    path.write_text(CRD_EXPERIMENT.replace("coupons.shop.example.com", "Coupons"))
+    with pytest.raises(ExperimentError, match="`resource` 'Coupons' is not a served resource"):
+        registry.find(str(path))
