@@ -63,11 +63,14 @@ from chaoskube.client.workqueue import RateLimitingQueue
 from chaoskube.config import ControllerManagerConfig
 from chaoskube.controllers.history import CONTROLLER_REVISION_HASH_LABEL, find_equal_revision, new_revision, next_revision_number, revision_data
 from chaoskube.controllers.replicaset import (
+    POD_CONTROLLER_UID_INDEX,
     CONTROLLER_UID_INDEX,
     SLOW_START_INITIAL_BATCH_SIZE,
     Claim,
     ControllerExpectations,
     add_index,
+    pod_controller_uid_index,
+    pods_of,
     claim_decision,
     controller_ref,
     controller_uid_index,
@@ -315,6 +318,7 @@ class DaemonSetController:
         self._failed_backoff: dict[tuple[str, str], tuple[float, float]] = {}
         self.sets = informers.informer("daemonsets")
         self.pods = informers.informer("pods")
+        add_index(self.pods, POD_CONTROLLER_UID_INDEX, pod_controller_uid_index)
         self.nodes = informers.informer("nodes")
         self.revisions = informers.informer("controllerrevisions")
         add_index(self.revisions, CONTROLLER_UID_INDEX, controller_uid_index)
@@ -414,9 +418,10 @@ class DaemonSetController:
 
     async def _pods_by_node(self, ds: DaemonSet) -> dict[str, list[Pod]]:
         """``getNodesToDaemonPods`` after ``ClaimPods``: the set's pods by their node (the
-        node the pod is bound to, else the node its affinity pins)."""
+        node the pod is bound to, else the node its affinity pins). Its own pods and the
+        namespace's orphans, by the controller-uid index (others' pods are never claimed)."""
         out: dict[str, list[Pod]] = {}
-        for pod in self.pods.indexer.by_index(NAMESPACE_INDEX, ds.metadata.namespace):
+        for pod in pods_of(self.pods, ds, orphans=True):
             decision = claim_decision(ds, pod, matches(ds.spec.selector, pod.metadata.labels))
             if decision is Claim.ADOPT:
                 try:

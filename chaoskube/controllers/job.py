@@ -60,13 +60,17 @@ from chaoskube.api.objects import (
 )
 from chaoskube.api.protocol import DeleteOptions, parse_timestamp, timestamp
 from chaoskube.client.client import ApiClient, ApiError
-from chaoskube.client.informer import NAMESPACE_INDEX, DeletedFinalStateUnknown, SharedInformerFactory, meta_namespace_key, split_meta_namespace_key
+from chaoskube.client.informer import DeletedFinalStateUnknown, SharedInformerFactory, meta_namespace_key, split_meta_namespace_key
 from chaoskube.client.workqueue import RateLimitingQueue
 from chaoskube.config import ControllerManagerConfig
 from chaoskube.controllers.replicaset import (
+    POD_CONTROLLER_UID_INDEX,
     SLOW_START_INITIAL_BATCH_SIZE,
+    add_index,
     controller_ref,
     new_controller_ref,
+    pod_controller_uid_index,
+    pods_of,
     slow_start_batch,
     work_loop,
 )
@@ -360,6 +364,7 @@ class JobController:
         self.queue = RateLimitingQueue(process)
         self.jobs = informers.informer("jobs")
         self.pods = informers.informer("pods")
+        add_index(self.pods, POD_CONTROLLER_UID_INDEX, pod_controller_uid_index)
         self._failures: dict[str, tuple[int, float]] = {}
         self._failed_uids: dict[str, set[str]] = {}
         self.jobs.add_event_handler(on_add=self._enqueue, on_update=lambda old, new: self._enqueue(new), on_delete=self._job_deleted)
@@ -409,10 +414,9 @@ class JobController:
                 nursery.start_soon(work_loop, self.queue, self.sync)
 
     def _pods_of(self, job: Job) -> list[Pod]:
-        return [
-            pod for pod in self.pods.indexer.by_index(NAMESPACE_INDEX, job.metadata.namespace)
-            if (reference := controller_ref(pod)) is not None and reference.uid == job.metadata.uid and matches(job.spec.selector, pod.metadata.labels)
-        ]
+        """The Job's pods by the controller-uid index (``getPodsForJob`` reads
+        ``PodControllerUIDIndex``), those its selector still matches."""
+        return [pod for pod in pods_of(self.pods, job, orphans=False) if matches(job.spec.selector, pod.metadata.labels)]
 
     async def _release_orphan(self, namespace: str, name: str) -> None:
         """``cleanupPodFinalizers``: a pod whose Job is gone loses the tracking finalizer."""

@@ -68,9 +68,12 @@ from chaoskube.controllers.history import (
     revisions_to_truncate,
 )
 from chaoskube.controllers.replicaset import (
+    POD_CONTROLLER_UID_INDEX,
     CONTROLLER_UID_INDEX,
     Claim,
     add_index,
+    pod_controller_uid_index,
+    pods_of,
     claim_decision,
     controller_ref,
     controller_uid_index,
@@ -310,6 +313,7 @@ class StatefulSetController:
         self.queue = RateLimitingQueue(process)
         self.sets = informers.informer("statefulsets")
         self.pods = informers.informer("pods")
+        add_index(self.pods, POD_CONTROLLER_UID_INDEX, pod_controller_uid_index)
         self.claims = informers.informer("persistentvolumeclaims")
         self.revisions = informers.informer("controllerrevisions")
         add_index(self.revisions, CONTROLLER_UID_INDEX, controller_uid_index)
@@ -363,9 +367,11 @@ class StatefulSetController:
             self.queue.add_after(key, float(sts.spec.min_ready_seconds) + 1.0)
 
     async def _claim_pods(self, sts: StatefulSet) -> list[Pod]:
-        """``ClaimPods`` with ``isMemberOf``: adopt orphans named like the set's pods."""
+        """``ClaimPods`` with ``isMemberOf``: adopt orphans named like the set's pods. Reads
+        its own pods and the namespace's orphans by the controller-uid index (a pod another
+        controller owns is never claimed), as the ReplicaSet controller does."""
         claimed = []
-        for pod in self.pods.indexer.by_index(NAMESPACE_INDEX, sts.metadata.namespace):
+        for pod in pods_of(self.pods, sts, orphans=True):
             if parse_ordinal(sts.metadata.name, pod.metadata.name) is None:
                 continue
             decision = claim_decision(sts, pod, matches(sts.spec.selector, pod.metadata.labels))
