@@ -9,6 +9,7 @@ phase starts. The same (experiment, seed, code) gives a byte-identical journal.
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ from chaoskube.sim import Journal, World
 
 #: The (shortest, longest) wait between two steady-state probes, in virtual seconds.
 STEADY_STATE_POLL_S = (0.1, 1.0)
+#: How often the progress callback is called, in wall seconds.
+PROGRESS_EVERY_S = 0.25
 
 
 class SimulatedHost:
@@ -50,7 +53,6 @@ class SimulatedHost:
 
     async def start(self) -> None:
         await self.system.start()
-        self.world.start_soon(self._report_progress)
 
     async def steady_state(self) -> Verdict:
         return await self.system.steady_state()
@@ -82,10 +84,30 @@ class SimulatedHost:
         self.world.record("nemesis", faults=[{"at_s": e.at_s, "kind": e.kind, "target": e.target, "duration_s": e.duration_s, "params": dict(sorted(e.params.items()))} for e in entries])
         return entries
 
-    async def _report_progress(self) -> None:
-        while self.progress is not None:
+
+
+class _ProgressReporter:
+    """Calls ``progress(now, planned)`` about every :data:`PROGRESS_EVERY_S` of wall time
+    from a thread of its own, reading the World's clock. Never a task of the World: a task
+    that sleeps on the virtual clock takes part in the run's schedule, and a run with a
+    progress bar (a terminal) then journaled differently from one without (CI, explore)."""
+
+    def __init__(self, world: World, planned_s: float, progress: Progress) -> None:
+        self.world = world
+        self.planned_s = planned_s
+        self.progress = progress
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="chaoskube-progress", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(PROGRESS_EVERY_S):
             self.progress(self.world.now, self.planned_s)
-            await self.world.sleep(1.0)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.progress(self.world.now, self.planned_s)
 
 
 def run_simulated(experiment: Experiment, system_class: type[System], seed: int, out_dir: str | Path, progress: Progress | None = None) -> RunResult:
@@ -109,11 +131,14 @@ def run_simulated(experiment: Experiment, system_class: type[System], seed: int,
     started = time.perf_counter()
     interrupted = False
     sink = open_run_log(out / "run.log")
+    reporter = _ProgressReporter(world, phases.warmup_s + phases.faults_s + phases.settle_s + 2.0, progress) if progress is not None else None
     try:
         world.run(main)
     except KeyboardInterrupt:
         interrupted = True
     finally:
+        if reporter is not None:
+            reporter.stop()
         close_run_log(sink)
     wall = time.perf_counter() - started
     host = hosts[0] if hosts else None

@@ -35,7 +35,7 @@ from chaoskube.sim.determinism import drive_virtual_time, make_trio_deterministi
 from chaoskube.sim.journal import Journal
 from chaoskube.sim.network import LinkProfile, Network
 from chaoskube.sim.process import Main, Process
-from chaoskube.sim.randomness import RandomTree, derive_seed
+from chaoskube.sim.randomness import RandomTree, derive_seed, seed_error
 
 T = TypeVar("T")
 
@@ -60,6 +60,9 @@ class World:
     ) -> None:
         if not isinstance(seed, int) or isinstance(seed, bool):
             raise TypeError(f"seed must be an int, not {seed!r}")
+        problem = seed_error(seed)
+        if problem is not None:
+            raise ValueError(problem)
         self.seed = seed
         self.random = RandomTree(seed)
         self.journal = journal if isinstance(journal, Journal) else Journal(journal)

@@ -494,6 +494,15 @@ class RealEtcdSystem(System):
 
     name = "real-etcd"
     real_time: ClassVar[bool] = True
+    LEADER_ROLES = frozenset({"etcd"})
+    RUNS = ()  # real etcd processes: no gallery variant patches them
+
+    @classmethod
+    def process_infos(cls, cluster: Any, workload: Any) -> list[Any]:
+        """The members, as real/runner.py names them for fault planning (no zones)."""
+        from chaoskube.faults import ProcessInfo
+
+        return [ProcessInfo(f"etcd-{index}", "etcd", None) for index in range(1, cluster.members + 1)]
     Cluster = RealEtcdCluster
     Workload = EtcdWorkload
     CHECKERS = {

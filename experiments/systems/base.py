@@ -25,6 +25,15 @@ class System:
     Cluster: ClassVar[type[msgspec.Struct]]
     Workload: ClassVar[type[msgspec.Struct]]
     CHECKERS: ClassVar[dict[str, str]]  # checker name -> what it verifies (one line)
+    #: Roles whose group elects a leader the system can name (``leader:ROLE`` targets).
+    LEADER_ROLES: ClassVar[frozenset[str]] = frozenset()
+    #: The chaoskube packages whose code the run exercises: a gallery variant
+    #: (chaoskube/gallery.py) that patches anything else would change nothing in the run,
+    #: so ``--broken`` refuses it. None: any (a system that runs the user's own code).
+    RUNS: ClassVar[tuple[str, ...] | None] = ()
+    #: Whether experiment files of this system may have ``probes`` and a ``steady_state``
+    #: hypothesis (experiments/probes.py): they need an API and Services to probe.
+    PROBES: ClassVar[bool] = False
 
     def __init__(self, world: World, cluster: Any, workload: Any) -> None:
         self.world = world
@@ -42,10 +51,16 @@ class System:
         cls.options(cluster, workload)
 
     @classmethod
-    def process_names(cls, cluster: Any, workload: Any) -> list[str] | None:
-        """The names of the processes the system will run (for ``name:`` targets), or
-        None when they are not known before the run."""
+    def process_infos(cls, cluster: Any, workload: Any) -> list[ProcessInfo] | None:
+        """Every process the system will run, with its role and zone (what fault targets
+        can match, checked before the run), or None when they are not known before it."""
         return None
+
+    @classmethod
+    def process_names(cls, cluster: Any, workload: Any) -> list[str] | None:
+        """The names of :meth:`process_infos`, or None."""
+        infos = cls.process_infos(cluster, workload)
+        return None if infos is None else [info.name for info in infos]
 
     @classmethod
     def checkers(cls) -> dict[str, str]:
