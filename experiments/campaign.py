@@ -197,41 +197,56 @@ def run_job(job: Job) -> dict[str, Any]:
         result = run_experiment(experiment, job.seed, job.out_dir)
     except Exception as error:  # noqa: BLE001 - one broken run must not end the campaign
         return _error_record(job, f"{type(error).__name__}: {error}") | {"job_seconds": round(time.perf_counter() - started, 3)}
-    payload = result.to_json()
-    events = read_timeline_events(Path(job.out_dir) / "journal.jsonl")
-    availability, effects = run_effects(events, result.faults, result.simulated_seconds)
-    broken = list(experiment.broken)
-    findings = result.failing if broken else []
+    record = record_of_payload(result.to_json(), job.out_dir, target=job.target, replay=job.replay)
+    record["job_seconds"] = round(time.perf_counter() - started, 3)  # the run, its checkers and reports
+    return record
+
+
+def record_of_payload(payload: Mapping[str, Any], out_dir: str, *, target: str, replay: str) -> dict[str, Any]:
+    """A run's campaign record from its ``result.json`` payload and its journal (in
+    ``out_dir``): what :func:`run_job` returns, and what ``chaoskube report`` builds from
+    run directories made by ``run`` or ``explore``."""
+    events = read_timeline_events(Path(out_dir) / "journal.jsonl")
+    simulated_seconds = float(payload.get("simulated_seconds", payload.get("real_seconds", 0.0)))
+    faults = list(payload.get("faults") or [])
+    availability, effects = run_effects(events, faults, simulated_seconds)
+    broken = list(payload.get("broken") or [])
+    verdicts = payload.get("verdicts") or {}
+    failing = sorted(name for name, verdict in verdicts.items() if verdict["valid"] == "false")
+    unknown = any(verdict["valid"] == "unknown" for verdict in verdicts.values())
+    interrupted = bool(payload.get("interrupted"))
+    inconclusive = bool(payload.get("skipped_faults")) and not interrupted
+    findings = failing if broken else []
     return {
-        "experiment": job.name,
-        "target": job.target,
-        "seed": job.seed,
-        "out_dir": job.out_dir,
-        "replay": job.replay,
+        "experiment": payload["experiment"],
+        "target": target,
+        "seed": payload["seed"],
+        "out_dir": str(out_dir),
+        "replay": replay,
         # With broken variants the expected outcome is irrelevant: a failing checker is a
         # finding, and only a run where every checker passed (the bug went unnoticed) and
         # none was unknown counts as "as expected".
-        "as_expected": (not findings and not result.unknown and not result.interrupted and not result.inconclusive) if broken else result.as_expected,
-        "inconclusive": result.inconclusive,
-        "checkers_as_expected": result.checkers_as_expected,
-        "skipped_faults": list(result.skipped_faults),
+        "as_expected": (not findings and not unknown and not interrupted and not inconclusive) if broken else bool(payload.get("as_expected")),
+        "inconclusive": inconclusive,
+        "checkers_as_expected": bool(payload.get("checkers_as_expected", payload.get("as_expected"))) if not broken else (not findings and not unknown and not interrupted),
+        "skipped_faults": list(payload.get("skipped_faults") or []),
         "broken": broken,
         "caught_by": _caught_by(broken),
         "findings": findings,
-        "interrupted": result.interrupted,
+        "interrupted": interrupted,
         "error": None,
-        "expected": payload["expected"],
-        "verdicts": {name: {key: verdict[key] for key in ("valid", "reason", "details")} for name, verdict in payload["verdicts"].items()},
-        "journal_sha256": result.journal_sha256,
-        "chaoskube_version": payload["chaoskube_version"],
+        "expected": payload.get("expected") or {},
+        "verdicts": {name: {key: verdict.get(key) for key in ("valid", "reason", "details")} for name, verdict in verdicts.items()},
+        "journal_sha256": payload.get("journal_sha256", ""),
+        "chaoskube_version": payload.get("chaoskube_version", ""),
         "mode": payload.get("mode", "simulated"),
-        "simulated_seconds": round(result.simulated_seconds, 6),
-        "wall_seconds": round(result.wall_seconds, 3),
-        "metrics": result.metrics,
-        "faults": [{key: fault.get(key) for key in ("id", "kind", "target", "targets", "applied_at", "healed_at")} for fault in result.faults],
+        "simulated_seconds": round(simulated_seconds, 6),
+        "wall_seconds": round(float(payload.get("wall_seconds", 0.0)), 3),
+        "metrics": payload.get("metrics") or {},
+        "faults": [{key: fault.get(key) for key in ("id", "kind", "target", "targets", "applied_at", "healed_at")} for fault in faults],
         "availability": availability,
         "fault_effects": effects,
-        "job_seconds": round(time.perf_counter() - started, 3),  # the run, its checkers and reports
+        "job_seconds": round(float(payload.get("wall_seconds", 0.0)), 3),
     }
 
 
@@ -516,6 +531,12 @@ def apply_keep(record: dict[str, Any], policy: str, campaign_dir: Path) -> None:
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
+def run_link(record: Mapping[str, Any]) -> str:
+    """Where a run's directory is, relative to the summary: beside it (``explore``), or as
+    ``chaoskube report`` recorded it (``link``)."""
+    return str(record.get("link") or Path(record["out_dir"]).name)
+
+
 def violations(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Every checker that answered false, in every run, sorted by (experiment, seed,
     checker): what it said, whether the experiment expects it (a documented failure mode,
@@ -537,7 +558,7 @@ def violations(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 {
                     "experiment": record["experiment"], "seed": record["seed"], "checker": name, "kind": kind,
                     "reason": record["verdicts"][name]["reason"], "replay": record["replay"],
-                    "report": f"{Path(record['out_dir']).name}/report.html" if record.get("kept", True) else None,
+                    "report": f"{run_link(record)}/report.html" if record.get("kept", True) else None,
                 }
             )  # fmt: skip
     return sorted(found, key=lambda item: (item["experiment"], item["seed"], item["checker"]))
@@ -585,7 +606,7 @@ def summarize(result: CampaignResult, seeds: str, workers: int) -> dict[str, Any
     per_kind = [_kind_effects(kind, records) for kind in kinds]
     per_experiment_kind = [_kind_effects(kind, [record for record in records if record["experiment"] == item["experiment"]]) | {"experiment": item["experiment"]} for item in experiments for kind in kinds]
     unexpected = [
-        {"experiment": record["experiment"], "seed": record["seed"], "why": why_unexpected(record), "replay": record["replay"], "out_dir": record["out_dir"], "broken": list(record.get("broken", ()))}
+        {"experiment": record["experiment"], "seed": record["seed"], "why": why_unexpected(record), "replay": record["replay"], "out_dir": record["out_dir"], "link": run_link(record), "broken": list(record.get("broken", ()))}
         for record in records
         if not record["as_expected"]
     ]
@@ -833,7 +854,7 @@ def render_summary_html(summary: Mapping[str, Any]) -> str:
     ]  # fmt: skip
     stopped = summary.get("stopped_early")
     # Run directories sit beside the summary: link each report by its directory's name.
-    unexpected = [[esc(item["experiment"]), str(item["seed"]), esc(item["why"]), f"<code>{esc(item['replay'])}</code>", f'<a href="{esc(Path(item["out_dir"]).name)}/report.html">report</a>'] for item in summary["unexpected_runs"]]
+    unexpected = [[esc(item["experiment"]), str(item["seed"]), esc(item["why"]), f"<code>{esc(item['replay'])}</code>", f'<a href="{esc(item.get("link") or Path(item["out_dir"]).name)}/report.html">report</a>'] for item in summary["unexpected_runs"]]
     violation_rows = [
         [
             esc(item["experiment"]), str(item["seed"]), esc(item["checker"]), f'<span class="{esc(item["kind"])}">{esc(item["kind"])}</span>', esc(item["reason"]),
@@ -923,9 +944,9 @@ def load_run(run_dir: Path) -> dict[str, Any]:
         raise NotARun(f"{path}: cannot read: {error.strerror or error}") from None
     except orjson.JSONDecodeError as error:
         raise NotARun(f"{path}: cannot read it as JSON: {error}") from None
-    if not isinstance(payload, dict) or not isinstance(payload.get("experiment"), str) or type(payload.get("seed")) is not int:
+    if not isinstance(payload, dict) or not isinstance(payload.get("experiment"), str) or "seed" not in payload:
         raise NotARun(f"{path}: not a chaoskube result (no experiment name and integer seed)")
-    if seed_error(payload["seed"]):
+    if type(payload["seed"]) is not int or seed_error(payload["seed"]):
         raise NotARun(f"{path}: field `seed`: {seed_error(payload['seed'])}; `chaoskube run` would refuse it too")
     if not re.fullmatch(r"[0-9a-f]{64}", str(payload.get("journal_sha256", ""))):
         raise NotARun(f"{path}: no journal_sha256 to compare with")

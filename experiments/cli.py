@@ -558,6 +558,108 @@ def replay(run_dir: Path) -> None:
     sys.exit(1)
 
 
+@cli.command()
+@click.argument("files", nargs=-1, required=True, metavar="FILE|NAME...")
+def validate(files: tuple[str, ...]) -> None:
+    """Check experiment files without running anything: the file, its fields and types,
+    and everything a run would refuse (targets against the processes the experiment
+    builds, fault parameters and durations, checkers, manifests, probes). Prints one line
+    per problem, naming the file and the field, or one line per valid file; exits 0 when
+    every file is valid, 2 when one is not."""
+    from chaoskube.experiments import registry
+
+    problems_total = invalid = 0
+    for item in files:
+        path = registry.catalog_paths().get(item) if not item.endswith((".yaml", ".yml")) and "/" not in item else None
+        experiment, problems = registry.check_experiment(path or item)
+        if problems:
+            invalid += 1
+            problems_total += len(problems)
+            for problem in problems:
+                click.echo(_one_line(problem))
+            continue
+        assert experiment is not None
+        probes = f", {len(experiment.probes)} probe(s)" if experiment.probes else ""
+        click.echo(f"{experiment.path}: valid (system {experiment.system}, {len(experiment.checkers)} checker(s), {len(experiment.schedule)} scheduled fault(s){probes})")
+    if invalid:
+        fail(f"{problems_total} problem(s) in {invalid} of {len(files)} file(s)")
+
+
+@cli.command()
+@click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write it to FILE instead of printing it.")
+def schema(out_file: Path | None) -> None:
+    """The JSON Schema of experiment files (generated from the model; shipped as
+    chaoskube/experiments/schema/experiment.schema.json), for editors and CI."""
+    from chaoskube.experiments.schema import schema_bytes
+
+    data = schema_bytes()
+    if out_file is None:
+        click.echo(data.decode(), nl=False)
+        return
+    try:
+        out_file.write_bytes(data)
+    except OSError as error:
+        fail(f"--out {out_file}: cannot write there ({error.strerror or error})")
+
+
+@cli.command("mark-fixed")
+@click.argument("file", metavar="FILE")
+@click.option("--seed", type=SEED, default=None, help="The World seed [default: the file's `seed`].")
+@click.option("--out", "out_dir", type=OutDir(), default=None, help="Where the replay's run directory goes [default: a temporary one, removed].")
+def mark_fixed(file: str, seed: int | None, out_dir: Path | None) -> None:
+    """Replay a saved Hypothesis example (expected to fail) after its bug was fixed; when
+    every checker now passes, rewrite FILE as `expected: pass` (the old failure noted in its
+    description) so it guards the fix in CI. Exits 0 when marked, 1 when it still fails
+    (FILE unchanged), 2 for a file that is not a saved example."""
+    import shutil
+    import tempfile
+
+    from chaoskube.experiments.replay_example import mark_fixed as mark
+
+    work = out_dir or Path(tempfile.mkdtemp(prefix="chaoskube-mark-fixed-"))
+    try:
+        outcome = mark(Path(file), work, seed)
+    finally:
+        if out_dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    if outcome.result.interrupted:
+        raise Interrupted()
+    if not outcome.fixed:
+        stdout.print(f"still failing: {outcome.reason}; {file} left as it is (expected: fail)", markup=False)
+        sys.exit(EXIT_NOT_AS_EXPECTED)
+    stdout.print(f"marked {file} expected: pass — {outcome.reason} (journal sha256 {outcome.result.journal_sha256})", markup=False)
+
+
+@cli.command()
+@click.argument("dirs", nargs=-1, required=True, metavar="DIR...", type=click.Path(path_type=Path))
+@click.option("--out", "out_dir", type=OutDir(), default=None, help="Where the merged summary goes [default: with one campaign directory, that directory; else ./report].")
+def report(dirs: tuple[Path, ...], out_dir: Path | None) -> None:
+    """Make reports again from what runs recorded (journal.jsonl and result.json).
+
+    One run directory: its report.md, report.html and junit.xml are written again (nothing
+    is re-run or re-judged). Several directories, or a campaign directory: one summary
+    (summary.md, summary.json, summary.html, junit.xml) over all their runs, in --out.
+    Exits 0, or 2 when a directory holds no run."""
+    from chaoskube.experiments.campaign import NotARun, end_line
+    from chaoskube.experiments.rerender import merge, rerender_run
+
+    from chaoskube.experiments.rerender import run_dirs
+
+    try:
+        if len(dirs) == 1 and (dirs[0] / "result.json").is_file() and out_dir is None:
+            paths = rerender_run(dirs[0])
+            stdout.print("wrote " + ", ".join(str(path) for path in paths[1:]), markup=False)
+            return
+        run_dirs(list(dirs))  # every directory holds runs, before anything is written
+        out = out_dir or (dirs[0] if len(dirs) == 1 else Path("report"))
+        _writable_directory(out)
+        summary, paths = merge(list(dirs), out)
+    except NotARun as error:
+        fail(str(error))
+    stdout.print(f"{summary['outcome']}: {end_line(summary)}", markup=False)
+    stdout.print("summary: " + ", ".join(str(path) for path in paths), markup=False)
+
+
 @cli.command("check-history")
 @click.argument("history_file", metavar="FILE")
 @click.option("--format", "fmt", type=click.Choice(["jepsen-etcd", "porcupine-kv"]), required=True, help="jepsen-etcd: a register (read/write/cas); porcupine-kv: a string map (get/put/append).")

@@ -104,8 +104,11 @@ def read_timeline_events(path: str | Path) -> list[dict[str, Any]]:
         for line in file:
             if not line.strip() or any(marker in line for marker in _SKIP_MARKERS):
                 continue
-            event = orjson.loads(line)
-            if event.get("type") in TIMELINE_TYPES:
+            try:
+                event = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue  # a line cut short (the process was killed mid-write): not drawn
+            if isinstance(event, dict) and event.get("type") in TIMELINE_TYPES:
                 events.append(event)
     return events
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from loguru import logger
 
 from chaoskube import __version__
@@ -135,6 +136,9 @@ class RunResult:
             "skipped_faults": self.skipped_faults,
             "metrics": self.metrics,
             "interrupted": self.interrupted,
+            # The experiment as it ran (its file may change or move): `chaoskube report`
+            # re-renders the reports from this and the journal alone.
+            "spec": msgspec.to_builtins(experiment),
         }
 
 

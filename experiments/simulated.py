@@ -14,9 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from chaoskube.checkers.verdict import Verdict, run_checker
+from chaoskube.checkers.verdict import Verdict, run_checker, worst
 from chaoskube.experiments.model import Experiment, experiment_dir
 from chaoskube.experiments.phases import PhaseRecord, drive_phases
+from chaoskube.experiments.probes import ProbeRunner, checker_name, judge_hypothesis_before, judge_probe
 from chaoskube.experiments.reports import write_result
 from chaoskube.experiments.result import Progress, RunResult, close_run_log, open_run_log
 from chaoskube.experiments.systems.base import System
@@ -38,6 +39,8 @@ class SimulatedHost:
         self.system = system
         self.progress = progress
         self.injector: FaultInjector | None = None
+        self.probes: ProbeRunner | None = None  # the experiment's probes (probes.py), if any
+        self.healed = False
         phases = experiment.phases
         self.planned_s = phases.warmup_s + phases.faults_s + phases.settle_s + 2.0
 
@@ -53,14 +56,24 @@ class SimulatedHost:
 
     async def start(self) -> None:
         await self.system.start()
+        if self.experiment.probes or self.experiment.steady_state is not None:
+            self.probes = self.system.open_probes(self.experiment.probes, self.experiment.steady_state)
 
     async def steady_state(self) -> Verdict:
-        return await self.system.steady_state()
+        verdict = await self.system.steady_state()
+        if self.healed and self.probes is not None and self.probes.steady is not None:
+            return worst([verdict, await self.probes.hypothesis()])  # recovery: the hypothesis too
+        return verdict
 
     async def start_workload(self) -> None:
         await self.system.start_workload()
+        if self.probes is not None:
+            self.probes.start_polling("Continuous")
 
     async def start_faults(self) -> None:
+        if self.probes is not None:  # SOT probes and the hypothesis, before the first fault
+            await self.probes.at_fault_phase()
+            self.probes.start_polling("OnChaos")
         self.injector = FaultInjector(self.world, self.system.context)
         schedule = [entry.scheduled() for entry in self.experiment.schedule] + self._nemesis_schedule()
         self.injector.schedule(schedule, origin_s=self.world.now)
@@ -68,8 +81,14 @@ class SimulatedHost:
     async def heal_all(self) -> None:
         assert self.injector is not None, "heal before the fault phase"
         self.injector.heal_all()
+        self.healed = True
+        if self.probes is not None:
+            self.probes.stop_polling("OnChaos")
 
     async def stop_workload(self) -> None:
+        if self.probes is not None:  # EOT probes, then the Continuous ones stop
+            await self.probes.at_end()
+            self.probes.stop_polling("Continuous")
         await self.system.stop_workload()
 
     def _nemesis_schedule(self) -> list[ScheduledFault]:
@@ -146,9 +165,16 @@ def run_simulated(experiment: Experiment, system_class: type[System], seed: int,
     injector = host.injector if host is not None else None
     verdicts: dict[str, Verdict] = {}
     if system is not None and not interrupted:
-        system.steady_state_verdict = record.steady_state_verdict(phases.recovery_s)
+        steady = record.steady_state_verdict(phases.recovery_s)
+        if experiment.steady_state is not None:  # the hypothesis held before the faults too
+            steady = worst([steady, run_checker(judge_hypothesis_before, experiment.steady_state, world.journal.events)])
+        system.steady_state_verdict = steady
+        probes = {checker_name(probe): probe for probe in experiment.probes}
         for name in experiment.checkers:
-            verdicts[name] = run_checker(system.check, name)
+            if name in probes:
+                verdicts[name] = run_checker(judge_probe, probes[name], world.journal.events)
+            else:
+                verdicts[name] = run_checker(system.check, name)
     result = RunResult(
         experiment=experiment,
         seed=seed,

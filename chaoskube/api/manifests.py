@@ -227,8 +227,9 @@ class _Budget:
         self.values = 0
 
 
-def _plain(value: Any, path: str, depth: int, budget: _Budget) -> Any:
-    """The JSON value kubectl would send: string keys, no nulls in mappings, finite numbers.
+def _plain(value: Any, path: str, depth: int, budget: _Budget, keep_null: bool = False) -> Any:
+    """The JSON value kubectl would send: string keys, no nulls in mappings (unless
+    ``keep_null``), finite numbers.
 
     Raises ValueError naming the field for what JSON cannot hold.
     """
@@ -246,11 +247,11 @@ def _plain(value: Any, path: str, depth: int, budget: _Budget) -> Any:
                 key = "null"
             elif not isinstance(key, str):
                 key = str(key)
-            if item is not None:
-                out[key] = _plain(item, f"{path}.{key}" if path else key, depth + 1, budget)
+            if item is not None or keep_null:
+                out[key] = _plain(item, f"{path}.{key}" if path else key, depth + 1, budget, keep_null)
         return out
     if isinstance(value, list):
-        return [_plain(item, f"{path}[{index}]", depth + 1, budget) for index, item in enumerate(value)]
+        return [_plain(item, f"{path}[{index}]", depth + 1, budget, keep_null) for index, item in enumerate(value)]
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int):
@@ -445,8 +446,8 @@ def load_yaml_value(text: str | bytes, source: str, *, max_depth: int = MAX_DEPT
     """The one YAML document of ``text`` as a JSON value, read with the same guards as a
     manifest: syntax and nesting depth checked before anything is composed, duplicate
     mapping keys refused (the ``field`` of the error names the path), aliases bounded, no
-    implicit timestamps; ``null`` in a mapping means "unset" (the key is dropped). An empty
-    document gives None. Every failure is a :class:`ManifestError` (one line); more than one
+    implicit timestamps; ``null`` stays ``None`` (in an experiment file it can be a value:
+    a step argument, an unbounded duration). An empty document gives None. Every failure is a :class:`ManifestError` (one line); more than one
     document is one too. For files that are not manifests (experiment files)."""
     if isinstance(text, bytes):
         try:
@@ -479,7 +480,7 @@ def load_yaml_value(text: str | bytes, source: str, *, max_depth: int = MAX_DEPT
     finally:
         loader.dispose()
     try:
-        return _plain(data, "", 0, _Budget())
+        return _plain(data, "", 0, _Budget(), keep_null=True)
     except ValueError as error:
         field, _, reason = str(error).removeprefix("field `").partition("`: ")
         raise ManifestError(source, reason, field=field) from None

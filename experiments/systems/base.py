@@ -8,6 +8,7 @@ checkers that are pure functions of the journal and the recorded history.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -15,6 +16,7 @@ import msgspec
 
 from chaoskube.checkers.verdict import Verdict
 from chaoskube.experiments.model import convert_options
+from chaoskube.experiments.probes import Probe, ProbeRunner, SteadyStateHypothesis
 from chaoskube.faults import Context, ProcessInfo
 from chaoskube.faults.kinds import Admin
 from chaoskube.sim import World
@@ -93,6 +95,12 @@ class System:
 
     def check(self, name: str) -> Verdict:
         raise NotImplementedError
+
+    def open_probes(self, probes: Sequence[Probe], hypothesis: SteadyStateHypothesis | None) -> ProbeRunner:
+        """The runner of an experiment's probes (experiments/probes.py), once the system
+        runs; only a system with ``PROBES = True`` has one (the loader refuses probes for
+        the others)."""
+        raise NotImplementedError(f"system {self.name!r} has no probes")
 
     def metrics(self) -> dict[str, Any]:
         return {}

@@ -79,6 +79,7 @@ observer process whatever the faults do to the node whose rules they read.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -92,6 +93,7 @@ from chaoskube.checkers.verdict import Verdict, run_checker, worst
 from chaoskube.client.client import ApiClient, ApiError
 from chaoskube.cluster import Cluster, ClusterSpec, ClusterSpecError, load_cluster_spec, open_cluster, planned_processes
 from chaoskube.experiments.model import ExperimentError, convert_options, field_message
+from chaoskube.experiments.probes import Probe, ProbeAccess, ProbeRunner, SteadyStateHypothesis
 from chaoskube.experiments.systems.base import System
 from chaoskube.faults import ProcessInfo
 from chaoskube.node.proxy import SERVICE_NAME_LABEL, TrafficProbe
@@ -513,6 +515,15 @@ class KubernetesSystem(System):
             if any(endpoint.conditions.ready is not False for endpoint in endpoint_slice.endpoints):
                 ready.add(service)
         return [f"Service {key} has no ready endpoint" for key in self.services if key not in ready]
+
+    def open_probes(self, probes: Sequence[Probe], hypothesis: SteadyStateHypothesis | None) -> ProbeRunner:
+        """The experiment's probes, run from the process ``probes`` (role ``probes``, no
+        zone: like ``traffic``, out of every fault domain) as ``kubectl`` would read, and
+        through the kube-proxy rule table of the first running node for ``http`` probes."""
+        assert self.handle is not None, "probes start once the cluster runs"
+        process = self.world.spawn("probes", _idle, role="probes")
+        client = self.handle.client(process, timeout_s=PROBE_TIMEOUT_S, attempts=PROBE_ATTEMPTS)
+        return ProbeRunner(ProbeAccess(self.world, process, client, _CurrentProxy(self.handle, self.nodes)), probes, hypothesis)
 
     def admin(self) -> KubectlAdmin | None:
         """The administrator of the ``drain`` fault, once the cluster (and ``kubectl``) runs."""
