@@ -167,7 +167,7 @@ def run_simulated(experiment: Experiment, system_class: type[System], seed: int,
     if system is not None and not interrupted:
         steady = record.steady_state_verdict(phases.recovery_s)
         if experiment.steady_state is not None:  # the hypothesis held before the faults too
-            steady = worst([steady, run_checker(judge_hypothesis_before, experiment.steady_state, world.journal.events)])
+            steady = worst([run_checker(judge_hypothesis_before, experiment.steady_state, world.journal.events), steady])  # the earlier failure first
         system.steady_state_verdict = steady
         probes = {checker_name(probe): probe for probe in experiment.probes}
         for name in experiment.checkers:

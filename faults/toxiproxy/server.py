@@ -46,6 +46,7 @@ import signal
 import socket
 import sys
 import threading
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -553,6 +554,14 @@ async def _next_event(stream: trio.SocketStream, connection: h11.Connection) -> 
         connection.receive_data(data)
 
 
+def _reason(status: int) -> bytes:
+    """The reason phrase Go's net/http writes (``StatusText``): "200 OK", "404 Not Found"."""
+    try:
+        return HTTPStatus(status).phrase.encode()
+    except ValueError:
+        return b""
+
+
 async def _respond(
     stream: trio.SocketStream, connection: h11.Connection, status: int, content_type: str, payload: bytes, *, close: bool = False
 ) -> None:
@@ -563,7 +572,7 @@ async def _respond(
         headers.append(("Content-Length", str(len(payload))))
     if close:
         headers.append(("Connection", "close"))
-    data = connection.send(h11.Response(status_code=status, headers=headers))
+    data = connection.send(h11.Response(status_code=status, headers=headers, reason=_reason(status)))
     if payload:
         data += connection.send(h11.Data(data=payload))
     data += connection.send(h11.EndOfMessage())

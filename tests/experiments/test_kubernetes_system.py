@@ -175,7 +175,7 @@ def test_dry_run_prints_the_resolved_cluster_and_schedule():
     assert "'etcdMembers': 3" in out and "'apiServers': 2" in out and "'nodeMonitorGracePeriodS': 40.0" in out
     assert "'zones': ['zone-a', 'zone-b', 'zone-c']" in out and "'count': 6" in out
     assert "'deployments': [{'name': 'web', 'replicas': 6" in out
-    assert "at 2 s: zone-outage zone:zone-a for 420 s {'mode': 'power'}" in out
+    assert "at 2 s: zone-outage zone:zone-a -> etcd-1, kube-apiserver-1, kube-controller-manager-1, kube-scheduler-1, node-1, node-4 (every process of zone zone-a) for 420 s {'mode': 'power'}" in out
 
 
 def test_process_names_match_what_open_cluster_spawns(runs):
