@@ -759,12 +759,13 @@ def _verdicts(result: RunResult, payload: Mapping[str, Any]) -> str:
 
 def evidence_table(items: Sequence[Any]) -> str:
     """The shortest history a checker returned, as a table: one row per item; for dicts
-    one column per key (``t`` and ``type`` first, then in order of first appearance)."""
+    one column per key (``t`` and ``type`` first, then by name)."""
     shown = items[:MAX_EVIDENCE_ROWS]
     if shown and all(isinstance(item, Mapping) for item in shown):
         columns: list[str] = [key for key in ("t", "type") if any(key in item for item in shown)]
-        for item in shown:
-            columns += [str(key) for key in item if str(key) not in columns]
+        # then by name: result.json stores items with sorted keys, so a report made again
+        # from it (`chaoskube report`) lays the table out the same way
+        columns += sorted({str(key) for item in shown for key in item} - set(columns))
         head = "".join(f"<th>{esc(column)}</th>" for column in columns)
         cells = ["".join(f"<td>{esc(_compact(item[column])) if column in item else ''}</td>" for column in columns) for item in shown]
     else:

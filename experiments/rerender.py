@@ -24,6 +24,7 @@ one-line :class:`NotARun`.
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -60,19 +61,22 @@ def load_result(run_dir: Path) -> Any:
     """The RunResult a run directory records (RealRunResult for a real run)."""
     payload = load_run_any(run_dir)
     experiment = _experiment(payload, run_dir)
+    recorded = payload.get("verdicts") or {}
+    order = [name for name in experiment.checkers if name in recorded] + sorted(name for name in recorded if name not in experiment.checkers)
     common = dict(
         experiment=experiment,
         seed=int(payload["seed"]),
         out_dir=run_dir,
-        verdicts={name: _verdict(verdict) for name, verdict in (payload.get("verdicts") or {}).items()},
+        verdicts={name: _verdict(recorded[name]) for name in order},  # in the experiment's order, as the run wrote them
         journal_sha256=str(payload.get("journal_sha256", "")),
         simulated_seconds=float(payload.get("simulated_seconds", payload.get("real_seconds", 0.0))),
         wall_seconds=float(payload.get("wall_seconds", 0.0)),
         metrics=dict(payload.get("metrics") or {}),
-        phases=dict(payload.get("phases") or {}),
+        phases=_in_order(payload.get("phases") or {}),
         faults=list(payload.get("faults") or []),
         skipped_faults=list(payload.get("skipped_faults") or []),
         interrupted=bool(payload.get("interrupted")),
+        recorded_replay=str(payload["replay"]) if isinstance(payload.get("replay"), str) else None,
     )
     if payload.get("mode") == "real-time":
         from chaoskube.experiments.real.runner import RealRunResult
@@ -81,6 +85,16 @@ def load_result(run_dir: Path) -> Any:
     from chaoskube.experiments.result import RunResult
 
     return RunResult(**common)
+
+
+#: The order phases.drive_phases passes its phases in (result.json keeps them sorted by name).
+PHASE_ORDER = ("setup", "workload", "faults", "heal", "recovered", "recovery-deadline", "stop-workload", "check")
+
+
+def _in_order(phases: Mapping[str, Any]) -> dict[str, float]:
+    """Phases as the run passed them: by time, ties in the driver's order."""
+    rank = {name: index for index, name in enumerate(PHASE_ORDER)}
+    return dict(sorted(((name, float(when)) for name, when in phases.items()), key=lambda item: (item[1], rank.get(item[0], len(rank)), item[0])))
 
 
 def load_run_any(run_dir: Path) -> dict[str, Any]:
@@ -138,7 +152,7 @@ def merge(directories: Sequence[Path], out: Path) -> tuple[dict[str, Any], list[
     records = []
     for run_dir in runs:
         payload = load_run_any(run_dir)
-        record = record_of_payload(payload, str(run_dir), target=replay_target(payload), replay=str(payload.get("replay", "")))
+        record = record_of_payload(payload, str(run_dir), target=replay_target(payload), replay=_without_out(str(payload.get("replay", ""))))
         record["link"] = os.path.relpath(run_dir, out)  # the summary's links are relative to it
         records.append(record)
     keys = [(record["experiment"], record["seed"]) for record in records]
@@ -152,6 +166,25 @@ def merge(directories: Sequence[Path], out: Path) -> tuple[dict[str, Any], list[
     summary["merged_from"] = [str(directory) for directory in directories]
     out.mkdir(parents=True, exist_ok=True)
     return summary, write_summary(out, summary, records)
+
+
+def _without_out(command: str) -> str:
+    """A recorded replay command without its ``--out DIR`` (as ``explore`` names its runs'
+    replays: where the run went is the summary's business)."""
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return command
+    kept = []
+    skip = False
+    for item in argv:
+        if skip:
+            skip = False
+        elif item == "--out":
+            skip = True
+        else:
+            kept.append(item)
+    return shlex.join(kept)
 
 
 def _seed_text(seeds: Sequence[int]) -> str:

@@ -39,6 +39,7 @@ class RunResult:
     faults: list[dict[str, Any]] = field(default_factory=list)
     skipped_faults: list[str] = field(default_factory=list)  # scheduled but not applied, and why
     interrupted: bool = False
+    recorded_replay: str | None = None  # `chaoskube report`: the replay command the run recorded
 
     mode = "simulated"  # RealRunResult: "real"
 
@@ -107,6 +108,8 @@ class RunResult:
         """The command that runs this again: the catalogue name or the file, with every
         gallery variant the run had passed as ``--broken`` (those the file names already
         are merged, not doubled: ``with_broken``)."""
+        if self.recorded_replay is not None:
+            return self.recorded_replay
         catalogue = not self.experiment.path or "/catalog/" in self.experiment.path
         target = self.experiment.name if catalogue else self.experiment.path
         broken = [item for name in self.experiment.broken for item in ("--broken", name)]
