@@ -74,6 +74,7 @@ from typing import Any
 import orjson
 
 from chaoskube.experiments.model import Experiment
+from chaoskube.experiments.signals import stopping_now
 from chaoskube.sim.randomness import MAX_SEED
 from chaoskube.experiments.report_html import (
     CSS,
@@ -373,6 +374,7 @@ def run_campaign(
             result.stopped_by = min(flagged, key=lambda record: (record["seed"], record["experiment"]))
     except KeyboardInterrupt:
         result.interrupted = True
+        stopping_now()  # a second Ctrl-C must not cut the stopping of the workers short
         done = {record["out_dir"] for record in result.records}
         # Take hold of the workers first: shutdown(wait=False) forgets them. The executor's
         # own thread cancels the jobs not yet handed to a worker (cancelling them from here

@@ -43,7 +43,7 @@ from rich.table import Table
 
 from chaoskube import __version__
 from chaoskube.experiments.model import ExperimentError, experiment_dir
-from chaoskube.experiments.signals import Stopping, note_interrupt, termination_as_interrupt
+from chaoskube.experiments.signals import Stopping, ignore_further_signals, note_interrupt, stopping_now, termination_as_interrupt
 from chaoskube.sim import MAX_SEED
 
 #: Exit codes (module docstring).
@@ -732,6 +732,8 @@ def main(argv: list[str] | None = None) -> None:
     with termination_as_interrupt() as stopping:
         STOPPING = stopping
         code = _main(argv, stopping)
+    if stopping.first is not None:
+        ignore_further_signals()  # a signal during the interpreter's shutdown must not change the exit code
     sys.exit(code)
 
 
@@ -753,6 +755,7 @@ def _main(argv: list[str] | None, stopping: Stopping) -> int:
         code = exit_.code
         return code if isinstance(code, int) else (0 if code is None else 1)
     except (click.exceptions.Abort, KeyboardInterrupt, Interrupted):
+        stopping_now()
         note_interrupt(stopping)
         click.echo("chaoskube: " + ("stopped by SIGTERM" if stopping.terminated else "interrupted"), err=True)
         return stopping.exit_code

@@ -11,11 +11,12 @@ its journal is flushed and closed, real processes are stopped and their data rem
 what finished is written. The command then exits 143 (128 + SIGTERM, as a shell reports a
 process killed by it) instead of 130 (Ctrl-C).
 
-A second SIGTERM while the first is being handled does not cut the clean-up short: it is
-answered with one line on stderr and otherwise ignored. SIGINT is left to Python and Trio
-(Trio installs its own handler only where it finds Python's, so it cannot be wrapped): a
-second Ctrl-C can cut the clean-up short, which is why the clean-up does not depend on
-finishing. Files are written whole or not at all (written aside, then renamed); real etcd
+A second signal while the first is being handled does not cut the clean-up short: a
+second SIGTERM is answered with one line on stderr and otherwise ignored; so is a second
+SIGINT once the interrupt has been caught (:func:`stopping_now`, called where each kind of
+run and the campaign catch ``KeyboardInterrupt``). Until then SIGINT is left to Python and
+Trio (Trio installs its own handler only where it finds Python's, so it cannot be
+wrapped). The clean-up does not depend on finishing anyway. Files are written whole or not at all (written aside, then renamed); real etcd
 members die with their parent (``PR_SET_PDEATHSIG``) and a real run's data directories
 are removed by its reaper process (experiments/real/workdir.py) whenever the run's process
 ends, SIGKILL included.
@@ -30,6 +31,9 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+#: The commands running in this process (termination_as_interrupt blocks), innermost last.
+_INSIDE: list[Stopping] = []
 
 #: Exit codes of an interrupted command: 128 + the signal number, as shells report them.
 EXIT_INTERRUPTED = 130  # SIGINT
@@ -71,9 +75,11 @@ def termination_as_interrupt() -> Iterator[Stopping]:
         handler(signal.SIGINT, frame)
 
     previous = signal.signal(signal.SIGTERM, on_sigterm)
+    _INSIDE.append(state)
     try:
         yield state
     finally:
+        _INSIDE.remove(state)
         signal.signal(signal.SIGTERM, previous)
 
 
@@ -82,3 +88,25 @@ def note_interrupt(state: Stopping) -> None:
     the command, so :attr:`Stopping.exit_code` is 130."""
     if state.first is None:
         state.first = signal.SIGINT
+
+
+def _still_stopping(signum: int, frame: Any) -> None:
+    print(f"chaoskube: {signal.Signals(signum).name} again: still stopping (writing what finished, stopping processes); SIGKILL abandons that", file=sys.stderr, flush=True)
+
+
+def stopping_now() -> None:
+    """The process is stopping (an interrupt was caught): answer further Ctrl-C with a line
+    instead of a KeyboardInterrupt in the middle of the clean-up (which is bounded). Only
+    in the main thread (signal handlers can only be set there) of a command (inside
+    :func:`termination_as_interrupt`: a library caller's own Ctrl-C is left alone)."""
+    if _INSIDE and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _still_stopping)
+
+
+def ignore_further_signals() -> None:
+    """At the end of an interrupted command: SIGINT and SIGTERM ignored at the OS level, so
+    one that arrives while the interpreter shuts down (when Python restores the default
+    handlers it had replaced) does not kill the process and change its exit code."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)

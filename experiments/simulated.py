@@ -19,6 +19,7 @@ from chaoskube.experiments.model import Experiment, experiment_dir
 from chaoskube.experiments.phases import PhaseRecord, drive_phases
 from chaoskube.experiments.probes import ProbeRunner, checker_name, judge_hypothesis_before, judge_probe
 from chaoskube.experiments.reports import write_result
+from chaoskube.experiments.signals import stopping_now
 from chaoskube.experiments.result import Progress, RunResult, close_run_log, open_run_log
 from chaoskube.experiments.systems.base import System
 from chaoskube.faults import FaultInjector, ScheduledFault
@@ -155,6 +156,7 @@ def run_simulated(experiment: Experiment, system_class: type[System], seed: int,
         world.run(main)
     except KeyboardInterrupt:
         interrupted = True
+        stopping_now()
     finally:
         if reporter is not None:
             reporter.stop()

@@ -57,6 +57,7 @@ from chaoskube.experiments.real.etcd import (
     run_watcher,
 )
 from chaoskube.experiments.reports import render_markdown, write_reports
+from chaoskube.experiments.signals import stopping_now
 from chaoskube.experiments.result import Progress, RunResult, write_atomic
 from chaoskube.experiments.simulated import run_simulated
 from chaoskube.experiments.systems.etcd import EtcdSystem, EtcdWorkload
@@ -117,6 +118,7 @@ def run_real_experiment(experiment: Experiment, seed: int, out_dir: str | Path, 
     except BaseException as caught:  # noqa: BLE001 - Trio wraps Ctrl-C in exception groups
         if _holds(caught, KeyboardInterrupt):
             interrupted = True
+            stopping_now()
         elif isinstance(caught, Exception):  # a broken run still leaves a result
             error = caught
         else:

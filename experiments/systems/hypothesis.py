@@ -63,6 +63,7 @@ from chaoskube.checkers.verdict import Verdict, run_checker
 from chaoskube.cluster import ClusterSpec
 from chaoskube.experiments.model import Experiment, ExperimentError, convert_options, experiment_dir
 from chaoskube.experiments.reports import write_result
+from chaoskube.experiments.signals import stopping_now
 from chaoskube.experiments.result import RunResult, close_run_log, open_run_log
 from chaoskube.experiments.systems.base import System
 from chaoskube.sim import Journal, World
@@ -177,6 +178,7 @@ def run_hypothesis_experiment(experiment: Experiment, seed: int, out_dir: str | 
             replay_class.replay(steps)
     except KeyboardInterrupt:
         interrupted = True
+        stopping_now()
     except Exception as caught:  # noqa: BLE001 - the replay's failure is the run's verdict
         error = caught
     finally:
