@@ -165,7 +165,9 @@ def describe(experiment: str) -> None:
     stdout.print(f"Phases: warm-up {phases.warmup_s:g} s, faults {phases.faults_s:g} s, recovery deadline {phases.recovery_s:g} s, settle {phases.settle_s:g} s")
     table = Table("at (s)", "fault", "target", "duration (s)", "params", title="Fault schedule")
     for entry in found.schedule:
-        table.add_row(f"{entry.at_s:g}", entry.kind, entry.target, "until heal" if entry.duration_s is None else f"{entry.duration_s:g}", ", ".join(f"{k}={v}" for k, v in sorted(entry.params.items())))
+        clipped = entry.clipped_s(found.phases.faults_s)
+        duration = "until heal" if entry.duration_s is None else f"{entry.duration_s:g}" + (f" (clipped to {clipped:g} by the heal)" if clipped is not None else "")
+        table.add_row(f"{entry.at_s:g}", entry.kind, escape(entry.target), duration, escape(", ".join(f"{k}={v}" for k, v in sorted(entry.params.items()))))
     stdout.print(table)
     if found.nemesis is not None:
         stdout.print(_nemesis_line(found.nemesis), markup=False)

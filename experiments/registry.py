@@ -239,6 +239,11 @@ def _semantic_problems(experiment: Experiment) -> list[str]:
         for index, probe in enumerate(experiment.probes):
             if checker_name(probe) in system.checkers():
                 problems.append(f"field `probes[{index}].name`: {probe.name!r} gives checker {checker_name(probe)!r}, which the system has already")
+    if system.FAULT_KINDS is not None:
+        for index, entry in enumerate(experiment.schedule):
+            if entry.kind not in system.FAULT_KINDS:
+                allowed = ", ".join(sorted(system.FAULT_KINDS)) or "none: its faults are steps of `workload.steps`"
+                problems.append(f"field `schedule[{index}].kind`: {entry.kind!r} cannot be applied in a {experiment.system!r} run (kinds: {allowed})")
     try:
         cluster, workload = system.options(experiment.cluster, experiment.workload, base_dir=experiment_dir(experiment))
     except ExperimentError as error:

@@ -33,6 +33,9 @@ class System:
     #: (chaoskube/gallery.py) that patches anything else would change nothing in the run,
     #: so ``--broken`` refuses it. None: any (a system that runs the user's own code).
     RUNS: ClassVar[tuple[str, ...] | None] = ()
+    #: The fault kinds a schedule of this system may use (None: every kind of
+    #: faults/kinds.py); checked when the file loads.
+    FAULT_KINDS: ClassVar[frozenset[str] | None] = None
     #: Whether experiment files of this system may have ``probes`` and a ``steady_state``
     #: hypothesis (experiments/probes.py): they need an API and Services to probe.
     PROBES: ClassVar[bool] = False

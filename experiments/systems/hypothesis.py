@@ -122,6 +122,7 @@ class HypothesisSystem(System):
         return spec, typed
 
     RUNS = None  # the user's machine and whatever it runs
+    FAULT_KINDS = frozenset()  # faults are steps of the example, not a schedule
 
 
 def _check_step(machine: type[ClusterMachine], index: int, name: str, args: dict[str, Any]) -> None:

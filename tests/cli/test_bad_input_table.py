@@ -310,6 +310,7 @@ CASES: list[tuple[str, Any, str]] = [
     ("etcd-members-4", file_case(ETCD, "cluster.members", 4), "members"),
     ("etcd-rate-text", file_case(ETCD, "workload.rate_per_s", "fast"), "rate_per_s"),
     ("system-unknown", file_case(ETCD, "system", "zookeeper"), "unknown system 'zookeeper'"),
+    ("real-unsupported-kind", lambda tmp: ["run", write(tmp, edited(edited(edited(ETCD, "system", "real-etcd"), "schedule[0].kind", "clock-jump"), "checkers", ["steady-state"]))], "'clock-jump' cannot be applied in a 'real-etcd' run"),
     # ---------------------------------------------------------------- probes
     ("probe-unknown-resource", file_case(K8S, "probes", [probe(count={"resource": "widgets"})]), "unknown resource 'widgets'"),
     ("probe-bad-selector", file_case(K8S, "probes", [probe(count={"resource": "pods", "selector": "app in (web"})]), "`selector`"),
