@@ -171,6 +171,10 @@ def describe(experiment: str) -> None:
     stdout.print(table)
     if found.nemesis is not None:
         stdout.print(_nemesis_line(found.nemesis), markup=False)
+    if found.steady_state is not None:
+        stdout.print(f"Steady-state hypothesis {found.steady_state.title!r}: " + "; ".join(f"{probe.name} ({probe.kind}: {probe.tolerance_text()})" for probe in found.steady_state.probes), markup=False)
+    for probe in found.probes:
+        stdout.print(f"Probe {probe.name} ({probe.kind}, {probe.effective_mode}): {probe.tolerance_text()}", markup=False)
     stdout.print(f"Checkers: {', '.join(found.checkers)}")
     expected = found.expected
     stdout.print(f"Expected: {expected.outcome}" + (f" — {', '.join(expected.failing)} fail: {expected.failure_mode}" if expected.failing else ""))

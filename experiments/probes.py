@@ -14,7 +14,8 @@ running cluster, as a user of it would:
   ``slow``. Default tolerance: ``ok``.
 - ``object``: one object read through the API (``kubectl get``): a ``field`` (a dotted
   path of the object's JSON, camelCase, ``[N]`` for list items:
-  ``status.readyReplicas``, ``spec.template.spec.containers[0].image``), a ``condition``
+  ``status.readyReplicas``, ``spec.template.spec.containers[0].image``,
+  ``status.conditions[type=Ready].status`` for the first list item with that field), a ``condition``
   (the ``status`` of the condition of that type: ``Available`` -> ``"True"``), or neither
   (the value is whether the object exists). A missing object or field has the value
   ``null``. Default tolerance: the field is set; the condition is ``"True"``; the object
@@ -97,7 +98,8 @@ HYPOTHESIS_AT = "steady-state"
 #: The largest number of failing evaluations kept as a verdict's evidence.
 MAX_EVIDENCE = 20
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")  # a DNS label, as Kubernetes names things
-_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*(\[\d+\])*(\.[A-Za-z_][A-Za-z0-9_-]*(\[\d+\])*)*$")
+_INDEX = r"\[(\d+|[A-Za-z_][A-Za-z0-9_-]*=[^\]]*)\]"  # [N], or [key=value]: the first item whose key is value
+_PATH = re.compile(rf"^[A-Za-z_][A-Za-z0-9_-]*({_INDEX})*(\.[A-Za-z_][A-Za-z0-9_-]*({_INDEX})*)*$")
 Scalar = str | int | float | bool
 
 
@@ -282,16 +284,38 @@ _MISSING = object()
 
 
 def resolve_path(document: Any, path: str) -> Any:
-    """The value at ``path`` (``a.b[0].c``) in a JSON document, or None when absent."""
+    """The value at ``path`` in a JSON document, or None when absent: ``a.b[0].c`` (a list
+    item by index) or ``status.conditions[type=Ready].status`` (the first item whose field
+    has that value, as kubectl's JSONPath filters ``[?(@.type=="Ready")]``)."""
     value = document
-    for part in path.split("."):
+    for part in _split_path(path):
         name, _, rest = part.partition("[")
         value = value.get(name, None) if isinstance(value, dict) else None
-        for index in re.findall(r"(\d+)\]", "[" + rest) if rest else ():
-            value = value[int(index)] if isinstance(value, list) and int(index) < len(value) else None
+        for selector in re.findall(r"\[([^\]]*)\]", "[" + rest) if rest else ():
+            if not isinstance(value, list):
+                return None
+            if selector.isdigit():
+                value = value[int(selector)] if int(selector) < len(value) else None
+            else:
+                key, _, wanted = selector.partition("=")
+                value = next((item for item in value if isinstance(item, dict) and _text(item.get(key)) == wanted), None)
         if value is None:
             return None
     return value
+
+
+def _split_path(path: str) -> list[str]:
+    """``a.b[k=v.w].c`` -> ``["a", "b[k=v.w]", "c"]``: dots inside brackets stay."""
+    parts, depth, current = [], 0, ""
+    for char in path:
+        if char == "." and depth == 0:
+            parts.append(current)
+            current = ""
+            continue
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        current += char
+    parts.append(current)
+    return parts
 
 
 def within(value: Any, tolerance: Tolerance) -> tuple[bool, str]:

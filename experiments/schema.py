@@ -69,7 +69,7 @@ def experiment_schema() -> dict[str, Any]:
     entry["target"] = {"type": "string", "pattern": "^(" + "|".join(SELECTORS) + "):.+$", "description": "SELECTOR:ARGUMENT (name:, role:, random:, leader:, follower:, zone:)."}
     definitions["NemesisSpec"]["properties"]["kinds"]["items"] = {"enum": sorted(NEMESIS_KINDS)}
     conditions = []
-    for system, (name, cluster, workload) in zip(systems, names):
+    for system, (name, cluster, workload) in zip(systems, names, strict=True):
         then: dict[str, Any] = {"properties": {"checkers": {"items": {"anyOf": [{"enum": sorted(system.checkers())}, {"type": "string", "pattern": "^probe:"}]}}}}
         if cluster is not None:
             then["properties"]["cluster"] = {"$ref": f"#/$defs/{cluster.__name__}"}

@@ -609,10 +609,10 @@ class ClusterMachine(RuleBasedStateMachine):
         others = sum(1 for name in names if name not in FAULT_RULE_NAMES and name not in cls.rule_weights)
         weight = workload_weight(faults, others, cls.fault_share)
         weighted = []
-        for rule, name in zip(state.rules, names):
+        for each_rule, name in zip(state.rules, names, strict=True):
             count = cls.rule_weights.get(name, 1 if name in FAULT_RULE_NAMES else weight)
             assert isinstance(count, int) and count >= 0, f"rule_weights[{name!r}] must be an integer >= 0, not {count!r}"
-            weighted += [rule] * count
+            weighted += [each_rule] * count
         result = dataclasses.replace(state, rules=weighted or list(state.rules))
         _WEIGHTED[cls] = (state, result)
         return result

@@ -175,7 +175,7 @@ def test_a_violation_in_an_experiment_expected_to_pass_fails_the_campaign_everyw
     root = ET.parse(out / "junit.xml").getroot()
     assert int(root.get("failures")) == 2
     assert "not-as-expected: 0 of 2 runs as expected; 2 not as expected; 2 violation(s)" in result.stdout
-    assert f"lost-fsync-said-to-pass seed 2: raft-safety false (violation): durability: acknowledged" in result.stdout
+    assert "lost-fsync-said-to-pass seed 2: raft-safety false (violation): durability: acknowledged" in result.stdout
     assert sorted(path.name for path in out.iterdir() if path.is_dir()) == ["lost-fsync-said-to-pass-seed1", "lost-fsync-said-to-pass-seed2"], "--keep failed keeps them"
 
 

@@ -56,10 +56,15 @@ def test_tolerances(value, tolerance, holds):
         ("status.missing.deeper", None),
         ("metadata.labels.app", "web"),
         ("spec.replicas[0]", None),
+        ("status.conditions[type=Ready].status", "True"),
+        ("status.conditions[type=Available].reason", "MinimumReplicasAvailable"),
+        ("status.conditions[type=Progressing].status", None),
+        ("status.conditions[status=True].type", "Ready"),
     ],
 )
 def test_field_paths(path, value):
-    document = {"metadata": {"labels": {"app": "web"}}, "spec": {"replicas": 3, "template": {"spec": {"containers": [{"image": "nginx:1.27"}]}}}, "status": {"readyReplicas": 3}}
+    conditions = [{"type": "Ready", "status": "True"}, {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"}]
+    document = {"metadata": {"labels": {"app": "web"}}, "spec": {"replicas": 3, "template": {"spec": {"containers": [{"image": "nginx:1.27"}]}}}, "status": {"readyReplicas": 3, "conditions": conditions}}
     assert resolve_path(document, path) == value
 
 
