@@ -486,7 +486,7 @@ def why_unexpected(record: Mapping[str, Any]) -> str:
         return f"error: {record['error']}"
     if record.get("interrupted"):
         return "interrupted"
-    if record.get("inconclusive") and not (record.get("broken") and record.get("findings")):
+    if record.get("inconclusive") and record.get("checkers_as_expected"):  # else the verdicts say more
         skipped = record.get("skipped_faults") or ["a fault"]
         return f"inconclusive: {len(skipped)} fault(s) not applied when they fell due, so nothing was tested there: {skipped[0]}"
     if record.get("broken"):

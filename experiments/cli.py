@@ -512,17 +512,23 @@ def _print_campaign(summary: dict[str, Any], paths: list[Path]) -> None:
             stdout.print(f"  {item['experiment']} seed {item['seed']}: {item['why']}", markup=False)
             stdout.print(f"    replay: {item['replay']}", markup=False)
             stdout.print(f"    report: {Path(item['out_dir']) / 'report.md'}", markup=False)
-    named = [item for item in summary.get("violations", ()) if item["kind"] != "finding"]
+    named = sorted((item for item in summary.get("violations", ()) if item["kind"] != "finding"), key=lambda item: item["kind"] != "violation")  # violations first
     if named:
-        stdout.print("checkers that answered false (every seed):")
-    for item in named:
+        stdout.print("checkers that answered false:")
+    for item in named[:TERMINAL_ROWS]:
         where = f"{Path(summary_dir(paths)) / item['report']}" if item["report"] else "report removed (--keep)"
         stdout.print(f"  {item['experiment']} seed {item['seed']}: {item['checker']} false ({item['kind']}): {item['reason']} — {where}", markup=False)
+    if len(named) > TERMINAL_ROWS:
+        stdout.print(f"  … {len(named) - TERMINAL_ROWS} more: every one is in {summary_dir(paths) / 'summary.md'} (\"Every seed with a finding or violation\")", markup=False)
     stopped = summary.get("stopped_early")
     if stopped:
         stdout.print(f"stopped early (--fail-fast) at {stopped['experiment']} seed {stopped['seed']}; {stopped['not_started']} run(s) not started", markup=False)
     stdout.print(f"{summary['outcome']}: {end_line(summary)} in {summary['wall_seconds']:.1f} s", markup=False)
     stdout.print("summary: " + ", ".join(str(path) for path in paths), markup=False)
+
+
+#: How many seeds with a false verdict the terminal lists (the summary files list them all).
+TERMINAL_ROWS = 40
 
 
 def summary_dir(paths: list[Path]) -> Path:
