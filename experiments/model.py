@@ -85,6 +85,9 @@ class Experiment(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     seed: int | None = None  # the seed ``chaoskube run`` uses when --seed is not given
     probes: list[Probe] = []  # user-defined probes, each a checker ``probe:<name>`` (probes.py)
     steady_state: SteadyStateHypothesis | None = None  # joins the system's steady state (probes.py)
+    # The seed the boot (start to steady state) draws from; the run seed drives the rest.
+    # Fixed by default, so every seed of a campaign shares one boot (docs/campaigns.md).
+    boot_seed: int = 0
     path: str = ""
 
 

@@ -208,6 +208,8 @@ def _semantic_problems(experiment: Experiment) -> list[str]:
             problems += [f"field `broken`: {problem}" for problem in broken_problems(system, experiment.broken)]
     if experiment.seed is not None and seed_error(experiment.seed):
         problems.append(f"field `seed`: {seed_error(experiment.seed)}")
+    if seed_error(experiment.boot_seed):
+        problems.append(f"field `boot_seed`: {seed_error(experiment.boot_seed)}")
     probe_names = {checker_name(probe) for probe in experiment.probes}
     if not experiment.checkers and not experiment.probes and system is not None:
         problems.append(f"field `checkers`: name at least one checker; known: {', '.join(sorted(system.checkers()))}")

@@ -77,11 +77,16 @@ def load_result(run_dir: Path) -> Any:
         skipped_faults=list(payload.get("skipped_faults") or []),
         interrupted=bool(payload.get("interrupted")),
         recorded_replay=str(payload["replay"]) if isinstance(payload.get("replay"), str) else None,
+        boot_seed=payload["boot_seed"] if type(payload.get("boot_seed")) is int else None,
     )
     if payload.get("mode") == "real-time":
         from chaoskube.experiments.real.runner import RealRunResult
 
         return RealRunResult(**common, comparison=dict(payload.get("comparison") or {}), processes=dict(payload.get("processes") or {}))
+    if payload.get("mode") == "live":
+        from chaoskube.experiments.live import LiveRunResult
+
+        return LiveRunResult(**common, live=dict(payload.get("live") or {}))
     from chaoskube.experiments.result import RunResult
 
     return RunResult(**common)

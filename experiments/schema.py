@@ -63,6 +63,7 @@ def experiment_schema() -> dict[str, Any]:
     properties["system"] = {"enum": [system.name for system in systems], "description": "The system under test: it builds the processes and owns the checkers."}
     properties["broken"]["items"] = {"enum": sorted(gallery.VARIANTS), "description": "A gallery variant (chaoskube/gallery.py): `chaoskube list --broken`."}
     properties["seed"] = {"anyOf": [{"type": "integer", "minimum": 0, "maximum": 2**64 - 1}, {"type": "null"}], "default": None}
+    properties["boot_seed"] = {"type": "integer", "minimum": 0, "maximum": 2**64 - 1, "default": 0, "description": "The seed of the boot (start-up to the steady state); the run seed drives the rest (docs/campaigns.md)."}
     properties["name"] = {"type": "string", "pattern": r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$", "description": "Names the run directory (runs/NAME-seedN)."}
     entry = definitions["FaultEntry"]["properties"]
     entry["kind"] = {"enum": sorted(KINDS), "description": "A fault kind of faults/kinds.py."}

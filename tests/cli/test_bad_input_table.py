@@ -100,7 +100,7 @@ def sparse(tmp: Path, name: str, size: int) -> Path:
 def file_case(base: dict[str, Any], path: str, value: Any, *, command: str = "run") -> Any:
     def build(tmp: Path) -> list[Any]:
         experiment = write(tmp, edited(base, path, value))
-        return {"run": ["run", experiment], "dry": ["run", experiment, "--dry-run"], "validate": ["validate", experiment], "explore": ["explore", experiment, "--seeds", "1"]}[command]
+        return {"run": ["run", experiment], "dry": ["run", experiment, "--dry-run"], "validate": ["validate", experiment], "explore": ["explore", experiment, "--seeds", "1"], "serve": ["serve", experiment]}[command]
 
     return build
 
@@ -200,6 +200,17 @@ CASES: list[tuple[str, Any, str]] = [
     ("seeds-too-many", args("explore", "mesh-partition", "--seeds", "1..20000"), "more than 10000 seeds"),
     ("seeds-unicode-digits", args("explore", "mesh-partition", "--seeds", "١..٣"), "expected A..B"),
     ("seeds-negative", args("explore", "mesh-partition", "--seeds", "-1..3"), "expected A..B"),
+    ("boot-seed-2**64", args("run", "mesh-partition", "--boot-seed", str(BIG)), "--boot-seed"),
+    ("explore-boot-seed-negative", args("explore", "mesh-partition", "--seeds", "1", "--boot-seed", "-1"), "--boot-seed"),
+    ("file-boot-seed-2**64", file_case(ETCD, "boot_seed", BIG), "field `boot_seed`"),
+    ("file-boot-seed-word", file_case(ETCD, "boot_seed", "zero"), "field `boot_seed`"),
+    ("serve-seed-2**64", args("serve", "--seed", str(BIG)), "--seed"),
+    ("serve-out-empty", args("serve", "--out", ""), "an empty path"),
+    ("serve-listen-remote", args("serve", "--listen", "10.0.0.1:6443"), "loopback only"),
+    ("serve-listen-no-port", args("serve", "--listen", "localhost"), "give HOST:PORT"),
+    ("serve-file-zone-typo", file_case(K8S, "schedule[0].target", "zone:zone-x", command="serve"), "no zone 'zone-x'"),
+    ("serve-file-fault-outlasts-phase", file_case(K8S, "schedule[0].duration_s", 60, command="serve"), "clip_to_phase"),
+    ("serve-etcd-experiment", file_case(ETCD, "name", "kv", command="serve"), "serve needs a kubernetes experiment"),
     ("file-seed-2**64", file_case(ETCD, "seed", BIG), "field `seed`"),
     ("file-seed-negative", file_case(ETCD, "seed", -5), "field `seed`: a seed is between 0 and 2**64 - 1"),
     ("file-seed-float", file_case(ETCD, "seed", 1.5), "field `seed`"),

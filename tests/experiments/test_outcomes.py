@@ -190,6 +190,28 @@ def test_keep_decides_which_run_directories_stay(tmp_path, keep, kept):
     assert (out / "summary.md").is_file() and (out / "junit.xml").is_file()
 
 
+@pytest.mark.parametrize("engine", [["--no-fork"], ["--dask", "local:1"]], ids=["unforked", "dask"])
+def test_keep_names_and_progress_hold_for_every_engine(tmp_path, engine):
+    """The forked campaign is the default (tests above); unforked and Dask campaigns keep
+    the same directories, name the same seeds and print the same plain progress lines.
+    On Dask, a dropped directory is never shipped back."""
+    if engine[0] == "--dask":
+        pytest.importorskip("distributed")
+    document = yaml.safe_load((Path(registry.CATALOG) / "etcd-lost-fsync.yaml").read_text())
+    document |= {"name": "lost-fsync-said-to-pass", "checkers": ["raft-safety", "steady-state"], "expected": {"outcome": "pass"}}
+    path = write(tmp_path, document)
+    out = tmp_path / "campaign"
+    result = chaoskube("explore", str(path), "mesh-partition", "--seeds", "1..2", "--jobs", "1", "--keep", "failed", *engine, "--out", str(out))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert sorted(item.name for item in out.iterdir() if item.is_dir() and not item.name.startswith(".")) == ["lost-fsync-said-to-pass-seed1", "lost-fsync-said-to-pass-seed2"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert [(item["seed"], item["checker"]) for item in summary["violations"] if item["kind"] == "violation"] == [(1, "raft-safety"), (2, "raft-safety")]
+    assert summary["kept"] == 2 and all(run["kept"] == run["experiment"].startswith("lost-fsync") for run in summary["runs"])
+    assert "not-as-expected: 2 of 4 runs as expected; 2 not as expected; 2 violation(s)" in result.stdout
+    lines = [line for line in result.stderr.splitlines() if line.startswith("[")]
+    assert sorted(line.split("]")[0] for line in lines) == ["[1/4", "[2/4", "[3/4", "[4/4"]
+
+
 def test_without_a_terminal_explore_prints_a_line_per_finished_run(tmp_path):
     result = chaoskube("explore", "mesh-partition", "--seeds", "1..3", "--jobs", "2", "--keep", "none", "--out", str(tmp_path / "c"))
     lines = [line for line in result.stderr.splitlines() if line.startswith("[")]
