@@ -35,8 +35,22 @@ A refused connection that exhausted the attempts is a client-made 503 with cause
 Journal: each mutating request (create, update, patch, delete; evictions and bindings are
 creates of a subresource) is recorded as ``api-op`` events: ``invoke``, then exactly one
 of ``ok`` / ``fail`` (it definitely did not happen) / ``info`` (unknown), as
-:mod:`chaoskube.etcd.client` does. Reads and dry-run writes are not journaled. Request ids
-are ``<client>/<incarnation>/<n>``, one per attempt.
+:mod:`chaoskube.etcd.client` does. The invoke carries the request's preconditions when it
+has any (``precondition_rv``: an update's ``metadata.resourceVersion``, a merge patch's
+``metadata.resourceVersion``, a delete's ``preconditions.resourceVersion``;
+``precondition_uid``: a delete's ``preconditions.uid`` or an update's ``metadata.uid``),
+and a delete's ``grace_s`` and ``propagation``; an ``ok`` carries the answered object's
+``resource_version``, ``uid`` and (for a generated name) ``name``; a 404 or 409 ``fail``
+carries the Status ``message``. Each read (get, list; not watches) is one ``api-read``
+event at its end: ``call`` (when it was sent), ``phase`` ok / fail / info as above,
+``code``, ``request_rv`` and ``rv_match`` (the resourceVersion asked for: "" is a quorum
+read), ``selector`` (label and field selectors, ";"-joined, "" if none), and on ``ok`` the
+object's ``resource_version`` and ``uid`` (get), or the list's ``resource_version`` and its
+``items`` as ``[key, resource_version]`` pairs (``key`` = ``namespace/name``, or ``name``
+for a cluster-scoped kind). The api-linearizability checker reads both
+(:mod:`chaoskube.checkers.api_consistency`). Dry-run writes are not journaled. Request ids
+are ``<client>/<incarnation>/<n>``, one per attempt; ``op_id`` is ``<incarnation>.<n>``;
+both count per client name and process incarnation, so they never repeat in a run.
 
 Objects and the wire: the simulated network passes objects by reference; the API server
 copies every object it receives and every object it sends (:mod:`chaoskube.apiserver.watchcache`
@@ -139,6 +153,7 @@ PROBE_EVERY_S = 5.0
 MUTATING_VERBS = ("create", "update", "patch", "delete")
 IDEMPOTENT_READS = ("get", "list")
 _ROUTER_KEY = "chaoskube.client.client/watch-router"
+_COUNTERS_KEY = "chaoskube.client.client/counters"
 
 
 # =========================================================================== results
@@ -288,8 +303,17 @@ class ApiClient:
         """Use the next server from now on (round robin from a seeded random start)."""
         self._server_index += 1
 
+    def _count(self, what: str) -> int:
+        """The next number of ``what`` for this client name in this process incarnation:
+        shared by every ApiClient of that name (leader election builds a new client per
+        campaign), so request and operation ids never repeat within an incarnation."""
+        counters = self.process.memory.setdefault(_COUNTERS_KEY, {})
+        number = counters.get((self.name, what), 0) + 1
+        counters[(self.name, what)] = number
+        return number
+
     def next_id(self) -> str:
-        self._sequence += 1
+        self._sequence = self._count("request")
         return f"{self.name}/{self.process.incarnation}/{self._sequence}"
 
     def statistics(self) -> dict[str, int]:
@@ -302,11 +326,14 @@ class ApiClient:
         assert request.verb != "watch", "open watches with ApiClient.watch"
         self._statistics["requests"] += 1
         journaled = request.verb in MUTATING_VERBS and not request.dry_run
-        op_id = self._journal_invoke(request) if journaled else 0
+        op_id = self._journal_invoke(request) if journaled else ""
+        started = self.process.world.now
         state = _Attempts(tried=set())
         response = await self._with_retries(request, state)
         if journaled:
             self._journal_end(op_id, request, response, state.request_id)
+        elif request.verb in IDEMPOTENT_READS:
+            self._journal_read(request, response, started)
         return response
 
     async def _with_retries(self, request: Request, state: _Attempts) -> Response:
@@ -392,12 +419,33 @@ class ApiClient:
             state.wait_s = float(status.retry_after_seconds)
 
     # -- journal ------------------------------------------------------------------------
-    def _journal_invoke(self, request: Request) -> int:
+    def _journal_invoke(self, request: Request) -> str:
         self._op_ids += 1
-        self.process.world.record("api-op", phase="invoke", op_id=self._op_ids, **self._op_fields(request))
-        return self._op_ids
+        op_id = f"{self.process.incarnation}.{self._count('op')}"
+        fields = self._op_fields(request)
+        fields.update(_preconditions(request))
+        self.process.world.record("api-op", phase="invoke", op_id=op_id, **fields)
+        return op_id
 
-    def _journal_end(self, op_id: int, request: Request, response: Response, request_id: str) -> None:
+    def _journal_read(self, request: Request, response: Response, started: float) -> None:
+        """One ``api-read`` event for a get or list (module docstring, "Journal")."""
+        phase = "ok" if response.ok else "info" if is_ambiguous(response) else "fail"
+        fields: dict[str, Any] = {
+            "client": self.name, "verb": request.verb, "resource": request.resource, "namespace": request.namespace,
+            "name": request.name, "call": round(started, 9), "phase": phase, "code": response.code, "server": response.server,
+            "request_rv": request.resource_version, "rv_match": request.resource_version_match,
+            "selector": ";".join(part for part in (request.label_selector, request.field_selector) if part),
+        }
+        if response.ok:
+            if request.verb == "get" and response.object is not None:
+                fields["resource_version"] = response.object.metadata.resource_version
+                fields["uid"] = response.object.metadata.uid
+            elif request.verb == "list":
+                fields["resource_version"] = response.resource_version
+                fields["items"] = [[_key_of(item), item.metadata.resource_version] for item in response.items]
+        self.process.world.record("api-read", **fields)
+
+    def _journal_end(self, op_id: str, request: Request, response: Response, request_id: str) -> None:
         phase = "ok" if response.ok else "info" if is_ambiguous(response) else "fail"
         fields = self._op_fields(request)
         fields["code"] = response.code
@@ -406,6 +454,11 @@ class ApiClient:
         fields["server"] = response.server
         if response.ok and response.object is not None:
             fields["resource_version"] = response.object.metadata.resource_version
+            fields["uid"] = response.object.metadata.uid
+            if not fields["name"]:
+                fields["name"] = response.object.metadata.name
+        elif not response.ok and response.code in (404, 409) and response.status is not None:
+            fields["message"] = response.status.message
         self.process.world.record("api-op", phase=phase, op_id=op_id, **fields)
 
     def _op_fields(self, request: Request) -> dict[str, Any]:
@@ -538,6 +591,44 @@ class ApiClient:
         finally:
             if not opened:
                 stream.stop()
+
+
+def _preconditions(request: Request) -> dict[str, Any]:
+    """The preconditions (and deletion options) a mutating request carries, for its
+    ``api-op`` invoke: only the ones it has."""
+    found: dict[str, Any] = {}
+    body = request.body
+    if request.verb == "update" and isinstance(body, msgspec.Struct) and hasattr(body, "metadata"):
+        if body.metadata.resource_version:
+            found["precondition_rv"] = body.metadata.resource_version
+        if body.metadata.uid:
+            found["precondition_uid"] = body.metadata.uid
+    elif request.verb == "patch":
+        demanded = ""
+        if request.patch_type == "merge" and isinstance(body, dict):
+            demanded = (body.get("metadata") or {}).get("resourceVersion") or ""
+        elif isinstance(body, list):
+            demanded = next((op.get("value") for op in body if isinstance(op, dict) and op.get("path") == "/metadata/resourceVersion" and op.get("op") in ("add", "replace", "test")), "") or ""
+        if demanded:
+            found["precondition_rv"] = str(demanded)
+    elif request.verb == "delete" and request.delete_options is not None:
+        options = request.delete_options
+        if options.preconditions_resource_version:
+            found["precondition_rv"] = options.preconditions_resource_version
+        if options.preconditions_uid:
+            found["precondition_uid"] = options.preconditions_uid
+        if options.grace_period_seconds is not None:
+            found["grace_s"] = options.grace_period_seconds
+        propagation = getattr(options, "propagation_policy", "")
+        if propagation:
+            found["propagation"] = propagation
+    return found
+
+
+def _key_of(obj: Object) -> str:
+    """``MetaNamespaceKeyFunc``: ``namespace/name``, or ``name`` for a cluster-scoped object."""
+    meta = obj.metadata
+    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
 
 
 def _namespace_of(obj: Object) -> str:
