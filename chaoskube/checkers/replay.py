@@ -30,7 +30,9 @@ import orjson
 __all__ = [
     "Change",
     "REGISTRY_PREFIX",
+    "StoreHistory",
     "StoreReplay",
+    "Version",
     "condition_status",
     "is_deleting",
     "labels_of",
@@ -227,3 +229,105 @@ def latest_before(times: list[float] | None, t: float) -> float | None:
         return None
     index = bisect.bisect_right(times, t)
     return times[index - 1] if index else None
+
+
+# =========================================================================== versions of objects
+@dataclass(frozen=True, slots=True)
+class Version:
+    """One version of one object: written at store ``revision`` (first applied at ``t``);
+    ``value`` is the stored JSON text, None for a delete."""
+
+    revision: int
+    t: float
+    value: str | None
+
+    @property
+    def deleted(self) -> bool:
+        return self.value is None
+
+
+class StoreHistory:
+    """Every version of every object under ``/registry/``, by (resource, key), and when
+    each store revision was first applied (by any member): the store's own order, from the
+    ``raft-apply`` events. Values are decoded on demand (:meth:`object`) and kept.
+
+    ``revision_at(t)`` is the highest revision applied at or before ``t``: what a
+    linearizable read invoked after ``t`` must at least see. Revisions that wrote no
+    ``/registry/`` key (the API servers' compaction key) count too: they are revisions."""
+
+    def __init__(self, events: Iterable[Event]) -> None:
+        self._versions: dict[tuple[str, str], list[Version]] = {}
+        self._times: list[float] = []
+        self._revisions: list[int] = []
+        self._decoded: dict[tuple[str, str, int], Obj] = {}
+        seen: set[int] = set()
+        for event in events:
+            if event.get("type") != "raft-apply" or not event.get("events"):
+                continue
+            revision = event.get("revision")
+            if revision is None or revision in seen:
+                continue
+            seen.add(revision)
+            if not self._revisions or revision > self._revisions[-1]:
+                self._revisions.append(revision)
+                self._times.append(event["t"])
+            for entry in event["events"]:
+                parsed = parse_key(entry[1])
+                if parsed is None:
+                    continue
+                value = None if entry[0] == "DELETE" else entry[2]
+                self._versions.setdefault(parsed, []).append(Version(revision, event["t"], value))
+        self._numbers: dict[tuple[str, str], list[int]] = {}
+        for key, versions in self._versions.items():
+            versions.sort(key=lambda version: version.revision)
+            self._numbers[key] = [version.revision for version in versions]
+
+    @property
+    def last_revision(self) -> int:
+        return self._revisions[-1] if self._revisions else 0
+
+    def __bool__(self) -> bool:
+        return bool(self._revisions)
+
+    def revision_at(self, t: float) -> int:
+        index = bisect.bisect_right(self._times, t)
+        return self._revisions[index - 1] if index else 0
+
+    def revision_before(self, t: float) -> int:
+        """The highest revision applied strictly before ``t``."""
+        index = bisect.bisect_left(self._times, t)
+        return self._revisions[index - 1] if index else 0
+
+    def versions(self, resource: str, key: str) -> list[Version]:
+        return self._versions.get((resource, key), [])
+
+    def keys(self, resource: str) -> list[str]:
+        return sorted(key for kind, key in self._versions if kind == resource)
+
+    def at(self, resource: str, key: str, revision: int) -> Version | None:
+        """The version of the object at ``revision`` (None: it never existed by then;
+        a version whose ``deleted`` is true: it was deleted then)."""
+        versions = self._versions.get((resource, key))
+        if not versions:
+            return None
+        index = bisect.bisect_right(self._numbers[(resource, key)], revision)
+        return versions[index - 1] if index else None
+
+    def live_at(self, resource: str, key: str, revision: int) -> Version | None:
+        """The version of the object at ``revision`` if it existed then, else None."""
+        version = self.at(resource, key, revision)
+        return version if version is not None and not version.deleted else None
+
+    def object(self, resource: str, key: str, version: Version) -> Obj | None:
+        """The decoded object of ``version`` (None for a delete); decoded once."""
+        if version.value is None:
+            return None
+        cache_key = (resource, key, version.revision)
+        obj = self._decoded.get(cache_key)
+        if obj is None:
+            obj = self._decoded[cache_key] = _loads(version.value)
+        return obj
+
+    def uid(self, resource: str, key: str, version: Version) -> str:
+        obj = self.object(resource, key, version)
+        return (obj or {}).get("metadata", {}).get("uid", "")
