@@ -157,3 +157,49 @@ def _grant_any_vote() -> Any:
     from chaoskube.etcd.raft_broken import VoteWithoutLogCheck
 
     return VoteWithoutLogCheck._candidate_log_ok
+
+
+# =========================================================================== detection power (issue 13)
+# Each variant below is modelled on a public bug report, cited in its builder's docstring;
+# docs/checkers.md lists them with the checker that must catch them and the seeds to the
+# first catch (`chaoskube explore EXPERIMENT --broken NAME --seeds 1..50 --fail-fast`).
+
+
+def _monitor_busy_loop() -> Any:
+    """NodeLifecycleController.run whose health monitor runs again at once instead of
+    every ``--node-monitor-period``: a controller loop with no period, the hot loop of a
+    rate limiter whose backoff overflowed to zero (kubernetes/kubernetes#31396, "Fixed
+    integer overflow bug in rate limiter": "would previously cause hotlooping behavior
+    after a few failures") and of kube-controller-manager spinning at 100 % CPU on an idle
+    cluster (kubernetes/kubernetes#126704, #118706). Nothing in the loop waits for time
+    to pass, so virtual time stands still: the livelock watchdog must end the run."""
+    import trio
+
+    from chaoskube.controllers import nodelifecycle as nlc
+
+    async def run(self: Any) -> None:
+        for informer in (self.leases, self.nodes, self.pods):
+            await informer.wait_for_sync()
+        async with trio.open_nursery() as nursery:
+            if self.taint_manager is not None:
+                nursery.start_soon(self.taint_manager.run)
+            for _ in range(nlc.NODE_UPDATE_WORKER_SIZE):
+                nursery.start_soon(nlc._work, self.node_update_queue, self._no_schedule_tainting_pass, False)
+            for _ in range(nlc.POD_UPDATE_WORKER_SIZE):
+                nursery.start_soon(nlc._work, self.pod_update_queue, self._process_pod, True)
+            nursery.start_soon(self._tainting_loop)
+            while True:
+                await self.monitor_node_health()
+                await self.process.sleep(0.0)  # the bug: no --node-monitor-period between passes
+
+    return run
+
+
+DETECTION_VARIANTS: tuple[Variant, ...] = (
+    Variant(
+        "node-controller-monitor-busy-loop", "kube-controller-manager node lifecycle",
+        "the node health monitor runs again at once instead of every --node-monitor-period: a hot loop in which virtual time stands still (kubernetes#31396, #126704)",
+        "livelock", "controller-manager-leader-kill", "chaoskube.controllers.nodelifecycle:NodeLifecycleController.run", _monitor_busy_loop,
+    ),
+)
+VARIANTS.update((variant.name, variant) for variant in DETECTION_VARIANTS)

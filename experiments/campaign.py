@@ -125,6 +125,7 @@ class Job:
     out_dir: str
     broken: tuple[str, ...] = ()  # --broken NAME: gallery variants added to the experiment
     manifests: str | None = None  # --manifests DIR: the workload replaced by these manifests
+    max_wall_s: float | None = None  # --max-wall: the watchdog ends the run after this much wall-clock time
 
     @property
     def replay(self) -> str:
@@ -146,7 +147,8 @@ class Job:
 
 
 def plan_jobs(
-    experiments: Sequence[tuple[str, Experiment]], seeds: Sequence[int], out: Path, *, broken: Sequence[str] = (), manifests: Path | None = None
+    experiments: Sequence[tuple[str, Experiment]], seeds: Sequence[int], out: Path, *, broken: Sequence[str] = (), manifests: Path | None = None,
+    max_wall_s: float | None = None,
 ) -> list[Job]:
     """One job per (experiment, seed), experiments in the given order, seeds ascending;
     each with the gallery variants ``broken`` and the manifests directory ``manifests``."""
@@ -155,7 +157,7 @@ def plan_jobs(
     assert len(names) == len(set(names)), f"an experiment is listed twice: {names}"
     directory = str(manifests.resolve()) if manifests is not None else None
     return [
-        Job(target, experiment.name, seed, str(out / f"{experiment.name}-seed{seed}"), tuple(dict.fromkeys(broken)), directory)
+        Job(target, experiment.name, seed, str(out / f"{experiment.name}-seed{seed}"), tuple(dict.fromkeys(broken)), directory, max_wall_s)
         for target, experiment in experiments
         for seed in seeds
     ]
@@ -190,7 +192,7 @@ def run_job(job: Job) -> dict[str, Any]:
     started = time.perf_counter()
     try:
         experiment = job.experiment()
-        result = run_experiment(experiment, job.seed, job.out_dir)
+        result = run_experiment(experiment, job.seed, job.out_dir, reference_cache=Path(job.out_dir).parent / "references", max_wall_s=job.max_wall_s)
     except Exception as error:  # noqa: BLE001 - one broken run must not end the campaign
         return _error_record(job, f"{type(error).__name__}: {error}") | {"job_seconds": round(time.perf_counter() - started, 3)}
     payload = result.to_json()

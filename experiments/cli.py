@@ -134,6 +134,7 @@ def _writable_directory(path: Path) -> Path:
 
 BROKEN_HELP = "Patch in a deliberately broken component of the gallery (`chaoskube list --broken`); repeatable."
 MANIFESTS_HELP = "A directory of Kubernetes YAML/JSON manifests that replaces the experiment's workload."
+MAX_WALL_HELP = "End a simulated run that takes longer than this many wall-clock seconds with a `livelock` verdict (the watchdog also ends one whose virtual time stands still through 1,000,000 events, or whose journal passes 1 GiB)."
 
 
 def _resolve(experiment: str, broken: tuple[str, ...], manifests: Path | None) -> Any:
@@ -155,7 +156,8 @@ def _resolve(experiment: str, broken: tuple[str, ...], manifests: Path | None) -
 @click.option("--manifests", type=click.Path(path_type=Path), default=None, metavar="DIR", help=MANIFESTS_HELP)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Result directory [default: runs/NAME-seedN].")
 @click.option("--dry-run", is_flag=True, help="Print the resolved cluster, schedule and checkers without running.")
-def run(experiment: str, seed: int | None, broken: tuple[str, ...], manifests: Path | None, out_dir: Path | None, dry_run: bool) -> None:
+@click.option("--max-wall", "max_wall_s", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS", help=MAX_WALL_HELP)
+def run(experiment: str, seed: int | None, broken: tuple[str, ...], manifests: Path | None, out_dir: Path | None, dry_run: bool, max_wall_s: float | None) -> None:
     """Run EXPERIMENT (a catalogue name or a YAML file) with one seed."""
     from chaoskube.experiments.registry import SYSTEMS
     from chaoskube.experiments.runner import run_experiment
@@ -180,7 +182,7 @@ def run(experiment: str, seed: int | None, broken: tuple[str, ...], manifests: P
     _writable_directory(out)
     stderr.print(f"chaoskube {__version__}: {found.name} seed {seed} -> {out}")
     with _progress(found.name) as progress:
-        result = run_experiment(found, seed, out, progress=progress)
+        result = run_experiment(found, seed, out, progress=progress, max_wall_s=max_wall_s)
     _print_result(result)
     if result.interrupted:
         stderr.print(f"interrupted: kept {out / 'journal.jsonl'} and a partial result.json")
@@ -254,7 +256,8 @@ def _print_result(result: Any) -> None:
 @click.option("--manifests", type=click.Path(path_type=Path), default=None, metavar="DIR", help=MANIFESTS_HELP)
 @click.option("--fail-fast", is_flag=True, help="Stop at the first run not as expected (with --broken: the first finding); runs already going finish, no more start.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs/explore"), show_default=True, help="Campaign directory: a run directory per seed, and the summary.")
-def explore(experiments: tuple[str, ...], all_experiments: bool, seeds_text: str, jobs: int | None, broken: tuple[str, ...], manifests: Path | None, fail_fast: bool, out_dir: Path) -> None:
+@click.option("--max-wall", "max_wall_s", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS", help=MAX_WALL_HELP)
+def explore(experiments: tuple[str, ...], all_experiments: bool, seeds_text: str, jobs: int | None, broken: tuple[str, ...], manifests: Path | None, fail_fast: bool, out_dir: Path, max_wall_s: float | None) -> None:
     """Run experiments over many seeds in parallel processes and summarize what the faults did.
 
     Writes OUT/NAME-seedN/ per run and OUT/summary.{md,json,html} and OUT/junit.xml. Exits 0
@@ -290,7 +293,7 @@ def explore(experiments: tuple[str, ...], all_experiments: bool, seeds_text: str
     if len({found.name for _, found in targets}) != len(targets):
         fail("two of the experiments named have the same name; give each once")
     _writable_directory(out_dir)
-    job_list = plan_jobs(targets, seeds, out_dir, broken=broken, manifests=manifests)
+    job_list = plan_jobs(targets, seeds, out_dir, broken=broken, manifests=manifests, max_wall_s=max_wall_s)
     workers = min(jobs or os.cpu_count() or 1, len(job_list))
     with_broken = f" with {', '.join(broken)} broken on purpose" if broken else ""
     stderr.print(f"chaoskube {__version__}: {len(targets)} experiment(s) x {len(seeds)} seed(s) = {len(job_list)} runs in {workers} process(es){with_broken} -> {out_dir}")

@@ -27,13 +27,19 @@ from chaoskube.experiments.systems.hypothesis import run_hypothesis_experiment
 __all__ = ["Progress", "RunResult", "run_experiment"]
 
 
-def run_experiment(experiment: Experiment, seed: int, out_dir: str | Path, *, progress: Progress | None = None) -> RunResult:
+def run_experiment(
+    experiment: Experiment, seed: int, out_dir: str | Path, *, progress: Progress | None = None,
+    reference_cache: str | Path | None = None, max_wall_s: float | None = None,
+) -> RunResult:
     """Run ``experiment`` with ``seed`` into ``out_dir``, with its gallery variants
-    (``experiment.broken``) patched in for the duration of the run."""
+    (``experiment.broken``) patched in for the duration of the run. ``reference_cache``:
+    where the differential checker's fault-free runs are kept and shared (a campaign's).
+    ``max_wall_s``: a simulated run the watchdog ends with a ``livelock`` verdict after
+    that much wall-clock time (``--max-wall``)."""
     system_class = SYSTEMS[experiment.system]
     with gallery.applied(experiment.broken):
         if getattr(system_class, "replays_steps", False):  # a saved Hypothesis example
             return run_hypothesis_experiment(experiment, seed, out_dir, progress=progress)
         if getattr(system_class, "real_time", False):  # real processes, real clock
             return run_real_experiment(experiment, seed, out_dir, progress=progress)
-        return run_simulated(experiment, system_class, seed, out_dir, progress)
+        return run_simulated(experiment, system_class, seed, out_dir, progress, reference_cache=reference_cache, max_wall_s=max_wall_s)

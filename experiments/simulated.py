@@ -9,10 +9,17 @@ phase starts. The same (experiment, seed, code) gives a byte-identical journal.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+import orjson
+
+from chaoskube import __version__
 from chaoskube.checkers.verdict import Verdict, run_checker
 from chaoskube.experiments.model import Experiment, experiment_dir
 from chaoskube.experiments.phases import PhaseRecord, drive_phases
@@ -20,7 +27,7 @@ from chaoskube.experiments.reports import write_result
 from chaoskube.experiments.result import Progress, RunResult, close_run_log, open_run_log
 from chaoskube.experiments.systems.base import System
 from chaoskube.faults import FaultInjector, ScheduledFault
-from chaoskube.sim import Journal, World
+from chaoskube.sim import Journal, Livelock, Watchdog, World
 
 #: The (shortest, longest) wait between two steady-state probes, in virtual seconds.
 STEADY_STATE_POLL_S = (0.1, 1.0)
@@ -88,14 +95,92 @@ class SimulatedHost:
             await self.world.sleep(1.0)
 
 
-def run_simulated(experiment: Experiment, system_class: type[System], seed: int, out_dir: str | Path, progress: Progress | None = None) -> RunResult:
+# -- the differential checker's reference run ----------------------------------------------
+#: Bumped when what a reference end state holds changes (cached states of an older format
+#: are recomputed).
+REFERENCE_FORMAT = 1
+
+
+def fault_free(experiment: Experiment) -> Experiment:
+    """``experiment`` without its faults (schedule and random nemesis) and checkers: the
+    differential checker's reference, the same workload actions at the same times."""
+    return msgspec.structs.replace(experiment, schedule=[], nemesis=None, checkers=[])
+
+
+def reference_key(experiment: Experiment, seed: int) -> str:
+    """What identifies a reference run: the fault-free experiment's cluster, workload,
+    phases and gallery variants, the seed and the code version (not its name: experiments
+    that differ only in their faults share one)."""
+    reference = fault_free(experiment)
+    payload = {
+        "cluster": reference.cluster, "workload": reference.workload, "phases": msgspec.to_builtins(reference.phases),
+        "broken": sorted(reference.broken), "system": reference.system, "path": reference.path if reference.path and "/catalog/" not in reference.path else "",
+        "seed": seed, "version": __version__, "format": REFERENCE_FORMAT,
+    }
+    return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class ReferenceRun:
+    """The normalized end state of a fault-free run (chaoskube.checkers.differential)."""
+
+    state: dict[str, Any]
+    journal_sha256: str
+    key: str
+    cached: bool
+
+
+def reference_run(experiment: Experiment, system_class: type[System], seed: int, cache_dir: Path) -> ReferenceRun:
+    """The fault-free run of ``experiment`` with ``seed``: read from ``cache_dir`` when a
+    run with the same :func:`reference_key` left it there (a campaign shares one directory
+    among its runs), else run now (its journal in ``cache_dir/<key>/journal.jsonl``) and
+    cached. Gallery variants are the caller's to apply, as for the run itself."""
+    from chaoskube.checkers.differential import end_state
+
+    key = reference_key(experiment, seed)
+    cached = cache_dir / f"{key}.json"
+    if cached.exists():
+        try:
+            data = orjson.loads(cached.read_bytes())
+            return ReferenceRun(data["end_state"], data["journal_sha256"], key, True)
+        except (OSError, orjson.JSONDecodeError, KeyError):
+            pass  # written by a run that died half-way: run it again
+    reference = fault_free(experiment)
+    cluster, workload = system_class.options(reference.cluster, reference.workload, base_dir=experiment_dir(experiment))
+    (cache_dir / key).mkdir(parents=True, exist_ok=True)
+    world = World(seed, journal=Journal(cache_dir / key / "journal.jsonl"))
+
+    async def main(world: World) -> None:
+        system = system_class(world, cluster, workload)
+        system.recovery_s = reference.phases.recovery_s
+        await drive_phases(SimulatedHost(world, reference, system, None), reference.phases, PhaseRecord(), poll_s=STEADY_STATE_POLL_S)
+
+    world.run(main)
+    state = end_state(world.journal.events)
+    temporary = cached.with_suffix(f".{os.getpid()}.tmp")
+    temporary.write_bytes(orjson.dumps({"experiment": experiment.name, "seed": seed, "journal_sha256": world.fingerprint, "end_state": state}, option=orjson.OPT_SORT_KEYS))
+    temporary.replace(cached)  # atomic: a campaign's workers may race for one key
+    return ReferenceRun(state, world.fingerprint, key, False)
+
+
+def run_simulated(
+    experiment: Experiment, system_class: type[System], seed: int, out_dir: str | Path, progress: Progress | None = None, *,
+    reference_cache: str | Path | None = None, max_wall_s: float | None = None,
+) -> RunResult:
     """Run ``experiment`` on ``system_class`` with ``seed`` into ``out_dir``. Gallery
-    variants are the caller's to apply (runner.run_experiment)."""
+    variants are the caller's to apply (runner.run_experiment). With the ``differential``
+    checker, its fault-free reference comes from ``reference_cache`` (a campaign's shared
+    directory), else ``out_dir/reference``.
+
+    A run the World's livelock watchdog ends (chaoskube.sim.world: virtual time stood
+    still through a million events, the journal passed its budget, or ``max_wall_s`` of
+    wall-clock time went by) answers one verdict, ``livelock``: False, with where it stuck;
+    the other checkers do not run (their history stops mid-run); the journal is kept."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     cluster, workload = system_class.options(experiment.cluster, experiment.workload, base_dir=experiment_dir(experiment))
     phases = experiment.phases
-    world = World(seed, journal=Journal(out / "journal.jsonl"))
+    world = World(seed, journal=Journal(out / "journal.jsonl"), watchdog=Watchdog(max_wall_s=max_wall_s))
     record = PhaseRecord()
     hosts: list[SimulatedHost] = []
 
@@ -109,10 +194,13 @@ def run_simulated(experiment: Experiment, system_class: type[System], seed: int,
     started = time.perf_counter()
     interrupted = False
     sink = open_run_log(out / "run.log")
+    livelock: Livelock | None = None
     try:
         world.run(main)
     except KeyboardInterrupt:
         interrupted = True
+    except Livelock as error:
+        livelock = error
     finally:
         close_run_log(sink)
     wall = time.perf_counter() - started
@@ -120,6 +208,12 @@ def run_simulated(experiment: Experiment, system_class: type[System], seed: int,
     system = host.system if host is not None else None
     injector = host.injector if host is not None else None
     verdicts: dict[str, Verdict] = {}
+    if livelock is not None:
+        verdicts["livelock"] = Verdict(False, f"livelock: {livelock.reason}", (livelock.where,), {"where": livelock.where})
+        system = None  # its checkers would judge half a run
+    if system is not None and not interrupted and "differential" in experiment.checkers:
+        cache = Path(reference_cache) if reference_cache is not None else out / "reference"
+        system.reference = reference_run(experiment, system_class, seed, cache)
     if system is not None and not interrupted:
         system.steady_state_verdict = record.steady_state_verdict(phases.recovery_s)
         for name in experiment.checkers:
@@ -132,7 +226,7 @@ def run_simulated(experiment: Experiment, system_class: type[System], seed: int,
         journal_sha256=world.fingerprint,
         simulated_seconds=world.now,
         wall_seconds=wall,
-        metrics=(system.metrics() if system is not None else {}) | record.metrics(),
+        metrics=(system.metrics() if system is not None else {}) | record.metrics() | ({"events_run": world.events_run} if livelock is not None else {}),
         phases=record.phases,
         faults=[{"id": f.id, "applied_at": f.applied_at, "healed_at": f.healed_at, **f.plan.to_json()} for f in injector.faults] if injector else [],
         skipped_faults=list(injector.skipped) if injector else [],

@@ -345,7 +345,7 @@ def _judge_list(event: Event, store: StoreHistory, latest: dict[tuple[str, ...],
         wanted = _int(asked) or 0
         if asked != "0" and listed < wanted:
             return {"read": event, "problem": f"list of {resource} not older than {asked} answered at revision {listed}"}
-        scope = (event["client"], event.get("server", ""), resource, namespace, event.get("selector", ""))
+        scope = (event["client"], event.get("server", ""), resource, namespace, event.get("label_selector", ""), event.get("field_selector", ""))
         if listed < latest.get(scope, 0):
             return {"read": event, "problem": f"{event.get('server')} answered {event['client']} a list of {resource} at revision {listed} after one at revision {latest[scope]} (went back in time)"}
         latest[scope] = listed
@@ -356,7 +356,7 @@ def _judge_list(event: Event, store: StoreHistory, latest: dict[tuple[str, ...],
         version = store.live_at(resource, item_key, listed)
         if version is None or str(version.revision) != str(item_rv):
             return {"read": event, "problem": f"list of {resource} at revision {listed} has {item_key} at version {item_rv}, the store had {'no such object' if version is None else version.revision} then", "object": item_key}
-    if not event.get("selector"):
+    if not event.get("label_selector") and not event.get("field_selector"):
         prefix = f"{namespace}/" if namespace else ""
         for key in store.keys(resource):
             if key in seen or (prefix and not key.startswith(prefix)):

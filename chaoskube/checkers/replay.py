@@ -31,6 +31,9 @@ __all__ = [
     "Change",
     "REGISTRY_PREFIX",
     "StoreHistory",
+    "acting_intervals",
+    "deadline_under_leader",
+    "endpoint_ready_intervals",
     "StoreReplay",
     "Version",
     "condition_status",
@@ -331,3 +334,76 @@ class StoreHistory:
     def uid(self, resource: str, key: str, version: Version) -> str:
         obj = self.object(resource, key, version)
         return (obj or {}).get("metadata", {}).get("uid", "")
+
+
+# =========================================================================== leaders and endpoints
+def acting_intervals(events: Iterable[Event], lease: str) -> list[tuple[float, float]]:
+    """When some process acted as leader of ``lease`` (``leader`` start / stop; a killed
+    or exited process stops at once)."""
+    acting: dict[str, float] = {}
+    rows: list[tuple[float, float]] = []
+    for event in events:
+        kind = event["type"]
+        if kind == "leader" and event.get("lease") == lease:
+            process = event.get("process", "")
+            if event.get("event") == "start":
+                acting.setdefault(process, event["t"])
+            elif event.get("event") == "stop" and process in acting:
+                rows.append((acting.pop(process), event["t"]))
+        elif kind == "process" and event.get("event") in ("kill", "exit") and event.get("process") in acting:
+            rows.append((acting.pop(event["process"]), event["t"]))
+    rows += [(start, math.inf) for start in acting.values()]
+    return sorted(rows)
+
+
+def deadline_under_leader(start: float, acting: list[tuple[float, float]], bound: float) -> float:
+    """The first time a node unreachable since ``start`` has been so for ``bound`` seconds
+    under one acting controller-manager leader (a new leader restarts the grace)."""
+    moment = start
+    for begin, end in acting:
+        if end <= moment:
+            continue
+        moment = max(moment, begin)
+        if moment + bound < end:
+            return moment + bound
+    return math.inf
+
+
+def _target(endpoint: Obj, namespace: str) -> str:
+    reference = endpoint.get("targetRef") or {}
+    name = reference.get("name", "")
+    return f"{reference.get('namespace') or namespace}/{name}" if name else ""
+
+
+def endpoint_ready_intervals(events: Iterable[Event]) -> list[dict[str, Any]]:
+    """Every interval during which an EndpointSlice of the store held a ready endpoint
+    (``conditions.ready`` not false: unset means ready): {service, slice, address, node,
+    pod (``namespace/name`` of its targetRef), from, to} (``to`` infinite while open)."""
+    replay = StoreReplay(["endpointslices"])
+    open_: dict[tuple[str, str], dict[str, Any]] = {}
+    done: list[dict[str, Any]] = []
+    last_t = 0.0
+    for event in events:
+        for change in replay.apply(event):
+            last_t = change.t
+            now: dict[tuple[str, str], dict[str, Any]] = {}
+            if change.after is not None:
+                service = (change.after.get("metadata", {}).get("labels") or {}).get("kubernetes.io/service-name", "")
+                namespace = change.key.partition("/")[0]
+                for endpoint in change.after.get("endpoints") or ():
+                    if (endpoint.get("conditions") or {}).get("ready") is False:
+                        continue
+                    for address in endpoint.get("addresses") or ():
+                        now[(change.key, address)] = {
+                            "service": f"{namespace}/{service}", "slice": change.key, "address": address,
+                            "node": endpoint.get("nodeName", ""), "pod": _target(endpoint, namespace),
+                        }
+            for item, row in list(open_.items()):
+                if item[0] == change.key and (item not in now or now[item]["node"] != row["node"]):
+                    done.append(row | {"to": change.t})
+                    del open_[item]
+            for item, row in now.items():
+                if item not in open_:
+                    open_[item] = row | {"from": change.t}
+    done += [row | {"to": math.inf} for row in open_.values()]
+    return done

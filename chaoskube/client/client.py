@@ -44,11 +44,11 @@ and a delete's ``grace_s`` and ``propagation``; an ``ok`` carries the answered o
 carries the Status ``message``. Each read (get, list; not watches) is one ``api-read``
 event at its end: ``call`` (when it was sent), ``phase`` ok / fail / info as above,
 ``code``, ``request_rv`` and ``rv_match`` (the resourceVersion asked for: "" is a quorum
-read), ``selector`` (label and field selectors, ";"-joined, "" if none), and on ``ok`` the
+read), ``label_selector`` and ``field_selector`` (when given), and on ``ok`` the
 object's ``resource_version`` and ``uid`` (get), or the list's ``resource_version`` and its
 ``items`` as ``[key, resource_version]`` pairs (``key`` = ``namespace/name``, or ``name``
 for a cluster-scoped kind). The api-linearizability checker reads both
-(:mod:`chaoskube.checkers.api_consistency`). Dry-run writes are not journaled. Request ids
+(:mod:`chaoskube.checkers.api_linearizability`). Dry-run writes are not journaled. Request ids
 are ``<client>/<incarnation>/<n>``, one per attempt; ``op_id`` is ``<incarnation>.<n>``;
 both count per client name and process incarnation, so they never repeat in a run.
 
@@ -434,8 +434,11 @@ class ApiClient:
             "client": self.name, "verb": request.verb, "resource": request.resource, "namespace": request.namespace,
             "name": request.name, "call": round(started, 9), "phase": phase, "code": response.code, "server": response.server,
             "request_rv": request.resource_version, "rv_match": request.resource_version_match,
-            "selector": ";".join(part for part in (request.label_selector, request.field_selector) if part),
         }
+        if request.label_selector:
+            fields["label_selector"] = request.label_selector
+        if request.field_selector:
+            fields["field_selector"] = request.field_selector
         if response.ok:
             if request.verb == "get" and response.object is not None:
                 fields["resource_version"] = response.object.metadata.resource_version

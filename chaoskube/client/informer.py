@@ -48,11 +48,12 @@ Journal: ``{"type": "informer", "name", "resource", "event", "resource_version"}
 with event "synced" (first list done), "relist" (a later list), "rewatch" (a new watch
 after a stream ended or broke; ``reason``), "gone" (a 410 from a list or a watch). For the
 api-watch checker (:mod:`chaoskube.checkers.api_watch`): ``watch-open`` {name, watch,
-server, resource, namespace, selector, from_rv} when a watch is answered, ``watch-recv``
+server, resource, namespace, from_rv, label_selector and field_selector when given} when
+a watch is answered, ``watch-recv``
 {name, watch, events} per message received, each event ``[type, key, resourceVersion]``
 (BOOKMARK: key ""; ERROR: key "", the Status code as a string), and, when asked
 (:func:`record_informer_caches`, at the end of a run), ``informer-cache`` {name,
-resource, namespace, selector, resource_version, items} with the cache as ``[key,
+resource, namespace, resource_version, items, and the selectors} with the cache as ``[key,
 resourceVersion]`` pairs, for every informer running then.
 
 Non-guarantees: no pagination; handlers are not decoupled by per-listener buffers (a slow
@@ -386,9 +387,14 @@ class Reflector:
             if reason == "throttled":
                 await self._backoff()
 
-    def selector(self) -> str:
-        """The label and field selectors, ";"-joined ("" if none), as the journal spells them."""
-        return ";".join(part for part in (self.label_selector, self.field_selector) if part)
+    def selectors(self) -> dict[str, str]:
+        """The label and field selectors, as the journal spells them (only those given)."""
+        found = {}
+        if self.label_selector:
+            found["label_selector"] = self.label_selector
+        if self.field_selector:
+            found["field_selector"] = self.field_selector
+        return found
 
     async def _open_watch(self) -> WatchStream | None:
         timeout_seconds = int(MIN_WATCH_TIMEOUT_S * (self._random.random() + 1.0))
@@ -407,7 +413,7 @@ class Reflector:
         self.watches += 1
         self.process.world.record(
             "watch-open", name=self.name, watch=stream.watch_id, server=stream.server, resource=self.resource,
-            namespace=self.namespace, selector=self.selector(), from_rv=from_rv,
+            namespace=self.namespace, from_rv=from_rv, **self.selectors(),
         )
         return stream
 
@@ -491,7 +497,7 @@ def record_informer_caches(world: Any) -> int:
             reflector = informer.reflector
             world.record(
                 "informer-cache", name=informer.name, resource=informer.resource, namespace=informer.namespace,
-                selector=reflector.selector(), resource_version=reflector.last_sync_resource_version,
+                resource_version=reflector.last_sync_resource_version, **reflector.selectors(),
                 items=[[key, informer.indexer.get_by_key(key).metadata.resource_version] for key in informer.indexer.list_keys()],
             )
             recorded += 1

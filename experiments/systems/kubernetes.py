@@ -87,6 +87,7 @@ import trio
 
 from chaoskube.api.manifests import ManifestError, from_dict, load_manifests
 from chaoskube.api.objects import Object
+from chaoskube.checkers.availability import DEFAULT_ERROR_BUDGET
 from chaoskube.checkers.leader_election import check_leader_election
 from chaoskube.checkers.verdict import Verdict, run_checker, worst
 from chaoskube.client.client import ApiClient, ApiError
@@ -127,6 +128,15 @@ CLUSTER_CHECKERS: dict[str, tuple[str, str, str]] = {
     "service-availability": ("chaoskube.checkers.availability", "check_service_availability", "the traffic probes saw no Service outage longer than the workload's max_outage_s"),
     "admission": ("chaoskube.checkers.admission", "check_admission", "every object stored passed the admission webhooks that applied to it, per their failurePolicy"),
     "convergence": ("chaoskube.checkers.convergence", "check_convergence", "after heal, the store shows every Deployment at its spec and every pod on a Ready node by the end of the run"),
+    # Detection power (docs/checkers.md): what the API's clients saw, the workloads, the
+    # webhooks' timing, garbage collection, termination, and a fault-free reference run.
+    "api-linearizability": ("chaoskube.checkers.api_linearizability", "check_api_linearizability", "every API client's requests, per object, linearizable against a model of the object store; lists and cached reads consistent with the store"),
+    "api-watch": ("chaoskube.checkers.api_watch", "check_api_watch", "every informer's watch events in resourceVersion order, without gaps (except after a 410) or duplicates, bookmarks never ahead; caches equal to the store"),
+    "workload-invariants": ("chaoskube.checkers.workloads", "check_workload_invariants", "at every store change: rollouts within maxSurge/maxUnavailable (or explained by faults), no ReplicaSet over-creation, observedGeneration sound; exact counts at the end"),
+    "admission-timing": ("chaoskube.checkers.admission_timing", "check_admission_timing", "every webhook call abandoned within timeoutSeconds + 1 s; a Fail call past its timeout never admits, an Ignore call never refuses"),
+    "garbage-collection": ("chaoskube.checkers.garbage_collection", "check_garbage_collection", "no dependent collected while its owner exists; background dependents go within 60 s, orphans stay, foreground owners wait for their blocking dependents"),
+    "graceful-termination": ("chaoskube.checkers.termination", "check_graceful_termination", "a deleted pod's containers get SIGTERM and no SIGKILL before the grace period; its endpoints stop being ready within 10 s"),
+    "differential": ("chaoskube.checkers.differential", "check_differential", "the end state equals a fault-free run's of the same experiment and seed, after normalization, but for differences the faults excuse"),
 }
 
 
@@ -187,15 +197,16 @@ class WorkloadStep(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, fro
     """An administrator action during the run (module docstring, ``steps``)."""
 
     after_s: float
-    action: Literal["rollout", "scale", "drain", "uncordon"]
+    action: Literal["rollout", "scale", "drain", "uncordon", "delete"]
     deployment: str = ""
     replicas: int | None = None
     node: str = ""
+    propagation: Literal["Background", "Foreground", "Orphan"] = "Background"  # delete: kubectl delete --cascade
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.after_s) and 0 <= self.after_s <= 3600):
             raise ValueError(f"`after_s` must be a finite number between 0 and 3600, got {self.after_s}")
-        if self.action in ("rollout", "scale") and not self.deployment:
+        if self.action in ("rollout", "scale", "delete") and not self.deployment:
             raise ValueError(f"`{self.action}` needs `deployment`")
         if self.action == "scale" and (self.replicas is None or not 0 <= self.replicas <= 1000):
             raise ValueError(f"`scale` needs `replicas` between 0 and 1000, got {self.replicas}")
@@ -215,6 +226,19 @@ UNCORDON_RETRY_S = 1.0
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 
 
+class ExpectedFailures(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    """A window of the run in which the experiment expects its Services to fail requests
+    (``service-availability`` does not charge them to the error budget): seconds from the
+    start of the fault phase, as a fault's ``at_s``."""
+
+    from_s: float
+    to_s: float
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.from_s) and math.isfinite(self.to_s) and 0 <= self.from_s <= self.to_s <= 7200):
+            raise ValueError(f"an expected-failures window needs 0 <= `from_s` <= `to_s` <= 7200, got {self.from_s}..{self.to_s}")
+
+
 class KubernetesWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     manifests: list[str] = []
     deployments: list[DeploymentWorkload] = []
@@ -222,6 +246,8 @@ class KubernetesWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=Tru
     traffic: bool = False
     traffic_every_s: float = 0.5
     max_outage_s: float = 5.0
+    error_budget: float = DEFAULT_ERROR_BUDGET
+    expected_failures: list[ExpectedFailures] = []
     converge_s: float = 120.0
 
     def __post_init__(self) -> None:
@@ -231,6 +257,8 @@ class KubernetesWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=Tru
         for step in self.steps:
             if step.deployment and step.deployment not in names:
                 raise ValueError(f"step `{step.action}` names deployment {step.deployment!r}, not one of `deployments` ({', '.join(names) or 'none'})")
+        if not (math.isfinite(self.error_budget) and 0.0 <= self.error_budget <= 1.0):
+            raise ValueError(f"`error_budget` must be a fraction between 0 and 1, got {self.error_budget}")
         for name, value, low in (("traffic_every_s", self.traffic_every_s, 0.01), ("max_outage_s", self.max_outage_s, 0.0), ("converge_s", self.converge_s, 0.0)):
             if not (math.isfinite(value) and low <= value <= 3600):
                 raise ValueError(f"`{name}` must be a finite number between {low:g} and 3600, got {value}")
@@ -374,6 +402,14 @@ class KubernetesSystem(System):
             elif step.action == "uncordon":
                 await cordon(client, step.node, unschedulable=False)
                 outcome = "uncordoned"
+            elif step.action == "delete":
+                from chaoskube.api.protocol import DeleteOptions
+
+                key = f"{namespace}/{step.deployment}"
+                self.deployments = [name for name in self.deployments if name != key]  # no longer part of the steady state
+                self.services = [name for name in self.services if name != key]
+                await client.delete("deployments", namespace, step.deployment, options=DeleteOptions(propagation_policy=step.propagation))
+                outcome = f"deleted ({step.propagation})"
             else:
                 target = step.node or await self._busiest_node(step.deployment)
                 result = await drain(client, target, timeout_s=DRAIN_TIMEOUT_S)
@@ -440,6 +476,9 @@ class KubernetesSystem(System):
 
     async def stop_workload(self) -> None:
         self._traffic_on = False
+        from chaoskube.client.informer import record_informer_caches
+
+        record_informer_caches(self.world)  # for api-watch: each informer's cache, now
         verdict = await self.steady_state()
         ready, desired = await self._pods_ready()
         self.world.record("kubernetes", event="final", steady=verdict.valid, reason=verdict.reason, pods_ready=ready, pods_desired=desired)
@@ -547,7 +586,19 @@ class KubernetesSystem(System):
         module, function, _ = CLUSTER_CHECKERS[name]
         checker = getattr(importlib.import_module(module), function)
         if name == "service-availability":
-            return run_checker(checker, events, max_outage_s=self.workload.max_outage_s)
+            faults = next((event["t"] for event in events if event["type"] == "phase" and event["name"] == "faults"), None)
+            expected = [(faults + window.from_s, faults + window.to_s) for window in self.workload.expected_failures] if faults is not None else []
+            api_servers = [f"kube-apiserver-{index}" for index in range(1, self.spec.api_servers + 1)]
+            return run_checker(
+                checker, events, max_outage_s=self.workload.max_outage_s, error_budget=self.workload.error_budget,
+                expected=expected, nodes=self.nodes, api_servers=api_servers,
+            )
+        if name == "differential":
+            reference = getattr(self, "reference", None)  # the runner's fault-free run of the same seed
+            if reference is None:
+                return Verdict(None, "no reference run: the differential checker needs the runner's fault-free run of this experiment and seed")
+            verdict = run_checker(checker, events, reference.state)
+            return Verdict(verdict.valid, verdict.reason, verdict.evidence, {**verdict.details, "reference_journal_sha256": reference.journal_sha256, "reference_cached": reference.cached})
         if name == "convergence":
             healed = [event["t"] for event in events if event["type"] == "phase" and event["name"] == "heal"]
             if not healed:
