@@ -54,7 +54,9 @@ The model (state: the object's (resourceVersion, uid); uid None while it is abse
   answer a version written by another request during its call (``GuaranteedUpdate``
   re-reads; a delete answers the object it removed, or its graceful-deletion update), so
   it says "the object was at R at some instant of my call": legal only then; a delete's
-  preconditions must also hold for the object answered.
+  preconditions must also hold for the object answered. (A delete with a resourceVersion
+  precondition that answered a newer version -- a graceful deletion or one held by
+  finalizers writes the deletion mark -- is a compare-and-set ``write``.)
 - ``read`` (a quorum get) -> (R, uid) or absent: legal only if the state is that.
 - ``present`` (409 AlreadyExists, an eviction that succeeded), ``absent`` (404), and
   ``conflict`` (409 of a precondition): legal iff the object exists, does not, or does not
@@ -286,7 +288,7 @@ def _write_op(op: _Pending, store: StoreHistory, claimed: set[tuple[str, str, in
         return None
     removed = version is not None and version.deleted
     output = (revision, None if removed else uid)
-    if verb in ("update", "patch") and pre_rv is not None and pre_rv != revision:
+    if verb in ("update", "patch", "delete") and pre_rv is not None and pre_rv != revision:
         # A compare-and-set that changed the object: it wrote this version, or nothing did.
         if applied_in_call:
             claimed.add((key[0], key[1], revision))
