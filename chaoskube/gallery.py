@@ -583,18 +583,31 @@ def _webhook_call_without_timeout() -> Any:
 
 
 def _ignore_policy_fails_closed() -> Any:
-    """WebhookDispatcher._call_failed that refuses the request for a failed call whatever
-    the failurePolicy: an Ignore webhook that times out blocks writes
-    (kubernetes/kubernetes#71508, "Admission controller fails on timeout when
+    """WebhookDispatcher._verdict that refuses a request for the failed call of an
+    Ignore-policy validating webhook, as for Fail: an Ignore webhook that times out blocks
+    writes (kubernetes/kubernetes#71508, "Admission controller fails on timeout when
     failurePolicy set to Ignore")."""
+    from dataclasses import replace
+
     from chaoskube.api.protocol import internal_error
+    from chaoskube.apiserver import webhooks as module
 
-    def call_failed(self: Any, phase: Any, hook: Any, reply: Any, round_: int, failed_open_key: str) -> Any:
-        message = f'failed calling webhook "{hook.webhook.name}": {reply.error}'
-        self._journal(hook, phase.request, reply.uid, "error", message, reply.latency_s, round_)
-        return phase.refuse(internal_error(message), hook.webhook.name)
+    def verdict(self: Any, phase: Any, relevant: Any, replies: Any) -> Any:
+        refusal = None
+        for hook, reply in zip(relevant, replies):
+            name = hook.webhook.name
+            if reply.response is None:
+                if refusal is None:  # the bug: whatever the failurePolicy
+                    refusal = phase.refuse(internal_error(f'failed calling webhook "{name}": {reply.error}'), name)
+                continue
+            self._collect(phase, hook, reply.response)
+            if not reply.response.allowed and refusal is None:
+                refusal = phase.refuse(module.denial_status(name, reply.response.status), name)
+        if refusal is not None:
+            return replace(refusal, warnings=tuple(phase.warnings), annotations=tuple(phase.annotations))
+        return module.WebhookResult(True, phase.request.object, None, (), "", tuple(phase.warnings), tuple(phase.annotations))
 
-    return call_failed
+    return verdict
 
 
 def _spend_without_precondition() -> Any:
@@ -726,7 +739,7 @@ DETECTION_VARIANTS: tuple[Variant, ...] = (
     ),
     Variant(
         "etcd-watch-start-exclusive", "etcd MVCC watch", "a watch resumed at a start revision misses that revision's events (python-etcd3#729; etcd-io/etcd#8411, #18089)",
-        "watch", "etcd-leader-kill", "chaoskube.etcd.mvcc:Store.events_since", _watch_start_exclusive,
+        "api-watch", "random-nemesis", "chaoskube.etcd.mvcc:Store.events_since", _watch_start_exclusive,
     ),
     Variant(
         "etcd-create-compare-always-true", "etcd MVCC txn", "a CREATE/VERSION == 0 compare holds for an existing key (etcd-io/etcd#13035): create-if-absent overwrites",
@@ -755,7 +768,7 @@ DETECTION_VARIANTS: tuple[Variant, ...] = (
     ),
     Variant(
         "watchcache-replays-start-revision", "kube-apiserver watch cache", "a watch from resourceVersion N sends the event at N again (inclusive etcd semantics mixed with Kubernetes' exclusive ones)",
-        "api-watch", "apiserver-crash", "chaoskube.apiserver.watchcache:ResourceCache.events_after", _watch_replays_start_revision,
+        "api-watch", "node-failure", "chaoskube.apiserver.watchcache:ResourceCache.events_after", _watch_replays_start_revision,
     ),
     Variant(
         "watchcache-filter-skips-entering", "kube-apiserver watch cache", "a filtered watch sends nothing when an object starts to match its selectors (a kubelet misses the pod bound to it)",
@@ -771,7 +784,7 @@ DETECTION_VARIANTS: tuple[Variant, ...] = (
     ),
     Variant(
         "webhook-ignore-policy-fails-closed", "kube-apiserver admission", "a failed call of an Ignore-policy webhook refuses the request (kubernetes#71508)",
-        "admission-timing", "webhook-latency-fail-open", "chaoskube.apiserver.webhooks:WebhookDispatcher._call_failed", _ignore_policy_fails_closed,
+        "admission-timing", "webhook-latency-fail-open", "chaoskube.apiserver.webhooks:WebhookDispatcher._verdict", _ignore_policy_fails_closed,
     ),
     # -- client-go
     Variant(
@@ -780,7 +793,7 @@ DETECTION_VARIANTS: tuple[Variant, ...] = (
     ),
     Variant(
         "leader-election-renews-past-deadline", "client-go leader election", "a leader whose renewals fail keeps acting past its renew deadline (client-go does not fence; kubernetes#67651)",
-        "leader-election", "controller-manager-leader-pause", "chaoskube.client.leaderelection:LeaderElector._renew", _renew_past_deadline,
+        "leader-election", "apiserver-crash", "chaoskube.client.leaderelection:LeaderElector._renew", _renew_past_deadline,
     ),
     # -- kube-controller-manager
     Variant(

@@ -15,6 +15,7 @@ the run, whatever its kind.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from chaoskube import gallery
 from chaoskube.experiments.model import Experiment
@@ -29,17 +30,18 @@ __all__ = ["Progress", "RunResult", "run_experiment"]
 
 def run_experiment(
     experiment: Experiment, seed: int, out_dir: str | Path, *, progress: Progress | None = None,
-    reference_cache: str | Path | None = None, max_wall_s: float | None = None,
+    reference_cache: str | Path | None = None, max_wall_s: float | None = None, watchdog: Any = None,
 ) -> RunResult:
     """Run ``experiment`` with ``seed`` into ``out_dir``, with its gallery variants
     (``experiment.broken``) patched in for the duration of the run. ``reference_cache``:
     where the differential checker's fault-free runs are kept and shared (a campaign's).
     ``max_wall_s``: a simulated run the watchdog ends with a ``livelock`` verdict after
-    that much wall-clock time (``--max-wall``)."""
+    that much wall-clock time (``--max-wall``); ``watchdog`` (a
+    :class:`chaoskube.sim.Watchdog`) replaces its default bounds."""
     system_class = SYSTEMS[experiment.system]
     with gallery.applied(experiment.broken):
         if getattr(system_class, "replays_steps", False):  # a saved Hypothesis example
             return run_hypothesis_experiment(experiment, seed, out_dir, progress=progress)
         if getattr(system_class, "real_time", False):  # real processes, real clock
             return run_real_experiment(experiment, seed, out_dir, progress=progress)
-        return run_simulated(experiment, system_class, seed, out_dir, progress, reference_cache=reference_cache, max_wall_s=max_wall_s)
+        return run_simulated(experiment, system_class, seed, out_dir, progress, reference_cache=reference_cache, max_wall_s=max_wall_s, watchdog=watchdog)

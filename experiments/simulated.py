@@ -165,7 +165,7 @@ def reference_run(experiment: Experiment, system_class: type[System], seed: int,
 
 def run_simulated(
     experiment: Experiment, system_class: type[System], seed: int, out_dir: str | Path, progress: Progress | None = None, *,
-    reference_cache: str | Path | None = None, max_wall_s: float | None = None,
+    reference_cache: str | Path | None = None, max_wall_s: float | None = None, watchdog: Watchdog | None = None,
 ) -> RunResult:
     """Run ``experiment`` on ``system_class`` with ``seed`` into ``out_dir``. Gallery
     variants are the caller's to apply (runner.run_experiment). With the ``differential``
@@ -175,12 +175,13 @@ def run_simulated(
     A run the World's livelock watchdog ends (chaoskube.sim.world: virtual time stood
     still through a million events, the journal passed its budget, or ``max_wall_s`` of
     wall-clock time went by) answers one verdict, ``livelock``: False, with where it stuck;
-    the other checkers do not run (their history stops mid-run); the journal is kept."""
+    the other checkers do not run (their history stops mid-run); the journal is kept.
+    ``watchdog`` replaces the default bounds (tests use a smaller one)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     cluster, workload = system_class.options(experiment.cluster, experiment.workload, base_dir=experiment_dir(experiment))
     phases = experiment.phases
-    world = World(seed, journal=Journal(out / "journal.jsonl"), watchdog=Watchdog(max_wall_s=max_wall_s))
+    world = World(seed, journal=Journal(out / "journal.jsonl"), watchdog=watchdog or Watchdog(max_wall_s=max_wall_s))
     record = PhaseRecord()
     hosts: list[SimulatedHost] = []
 

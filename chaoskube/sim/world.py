@@ -90,8 +90,10 @@ class Watchdog:
     max_wall_s: float | None = None
 
 
-#: Virtual time "advances" for the watchdog when it moves by at least this much: a loop
-#: that moves it by a microsecond per turn stands still as much as one that does not.
+#: Virtual time "advances" for the watchdog when it has moved by at least this much since
+#: the count began: a million events spread over less than a millisecond count as one
+#: instant. (A loop that moves time by a microsecond a turn does progress: it reaches the
+#: end of its experiment's phases; only the journal and wall-clock bounds apply to it.)
 PROGRESS_QUANTUM_S = 0.001
 #: Events between two readings of the wall clock (when ``max_wall_s`` is set).
 _WALL_EVERY = 4096

@@ -20,7 +20,10 @@ Workload options (:class:`KubernetesWorkload`):
   (as a client on that node sees the Service), sent from the process ``traffic`` (role
   ``traffic``, no zone: the observer stays out of every fault domain; a partition of
   ``role:node`` from the control plane does not cut it off from the pods);
-  ``max_outage_s`` bounds the ``service-availability`` checker.
+  ``max_outage_s`` bounds the ``service-availability`` checker, ``error_budget`` (default
+  1 %) is the share of a Service's requests that may fail with nothing to explain them,
+  and ``expected_failures`` (``[{from_s, to_s}]``, seconds from the start of the fault
+  phase) are windows whose failures are not charged to it.
 - ``converge_s``: how long :meth:`KubernetesSystem.start_workload` waits for the workload
   to reach its steady state before the warm-up (the faults begin from a converged cluster).
 - ``steps``: administrator actions :class:`WorkloadStep` ``{after_s, action, deployment?,
@@ -30,8 +33,12 @@ Workload options (:class:`KubernetesWorkload`):
   annotation, ``staging/src/k8s.io/kubectl/pkg/polymorphichelpers/objectrestarter.go``),
   ``scale`` (``spec.replicas``), ``drain`` (``kubectl drain --ignore-daemonsets`` by
   :func:`chaoskube.node.kubelet.drain`, of ``node`` or else of the node holding most pods
-  of ``deployment``, first by name on ties) and ``uncordon``. Each is journaled as a
-  ``workload-step`` event {action, target, outcome}; an API error ends that step only.
+  of ``deployment``, first by name on ties), ``uncordon`` and ``delete`` (``kubectl delete
+  --cascade=background|foreground|orphan``: the Deployment with ``propagation``
+  Background, Foreground or Orphan; it leaves the steady state at once). Each is journaled
+  as a ``workload-step`` event {action, target, outcome}; an API error ends that step only.
+  When the workload stops, every running informer's cache is journaled
+  (:func:`chaoskube.client.informer.record_informer_caches`) for ``api-watch``.
 
 Random nemesis: not a workload option. An experiment's top-level ``nemesis``
 (:class:`chaoskube.faults.nemesis.NemesisSpec`) is injected by the runner with the run's own
@@ -68,7 +75,11 @@ while a candidate ran); ``no-mass-eviction`` (the node lifecycle controller's ta
 evictions took pods from fewer than :data:`MASS_EVICTION_FRACTION` of the nodes); and,
 imported when they run, the cluster checkers of :data:`CLUSTER_CHECKERS`
 (``pdb-eviction``, ``scheduling``, ``service-availability``, ``admission``,
-``convergence``) where their modules exist.
+``convergence``, and the detection-power checkers ``api-linearizability``, ``api-watch``,
+``workload-invariants``, ``admission-timing``, ``garbage-collection``,
+``graceful-termination``, ``differential``: docs/checkers.md) where their modules exist.
+``differential`` compares with the runner's fault-free reference run (``self.reference``,
+set by ``experiments/simulated.py``); without one it answers unknown.
 
 Non-guarantees: the steady state is what the API reports (a Deployment's status and the
 EndpointSlices trail the pods by the controllers' reaction time; a powered-off node's pods
