@@ -391,14 +391,6 @@ def _linearizable_read_served_locally() -> Any:
 
 
 # -- kube-controller-manager ----------------------------------------------------------------------
-def _expectations_always_satisfied() -> Any:
-    """ControllerExpectations.satisfied that always says yes: the ReplicaSet controller acts
-    on a pods cache that has not seen its own creations yet and creates again
-    (kubernetes/kubernetes#129795, "ReplicaSet controller may create extra Pods when
-    expectations expire during informer delays"; #41675)."""
-    return lambda self, key, now: True
-
-
 def _max_unavailable_rounded_up() -> Any:
     """deployment.max_unavailable rounding a percentage up instead of down, so 25 % of 3
     replicas allows one pod down where upstream allows none: the bug fixed by
@@ -731,6 +723,39 @@ def _scale_down_ready_first() -> Any:
 
     return get_pods_to_delete
 
+def _surge_counts_new_rs_only() -> Any:
+    """deployment.new_rs_new_replicas measuring the surge against the new ReplicaSet alone,
+    not every ReplicaSet of the Deployment: a rollout scales the new ReplicaSet to full size
+    while the old one still runs every pod, so the Deployment runs up to twice its replicas
+    (kubernetes/kubernetes#28271, "Total replicas number will over max"; the
+    "[minUnavailable/maxSurge violated]" rollout bugs #21810 and #19299)."""
+    from chaoskube.controllers import deployment as module
+
+    def new_rs_new_replicas(d: Any, all_rss: Any, new_rs: Any) -> int:
+        if not module._is_rolling_update(d):
+            return module.replicas_of(d)
+        ceiling = module.replicas_of(d) + module.max_surge(d)
+        current = module.replicas_of(new_rs)  # the bug: the old ReplicaSets are not counted
+        if current >= ceiling:
+            return module.replicas_of(new_rs)
+        return module.replicas_of(new_rs) + min(ceiling - current, module.replicas_of(d) - module.replicas_of(new_rs))
+
+    return new_rs_new_replicas
+
+
+def _read_index_without_quorum_check() -> Any:
+    """Raft._start_read answering a ReadIndex at once with the leader's commit index, without
+    the heartbeat round that confirms it still leads: a deposed leader that has not heard of
+    its successor serves stale reads (hashicorp/consul#54, "Document potential stale read
+    situation", fixed by hashicorp/raft#4 "VerifyLeader"; the Raft paper section 8: "a leader
+    must check whether it has been deposed before processing a read-only request")."""
+
+    def start_read(self: Any, m: Any) -> None:
+        self._answer_read(m, self._log.committed)
+
+    return start_read
+
+
 DETECTION_VARIANTS: tuple[Variant, ...] = (
     # -- etcd
     Variant(
@@ -744,6 +769,10 @@ DETECTION_VARIANTS: tuple[Variant, ...] = (
     Variant(
         "etcd-create-compare-always-true", "etcd MVCC txn", "a CREATE/VERSION == 0 compare holds for an existing key (etcd-io/etcd#13035): create-if-absent overwrites",
         "api-linearizability", "node-failure", "chaoskube.etcd.mvcc:_compare_kv", _create_compare_always_true,
+    ),
+    Variant(
+        "raft-read-index-without-quorum-check", "etcd Raft", "a leader answers ReadIndex without confirming by a heartbeat round that it still leads: a deposed leader serves stale reads (hashicorp/consul#54, hashicorp/raft#4)",
+        "linearizability", "etcd-leader-isolation", "chaoskube.etcd.raft:Raft._start_read", _read_index_without_quorum_check,
     ),
     Variant(
         "raft-commit-previous-term-by-count", "etcd Raft", "the leader commits entries of earlier terms by counting replicas (Raft Figure 8, section 5.4.2)",
@@ -797,16 +826,16 @@ DETECTION_VARIANTS: tuple[Variant, ...] = (
     ),
     # -- kube-controller-manager
     Variant(
-        "replicaset-expectations-always-satisfied", "kube-controller-manager ReplicaSet", "the ReplicaSet controller ignores its expectations and creates again from a stale pods cache (kubernetes#129795, #41675)",
-        "workload-invariants", "scheduler-leader-failover", "chaoskube.controllers.replicaset:ControllerExpectations.satisfied", _expectations_always_satisfied,
-    ),
-    Variant(
         "replicaset-scale-down-deletes-ready-first", "kube-controller-manager ReplicaSet", "a scale-down deletes ready pods before pending and not-ready ones (kubernetes#14396; website#26993)",
-        "workload-invariants", "rolling-update-under-partition", "chaoskube.controllers.replicaset:get_pods_to_delete", _scale_down_ready_first,
+        "workload-invariants", "scale-down-during-node-outage", "chaoskube.controllers.replicaset:get_pods_to_delete", _scale_down_ready_first,
     ),
     Variant(
         "deployment-max-unavailable-rounded-up", "kube-controller-manager Deployment", "maxUnavailable percentages are rounded up, so a rollout takes one pod too many (kubernetes#21922, #21872, #37083)",
         "workload-invariants", "rolling-update-under-partition", "chaoskube.controllers.deployment:max_unavailable", _max_unavailable_rounded_up,
+    ),
+    Variant(
+        "deployment-surge-counts-new-rs-only", "kube-controller-manager Deployment", "the rollout's surge is measured against the new ReplicaSet alone, so the Deployment runs old and new pods at full size (kubernetes#28271, #21810, #19299)",
+        "workload-invariants", "rolling-update-under-partition", "chaoskube.controllers.deployment:new_rs_new_replicas", _surge_counts_new_rs_only,
     ),
     Variant(
         "node-controller-keeps-unreachable-taint", "kube-controller-manager node lifecycle", "a node that comes back Ready keeps node.kubernetes.io/unreachable:NoSchedule (kubernetes#67733, #89012)",

@@ -17,8 +17,9 @@ The Kubernetes behaviour checked:
   controller deletes an available pod of a Deployment (its ``replicaset-pods`` record names
   the pods it chose), the Deployment must still have ``replicas - maxUnavailable``
   available pods, or the shortfall must be explained: pods unavailable because their node
-  is not Ready or had a fault or restart in the last ``excuse_s`` (the checker says which),
-  and pods lost to an eviction, a taint-based eviction, a drain, the garbage collector or a
+  is not Ready or had a fault or restart in the last ``excuse_s`` (the checker says which;
+  only a pod that was Ready once: one still starting never counted as available), and
+  pods lost to an eviction, a taint-based eviction, a drain, the garbage collector or a
   fault whose replacement is not yet available (each such loss explains one missing pod
   until a pod created after it becomes Ready). **Surge ceiling**, when a pod of a
   Deployment is created: its live pods (not being deleted, not terminal) are at most
@@ -30,7 +31,15 @@ The Kubernetes behaviour checked:
   fewer than ``spec.replicas``, and its expectations keep a stale cache from creating
   twice: **no over-creation** -- when a pod of a ReplicaSet is created, it has at most
   ``spec.replicas`` live pods, ``spec.replicas`` being the largest in the last
-  ``window_s`` (a create decided before a scale-down may land after it).
+  ``window_s`` (a create decided before a scale-down may land after it). **Scale-down
+  order** ("Scaling a ReplicaSet",
+  https://kubernetes.io/docs/concepts/workloads/controllers/replicaset/#scaling-a-replicaset;
+  ``ActivePodsWithRanks.Less`` in ``controller_utils.go``): the controller deletes
+  unassigned before assigned, Pending before Unknown before Running, not-ready before
+  ready pods. When it deletes a pod (its ``replicaset-pods`` record names it), no pod of
+  the same ReplicaSet that it keeps may rank strictly before the deleted one on those
+  three keys, both pods having held their rank in the store for ``settled_s`` (the
+  controller decides from its informer cache, which may lag the store by a moment).
 - **observedGeneration** (API conventions, "Spec and Status": the status reflects the
   generation it observed): never above ``metadata.generation`` and never going back, for
   Deployments and ReplicaSets.
@@ -78,6 +87,11 @@ WINDOW_S = 60.0
 #: (a restarted kubelet reports readiness only after its first probe; its sync loop runs
 #: at least every minute: ``syncFrequency``).
 EXCUSE_S = 60.0
+#: How long both pods must have held their rank (assigned, phase, ready) in the store
+#: before a scale-down choice between them is judged: well above an informer's lag.
+SETTLED_S = 10.0
+#: ``controller_utils.go`` ``podPhaseToOrdinal``.
+_PHASE_ORDINAL = {"Pending": 0, "Unknown": 1, "Running": 2}
 DEFAULT_REVISION_HISTORY_LIMIT = 10
 MAX_EXPLAINED = 20
 
@@ -106,6 +120,15 @@ def _available(pod: Obj | None) -> bool:
     return _live(pod) and pod_ready(pod)
 
 
+def _rank(pod: Obj) -> tuple[int, int, int]:
+    """The first three keys of ``ActivePodsWithRanks.Less``: lower is deleted first."""
+    return (
+        1 if pod.get("spec", {}).get("nodeName") else 0,
+        _PHASE_ORDINAL.get(pod.get("status", {}).get("phase", ""), 0),
+        1 if pod_ready(pod) else 0,
+    )
+
+
 def _generation(obj: Obj) -> tuple[int, int]:
     return int(obj.get("metadata", {}).get("generation") or 0), int(obj.get("status", {}).get("observedGeneration") or 0)
 
@@ -126,10 +149,11 @@ class WorkloadView:
     """The store as replayed so far, with owner indexes, recent sizes and the journal's
     explanations (faults, evictions, the ReplicaSet controller's own deletions)."""
 
-    def __init__(self, events: Sequence[Event], resources: Iterable[str], *, window_s: float = WINDOW_S, excuse_s: float = EXCUSE_S) -> None:
+    def __init__(self, events: Sequence[Event], resources: Iterable[str], *, window_s: float = WINDOW_S, excuse_s: float = EXCUSE_S, settled_s: float = SETTLED_S) -> None:
         self.store = StoreReplay(resources)
         self.window_s = window_s
         self.excuse_s = excuse_s
+        self.settled_s = settled_s
         self.t = 0.0
         self.pods_of: dict[str, set[str]] = {}  # controller uid -> pod keys
         self.by_uid: dict[tuple[str, str], str] = {}  # (resource, uid) -> key
@@ -140,6 +164,8 @@ class WorkloadView:
         self.external: dict[str, str] = {}  # pod key -> why it was removed
         self.node_events: dict[str, list[float]] = {}
         self.created: dict[str, float] = {}  # pod uid -> when the store first had it
+        self.rank_since: dict[str, tuple[tuple[int, int, int], float]] = {}  # pod key -> (rank, since)
+        self.ever_ready: set[str] = set()  # uids of pods that were Ready at some point
         self.final_steady: bool | None = None
         for event in events:
             kind = event["type"]
@@ -177,6 +203,15 @@ class WorkloadView:
                 self.pods_of.setdefault(new, set()).add(change.key)
             if before is None and after is not None:
                 self.created[_uid(after)] = change.t
+            if after is not None and pod_ready(after):
+                self.ever_ready.add(_uid(after))
+            if after is None:
+                self.rank_since.pop(change.key, None)
+            else:
+                rank = _rank(after)
+                held = self.rank_since.get(change.key)
+                if held is None or held[0] != rank or (before is not None and _uid(before) != _uid(after)):
+                    self.rank_since[change.key] = (rank, change.t)
         elif after is not None and (resource in ("replicasets", "deployments") or "replicas" in after.get("spec", {})):
             sizes = self.sizes.setdefault((resource, change.key), deque())
             sizes.append((change.t, _replicas(after)))
@@ -216,9 +251,11 @@ class WorkloadView:
         return (key, obj) if obj is not None else None
 
     def node_excuse(self, pod: Obj) -> str | None:
-        """Why a not-ready pod's node explains it, or None."""
+        """Why a not-ready pod's node explains it, or None. Only a pod that was Ready once
+        can have lost its readiness to its node; one that never was is still starting, and
+        the Deployment controller does not count it as available."""
         node = pod.get("spec", {}).get("nodeName", "")
-        if not node:
+        if not node or _uid(pod) not in self.ever_ready:
             return None
         stored = self.store.get("nodes", node)
         if stored is None or condition_status(stored, "Ready") != "True":
@@ -262,6 +299,11 @@ class ReplicaSetRules:
                         f"ReplicaSet {rs_key} has {len(live)} live pods after creating {change.key}, over its {bound} replicas (the largest in the last {view.window_s:g} s)",
                         {"pods": live, "replicas": _replicas(rs), "bound": bound},
                     ))
+        if (
+            change.resource == "pods" and change.before is not None and change.after is not None
+            and not is_deleting(change.before) and is_deleting(change.after) and change.key in view.controller_deleted
+        ):
+            findings += _scale_down_order(view, change)
         return findings
 
     def at_end(self, view: WorkloadView) -> list[Finding]:
@@ -276,6 +318,40 @@ class ReplicaSetRules:
             if observed != generation:
                 findings.append(Finding("replicaset-observed-generation", view.t, f"replicasets/{key}", f"ReplicaSet {key} ended with observedGeneration {observed} for generation {generation}"))
         return findings
+
+
+def _scale_down_order(view: WorkloadView, change: Change) -> list[Finding]:
+    """The ReplicaSet controller deleted ``change.key``: did it keep a pod of the same
+    ReplicaSet that ranks strictly before it (module docstring, scale-down order)?"""
+    before = change.before
+    assert before is not None
+    owner = view.owner("replicasets", _controller_uid(before))
+    held = view.rank_since.get(change.key)
+    if owner is None or held is None:
+        return []
+    rs_key, rs = owner
+    rank, since = _rank(before), held[1]
+    if change.t - since < view.settled_s:
+        return []
+    for key, pod in view.pods(_uid(rs)):
+        if key == change.key or not _live(pod) or key in view.controller_deleted:
+            continue
+        kept = view.rank_since.get(key)
+        if kept is None or change.t - kept[1] < view.settled_s or not kept[0] < rank:
+            continue
+        names = ("assigned", "phase", "ready")
+        first = next(i for i in range(3) if kept[0][i] != rank[i])
+        return [Finding(
+            "replicaset-scale-down-order", change.t, f"replicasets/{rs_key}",
+            f"the ReplicaSet controller deleted {change.key} ({_describe(before)}) and kept {key} ({_describe(pod)}), which ranks before it on {names[first]}",
+            {"deleted": change.key, "kept": key, "deleted_rank_since": since, "kept_rank_since": kept[1]},
+        )]
+    return []
+
+
+def _describe(pod: Obj) -> str:
+    node = pod.get("spec", {}).get("nodeName") or "unassigned"
+    return f"{node}, {pod.get('status', {}).get('phase', 'Pending')}, {'ready' if pod_ready(pod) else 'not ready'}"
 
 
 def _generation_findings(kind: str, change: Change) -> list[Finding]:
@@ -423,10 +499,12 @@ def _created_t(pod: Obj, view: WorkloadView) -> float | None:
 RULES: tuple[Rule, ...] = (DeploymentRules(), ReplicaSetRules())
 
 
-def check_workload_invariants(events: Sequence[Event], *, window_s: float = WINDOW_S, excuse_s: float = EXCUSE_S, rules: Sequence[Rule] = RULES) -> Verdict:
+def check_workload_invariants(
+    events: Sequence[Event], *, window_s: float = WINDOW_S, excuse_s: float = EXCUSE_S, settled_s: float = SETTLED_S, rules: Sequence[Rule] = RULES
+) -> Verdict:
     """Judge the rules at every store change and at the end (module docstring)."""
     resources = sorted({resource for rule in rules for resource in rule.resources})
-    view = WorkloadView(events, resources, window_s=window_s, excuse_s=excuse_s)
+    view = WorkloadView(events, resources, window_s=window_s, excuse_s=excuse_s, settled_s=settled_s)
     seen_workloads = False
     changes = 0
     for event in events:
@@ -450,7 +528,7 @@ def check_workload_invariants(events: Sequence[Event], *, window_s: float = WIND
                 return _violation(findings[0], view)
     ending = "exact counts at the end" if view.final_steady else "the end not judged (the run did not end converged)"
     explained = f"; {len(view.explained)} shortfall(s) explained by faults or evictions" if view.explained else ""
-    return Verdict(True, f"{changes} store change(s): rollouts within maxSurge/maxUnavailable, no over-creation, observedGeneration sound; {ending}{explained}", (), details)
+    return Verdict(True, f"{changes} store change(s): rollouts within maxSurge/maxUnavailable, no over-creation, scale-downs in rank order, observedGeneration sound; {ending}{explained}", (), details)
 
 
 def _violation(finding: Finding, view: WorkloadView) -> Verdict:

@@ -1,0 +1,112 @@
+"""The detection gallery (issue 13): broken variants modelled on public etcd and Kubernetes
+bugs, each with the checker that must catch it in its catalogue experiment.
+
+Fast tests check the gallery's shape: every variant patches a real attribute and restores
+it, names an experiment that runs its checker and passes unbroken, the components the
+issue lists are covered, and every new checker is some variant's ``caught_by``. The slow
+test runs each variant once, at the first seed ``chaoskube explore <experiment> --broken
+<variant> --seeds 1..50 --fail-fast`` found (:data:`FIRST_CATCH`, the table in
+docs/checkers.md), with its ``caught_by`` checker only, and asserts that checker fails.
+The livelock variant runs under a tighter watchdog (200,000 events at one instant) so
+the test takes seconds."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from chaoskube import gallery
+from chaoskube.experiments import registry
+
+#: The checkers issue 13 adds; each must be the ``caught_by`` of at least one variant.
+NEW_CHECKERS = {
+    "api-linearizability", "api-watch", "service-availability", "workload-invariants", "admission-timing",
+    "garbage-collection", "graceful-termination", "differential", "livelock",
+}
+
+#: variant -> the first seed (of 1..50) on which its experiment caught it (docs/checkers.md).
+FIRST_CATCH = {
+    "etcd-linearizable-read-served-locally": 2,
+    "etcd-create-compare-always-true": 1,
+    "apiserver-cas-ignores-resourceversion": 1,
+    "apiserver-quorum-list-from-cache": 1,
+    "watchcache-filter-skips-entering": 1,
+    "eviction-spend-without-precondition": 1,
+    "webhook-call-without-timeout": 1,
+    "informer-ignores-deletes": 1,
+    "replicaset-scale-down-deletes-ready-first": 1,
+    "deployment-surge-counts-new-rs-only": 1,
+    "node-controller-keeps-unreachable-taint": 1,
+}
+
+
+def test_the_gallery_has_at_least_thirty_detection_variants_with_unique_names():
+    names = [variant.name for variant in gallery.DETECTION_VARIANTS]
+    assert len(names) == len(set(names)) >= 30
+    assert all(gallery.VARIANTS[name] is variant for name, variant in zip(names, gallery.DETECTION_VARIANTS))
+
+
+def test_every_variant_patches_a_real_attribute_and_restores_it():
+    for variant in gallery.DETECTION_VARIANTS:
+        owner, attribute = gallery._resolve(variant.target)
+        before = owner.__dict__[attribute] if isinstance(owner, type) else getattr(owner, attribute)
+        with gallery.applied([variant.name]):
+            assert getattr(owner, attribute) is not before, variant.name
+        after = owner.__dict__[attribute] if isinstance(owner, type) else getattr(owner, attribute)
+        assert after is before, f"{variant.name} left its patch behind"
+
+
+def test_every_variant_names_an_experiment_that_runs_its_checker_and_passes_unbroken():
+    for variant in gallery.DETECTION_VARIANTS:
+        experiment = registry.find(variant.experiment)
+        assert experiment.expected.outcome == "pass", variant.name
+        if variant.caught_by == "livelock":  # the runtime's verdict, not a listed checker
+            continue
+        assert variant.caught_by in experiment.checkers, (variant.name, experiment.name)
+        assert variant.caught_by not in experiment.expected.may_fail, variant.name
+
+
+def test_every_variant_cites_a_public_source():
+    for variant in gallery.DETECTION_VARIANTS:
+        replacement = variant.replacement
+        text = variant.description + (replacement.__doc__ or "")
+        assert "#" in text or "http" in text or "section" in text, f"{variant.name} cites no public bug"
+
+
+def test_the_variants_cover_every_component_the_issue_lists():
+    components = {variant.component for variant in gallery.DETECTION_VARIANTS}
+    for wanted in (
+        "etcd Raft", "etcd MVCC txn", "etcd MVCC watch", "kube-apiserver storage", "kube-apiserver watch cache",
+        "kube-apiserver admission", "kube-apiserver eviction", "kube-controller-manager ReplicaSet",
+        "kube-controller-manager Deployment", "kube-controller-manager node lifecycle", "kube-controller-manager EndpointSlice",
+        "kube-controller-manager disruption", "kube-controller-manager garbage collector", "kube-scheduler", "kubelet",
+        "kube-proxy", "client-go leader election", "client-go informer",
+    ):
+        assert wanted in components, wanted
+
+
+def test_every_new_checker_is_the_catcher_of_some_variant():
+    caught_by = {variant.caught_by for variant in gallery.DETECTION_VARIANTS}
+    assert NEW_CHECKERS <= caught_by, NEW_CHECKERS - caught_by
+
+
+def test_every_variant_has_its_first_catch_recorded():
+    assert set(FIRST_CATCH) == {variant.name for variant in gallery.DETECTION_VARIANTS}
+    assert all(1 <= seed <= 50 for seed in FIRST_CATCH.values())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(FIRST_CATCH))
+def test_each_variant_is_caught_by_its_checker_at_its_first_seed(name, tmp_path):
+    from chaoskube.experiments.runner import run_experiment
+    from chaoskube.sim import Watchdog
+
+    variant = gallery.VARIANTS[name]
+    experiment = registry.find(variant.experiment)
+    checkers = [] if variant.caught_by == "livelock" else [variant.caught_by]
+    experiment = msgspec.structs.replace(experiment, broken=[name], checkers=checkers)
+    watchdog = Watchdog(max_events_per_instant=200_000) if variant.caught_by == "livelock" else None
+    result = run_experiment(experiment, FIRST_CATCH[name], tmp_path / "run", reference_cache=tmp_path / "references", watchdog=watchdog)
+    verdict = result.verdicts[variant.caught_by]
+    assert verdict.valid is False, f"{name}: {variant.caught_by} answered {verdict.valid}: {verdict.reason}"
+    assert verdict.reason
