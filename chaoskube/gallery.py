@@ -519,16 +519,6 @@ def _gc_foreground_does_not_wait() -> Any:
     return delete_dependents
 
 
-# -- kube-scheduler -------------------------------------------------------------------------------
-def _fits_everywhere() -> Any:
-    """NodeResourcesFit.filter that admits every node: pods land beyond the node's
-    allocatable CPU (kubernetes/kubernetes#41675 and the scheduler-cache accounting bugs
-    that let pods overcommit a node)."""
-    from chaoskube.scheduler.framework import Status
-
-    return lambda self, state, pod, node_info: Status()
-
-
 # -- kubelet and kube-proxy -----------------------------------------------------------------------
 def _kill_without_grace() -> Any:
     """kubelet.stop_plan that SIGKILLs at once whatever the grace period: a deleted pod's
@@ -664,15 +654,6 @@ def _forgets_vote() -> Any:
     return BROKEN_VARIANTS["forgets-vote"]._hard_state
 
 
-def _unschedulable_ignored() -> Any:
-    """NodeUnschedulable.filter that admits cordoned nodes: pods replaced during a drain land
-    on the node being drained (gitpod-io/gitpod#4016, "pods were still being scheduled to
-    cordoned nodes"; kubernetes/kubernetes#117843)."""
-    from chaoskube.scheduler.framework import Status
-
-    return lambda self, state, pod, node_info: Status()
-
-
 def _endpoint_always_ready() -> Any:
     """endpointslice.pod_to_endpoint that publishes every pod as ready: the EndpointSlice
     never follows a pod's readiness (deckhouse/deckhouse#22686: "a pod which lost its
@@ -756,6 +737,25 @@ def _read_index_without_quorum_check() -> Any:
     return start_read
 
 
+def _toleration_ignores_effect() -> Any:
+    """plugins.toleration_tolerates_taint that matches keys and values but not effects: the
+    default ``unreachable:NoExecute`` toleration every pod gets (DefaultTolerationSeconds)
+    then tolerates ``unreachable:NoSchedule`` too, and replacements of evicted pods land on
+    the dead node (kubernetes/kubernetes#63197, "Taints and Tolerations not respected";
+    #41068 fixed the scheduler's taint filter ignoring one effect; "Taints and
+    Tolerations": "the effect still needs to be matched")."""
+
+    def tolerates(toleration: Any, taint: Any) -> bool:
+        if toleration.key and toleration.key != taint.key:
+            return False
+        operator = toleration.operator or "Equal"
+        if operator == "Equal":
+            return toleration.value == taint.value
+        return operator == "Exists"
+
+    return tolerates
+
+
 DETECTION_VARIANTS: tuple[Variant, ...] = (
     # -- etcd
     Variant(
@@ -789,7 +789,7 @@ DETECTION_VARIANTS: tuple[Variant, ...] = (
     ),
     Variant(
         "apiserver-quorum-get-from-cache", "kube-apiserver watch cache", "a get without resourceVersion is served from the watch cache: stale reads (kubernetes#59848, #60478, #97294)",
-        "api-linearizability", "apiserver-crash", "chaoskube.apiserver.server:ApiServer._get", _quorum_get_from_cache,
+        "api-linearizability", "etcd-failover-under-kubernetes", "chaoskube.apiserver.server:ApiServer._get", _quorum_get_from_cache,
     ),
     Variant(
         "apiserver-quorum-list-from-cache", "kube-apiserver watch cache", "a list without resourceVersion is served from the watch cache (kubernetes#59848; KEP-2340)",
@@ -872,12 +872,8 @@ DETECTION_VARIANTS: tuple[Variant, ...] = (
     ),
     # -- kube-scheduler
     Variant(
-        "scheduler-ignores-unschedulable", "kube-scheduler", "the NodeUnschedulable filter admits cordoned nodes (gitpod#4016; kubernetes#117843)",
-        "scheduling", "node-drain-with-pdb", "chaoskube.scheduler.plugins:NodeUnschedulable.filter", _unschedulable_ignored,
-    ),
-    Variant(
-        "scheduler-ignores-resources", "kube-scheduler", "the NodeResourcesFit filter admits every node, overcommitting CPU (kubernetes#41675)",
-        "scheduling", "scheduler-leader-failover", "chaoskube.scheduler.plugins:NodeResourcesFit.filter", _fits_everywhere,
+        "scheduler-toleration-ignores-effect", "kube-scheduler", "a toleration tolerates a taint of its key whatever the effect, so pods land on unreachable nodes (kubernetes#63197, #41068)",
+        "scheduling", "node-failure", "chaoskube.scheduler.plugins:toleration_tolerates_taint", _toleration_ignores_effect,
     ),
     # -- kubelet and kube-proxy
     Variant(

@@ -98,13 +98,26 @@ class SimulatedHost:
 # -- the differential checker's reference run ----------------------------------------------
 #: Bumped when what a reference end state holds changes (cached states of an older format
 #: are recomputed).
-REFERENCE_FORMAT = 1
+REFERENCE_FORMAT = 2
+#: How long a reference run's fault phase lasts after its last workload step (without
+#: faults the rest of that phase is idle time; the recovery phase then ends as soon as the
+#: steady state holds, and the settle phase follows as in the run).
+REFERENCE_AFTER_LAST_STEP_S = 30.0
 
 
 def fault_free(experiment: Experiment) -> Experiment:
     """``experiment`` without its faults (schedule and random nemesis) and checkers: the
-    differential checker's reference, the same workload actions at the same times."""
-    return msgspec.structs.replace(experiment, schedule=[], nemesis=None, checkers=[])
+    differential checker's reference, the same workload actions at the same times. Its
+    fault phase, idle without faults, is cut to :data:`REFERENCE_AFTER_LAST_STEP_S` after
+    the last workload step (steps start ``after_s`` after the workload converged, the
+    fault phase ``warmup_s`` after it)."""
+    phases = experiment.phases
+    steps = experiment.workload.get("steps") or [] if isinstance(experiment.workload, dict) else []
+    last = max((float(step.get("after_s", 0.0)) for step in steps if isinstance(step, dict)), default=0.0)
+    faults_s = min(phases.faults_s, max(0.0, last - phases.warmup_s) + REFERENCE_AFTER_LAST_STEP_S)
+    return msgspec.structs.replace(
+        experiment, schedule=[], nemesis=None, checkers=[], phases=msgspec.structs.replace(phases, faults_s=faults_s),
+    )
 
 
 def reference_key(experiment: Experiment, seed: int) -> str:

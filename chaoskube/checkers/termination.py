@@ -21,7 +21,11 @@ https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-terminatio
    ``podToEndpoint``: ``ready`` = serving and not terminating): once a pod is marked for
    deletion, every EndpointSlice endpoint of it stops being ready within
    :data:`ENDPOINT_SYNC_BOUND_S`, counted from the later of the deletion and the start of the
-   kube-controller-manager leader acting then (and only while one acts).
+   kube-controller-manager leader acting then (and only while one acts). And at no time
+   is an endpoint both ``ready`` and ``terminating`` ("EndpointSlices", Conditions,
+   https://kubernetes.io/docs/concepts/services-networking/endpoint-slices/#conditions:
+   "For compatibility reasons, ready is NEVER true when a Pod is terminating"): the
+   controller derives both from one pod object, so no cache lag excuses it.
 
 Inputs: the store's pods and EndpointSlices (``raft-apply``), the kubelets'
 ``container-term`` records (pod, uid, grace_s, exit_after_s, exit_code: 137 is a SIGKILL at
@@ -65,18 +69,33 @@ class _Deletion:
     marks: list[dict[str, Any]] = field(default_factory=list)
 
 
+def _ready_and_terminating(t: float, key: str, endpoint_slice: dict[str, Any], summary: Any) -> list[tuple[float, str, tuple[Any, ...]]]:
+    for endpoint in endpoint_slice.get("endpoints") or ():
+        conditions = endpoint.get("conditions") or {}
+        if conditions.get("ready") and conditions.get("terminating"):
+            pod = (endpoint.get("targetRef") or {}).get("name", "?")
+            addresses = ",".join(endpoint.get("addresses") or ())
+            return [(t, f"EndpointSlice {key} has endpoint {addresses} of pod {pod} ready and terminating at once at t={t:.3f} (ready is never true for a terminating pod)", (summary,))]
+    return []
+
+
 def check_graceful_termination(events: Sequence[Event], *, endpoint_bound_s: float = ENDPOINT_SYNC_BOUND_S) -> Verdict:
     """Judge every graceful pod deletion (module docstring)."""
-    replay = StoreReplay(["pods"])
+    replay = StoreReplay(["pods", "endpointslices"])
     deletions: dict[tuple[str, str], _Deletion] = {}
     forced: set[tuple[str, str]] = set()
     terms: list[Event] = []
+    findings: list[tuple[float, str, tuple[Any, ...]]] = []
     for event in events:
         if event["type"] == "container-term":
             terms.append(event)
             continue
         for change in replay.apply(event):
             before, after = change.before, change.after
+            if change.resource == "endpointslices":
+                if after is not None:
+                    findings += _ready_and_terminating(change.t, change.key, after, change.summary())
+                continue
             if after is not None:
                 meta = after.get("metadata", {})
                 if meta.get("deletionTimestamp"):
@@ -93,7 +112,6 @@ def check_graceful_termination(events: Sequence[Event], *, endpoint_bound_s: flo
                 forced.add((change.key, before.get("metadata", {}).get("uid", "")))
     graceful = {key: deletion for key, deletion in deletions.items() if deletion.grace_s > 0}
     counts = {"graceful_deletions": len(graceful), "forced": len(forced), "sigterms": 0, "sigkills": 0, "endpoints_checked": 0}
-    findings: list[tuple[float, str, tuple[Any, ...]]] = []
     for term in terms:
         pair = (term["pod"], term.get("uid", ""))
         deletion = deletions.get(pair)

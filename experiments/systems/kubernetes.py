@@ -300,6 +300,10 @@ class KubernetesSystem(System):
         "no-mass-eviction": "taint-based evictions took pods from fewer than 55 % of the nodes (kube-controller-manager's --unhealthy-zone-threshold)",
         **{name: what for name, (module, _, what) in CLUSTER_CHECKERS.items() if _available(module)},
     }
+    #: Checkers that judge only what the workload's steps do (pods deleted by a drain, a
+    #: rollout or a scale-down, owners deleted): ``--manifests`` drops them with the steps
+    #: that name the built-in Deployments (``registry.with_manifests``).
+    step_checkers = ("graceful-termination", "garbage-collection")
 
     @classmethod
     def options(cls, cluster: dict[str, Any], workload: dict[str, Any], *, base_dir: Path | None = None) -> tuple[ClusterSpec, KubernetesWorkload]:

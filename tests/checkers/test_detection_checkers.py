@@ -233,6 +233,35 @@ def test_an_eviction_explains_the_shortfall_it_causes():
     assert verdict.valid is True, verdict.reason
 
 
+def test_a_scale_down_that_keeps_a_not_ready_pod_and_deletes_a_ready_one_is_caught():
+    # p3 has been not ready since t=1.5 (settled); the controller deletes ready p1 at t=20
+    # (a bare ReplicaSet: no Deployment floor to judge first)
+    base = [event for event in workload_base() if "/deployments/" not in event["events"][0][1]] + [put(1.5, 7, "pods", "default/p3", pod("p3", ready=False))]
+    shrink = [put(19.0, 8, "replicasets", "default/web-1", replica_set(2)), put(20.0, 9, "pods", "default/p1", pod("p1", deleting=True))]
+    record = {"type": "replicaset-pods", "t": 20.0, "replicaset": "default/web-1", "action": "delete", "pods": ["default/p1"]}
+    verdict = check_workload_invariants([*base, *shrink, record])
+    assert verdict.valid is False and verdict.details["rule"] == "replicaset-scale-down-order", verdict.reason
+    assert "kept default/p3" in verdict.reason and "on ready" in verdict.reason
+    # deleting the not-ready one is the upstream order
+    right = [put(19.0, 8, "replicasets", "default/web-1", replica_set(2)), put(20.0, 9, "pods", "default/p3", pod("p3", ready=False, deleting=True))]
+    record_right = {**record, "pods": ["default/p3"]}
+    assert check_workload_invariants([*base, *right, record_right]).valid is True
+    # a rank that changed within the settling time is not judged (the controller's cache may lag)
+    late = [*base[:-1], put(19.5, 7, "pods", "default/p3", pod("p3", ready=False)), *shrink, record]
+    assert check_workload_invariants(late).valid is True
+
+
+def test_a_starting_pod_does_not_excuse_a_shortfall():
+    """Only a pod that was Ready once can have lost its readiness to its node: a new pod
+    still starting on a faulted node does not explain the controller deleting below the floor."""
+    fault = {"type": "fault", "event": "apply", "t": 1.6, "targets": ["node-1"]}
+    starting = put(1.7, 7, "pods", "default/p4", pod("p4", ready=False))
+    starting_rs = put(1.65, 8, "replicasets", "default/web-1", replica_set(4))
+    deleting = [put(2.0, 9, "pods", "default/p1", pod("p1", deleting=True)), {"type": "replicaset-pods", "t": 2.5, "replicaset": "default/web-1", "action": "delete", "pods": ["default/p1"]}]
+    verdict = check_workload_invariants([*workload_base(), fault, starting_rs, starting, *deleting])
+    assert verdict.valid is False and "below replicas - maxUnavailable" in verdict.reason, verdict.reason
+
+
 def test_observed_generation_above_generation_is_caught():
     bad = deployment()
     bad["status"]["observedGeneration"] = 2
@@ -363,6 +392,15 @@ def test_an_endpoint_still_ready_after_the_deletion_is_caught():
     assert check_graceful_termination([*base, slice_with(False, 4, 11.0)]).valid is True
     verdict = check_graceful_termination([*base, slice_with(False, 4, 30.0)])
     assert verdict.valid is False and "still ready" in verdict.reason
+
+
+def test_an_endpoint_ready_and_terminating_at_once_is_caught():
+    both = obj("EndpointSlice", "web-x", metadata={"labels": {"kubernetes.io/service-name": "web"}}, addressType="IPv4",
+               endpoints=[{"addresses": ["10.0.0.1"], "conditions": {"ready": True, "serving": True, "terminating": True}, "nodeName": "node-1",
+                           "targetRef": {"kind": "Pod", "name": "a", "namespace": "default"}}])
+    events = [*LEADER, put(1.0, 1, "pods", "default/a", POD_A), slice_with(True, 2, 1.5), marked(10.0, 3), put(10.1, 4, "endpointslices", "default/web-x", both)]
+    verdict = check_graceful_termination(events)
+    assert verdict.valid is False and "ready and terminating at once" in verdict.reason
 
 
 # =========================================================================== differential
