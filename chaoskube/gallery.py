@@ -281,8 +281,9 @@ def _watch_replays_start_revision() -> Any:
     """ResourceCache.events_after that includes the event *at* the resourceVersion the
     watch starts from: Kubernetes' watch is exclusive ("changes after N"), etcd's
     ``start_revision`` inclusive, and mixing the two sends the last event again on every
-    re-watch (python-etcd3#729 and etcd's own API docs on resuming a watch at
-    "last revision + 1")."""
+    re-watch (kubernetes/kubernetes#24004, "apiserver returns different starting event for
+    resourceVersion with etcd watch cache enabled": "with the cache, watching from
+    resourceVersion N, the first delivered event is resourceVersion N")."""
     from chaoskube.apiserver.watchcache import TooOldResourceVersion
 
     def events_after(self: Any, resource_version: int) -> list[Any]:
@@ -756,6 +757,35 @@ def _toleration_ignores_effect() -> Any:
     return tolerates
 
 
+def _proxy_misses_condition_updates() -> Any:
+    """proxy.compute_rules that reuses a Service's rules while its EndpointSlices hold the
+    same addresses, whatever their conditions: an endpoint that turns not ready keeps
+    receiving traffic until it leaves the slice (deckhouse/deckhouse#22686: "the endpoints
+    comparison ignores conditions.ready"; kubernetes/kubernetes#28674, "Inconsistent State
+    in Kube-Proxy after Missed Updates", rules that "point to non-existing containers")."""
+    from chaoskube.node import proxy as module
+
+    original = module.compute_rules
+
+    def addresses(slices: Any) -> list[Any]:
+        return [(s.metadata.name, sorted(tuple(e.addresses) for e in s.endpoints)) for s in slices]
+
+    def compute_rules(services: Any, slices: Any, node: str, *, memo: Any = None) -> Any:
+        if memo is None:
+            return original(services, slices, node)
+        previous = dict(memo)
+        table = dict(original(services, slices, node, memo=memo))
+        for key, (service, mine, _) in list(memo.items()):
+            old = previous.get(key)
+            if old is not None and old[0] is service and addresses(old[1]) == addresses(mine):
+                memo[key] = old  # the bug: the same addresses, so the old rules stay
+                for rule in old[2]:
+                    table[(key, rule.port_name)] = rule
+        return {key: table[key] for key in sorted(table)}
+
+    return compute_rules
+
+
 DETECTION_VARIANTS: tuple[Variant, ...] = (
     # -- etcd
     Variant(
@@ -796,7 +826,7 @@ DETECTION_VARIANTS: tuple[Variant, ...] = (
         "api-linearizability", "apiserver-crash", "chaoskube.apiserver.server:ApiServer._list", _quorum_list_from_cache,
     ),
     Variant(
-        "watchcache-replays-start-revision", "kube-apiserver watch cache", "a watch from resourceVersion N sends the event at N again (inclusive etcd semantics mixed with Kubernetes' exclusive ones)",
+        "watchcache-replays-start-revision", "kube-apiserver watch cache", "a watch from resourceVersion N sends the event at N again (kubernetes#24004: the watch cache's first event was N itself)",
         "api-watch", "node-failure", "chaoskube.apiserver.watchcache:ResourceCache.events_after", _watch_replays_start_revision,
     ),
     Variant(
@@ -883,6 +913,10 @@ DETECTION_VARIANTS: tuple[Variant, ...] = (
     Variant(
         "kube-proxy-routes-not-ready-endpoints", "kube-proxy", "kube-proxy keeps sending traffic to endpoints that are not ready (deckhouse#22686; kubernetes#116991)",
         "service-availability", "node-failure", "chaoskube.node.proxy:usable_endpoints", _proxy_uses_not_ready,
+    ),
+    Variant(
+        "kube-proxy-misses-condition-updates", "kube-proxy", "kube-proxy keeps a Service's rules while its EndpointSlices hold the same addresses, routing to endpoints that turned not ready (deckhouse#22686; kubernetes#28674)",
+        "service-availability", "node-failure", "chaoskube.node.proxy:compute_rules", _proxy_misses_condition_updates,
     ),
 )
 VARIANTS.update((variant.name, variant) for variant in DETECTION_VARIANTS)
