@@ -786,6 +786,28 @@ def _proxy_misses_condition_updates() -> Any:
     return compute_rules
 
 
+def _housekeeping_hot_loop() -> Any:
+    """Kubelet._housekeeping that cleans up again at once instead of every
+    ``housekeeping`` period (2 s): the kubelet spins at 100 % CPU in a loop that never waits
+    (kubernetes/kubernetes#57626, "kubelet occupy high cpu and fall into the dead cycle";
+    #27884, "kubelet 1.2.3 stuck at 100% CPU"). Virtual time stands still: the livelock
+    watchdog must end the run."""
+
+    async def housekeeping(self: Any) -> None:
+        from chaoskube.node.kubelet import PodWorker
+
+        await self.pods.wait_for_sync()
+        while True:
+            known = {pod.metadata.uid for pod in self.pods.indexer.list()}
+            for record in self.runtime.sandboxes():
+                if record.uid not in self.workers and record.uid not in known:
+                    self.world.record("kubelet", event="orphan", node=self.spec.name, pod=f"{record.namespace}/{record.name}", uid=record.uid)
+                    self._spawn(PodWorker(self, None, uid=record.uid, namespace=record.namespace, name=record.name))
+            await self.process.sleep(0.0)  # the bug: no housekeeping period
+
+    return housekeeping
+
+
 DETECTION_VARIANTS: tuple[Variant, ...] = (
     # -- etcd
     Variant(
@@ -909,6 +931,10 @@ DETECTION_VARIANTS: tuple[Variant, ...] = (
     Variant(
         "kubelet-kills-without-grace", "kubelet", "a deleted pod's containers are SIGKILLed at once instead of after the grace period (terminationGracePeriodSeconds not honoured)",
         "graceful-termination", "node-drain-with-pdb", "chaoskube.node.kubelet:stop_plan", _kill_without_grace,
+    ),
+    Variant(
+        "kubelet-housekeeping-hot-loop", "kubelet", "the kubelet's pod cleanup runs again at once instead of every 2 s, a loop that never waits (kubernetes#57626, #27884)",
+        "livelock", "node-drain-with-pdb", "chaoskube.node.kubelet:Kubelet._housekeeping", _housekeeping_hot_loop,
     ),
     Variant(
         "kube-proxy-routes-not-ready-endpoints", "kube-proxy", "kube-proxy keeps sending traffic to endpoints that are not ready (deckhouse#22686; kubernetes#116991)",
