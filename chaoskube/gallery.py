@@ -808,6 +808,34 @@ def _housekeeping_hot_loop() -> Any:
     return housekeeping
 
 
+def _orphan_finalizer_never_removed() -> Any:
+    """GarbageCollector._orphan_dependents that removes the owner references from the
+    dependents but never the ``orphan`` finalizer from the owner: a Deployment deleted with
+    ``propagationPolicy: Orphan`` stays Terminating for ever (kubernetes/kubernetes#89503,
+    "orphan finalizer is not properly processed"; #48261, "Fix removing finalizer for
+    garbage collector")."""
+
+    async def orphan_dependents(self: Any, resource: str, owner: Any) -> None:
+        from chaoskube.client.client import ApiError
+        from chaoskube.controllers.replicaset import owner_references_patch
+
+        for dependent_resource, dependent in await self._dependents_of(owner):
+            remaining = [reference for reference in dependent.metadata.owner_references if reference.uid != owner.metadata.uid]
+            try:
+                await self.client.patch(dependent_resource, dependent.metadata.namespace, dependent.metadata.name, owner_references_patch(dependent, remaining))
+            except ApiError as error:
+                if error.code == 404:
+                    continue
+                raise
+            self.process.world.record(
+                "gc-orphan", resource=dependent_resource, namespace=dependent.metadata.namespace, name=dependent.metadata.name,
+                uid=dependent.metadata.uid, owner=owner.metadata.uid, controller=self.name,
+            )
+        # the bug: no removeFinalizer(orphan)
+
+    return orphan_dependents
+
+
 DETECTION_VARIANTS: tuple[Variant, ...] = (
     # -- etcd
     Variant(
@@ -916,6 +944,10 @@ DETECTION_VARIANTS: tuple[Variant, ...] = (
     Variant(
         "gc-foreground-does-not-wait", "kube-controller-manager garbage collector", "foreground deletion removes the owner's finalizer before its blocking dependents are gone (kubernetes#87473)",
         "garbage-collection", "cascading-deletion-under-failover", "chaoskube.controllers.garbagecollector:GarbageCollector._delete_dependents", _gc_foreground_does_not_wait,
+    ),
+    Variant(
+        "gc-orphan-finalizer-never-removed", "kube-controller-manager garbage collector", "orphaning removes the owner references but never the orphan finalizer: the owner stays Terminating for ever (kubernetes#89503, #48261)",
+        "garbage-collection", "cascading-deletion-under-failover", "chaoskube.controllers.garbagecollector:GarbageCollector._orphan_dependents", _orphan_finalizer_never_removed,
     ),
     Variant(
         "node-controller-monitor-busy-loop", "kube-controller-manager node lifecycle",

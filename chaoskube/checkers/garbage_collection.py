@@ -24,6 +24,13 @@ Deletion", https://kubernetes.io/docs/tasks/administer-cluster/use-cascade-delet
    ``ownerReference.blockOwnerDeletion=true``], the controller deletes the owner object":
    an owner with the ``foregroundDeletion`` finalizer leaves the store only when no
    dependent with a blocking reference to it is left (not even one still terminating).
+5. **Owners are released**: the collector removes its own finalizer once its work is done
+   ("the controller deletes the owner object"; kubernetes/kubernetes#89503, "orphan
+   finalizer is not properly processed", is the bug this catches): an owner marked for
+   deletion whose only finalizers are ``orphan`` / ``foregroundDeletion`` leaves the store
+   within :data:`BACKGROUND_BOUND_S` of the later of its marking and the moment its last
+   dependent let go of it (for ``orphan``: no dependent references it any more; for the
+   foreground: no blocking dependent is left), counted as for rule 2.
 
 Inputs: the store (``raft-apply``: owners and dependents with their ``ownerReferences``,
 finalizers and deletion timestamps) for every resource that carries owner references,
@@ -75,6 +82,9 @@ class _Owner:
     uid: str
     namespace: str
     removed_t: float | None = None
+    marked_t: float | None = None  # when it was first seen marked for deletion
+    released_t: float = 0.0  # when a dependent last let go of it (reference dropped or gone)
+    finalizers: tuple[str, ...] = ()  # its finalizers now
     orphaning: bool = False  # the orphan finalizer was on it
     foreground: bool = False  # the foregroundDeletion finalizer is on it now
     referenced_by: set[str] = field(default_factory=set)  # dependent uids that referenced it
@@ -140,6 +150,12 @@ def check_garbage_collection(events: Sequence[Event], *, background_bound_s: flo
                 continue
             uid = _meta(current).get("uid", "")
             refs = _refs(current)
+            if before is not None:
+                kept = {ref.get("uid", "") for ref in _refs(after)} if after is not None else set()
+                for ref in _refs(before):
+                    let_go = owners.get(ref.get("uid", ""))
+                    if let_go is not None and ref.get("uid", "") not in kept:
+                        let_go.released_t = max(let_go.released_t, t)
             if refs:
                 owner_uids = {ref.get("uid", "") for ref in refs}
                 entry = dependents.get(uid)
@@ -156,6 +172,9 @@ def check_garbage_collection(events: Sequence[Event], *, background_bound_s: flo
                 owner = owners.setdefault(uid, _Owner(resource, key, uid, key.partition("/")[0] if "/" in key else ""))
                 owner.orphaning = owner.orphaning or ORPHAN_FINALIZER in finalizers
                 owner.foreground = FOREGROUND_FINALIZER in finalizers
+                owner.finalizers = tuple(finalizers)
+                if is_deleting(current) and owner.marked_t is None:
+                    owner.marked_t = t
                 owner.referenced_by = refs_to.setdefault(uid, set())
                 if after is None:
                     owner.removed_t = t
@@ -194,6 +213,27 @@ def check_garbage_collection(events: Sequence[Event], *, background_bound_s: flo
                 continue  # no longer a dependent (orphaned before)
             if deadline <= end_t and (deleted_at is None or deleted_at > deadline):
                 findings.append((deadline, f"{resource} {key} was not deleted within {background_bound_s:g} s of its owner {owner.resource} {owner.key} going (at t={owner.removed_t:.3f})", ({"type": "dependent", "object": f"{resource}/{key}", "uid": dependent_uid, "deleted_at": deleted_at},)))
+    # release: an owner held only by the collector's finalizers leaves once its dependents let go
+    for owner in owners.values():
+        if owner.removed_t is not None or owner.marked_t is None or not owner.finalizers:
+            continue
+        if not set(owner.finalizers) <= {ORPHAN_FINALIZER, FOREGROUND_FINALIZER}:
+            continue  # another controller's finalizer holds it: not the collector's to release
+        holding = []
+        for dependent_uid in sorted(owner.referenced_by):
+            live = objects.get(dependent_uid)
+            reference = next((ref for ref in _refs(live[2]) if ref.get("uid") == owner.uid), None) if live is not None else None
+            if reference is not None and (ORPHAN_FINALIZER in owner.finalizers or reference.get("blockOwnerDeletion")):
+                holding.append(dependent_uid)
+        if holding:
+            continue
+        released = max(owner.marked_t, owner.released_t)
+        deadline = deadline_under_leader(released, acting, background_bound_s)
+        if deadline <= end_t:
+            findings.append((deadline, (
+                f"{owner.resource} {owner.key} is still in the store {background_bound_s:g} s after nothing held it any more (t={released:.3f}), "
+                f"with the collector's finalizer(s) {', '.join(owner.finalizers)} left on it"
+            ), ({"type": "owner", "object": f"{owner.resource}/{owner.key}", "uid": owner.uid, "marked_t": owner.marked_t, "released_t": released, "finalizers": list(owner.finalizers)},)))
     counts["foreground"] = sum(1 for owner in owners.values() if owner.foreground or owner.removed_t is not None and not owner.orphaning)
     if findings:
         findings.sort(key=lambda item: item[0])
@@ -203,7 +243,7 @@ def check_garbage_collection(events: Sequence[Event], *, background_bound_s: flo
     return Verdict(
         True,
         f"{counts['owners_removed']} owner(s) deleted ({counts['orphaned']} orphaning); {counts['gc_deletes']} collection(s) by the garbage collector, none while an owner existed; "
-        f"dependents collected within {background_bound_s:g} s, orphans kept, foreground owners waited for their blocking dependents",
+        f"dependents collected within {background_bound_s:g} s, orphans kept, foreground owners waited for their blocking dependents, owners released",
         (), counts,
     )
 

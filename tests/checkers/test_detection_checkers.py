@@ -358,6 +358,21 @@ def test_orphan_and_foreground_owners_leave_only_when_allowed():
     assert verdict.valid is False and "blocking dependent" in verdict.reason
 
 
+def test_an_owner_the_collector_never_releases_is_caught():
+    orphaning = rs(finalizers=["orphan"], deletionTimestamp="2026-01-01T00:00:05Z")
+    stuck = [*LEADER, put(1.0, 1, "replicasets", "default/rs", rs()), put(2.0, 2, "pods", "default/p", owned("p", "rs", "uid-rs")),
+             put(5.0, 3, "replicasets", "default/rs", orphaning), put(5.5, 4, "pods", "default/p", obj("Pod", "p")),
+             put(100.0, 5, "pods", "default/other", obj("Pod", "other"))]
+    verdict = check_garbage_collection(stuck)
+    assert verdict.valid is False and "still in the store 60 s after nothing held it" in verdict.reason, verdict.reason
+    # released in time: fine; and an owner another controller's finalizer holds is not the collector's to release
+    released = [*stuck[:-1], delete(30.0, 5, "replicasets", "default/rs"), put(100.0, 6, "pods", "default/other", obj("Pod", "other"))]
+    assert check_garbage_collection(released).valid is True
+    held = rs(finalizers=["orphan", "example.com/keep"], deletionTimestamp="2026-01-01T00:00:05Z")
+    foreign = [*stuck[:3], put(5.0, 3, "replicasets", "default/rs", held), *stuck[4:]]
+    assert check_garbage_collection(foreign).valid is not False
+
+
 # =========================================================================== graceful-termination
 def term(t: float, exit_after: float, code: int) -> dict[str, Any]:
     return {"type": "container-term", "t": t, "pod": "default/a", "uid": "uid-a", "node": "node-1", "container": "app", "grace_s": 30, "exit_after_s": exit_after, "exit_code": code}
