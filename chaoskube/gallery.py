@@ -637,24 +637,7 @@ def _spend_without_precondition() -> Any:
     return spend
 
 
-# -- etcd Raft (raft_broken.py) -------------------------------------------------------------------
-def _commit_previous_term_by_count() -> Any:
-    """Raft whose leader commits entries of earlier terms by counting replicas, the unsafe
-    rule of the Raft paper's Figure 8 (section 5.4.2): a committed entry can be overwritten."""
-    from chaoskube.etcd.raft_broken import BROKEN_VARIANTS
-
-    return BROKEN_VARIANTS["commit-previous-term-by-count"]._maybe_commit
-
-
-def _forgets_vote() -> Any:
-    """Raft that does not persist its vote before answering, so a member restarted within a
-    term votes twice (etcd-io/raft's rule "persist HardState before sending"; etcd-io/etcd#
-    5468 was a lost-vote bug of this kind)."""
-    from chaoskube.etcd.raft_broken import BROKEN_VARIANTS
-
-    return BROKEN_VARIANTS["forgets-vote"]._hard_state
-
-
+# -- more controllers, kube-proxy, the scheduler, etcd Raft and the kubelet -------------------------
 def _endpoint_always_ready() -> Any:
     """endpointslice.pod_to_endpoint that publishes every pod as ready: the EndpointSlice
     never follows a pod's readiness (deckhouse/deckhouse#22686: "a pod which lost its
@@ -836,6 +819,28 @@ def _orphan_finalizer_never_removed() -> Any:
     return orphan_dependents
 
 
+def _delete_ignores_default_grace() -> Any:
+    """ApiServer._grace_period_s that honours only a grace period the delete gives
+    explicitly: a delete without ``gracePeriodSeconds`` (an eviction, a controller's
+    scale-down) removes a running pod at once instead of using its
+    ``terminationGracePeriodSeconds`` (kubernetes/kubernetes#14266, "Pods are not
+    gracefully terminated when their namespace is deleted": "the grace period for all the
+    pods are 0s"; #120671 on the field being the delete's default)."""
+    from chaoskube.api.objects import Pod
+
+    def grace_period_s(current: Any, options: Any) -> int:
+        if not isinstance(current, Pod):
+            return 0
+        if not current.spec.node_name or current.status.phase in ("Succeeded", "Failed"):
+            return 0
+        grace = options.grace_period_seconds
+        if grace is None:
+            return 0  # the bug: terminationGracePeriodSeconds is not the default
+        return 1 if grace < 0 else grace
+
+    return staticmethod(grace_period_s)
+
+
 DETECTION_VARIANTS: tuple[Variant, ...] = (
     # -- etcd
     Variant(
@@ -844,7 +849,7 @@ DETECTION_VARIANTS: tuple[Variant, ...] = (
     ),
     Variant(
         "etcd-watch-start-exclusive", "etcd MVCC watch", "a watch resumed at a start revision misses that revision's events (python-etcd3#729; etcd-io/etcd#8411, #18089)",
-        "api-watch", "random-nemesis", "chaoskube.etcd.mvcc:Store.events_since", _watch_start_exclusive,
+        "api-watch", "etcd-failover-under-kubernetes", "chaoskube.etcd.mvcc:Store.events_since", _watch_start_exclusive,
     ),
     Variant(
         "etcd-create-compare-always-true", "etcd MVCC txn", "a CREATE/VERSION == 0 compare holds for an existing key (etcd-io/etcd#13035): create-if-absent overwrites",
@@ -854,18 +859,14 @@ DETECTION_VARIANTS: tuple[Variant, ...] = (
         "raft-read-index-without-quorum-check", "etcd Raft", "a leader answers ReadIndex without confirming by a heartbeat round that it still leads: a deposed leader serves stale reads (hashicorp/consul#54, hashicorp/raft#4)",
         "linearizability", "etcd-leader-isolation", "chaoskube.etcd.raft:Raft._start_read", _read_index_without_quorum_check,
     ),
-    Variant(
-        "raft-commit-previous-term-by-count", "etcd Raft", "the leader commits entries of earlier terms by counting replicas (Raft Figure 8, section 5.4.2)",
-        "raft-safety", "etcd-leader-kill", "chaoskube.etcd.raft:Raft._maybe_commit", _commit_previous_term_by_count,
-    ),
-    Variant(
-        "raft-forgets-vote", "etcd Raft", "a member does not persist its vote, so after a restart it votes twice in one term (etcd-io/raft: persist HardState before sending)",
-        "raft-safety", "etcd-leader-kill", "chaoskube.etcd.raft:Raft._hard_state", _forgets_vote,
-    ),
     # -- kube-apiserver
     Variant(
         "apiserver-cas-ignores-resourceversion", "kube-apiserver storage", "an update or patch with a stale resourceVersion is applied instead of answering 409 Conflict: a lost update (kubernetes#656, #28749)",
         "api-linearizability", "node-drain-with-pdb", "chaoskube.apiserver.server:ApiServer._update", _cas_without_precondition,
+    ),
+    Variant(
+        "apiserver-delete-ignores-default-grace", "kube-apiserver storage", "a pod delete without gracePeriodSeconds removes the pod at once instead of using its terminationGracePeriodSeconds (kubernetes#14266, #120671)",
+        "graceful-termination", "node-drain-with-pdb", "chaoskube.apiserver.server:ApiServer._grace_period_s", _delete_ignores_default_grace,
     ),
     Variant(
         "apiserver-quorum-get-from-cache", "kube-apiserver watch cache", "a get without resourceVersion is served from the watch cache: stale reads (kubernetes#59848, #60478, #97294)",

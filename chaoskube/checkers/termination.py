@@ -26,6 +26,13 @@ https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-terminatio
    https://kubernetes.io/docs/concepts/services-networking/endpoint-slices/#conditions:
    "For compatibility reasons, ready is NEVER true when a Pod is terminating"): the
    controller derives both from one pod object, so no cache lag excuses it.
+3. Graceful deletion happens at all ("Pod termination": a pod bound to a node is deleted
+   gracefully unless the delete asks for grace 0; ``CheckGracefulDelete`` in
+   ``pkg/registry/core/pod/strategy.go``: only an unscheduled or terminal pod goes at
+   once): a pod bound to a node and not terminal never leaves the store without having
+   been marked for deletion first, unless a delete of it asked ``gracePeriodSeconds: 0``
+   (a force deletion; the API clients journal a delete's ``grace_s``) or its own
+   ``terminationGracePeriodSeconds`` is 0 (the delete's default).
 
 Inputs: the store's pods and EndpointSlices (``raft-apply``), the kubelets'
 ``container-term`` records (pod, uid, grace_s, exit_after_s, exit_code: 137 is a SIGKILL at
@@ -86,9 +93,14 @@ def check_graceful_termination(events: Sequence[Event], *, endpoint_bound_s: flo
     forced: set[tuple[str, str]] = set()
     terms: list[Event] = []
     findings: list[tuple[float, str, tuple[Any, ...]]] = []
+    forced_requests: set[str] = set()  # pods some delete asked to remove with grace 0
     for event in events:
         if event["type"] == "container-term":
             terms.append(event)
+            continue
+        if event["type"] == "api-op":
+            if event.get("phase") == "invoke" and event.get("verb") == "delete" and event.get("resource") == "pods" and event.get("grace_s") == 0:
+                forced_requests.add(f"{event.get('namespace', '')}/{event.get('name', '')}")
             continue
         for change in replay.apply(event):
             before, after = change.before, change.after
@@ -110,6 +122,14 @@ def check_graceful_termination(events: Sequence[Event], *, endpoint_bound_s: flo
                         found.marks.append(change.summary())
             elif before is not None and not before.get("metadata", {}).get("deletionTimestamp"):
                 forced.add((change.key, before.get("metadata", {}).get("uid", "")))
+                bound = before.get("spec", {}).get("nodeName")
+                terminal = before.get("status", {}).get("phase") in ("Succeeded", "Failed")
+                no_grace = before.get("spec", {}).get("terminationGracePeriodSeconds") == 0  # its own default is 0
+                if bound and not terminal and not no_grace and change.key not in forced_requests:
+                    findings.append((change.t, (
+                        f"pod {change.key} on {bound} left the store at t={change.t:.3f} without being marked for deletion first, "
+                        f"and no delete of it asked for grace 0 (a graceful deletion skipped)"
+                    ), (change.summary(),)))
     graceful = {key: deletion for key, deletion in deletions.items() if deletion.grace_s > 0}
     counts = {"graceful_deletions": len(graceful), "forced": len(forced), "sigterms": 0, "sigkills": 0, "endpoints_checked": 0}
     for term in terms:

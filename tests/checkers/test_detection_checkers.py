@@ -396,6 +396,19 @@ def test_a_kill_after_the_grace_period_is_fine_and_before_it_is_caught():
     assert check_graceful_termination(forced).valid is None  # a force deletion: exempt, nothing graceful to judge
 
 
+def test_a_running_pod_removed_without_being_marked_is_caught_unless_forced():
+    bound = obj("Pod", "a", uid="uid-a", spec={"nodeName": "node-1", "terminationGracePeriodSeconds": 30}, status={"phase": "Running"})
+    skipped = [put(1.0, 1, "pods", "default/a", bound), *op("C", "1.1", 9.9, 10.1, "delete", "a")[:1], delete(10.0, 2, "pods", "default/a")]
+    verdict = check_graceful_termination(skipped)
+    assert verdict.valid is False and "without being marked for deletion" in verdict.reason
+    forced_invoke = {**op("C", "1.1", 9.9, 10.1, "delete", "a")[0], "grace_s": 0}
+    assert check_graceful_termination([skipped[0], forced_invoke, skipped[2]]).valid is None
+    no_grace = obj("Pod", "a", uid="uid-a", spec={"nodeName": "node-1", "terminationGracePeriodSeconds": 0}, status={"phase": "Running"})
+    assert check_graceful_termination([put(1.0, 1, "pods", "default/a", no_grace), *skipped[1:]]).valid is None
+    done = obj("Pod", "a", uid="uid-a", spec={"nodeName": "node-1"}, status={"phase": "Succeeded"})
+    assert check_graceful_termination([put(1.0, 1, "pods", "default/a", done), *skipped[1:]]).valid is None
+
+
 def slice_with(ready: bool, revision: int, t: float) -> dict[str, Any]:
     value = obj("EndpointSlice", "web-x", metadata={"labels": {"kubernetes.io/service-name": "web"}}, addressType="IPv4",
                 endpoints=[{"addresses": ["10.0.0.1"], "conditions": {"ready": ready}, "nodeName": "node-1", "targetRef": {"kind": "Pod", "name": "a", "namespace": "default"}}])

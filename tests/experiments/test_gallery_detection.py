@@ -29,6 +29,7 @@ FIRST_CATCH = {
     "etcd-linearizable-read-served-locally": 2,
     "etcd-create-compare-always-true": 1,
     "apiserver-cas-ignores-resourceversion": 1,
+    "apiserver-delete-ignores-default-grace": 1,
     "apiserver-quorum-list-from-cache": 1,
     "watchcache-filter-skips-entering": 1,
     "eviction-spend-without-precondition": 1,
