@@ -29,14 +29,16 @@ __all__ = ["Progress", "RunResult", "run_experiment"]
 
 
 def run_experiment(
-    experiment: Experiment, seed: int, out_dir: str | Path, *, progress: Progress | None = None,
+    experiment: Experiment, seed: int, out_dir: str | Path, *, progress: Progress | None = None, boot_seed: int | None = None,
     reference_cache: str | Path | None = None, max_wall_s: float | None = None, watchdog: Any = None,
 ) -> RunResult:
     """Run ``experiment`` with ``seed`` into ``out_dir``, with its gallery variants
-    (``experiment.broken``) patched in for the duration of the run. ``reference_cache``:
-    where the differential checker's fault-free runs are kept and shared (a campaign's).
-    ``max_wall_s``: a simulated run the watchdog ends with a ``livelock`` verdict after
-    that much wall-clock time (``--max-wall``); ``watchdog`` (a
+    (``experiment.broken``) patched in for the duration of the run. A simulated run boots
+    with ``boot_seed`` (default: the experiment's ``boot_seed``) and runs on ``seed``
+    after the boot (docs/campaigns.md); other kinds of run have no separate boot.
+    ``reference_cache``: where the differential checker's fault-free runs are kept and
+    shared (a campaign's). ``max_wall_s``: a simulated run the watchdog ends with a
+    ``livelock`` verdict after that much wall-clock time (``--max-wall``); ``watchdog`` (a
     :class:`chaoskube.sim.Watchdog`) replaces its default bounds."""
     system_class = SYSTEMS[experiment.system]
     with gallery.applied(experiment.broken):
@@ -44,4 +46,4 @@ def run_experiment(
             return run_hypothesis_experiment(experiment, seed, out_dir, progress=progress)
         if getattr(system_class, "real_time", False):  # real processes, real clock
             return run_real_experiment(experiment, seed, out_dir, progress=progress)
-        return run_simulated(experiment, system_class, seed, out_dir, progress, reference_cache=reference_cache, max_wall_s=max_wall_s, watchdog=watchdog)
+        return run_simulated(experiment, system_class, seed, out_dir, progress, boot_seed=boot_seed, reference_cache=reference_cache, max_wall_s=max_wall_s, watchdog=watchdog)
