@@ -94,6 +94,7 @@ import outcome
 import trio
 
 from chaoskube.api.objects import Lease, LeaseSpec, Object, ObjectMeta, deep_copy
+from chaoskube.api.oplog import end_fields, op_fields, preconditions, read_fields
 from chaoskube.api.protocol import (
     API_PORT,
     WATCH_PORT,
@@ -117,12 +118,12 @@ from chaoskube.sim.process import Process
 
 __all__ = [
     "AMBIGUOUS",
+    "MAX_RETRY_AFTER_RETRIES",
+    "REFUSED",
     "ApiClient",
     "ApiError",
     "ApiLeaseLock",
-    "MAX_RETRY_AFTER_RETRIES",
     "ObjectList",
-    "REFUSED",
     "WatchBroken",
     "WatchEnded",
     "WatchStream",
@@ -422,60 +423,19 @@ class ApiClient:
     def _journal_invoke(self, request: Request) -> str:
         self._op_ids += 1
         op_id = f"{self.process.incarnation}.{self._count('op')}"
-        fields = self._op_fields(request)
-        fields.update(_preconditions(request))
+        fields = op_fields(self.name, request)
+        fields.update(preconditions(request))
         self.process.world.record("api-op", phase="invoke", op_id=op_id, **fields)
         return op_id
 
     def _journal_read(self, request: Request, response: Response, started: float) -> None:
         """One ``api-read`` event for a get or list (module docstring, "Journal")."""
         phase = "ok" if response.ok else "info" if is_ambiguous(response) else "fail"
-        fields: dict[str, Any] = {
-            "client": self.name, "verb": request.verb, "resource": request.resource, "namespace": request.namespace,
-            "name": request.name, "call": round(started, 9), "phase": phase, "code": response.code, "server": response.server,
-            "request_rv": request.resource_version, "rv_match": request.resource_version_match,
-        }
-        if request.label_selector:
-            fields["label_selector"] = request.label_selector
-        if request.field_selector:
-            fields["field_selector"] = request.field_selector
-        if response.ok:
-            if request.verb == "get" and response.object is not None:
-                fields["resource_version"] = response.object.metadata.resource_version
-                fields["uid"] = response.object.metadata.uid
-            elif request.verb == "list":
-                fields["resource_version"] = response.resource_version
-                fields["items"] = [[_key_of(item), item.metadata.resource_version] for item in response.items]
-        self.process.world.record("api-read", **fields)
+        self.process.world.record("api-read", **read_fields(self.name, request, response, started, phase))
 
     def _journal_end(self, op_id: str, request: Request, response: Response, request_id: str) -> None:
         phase = "ok" if response.ok else "info" if is_ambiguous(response) else "fail"
-        fields = self._op_fields(request)
-        fields["code"] = response.code
-        fields["reason"] = response.status.reason if response.status is not None else ""
-        fields["request"] = request_id
-        fields["server"] = response.server
-        if response.ok and response.object is not None:
-            fields["resource_version"] = response.object.metadata.resource_version
-            fields["uid"] = response.object.metadata.uid
-            if not fields["name"]:
-                fields["name"] = response.object.metadata.name
-        elif not response.ok and response.code in (404, 409) and response.status is not None:
-            fields["message"] = response.status.message
-        self.process.world.record("api-op", phase=phase, op_id=op_id, **fields)
-
-    def _op_fields(self, request: Request) -> dict[str, Any]:
-        name = request.name
-        if not name and request.body is not None and hasattr(request.body, "metadata"):
-            name = request.body.metadata.name
-        return {
-            "client": self.name,
-            "verb": request.verb,
-            "resource": request.resource,
-            "subresource": request.subresource,
-            "namespace": request.namespace,
-            "name": name,
-        }
+        self.process.world.record("api-op", phase=phase, op_id=op_id, **_end_record(self.name, request, response, request_id))
 
     # -- typed helpers (raise ApiError) -------------------------------------------------
     def _request(self, verb: str, resource: str, **fields: Any) -> Request:
@@ -596,42 +556,17 @@ class ApiClient:
                 stream.stop()
 
 
-def _preconditions(request: Request) -> dict[str, Any]:
-    """The preconditions (and deletion options) a mutating request carries, for its
-    ``api-op`` invoke: only the ones it has."""
-    found: dict[str, Any] = {}
-    body = request.body
-    if request.verb == "update" and isinstance(body, msgspec.Struct) and hasattr(body, "metadata"):
-        if body.metadata.resource_version:
-            found["precondition_rv"] = body.metadata.resource_version
-        if body.metadata.uid:
-            found["precondition_uid"] = body.metadata.uid
-    elif request.verb == "patch":
-        demanded = ""
-        if request.patch_type == "merge" and isinstance(body, dict):
-            demanded = (body.get("metadata") or {}).get("resourceVersion") or ""
-        elif isinstance(body, list):
-            demanded = next((op.get("value") for op in body if isinstance(op, dict) and op.get("path") == "/metadata/resourceVersion" and op.get("op") in ("add", "replace", "test")), "") or ""
-        if demanded:
-            found["precondition_rv"] = str(demanded)
-    elif request.verb == "delete" and request.delete_options is not None:
-        options = request.delete_options
-        if options.preconditions_resource_version:
-            found["precondition_rv"] = options.preconditions_resource_version
-        if options.preconditions_uid:
-            found["precondition_uid"] = options.preconditions_uid
-        if options.grace_period_seconds is not None:
-            found["grace_s"] = options.grace_period_seconds
-        propagation = getattr(options, "propagation_policy", "")
-        if propagation:
-            found["propagation"] = propagation
-    return found
-
-
-def _key_of(obj: Object) -> str:
-    """``MetaNamespaceKeyFunc``: ``namespace/name``, or ``name`` for a cluster-scoped object."""
-    meta = obj.metadata
-    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+def _end_record(client: str, request: Request, response: Response, request_id: str) -> dict[str, Any]:
+    """The fields of an ``api-op`` ok / fail / info (module docstring, "Journal"), in the
+    order the journal has always had them."""
+    fields = op_fields(client, request)
+    answered = end_fields(response)
+    name = answered.pop("answered_name", "")
+    fields.update(code=answered.pop("code"), reason=answered.pop("reason"), request=request_id, server=response.server)
+    fields.update(answered)
+    if not fields["name"] and name:
+        fields["name"] = name
+    return fields
 
 
 def _namespace_of(obj: Object) -> str:
