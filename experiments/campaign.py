@@ -156,18 +156,19 @@ class Job:
 
 
 def plan_jobs(
-    experiments: Sequence[tuple[str, Experiment]], seeds: Sequence[int], out: Path, *, broken: Sequence[str] = (), manifests: Path | None = None, boot_seed: int | None = None,
+    experiments: Sequence[tuple[str, Experiment]], seeds: Sequence[int], out: Path, *, broken: Sequence[str] = (), manifests: Path | None = None, boot_seed: int | str | None = None,
     max_wall_s: float | None = None,
 ) -> list[Job]:
     """One job per (experiment, seed), experiments in the given order, seeds ascending;
     each with the gallery variants ``broken``, the manifests directory ``manifests`` and
-    the boot seed ``boot_seed`` (None: each experiment's own)."""
+    the boot seed ``boot_seed`` (None: each experiment's own; ``"seed"``: each job's run seed,
+    so no two jobs share a boot)."""
     assert seeds, "no seeds"
     names = [experiment.name for _, experiment in experiments]
     assert len(names) == len(set(names)), f"an experiment is listed twice: {names}"
     directory = str(manifests.resolve()) if manifests is not None else None
     return [
-        Job(target, experiment.name, seed, str(out / f"{experiment.name}-seed{seed}"), tuple(dict.fromkeys(broken)), directory, boot_seed, max_wall_s)
+        Job(target, experiment.name, seed, str(out / f"{experiment.name}-seed{seed}"), tuple(dict.fromkeys(broken)), directory, seed if boot_seed == "seed" else boot_seed, max_wall_s)
         for target, experiment in experiments
         for seed in seeds
     ]

@@ -138,6 +138,19 @@ MANIFESTS_HELP = "A directory of Kubernetes YAML/JSON manifests that replaces th
 MAX_WALL_HELP = "End a simulated run that takes longer than this many wall-clock seconds with a `livelock` verdict (the watchdog also ends one whose virtual time stands still through 1,000,000 events, or whose journal passes 1 GiB)."
 
 
+def _explore_boot_seed(ctx: click.Context, param: click.Parameter, value: str | None) -> int | str | None:
+    """``explore --boot-seed``: a seed (0 or more), or ``seed`` (each run's own)."""
+    if value is None or value == "seed":
+        return value
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise click.BadParameter(f"{value!r} is neither a seed (0 or more) nor the word `seed`")
+    return number
+
+
 def _resolve(experiment: str, broken: tuple[str, ...], manifests: Path | None) -> Any:
     """The experiment named (catalogue name or file), with --manifests and --broken."""
     from chaoskube.experiments import registry
@@ -316,14 +329,14 @@ def _print_result(result: Any) -> None:
 @click.option("--broken", "broken", multiple=True, metavar="NAME", help=BROKEN_HELP + " A failing checker is then a finding.")
 @click.option("--manifests", type=click.Path(path_type=Path), default=None, metavar="DIR", help=MANIFESTS_HELP)
 @click.option("--fail-fast", is_flag=True, help="Stop at the first run not as expected (with --broken: the first finding); runs already going finish, no more start.")
-@click.option("--boot-seed", type=click.IntRange(min=0), default=None, help=BOOT_SEED_HELP)
+@click.option("--boot-seed", callback=_explore_boot_seed, default=None, metavar="N|seed", help=BOOT_SEED_HELP + " `seed`: each run boots with its own run seed (no shared boot: for bugs that need a particular boot state, docs/campaigns.md).")
 @click.option("--no-fork", is_flag=True, help="Run every seed whole instead of forking it from one boot per experiment (same journals, more CPU).")
 @click.option("--dask", "dask_address", default=None, metavar="ADDRESS", help="Run on a Dask cluster: tcp://HOST:8786 (a running scheduler) or local:N (a LocalCluster of N workers); see docs/campaigns.md.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs/explore"), show_default=True, help="Campaign directory: a run directory per seed, and the summary.")
 @click.option("--max-wall", "max_wall_s", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS", help=MAX_WALL_HELP)
 def explore(
     experiments: tuple[str, ...], all_experiments: bool, seeds_text: str, jobs: int | None, broken: tuple[str, ...], manifests: Path | None, fail_fast: bool,
-    boot_seed: int | None, no_fork: bool, dask_address: str | None, out_dir: Path, max_wall_s: float | None,
+    boot_seed: int | str | None, no_fork: bool, dask_address: str | None, out_dir: Path, max_wall_s: float | None,
 ) -> None:
     """Run experiments over many seeds in parallel processes and summarize what the faults did.
 
