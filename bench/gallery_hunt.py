@@ -36,9 +36,9 @@ def hunt(name: str, experiment: str, seeds: int, jobs: int, out: Path, boot: str
     subprocess.run(command, capture_output=True, text=True, check=False)
     summary = json.loads((directory / "summary.json").read_text())
     findings = summary.get("findings") or []
-    if not findings:
+    first = findings[0]["first"] if findings else None
+    if first is None:
         return {"caught": False, "runs": summary.get("finished_runs"), "boot": boot or "0"}
-    first = findings[0]["first"]
     return {"caught": True, "seed": first["seed"], "checkers": first["checkers"], "replay": first["replay"], "boot": boot or "0", "runs": summary.get("finished_runs")}
 
 
