@@ -8,7 +8,7 @@ from chaoskube.sim.journal import Journal, journal_sha256, read_journal
 from chaoskube.sim.network import LinkProfile, Network
 from chaoskube.sim.outcomes import Failed, Ok, Outcome, Unknown
 from chaoskube.sim.process import Inbox, Main, Process, State
-from chaoskube.sim.randomness import RandomTree, derive_seed
+from chaoskube.sim.randomness import MAX_SEED, RandomTree, derive_seed, seed_error
 from chaoskube.sim.world import Livelock, SimulationStuck, Watchdog, World
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "Journal",
     "LinkProfile",
     "Livelock",
+    "MAX_SEED",
     "Main",
     "Message",
     "Network",
@@ -35,4 +36,5 @@ __all__ = [
     "journal_sha256",
     "make_trio_deterministic",
     "read_journal",
+    "seed_error",
 ]

@@ -235,8 +235,9 @@ def test_bad_fields_fail_in_one_line_naming_the_field(tmp_path, changes, expecte
 
 def test_a_schedule_is_refused_and_the_command_line_exits_2(tmp_path, capsys):
     path = _write(tmp_path, schedule=[{"at_s": 1.0, "kind": "kill", "target": "role:etcd"}])
-    with pytest.raises(ExperimentError, match=r"field `schedule`: the hypothesis system replays steps"):
-        run_hypothesis_experiment(load_experiment(path), 1, tmp_path / "run")
+    # Refused when the file loads (registry: the system's FAULT_KINDS), before any run.
+    with pytest.raises(ExperimentError, match=r"field `schedule\[0\]\.kind`: 'kill' cannot be applied in a 'hypothesis' run \(kinds: none: its faults are steps of `workload.steps`\)"):
+        load_experiment(path)
     assert main([str(_write(tmp_path, workload_machine="nope:Nope")), "--out", str(tmp_path / "run")]) == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith("error: ") and "field `workload.machine`" in error and "\n" not in error
