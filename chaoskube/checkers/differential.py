@@ -195,6 +195,16 @@ def check_differential(events: Sequence[Event], reference: Mapping[str, Any] | S
         return Verdict(None, "no store to compare: " + ("this run" if not state else "the reference run") + " has no objects")
     differences = diff_states(state, theirs)
     details = {"objects": len(state), "reference_objects": len(theirs), "differences": differences[:100], "difference_count": len(differences)}
+    failed_steps = [event for event in events if event.get("type") == "workload-step" and str(event.get("outcome", "")).startswith("error")]
+    if differences and failed_steps:
+        # The faults excuse it: a workload action the faults made fail (an API error under
+        # an etcd or API-server outage; a step is not retried, as a one-shot kubectl is
+        # not) means this run did not do what the fault-free one did.
+        step = failed_steps[0]
+        return Verdict(None, (
+            f"{len(differences)} difference(s) from the fault-free run, not judged: the workload step {step.get('action')} {step.get('target')} "
+            f"failed under the faults at t={float(step.get('t', 0.0)):.3f} ({step.get('outcome')}), so the runs did different things"
+        ), (step,), details | {"failed_steps": len(failed_steps)})
     if differences:
         first = differences[0]
         return Verdict(

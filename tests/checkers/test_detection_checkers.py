@@ -474,3 +474,16 @@ def test_an_endpoint_ready_on_an_unreachable_node_past_the_bound_is_dead():
     late = [*down, slice_with(False, 2, 80.0), traffic(81.0, "ok")]
     verdict = check_service_availability(late, nodes=["node-1"])
     assert verdict.valid is False and "dead endpoint" in verdict.reason and verdict.evidence[0]["node"] == "node-1"
+
+
+def test_differential_excuses_a_difference_when_a_workload_step_failed_under_the_faults():
+    """A rollout refused under an etcd outage (500 no leader) leaves the run at the old
+    revision while the fault-free run rolled out: the faults excuse it (unknown)."""
+    ours = [put(1.0, 1, "configmaps", "default/c", obj("ConfigMap", "c", data={"k": "1"}))]
+    theirs = end_state([put(1.0, 1, "configmaps", "default/c", obj("ConfigMap", "c", data={"k": "2"}))])
+    assert check_differential(ours, theirs).valid is False
+    failed = {"type": "workload-step", "t": 17.2, "action": "rollout", "target": "default/web", "outcome": "error: 500 InternalError: etcdserver: no leader"}
+    verdict = check_differential([*ours, failed], theirs)
+    assert verdict.valid is None and "failed under the faults" in verdict.reason
+    patched = {**failed, "outcome": "patched"}
+    assert check_differential([*ours, patched], theirs).valid is False
