@@ -5,8 +5,10 @@ Fast tests check the gallery's shape: every variant patches a real attribute and
 it, names an experiment that runs its checker and passes unbroken, the components the
 issue lists are covered, and every new checker is some variant's ``caught_by``. The slow
 test runs each variant once, at the first seed ``chaoskube explore <experiment> --broken
-<variant> --seeds 1..50 --fail-fast`` found (:data:`FIRST_CATCH`, the table in
-docs/checkers.md), with its ``caught_by`` checker only, and asserts that checker fails.
+<variant> --seeds 1..50 --fail-fast`` found -- with the shared boot (boot seed 0), or with
+``--boot-seed seed`` for a variant the shared boot caught on no seed
+(``bench/gallery_hunt.py``; :data:`FIRST_CATCH`, the table in docs/checkers.md) -- with its
+``caught_by`` checker only, and asserts that checker fails.
 The livelock variant runs under a tighter watchdog (200,000 events at one instant) so
 the test takes seconds."""
 
@@ -24,20 +26,41 @@ NEW_CHECKERS = {
     "garbage-collection", "graceful-termination", "differential", "livelock",
 }
 
-#: variant -> the first seed (of 1..50) on which its experiment caught it (docs/checkers.md).
+#: variant -> (the first seed of 1..50 on which its experiment caught it, the boot seed: 0
+#: shared, or "seed") (docs/checkers.md, bench/gallery_hunt.py).
 FIRST_CATCH = {
-    "etcd-linearizable-read-served-locally": 2,
-    "etcd-create-compare-always-true": 1,
-    "apiserver-cas-ignores-resourceversion": 1,
-    "apiserver-delete-ignores-default-grace": 1,
-    "apiserver-quorum-list-from-cache": 1,
-    "watchcache-filter-skips-entering": 1,
-    "eviction-spend-without-precondition": 1,
-    "webhook-call-without-timeout": 1,
-    "informer-ignores-deletes": 1,
-    "replicaset-scale-down-deletes-ready-first": 1,
-    "deployment-surge-counts-new-rs-only": 1,
-    "node-controller-keeps-unreachable-taint": 1,
+    "etcd-linearizable-read-served-locally": (3, "seed"),
+    "etcd-watch-start-exclusive": (4, 0),
+    "etcd-create-compare-always-true": (1, 0),
+    "apiserver-cas-ignores-resourceversion": (1, 0),
+    "apiserver-delete-ignores-default-grace": (1, 0),
+    "apiserver-quorum-get-from-cache": (4, 0),
+    "apiserver-quorum-list-from-cache": (2, "seed"),
+    "watchcache-filter-skips-entering": (1, 0),
+    "eviction-spend-without-precondition": (1, 0),
+    "webhook-call-without-timeout": (1, 0),
+    "webhook-ignore-policy-fails-closed": (1, 0),
+    "informer-ignores-deletes": (1, 0),
+    "leader-election-renews-past-deadline": (1, 0),
+    "replicaset-scale-down-deletes-ready-first": (1, 0),
+    "deployment-max-unavailable-rounded-up": (1, 0),
+    "deployment-surge-counts-new-rs-only": (1, 0),
+    "node-controller-keeps-unreachable-taint": (1, 0),
+    "node-controller-never-marks-pods-not-ready": (1, 0),
+    "endpointslice-terminating-still-ready": (1, 0),
+    "endpointslice-ignores-readiness": (1, 0),
+    "kubelet-housekeeping-hot-loop": (1, 0),
+}
+
+#: Hunted over seeds 1..50 with the shared boot and with ``--boot-seed seed``: caught on
+#: none (docs/checkers.md says so; they stay in the gallery as open detection work).
+NOT_CAUGHT = {"raft-read-index-without-quorum-check", "watchcache-replays-start-revision"}
+
+#: Not hunted yet (the session's hunt was cut short: bench/gallery_hunt.py --only NAME ...).
+NOT_HUNTED = {
+    "disruption-counts-terminating-pods", "gc-deletes-orphaned-dependents", "gc-foreground-does-not-wait", "gc-orphan-finalizer-never-removed",
+    "node-controller-monitor-busy-loop", "scheduler-toleration-ignores-effect", "kubelet-kills-without-grace", "kube-proxy-routes-not-ready-endpoints",
+    "kube-proxy-misses-condition-updates",
 }
 
 
@@ -92,8 +115,9 @@ def test_every_new_checker_is_the_catcher_of_some_variant():
 
 
 def test_every_variant_has_its_first_catch_recorded():
-    assert set(FIRST_CATCH) == {variant.name for variant in gallery.DETECTION_VARIANTS}
-    assert all(1 <= seed <= 50 for seed in FIRST_CATCH.values())
+    assert not (set(FIRST_CATCH) & NOT_CAUGHT or set(FIRST_CATCH) & NOT_HUNTED or NOT_CAUGHT & NOT_HUNTED)
+    assert set(FIRST_CATCH) | NOT_CAUGHT | NOT_HUNTED == {variant.name for variant in gallery.DETECTION_VARIANTS}
+    assert all(1 <= seed <= 50 and boot in (0, "seed") for seed, boot in FIRST_CATCH.values())
 
 
 @pytest.mark.slow
@@ -107,7 +131,8 @@ def test_each_variant_is_caught_by_its_checker_at_its_first_seed(name, tmp_path)
     checkers = [] if variant.caught_by == "livelock" else [variant.caught_by]
     experiment = msgspec.structs.replace(experiment, broken=[name], checkers=checkers)
     watchdog = Watchdog(max_events_per_instant=200_000) if variant.caught_by == "livelock" else None
-    result = run_experiment(experiment, FIRST_CATCH[name], tmp_path / "run", reference_cache=tmp_path / "references", watchdog=watchdog)
+    seed, boot = FIRST_CATCH[name]
+    result = run_experiment(experiment, seed, tmp_path / "run", boot_seed=seed if boot == "seed" else None, reference_cache=tmp_path / "references", watchdog=watchdog)
     verdict = result.verdicts[variant.caught_by]
     assert verdict.valid is False, f"{name}: {variant.caught_by} answered {verdict.valid}: {verdict.reason}"
     assert verdict.reason
