@@ -8,7 +8,7 @@ that need a particular boot state, docs/campaigns.md). A row: the first seed tha
 it, which boot, the checkers that failed there (the variant's ``caught_by`` first), and
 the replay command.
 
-    .venv/bin/python bench/gallery_hunt.py [--seeds 50] [--jobs 1] [--only NAME ...] [--out runs/hunt]
+    python3 bench/gallery_hunt.py [--seeds 50] [--jobs 1] [--only NAME ...] [--out runs/hunt]
 
 Not a speed benchmark: it measures what the checkers catch. It runs one campaign per
 variant (most stop at seed 1); the whole hunt takes about half an hour of one core.
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def hunt(name: str, experiment: str, seeds: int, jobs: int, out: Path, boot: str | None) -> dict | None:
     directory = out / (name + ("-boot-seed" if boot else ""))
-    command = [str(ROOT / ".venv" / "bin" / "chaoskube"), "explore", experiment, "--broken", name, "--seeds", f"1..{seeds}", "--fail-fast", "--jobs", str(jobs), "--out", str(directory)]
+    command = [sys.executable, "-m", "chaoskube.experiments.cli", "explore", experiment, "--broken", name, "--seeds", f"1..{seeds}", "--fail-fast", "--jobs", str(jobs), "--out", str(directory)]
     if boot:
         command += ["--boot-seed", boot]
     subprocess.run(command, capture_output=True, text=True, check=False)
