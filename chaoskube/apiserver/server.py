@@ -62,7 +62,7 @@ from typing import Any
 import msgspec
 import trio
 
-from chaoskube.api.identity import ADMIN_TOKEN, UserInfo, authenticated_user, service_account_user, superuser
+from chaoskube.api.identity import ADMIN_TOKEN, UserInfo, authenticated_user, parse_service_account_token, service_account_user, superuser
 from chaoskube.api.manifests import ManifestError, from_dict, to_dict
 from chaoskube.api.objects import (
     KINDS,
@@ -286,11 +286,14 @@ class ApiServer:
             user = self._tokens.get(credentials.token)
             if user is not None:
                 return user
-            if credentials.token.startswith("serviceaccount:"):
-                _, namespace, name = (credentials.token.split(":", 2) + ["", ""])[:3]
+            parsed = parse_service_account_token(credentials.token)
+            if parsed is not None:
+                namespace, name, uid = parsed
                 account = self.cacher.cache("serviceaccounts").get(storage_key("serviceaccounts", namespace, name))
                 if account is None:
-                    return None  # a bound token dies with its service account
+                    return None  # a token dies with its service account
+                if uid and account.metadata.uid != uid:
+                    return None  # a bound token names the account's uid: not a namesake's
                 return service_account_user(namespace, name, account.metadata.uid)
             return None
         if credentials.common_name:
