@@ -76,6 +76,9 @@ ERROR_NO_LEADER = "etcdserver: no leader"
 ERROR_TIMEOUT = "etcdserver: request timed out"
 ERROR_LEADER_CHANGED = "etcdserver: leader changed"
 LEASE_CHECK_INTERVAL_S = 0.5
+#: etcd's ``monitorLeader`` cancels ``WithRequireLeader`` streams of a member that has had
+#: no leader for this many election timeouts (``maxNoLeaderCnt = 3``).
+REQUIRE_LEADER_ELECTIONS = 3
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,11 @@ class WatchCreate:
     key: str
     range_end: str | None
     start_revision: int
+    #: clientv3's ``WithRequireLeader``: the stream is only "alive" while this member has a
+    #: leader (see :data:`REQUIRE_LEADER_ELECTIONS`). kube-apiserver opens its watches so
+    #: (``apiserver/pkg/storage/etcd3/watcher.go``), so a cache fed by a member cut off from
+    #: the quorum does not go stale for ever.
+    require_leader: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +189,7 @@ class WatchEvents:
 class _Stream:
     client: str
     sequence: int = 0
+    require_leader: bool = False
 
 
 class EtcdMember:
@@ -231,6 +240,7 @@ class EtcdMember:
         self._role = Role.FOLLOWER
         self._term = hard_state.term
         self._lead = 0
+        self._leaderless_since: float | None = process.now()  # no leader known yet
         self._revoking: dict[int, float] = {}  # lease id -> when its revocation was proposed
         if snapshot is not None:
             self.world.record("etcd-snapshot", member=self.name, event="restore", index=snapshot.index, revision=self.store.revision)
@@ -362,6 +372,10 @@ class EtcdMember:
             fields["last_index"] = empty.index if empty is not None else None
             fields["last_term"] = raft.log.last_term()
         self.world.record("raft-role", **fields)
+        if lead and self._leaderless_since is not None:
+            self._leaderless_since = None
+        elif not lead and self._leaderless_since is None:
+            self._leaderless_since = self.process.now()
         self.process.log.info("{} in term {} (leader: {})", role.name.lower(), term, fields["lead"] or "none")
         if was_leader and role is not Role.LEADER:
             self.store.lessor.demote()
@@ -538,11 +552,21 @@ class EtcdMember:
             if isinstance(body, WatchCreate):
                 self._create_watch(message, body)
             elif isinstance(body, WatchProgress):
-                alive = body.watch_id in self._streams
+                stream = self._streams.get(body.watch_id)
+                alive = stream is not None and not (stream.require_leader and self._lost_leader())
                 self.process.reply(message, {"alive": alive, "revision": self.store.revision})
             elif isinstance(body, WatchCancel):
                 self._end_stream(body.watch_id)
                 self.process.reply(message, {"cancelled": True})
+
+    def _lost_leader(self) -> bool:
+        """No leader for :data:`REQUIRE_LEADER_ELECTIONS` election timeouts: etcd's
+        ``monitorLeader`` (``server/etcdserver/api/v3rpc/interceptor.go``) then cancels the
+        streams opened with ``WithRequireLeader`` ("no leader")."""
+        since = self._leaderless_since
+        if since is None:
+            return False
+        return self.process.now() - since >= REQUIRE_LEADER_ELECTIONS * self.config.election_ms / 1000.0
 
     def _create_watch(self, message: Any, create: WatchCreate) -> None:
         if create.watch_id in self._streams:
@@ -552,7 +576,7 @@ class EtcdMember:
         except CompactedError as error:
             self.process.reply(message, {"created": False, "error": str(error), "compact_revision": self.store.compact_revision})
             return
-        self._streams[create.watch_id] = _Stream(message.src)
+        self._streams[create.watch_id] = _Stream(message.src, require_leader=create.require_leader)
         self.process.reply(message, {"created": True, "revision": self.store.revision})
         if catch_up:
             self._push(create.watch_id, catch_up)
