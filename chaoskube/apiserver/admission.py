@@ -596,6 +596,12 @@ _KUBELET_LABELS = frozenset({
 _KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
 
 
+def _relabels_through_status(new: Object | None, old: Pod) -> bool:
+    """A kubelet's pods/status update that changes the pod's labels (refused since
+    Kubernetes 1.17: KEP-1314, kubernetes/kubernetes#84260)."""
+    return isinstance(new, Pod) and new.metadata.labels != old.metadata.labels
+
+
 def _same_owner_references(new: Node, old: Node | None) -> bool:
     """A kubelet's Node keeps the owner references it had (none on create)."""
     return list(new.metadata.owner_references) == (list(old.metadata.owner_references) if old is not None else [])
@@ -680,8 +686,7 @@ class NodeRestrictionPlugin:
                 return _forbidden(self.name, request, f'unexpected operation "{request.operation}"')
             if old is None or old.spec.node_name != node:
                 return _forbidden(self.name, request, f'node "{node}" can only update pod status for pods with spec.nodeName set to itself')
-            new = request.object
-            if isinstance(new, Pod) and new.metadata.labels != old.metadata.labels:
+            if _relabels_through_status(request.object, old):
                 return _forbidden(self.name, request, f'node "{node}" cannot update labels through pod status')
             return _allowed(request)
         if request.subresource == "eviction":

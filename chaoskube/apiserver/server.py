@@ -562,6 +562,13 @@ class ApiServer:
         if subresource == "status":
             result = copy_object(current)
             result.status = new.status
+            if info.kind == "Pod":
+                # podStatusStrategy.PrepareForUpdate (pkg/registry/core/pod/strategy.go)
+                # keeps the spec, owner references and deletion fields but takes the new
+                # metadata: labels and annotations change through pods/status (which is why
+                # NodeRestriction forbids a kubelet's label changes there: KEP-1314).
+                result.metadata.labels = dict(new.metadata.labels)
+                result.metadata.annotations = dict(new.metadata.annotations)
             return result
         if subresource == "finalize":
             result = copy_object(current)

@@ -127,6 +127,8 @@ CLUSTER_CHECKERS: dict[str, tuple[str, str, str]] = {
     "service-availability": ("chaoskube.checkers.availability", "check_service_availability", "the traffic probes saw no Service outage longer than the workload's max_outage_s"),
     "admission": ("chaoskube.checkers.admission", "check_admission", "every object stored passed the admission webhooks that applied to it, per their failurePolicy"),
     "convergence": ("chaoskube.checkers.convergence", "check_convergence", "after heal, the store shows every Deployment at its spec and every pod on a Ready node by the end of the run"),
+    # issue 19: security under faults (needs the workload's `tenants`)
+    "authorization": ("chaoskube.checkers.authorization", "check_authorization", "no adversarial tenant's forbidden attempt succeeded and no permitted one was refused, by an oracle of the RBAC, Node, NodeRestriction, NamespaceLifecycle and token rules over the policy in the store (cache lag bounded and reported)"),
 }
 
 
@@ -215,6 +217,24 @@ UNCORDON_RETRY_S = 1.0
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 
 
+class TenantOptions(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    """The adversarial tenants (:mod:`chaoskube.tenants`); ``tenants: true`` takes these
+    defaults."""
+
+    every_s: float = 4.0
+    revoke_after_s: float = 20.0
+    restore_after_s: float = 60.0
+    only: list[str] = []  # a subset of chaoskube.tenants.ALL_TENANTS; empty: all
+
+    def spec(self) -> Any:
+        from chaoskube.tenants import ALL_TENANTS, TenantSpec
+
+        return TenantSpec(every_s=self.every_s, revoke_after_s=self.revoke_after_s, restore_after_s=self.restore_after_s, tenants=tuple(self.only) or ALL_TENANTS)
+
+    def __post_init__(self) -> None:
+        self.spec()  # raises ValueError with the field's problem
+
+
 class KubernetesWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     manifests: list[str] = []
     deployments: list[DeploymentWorkload] = []
@@ -223,6 +243,14 @@ class KubernetesWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=Tru
     traffic_every_s: float = 0.5
     max_outage_s: float = 5.0
     converge_s: float = 120.0
+    #: Adversarial tenants (issue 19): ``true`` for the defaults, or their options.
+    tenants: bool | TenantOptions = False
+
+    @property
+    def tenant_options(self) -> TenantOptions | None:
+        if self.tenants is True:
+            return TenantOptions()
+        return self.tenants or None
 
     def __post_init__(self) -> None:
         names = [deployment.name for deployment in self.deployments]
@@ -291,7 +319,11 @@ class KubernetesSystem(System):
         names += [f"kube-scheduler-{index}" for index in range(1, cluster.schedulers + 1)]
         names += [hook.service for hook in cluster.webhooks] + (["cluster-bootstrap"] if cluster.webhooks else [])
         names += [name for name, _, _ in cluster.nodes()]
-        return names + ["kubectl"] + (["traffic"] if workload.traffic else [])
+        names += ["kubectl"] + (["traffic"] if workload.traffic else [])
+        options = workload.tenant_options
+        if options is not None:
+            names += [f"tenant-{name}" for name in options.spec().tenants] + ["tenant-admin"]
+        return names
 
     def __init__(self, world: World, cluster: ClusterSpec, workload: KubernetesWorkload) -> None:
         super().__init__(world, cluster, workload)
@@ -308,6 +340,7 @@ class KubernetesSystem(System):
         self._traffic_on = False
         self._workload_created = False
         self._admin = KubectlAdmin(self)
+        self.tenants: Any = None
 
     def _workload_objects(self) -> list[Object]:
         objects: list[Object] = []
@@ -349,6 +382,7 @@ class KubernetesSystem(System):
         self.workload_verdict = Verdict(True, f"the workload converged {took:.3f} s after its creation")
         if self.workload.traffic and self.services:
             self._start_traffic()
+        await self._start_tenants()
         for step in sorted(self.workload.steps, key=lambda step: step.after_s):
             self.world.call_later(step.after_s, self._start_step, step)
 
@@ -438,8 +472,24 @@ class KubernetesSystem(System):
                 await probe.probe_once()
             await probe.process.sleep(max(0.0, started + probe.every_s - probe.process.now()))
 
+    async def _start_tenants(self) -> None:
+        """The adversarial tenants (workload ``tenants``): their objects, created by the
+        administrator, then their attempt loops and lifecycle (``chaoskube.tenants``)."""
+        options = self.workload.tenant_options
+        if options is None:
+            return
+        from chaoskube.tenants import Tenants
+
+        assert self.handle is not None
+        self.tenants = Tenants(self.world, self.handle.api_server_names, self.nodes, options.spec())
+        failures = await self.tenants.setup()
+        self.world.record("kubernetes", event="tenants-started", failures=len(failures))
+        self.tenants.start()
+
     async def stop_workload(self) -> None:
         self._traffic_on = False
+        if self.tenants is not None:
+            self.tenants.stop()
         verdict = await self.steady_state()
         ready, desired = await self._pods_ready()
         self.world.record("kubernetes", event="final", steady=verdict.valid, reason=verdict.reason, pods_ready=ready, pods_desired=desired)

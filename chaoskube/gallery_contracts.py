@@ -1,0 +1,185 @@
+"""The gallery's broken components for issue 19: security boundaries, and the control
+plane's timing and decision contracts. Each is modelled on a public CVE or bug report
+(cited in its description) and caught by the checker it names on the experiment it names.
+
+:mod:`chaoskube.gallery` turns :data:`CONTRACT_VARIANTS` into its ``Variant`` records (this
+module stays free of it, so the two never import each other). Each replacement builder is
+called when the variant is applied, while the attribute it replaces is still the real one,
+so a builder may wrap the real function and change one decision.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+__all__ = ["CONTRACT_VARIANTS"]
+
+
+# =========================================================================== security
+def _noderestriction_any_pod() -> Any:
+    """NodeRestriction that no longer checks which node a pod is bound to for status
+    updates, evictions and deletions (what a kubelet could do before the plugin limited it:
+    kubernetes/kubernetes#45929; pods/status in 1.17: PaloAltoNetworks/rbac-police#2)."""
+    from chaoskube.apiserver import admission
+
+    real = admission.NodeRestrictionPlugin._pod
+
+    def _pod(self: Any, node: str, request: Any) -> Any:
+        if request.subresource in ("status", "eviction") or (request.subresource == "" and request.operation == "DELETE"):
+            return admission.AdmissionResult(allowed=True, object=request.object)
+        return real(self, node, request)
+
+    return _pod
+
+
+def _no_forbidden_labels() -> Any:
+    return lambda old, new: []
+
+
+def _owner_references_unchecked() -> Any:
+    return lambda new, old: True
+
+
+def _status_relabels_unchecked() -> Any:
+    return lambda new, old: False
+
+
+def _rolebindings_grant_cluster_scope() -> Any:
+    """RBAC that, for a cluster-scoped request, also consults every namespace's
+    RoleBindings (CVE-2019-11247: cluster-scoped custom resources reached through a
+    namespaced path were authorized by the namespace's roles and role bindings)."""
+    from chaoskube.apiserver import auth
+
+    real = auth._rbac
+
+    def _rbac(attributes: Any, roles: Any, cluster_roles: Any, role_bindings: Any, cluster_role_bindings: Any) -> tuple[bool, str]:
+        roles, cluster_roles, role_bindings, cluster_role_bindings = list(roles), list(cluster_roles), list(role_bindings), list(cluster_role_bindings)
+        allowed, reason = real(attributes, roles, cluster_roles, role_bindings, cluster_role_bindings)
+        if allowed or attributes.namespace or not attributes.resource_request:
+            return allowed, reason
+        for namespace in sorted({binding.metadata.namespace or "default" for binding in role_bindings}):
+            scoped = dataclasses.replace(attributes, namespace=namespace)
+            granted, why = real(scoped, roles, cluster_roles, role_bindings, cluster_role_bindings)
+            if granted:
+                return True, why
+        return allowed, reason
+
+    return _rbac
+
+
+def _resource_names_ignored() -> Any:
+    return lambda rule, name: True
+
+
+def _authorizer_decision_cache() -> Any:
+    """An API server that remembers every allowed decision for ever, so a removed binding
+    keeps granting (stale authorization caches: rancher/rancher#31982, argoproj/argo-cd#7801;
+    upstream's webhook authorizer caches allowances only for its TTL)."""
+    from chaoskube.apiserver.server import ApiServer
+
+    real = ApiServer._authorize
+
+    def _authorize(self: Any, request: Any, user: Any, info: Any) -> None:
+        decisions = self.__dict__.setdefault("_gallery_allowed", set())
+        key = (user.name, tuple(user.groups), request.verb, request.resource, request.subresource, request.namespace, request.name)
+        if key in decisions:
+            return
+        real(self, request, user, info)  # raises when denied
+        decisions.add(key)
+
+    return _authorize
+
+
+def _token_uid_ignored() -> Any:
+    """Token authentication that drops the bound token's uid before looking the account
+    up, so a token outlives its account in any namesake (the comparison bug
+    kubernetes/kubernetes#62993 fixed in ``pkg/serviceaccount/claims.go``)."""
+    from chaoskube.api.identity import parse_service_account_token, service_account_credentials
+    from chaoskube.apiserver.server import ApiServer
+
+    real = ApiServer.authenticate
+
+    def authenticate(self: Any, credentials: Any) -> Any:
+        parsed = parse_service_account_token(credentials.token) if credentials.token else None
+        if parsed is not None and parsed[2]:
+            credentials = service_account_credentials(parsed[0], parsed[1])
+        return real(self, credentials)
+
+    return authenticate
+
+
+def _token_cache_forever() -> Any:
+    """Token authentication that caches every identity it authenticated for ever, so a
+    deleted account's tokens keep working (stale token caches: kubernetes/kubernetes#132802;
+    upstream's webhook token authenticator caches for ``--authentication-token-webhook-cache-ttl``)."""
+    from chaoskube.apiserver.server import ApiServer
+
+    real = ApiServer.authenticate
+
+    def authenticate(self: Any, credentials: Any) -> Any:
+        cache = self.__dict__.setdefault("_gallery_tokens", {})
+        if credentials.token and credentials.token in cache:
+            return cache[credentials.token]
+        user = real(self, credentials)
+        if user is not None and credentials.token:
+            cache[credentials.token] = user
+        return user
+
+    return authenticate
+
+
+def _terminating_namespaces_open() -> Any:
+    """NamespaceLifecycle that lets creates into a Terminating namespace (openshift/origin
+    #11058: the live-lookup expiry check was backwards; kubernetes/kubernetes#37431: creates
+    racing a namespace's deletion leak objects into it)."""
+    from chaoskube.apiserver import admission
+
+    real = admission.NamespaceLifecyclePlugin.admit
+
+    def admit(self: Any, request: Any) -> Any:
+        result = real(self, request)
+        if not result.allowed and "being terminated" in result.reason:
+            return admission.AdmissionResult(allowed=True, object=request.object)
+        return result
+
+    return admit
+
+
+def _v(name: str, component: str, description: str, caught_by: str, experiment: str, target: str, replacement: Any) -> dict[str, Any]:
+    return {"name": name, "component": component, "description": description, "caught_by": caught_by,
+            "experiment": experiment, "target": target, "replacement": replacement}
+
+
+CONTRACT_VARIANTS: list[dict[str, Any]] = [
+    _v("noderestriction-any-pod", "kube-apiserver NodeRestriction",
+       "a kubelet may update the status of, evict and delete pods bound to other nodes (before NodeRestriction limited it: kubernetes/kubernetes#45929; pods/status from 1.17: PaloAltoNetworks/rbac-police#2)",
+       "authorization", "security-node-compromise", "chaoskube.apiserver.admission:NodeRestrictionPlugin._pod", _noderestriction_any_pod),
+    _v("noderestriction-self-labels", "kube-apiserver NodeRestriction",
+       "a kubelet may set node-restriction.kubernetes.io/ and other reserved labels on its Node, steering workloads to itself (kubernetes/kubernetes#68267, KEP 'bounding self-labeling kubelets')",
+       "authorization", "security-node-compromise", "chaoskube.apiserver.admission:_forbidden_labels", _no_forbidden_labels),
+    _v("noderestriction-owner-references", "kube-apiserver NodeRestriction",
+       "a kubelet may put owner references on its Node, so the garbage collector deletes it and it re-registers with other taints and labels (CVE-2025-5187, kubernetes/kubernetes#133471)",
+       "authorization", "security-node-compromise", "chaoskube.apiserver.admission:_same_owner_references", _owner_references_unchecked),
+    _v("noderestriction-status-relabels", "kube-apiserver NodeRestriction",
+       "a kubelet may change its pods' labels through pods/status, moving them into other Services and selectors (KEP-1314, kubernetes/kubernetes#84260)",
+       "authorization", "security-node-compromise", "chaoskube.apiserver.admission:_relabels_through_status", _status_relabels_unchecked),
+    _v("rbac-rolebindings-grant-cluster-scope", "kube-apiserver RBAC",
+       "a cluster-scoped request is authorized by any namespace's RoleBindings, so a ClusterRole bound in one namespace reaches nodes and namespaces (CVE-2019-11247, kubernetes/kubernetes#80983)",
+       "authorization", "security-apiserver-restarts", "chaoskube.apiserver.auth:_rbac", _rolebindings_grant_cluster_scope),
+    _v("rbac-ignores-resource-names", "kube-apiserver RBAC",
+       "a rule's resourceNames no longer restrict it, so a Role for one Lease grants every Lease of the namespace (the resourceNames misreadings of kubernetes/website#50454 and cozystack/cozystack#1161)",
+       "authorization", "security-apiserver-restarts", "chaoskube.apiserver.auth:_resource_name_matches", _resource_names_ignored),
+    _v("authorizer-decision-cache", "kube-apiserver authorization",
+       "each API server remembers every allowed decision for ever, so a deleted RoleBinding keeps granting long after its caches saw the deletion (stale RBAC caches: rancher/rancher#31982, argoproj/argo-cd#7801)",
+       "authorization", "security-etcd-partition", "chaoskube.apiserver.server:ApiServer._authorize", _authorizer_decision_cache),
+    _v("token-uid-ignored", "kube-apiserver authentication",
+       "a bound service account token authenticates as any account of the same name, also one re-created after the deletion (kubernetes/kubernetes#62993)",
+       "authorization", "security-token-revocation", "chaoskube.apiserver.server:ApiServer.authenticate", _token_uid_ignored),
+    _v("token-cache-forever", "kube-apiserver authentication",
+       "each API server caches the identity of every token it accepted for ever, so a deleted ServiceAccount's tokens keep working (stale token caches: kubernetes/kubernetes#132802)",
+       "authorization", "security-token-revocation", "chaoskube.apiserver.server:ApiServer.authenticate", _token_cache_forever),
+    _v("namespace-lifecycle-ignores-terminating", "kube-apiserver NamespaceLifecycle",
+       "creates are admitted into a Terminating namespace (openshift/origin#11058's backwards expiry check; kubernetes/kubernetes#37431)",
+       "authorization", "security-namespace-termination", "chaoskube.apiserver.admission:NamespaceLifecyclePlugin.admit", _terminating_namespaces_open),
+]
