@@ -146,6 +146,64 @@ def _terminating_namespaces_open() -> Any:
     return admit
 
 
+# =========================================================================== timers
+def _never_renewed() -> Any:
+    return lambda saved, lease_renew_time: False
+
+
+def _never_marks_unknown() -> Any:
+    """``tryUpdateNodeHealth`` that never posts the Unknown conditions: a powered-off node
+    stays Ready (canonical/microk8s#5386: a stalled lease watch left a dead node Ready)."""
+    from chaoskube.controllers import nodelifecycle
+
+    real = nodelifecycle.node_health_step
+
+    def node_health_step(*args: Any, **kwargs: Any) -> Any:
+        step = real(*args, **kwargs)
+        if step.status_update is None:
+            return step
+        return nodelifecycle.HealthStep(step.health, step.grace_period_s, step.observed_ready, step.current_ready)
+
+    return node_health_step
+
+
+def _evict_at_once() -> Any:
+    return lambda tolerations: 0.0
+
+
+def _evict_twice_as_late() -> Any:
+    from chaoskube.controllers import nodelifecycle
+
+    real = nodelifecycle.min_toleration_time_s
+
+    def min_toleration_time_s(tolerations: Any) -> float:
+        seconds = real(tolerations)
+        return seconds * 2 if seconds > 0 else seconds
+
+    return min_toleration_time_s
+
+
+def _kill_after_two_seconds() -> Any:
+    """The kubelet's stop plan with a 2 s grace period whatever the pod asks
+    (kubernetes/kubernetes#60631: the grace period was replaced by 2 s when stopping containers)."""
+    from chaoskube.node import runtime
+
+    real = runtime.stop_plan
+    return lambda behaviour, grace_s: real(behaviour, min(grace_s, 2.0))
+
+
+def _local_lease_duration() -> Any:
+    """client-go's expiry judged with the candidate's own, shorter, lease duration instead of
+    the holder's ``leaseDurationSeconds`` (kubernetes/kubernetes#47671, fixed by #114872)."""
+
+    def lease_valid(self: Any, now: float, config: Any) -> bool:
+        if self.record is None or self.time is None:
+            return False
+        return self.time + 5.0 > now
+
+    return lease_valid
+
+
 def _v(name: str, component: str, description: str, caught_by: str, experiment: str, target: str, replacement: Any) -> dict[str, Any]:
     return {"name": name, "component": component, "description": description, "caught_by": caught_by,
             "experiment": experiment, "target": target, "replacement": replacement}
@@ -182,4 +240,25 @@ CONTRACT_VARIANTS: list[dict[str, Any]] = [
     _v("namespace-lifecycle-ignores-terminating", "kube-apiserver NamespaceLifecycle",
        "creates are admitted into a Terminating namespace (openshift/origin#11058's backwards expiry check; kubernetes/kubernetes#37431)",
        "authorization", "security-namespace-termination", "chaoskube.apiserver.admission:NamespaceLifecyclePlugin.admit", _terminating_namespaces_open),
+    _v("node-lifecycle-ignores-leases", "kube-controller-manager node lifecycle",
+       "the node controller no longer counts Lease renewals as heartbeats, only node status updates, so healthy nodes that report status every few minutes go Unknown after the grace period (kubernetes/kubernetes#69241 made lease renewals a heartbeat)",
+       "timing-contracts", "timing-contracts-under-failures", "chaoskube.controllers.nodelifecycle:_renewed", _never_renewed),
+    _v("node-lifecycle-never-marks", "kube-controller-manager node lifecycle",
+       "the node controller never marks a silent node Unknown, so a powered-off node stays Ready and its pods are never evicted (canonical/microk8s#5386)",
+       "timing-contracts", "timing-contracts-under-failures", "chaoskube.controllers.nodelifecycle:node_health_step", _never_marks_unknown),
+    _v("taint-manager-ignores-toleration-seconds", "kube-controller-manager taint eviction",
+       "the taint manager deletes pods as soon as their node is tainted NoExecute, ignoring tolerationSeconds (kubernetes/kubernetes#45342, 'Taint based evictions is broken')",
+       "timing-contracts", "timing-contracts-under-failures", "chaoskube.controllers.nodelifecycle:min_toleration_time_s", _evict_at_once),
+    _v("taint-manager-late", "kube-controller-manager taint eviction",
+       "the taint manager waits twice the pods' tolerationSeconds before deleting them, so they stay on a dead node long after they should have moved (kubernetes/kubernetes#108268)",
+       "timing-contracts", "timing-contracts-under-failures", "chaoskube.controllers.nodelifecycle:min_toleration_time_s", _evict_twice_as_late),
+    _v("zone-eviction-burst", "kube-controller-manager node lifecycle",
+       "each zone's eviction limiter allows a burst of 10 nodes instead of 1, so a failing zone's nodes are all tainted NoExecute at once (the early DeletingPodsBurst of kubernetes/kubernetes#13430; the mass evictions of #24200)",
+       "timing-contracts", "timing-contracts-under-failures", "chaoskube.controllers.nodelifecycle:EVICTION_RATE_LIMITER_BURST", lambda: 10),
+    _v("kubelet-grace-two-seconds", "kubelet",
+       "the kubelet stops a deleted pod's containers with a 2 s grace period whatever terminationGracePeriodSeconds says (kubernetes/kubernetes#60631)",
+       "timing-contracts", "timing-contracts-under-failures", "chaoskube.node.kubelet:stop_plan", _kill_after_two_seconds),
+    _v("leader-election-local-lease-duration", "client-go leader election",
+       "a candidate judges the holder's lease with its own 5 s duration instead of the record's leaseDurationSeconds, so it takes the lease 5 s after the last renewal (kubernetes/kubernetes#47671, fixed by #114872)",
+       "timing-contracts", "timing-contracts-under-failures", "chaoskube.client.leaderelection:Observation.lease_valid", _local_lease_duration),
 ]

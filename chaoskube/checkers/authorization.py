@@ -203,6 +203,9 @@ def check_authorization(events: Iterable[Event], *, lag_bound_s: float = LAG_BOU
         if not (succeeded or refused):
             unjudged[str(code)] = unjudged.get(str(code), 0) + 1
             continue
+        if not store.revisions_applied:
+            unjudged["no store history yet"] = unjudged.get("no store history yet", 0) + 1
+            continue
         judged += 1
         counts["succeeded" if succeeded else "refused"] += 1
         request = _request_of(event)

@@ -641,6 +641,8 @@ def _node_pod(request: Request, node: str, state: State) -> tuple[bool, str]:
 
 def _node_node(request: Request, node: str, state: State) -> tuple[bool, str]:
     old = state.get("nodes", request.name) if request.name else None
+    if old is None and request.verb in ("update", "patch"):
+        return False, f"node {request.name!r} does not exist in this state (the write could not have been admitted)"
     new = _new_object(request, old)
     name = request.name or _meta(new or {}).get("name", "")
     if name != node:

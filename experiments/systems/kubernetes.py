@@ -128,6 +128,7 @@ CLUSTER_CHECKERS: dict[str, tuple[str, str, str]] = {
     "admission": ("chaoskube.checkers.admission", "check_admission", "every object stored passed the admission webhooks that applied to it, per their failurePolicy"),
     "convergence": ("chaoskube.checkers.convergence", "check_convergence", "after heal, the store shows every Deployment at its spec and every pod on a Ready node by the end of the run"),
     # issue 19: security under faults (needs the workload's `tenants`)
+    "timing-contracts": ("chaoskube.checkers.timing", "check_timing_contracts", "node monitor grace, NoExecute tolerationSeconds, zone eviction rates, termination grace periods and leader-election lease durations, each within its documented bound"),
     "authorization": ("chaoskube.checkers.authorization", "check_authorization", "no adversarial tenant's forbidden attempt succeeded and no permitted one was refused, by an oracle of the RBAC, Node, NodeRestriction, NamespaceLifecycle and token rules over the policy in the store (cache lag bounded and reported)"),
 }
 
@@ -257,7 +258,8 @@ class KubernetesWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=Tru
         if len(set(names)) != len(names):
             raise ValueError("`deployments` names must be distinct")
         for step in self.steps:
-            if step.deployment and step.deployment not in names:
+            # A Deployment of the manifests may be named too (checked once they are loaded).
+            if step.deployment and step.deployment not in names and not self.manifests:
                 raise ValueError(f"step `{step.action}` names deployment {step.deployment!r}, not one of `deployments` ({', '.join(names) or 'none'})")
         for name, value, low in (("traffic_every_s", self.traffic_every_s, 0.01), ("max_outage_s", self.max_outage_s, 0.0), ("converge_s", self.converge_s, 0.0)):
             if not (math.isfinite(value) and low <= value <= 3600):
@@ -304,6 +306,11 @@ class KubernetesSystem(System):
             except (FileNotFoundError, ManifestError) as error:
                 raise ExperimentError(f"{where}: {error}") from None
             resolved.append(str(path))
+        if typed.manifests:
+            known = {d.name for d in typed.deployments} | {obj.metadata.name for path in resolved for obj in load_manifests(path) if obj.KIND == "Deployment"}
+            for index, step in enumerate(typed.steps):
+                if step.deployment and step.deployment not in known:
+                    raise ExperimentError(f"field `workload.steps[{index}]`: step `{step.action}` names deployment {step.deployment!r}, not one of the workload's ({', '.join(sorted(known)) or 'none'})")
         for index, deployment in enumerate(typed.deployments):
             try:
                 deployment.objects()
@@ -598,6 +605,12 @@ class KubernetesSystem(System):
         checker = getattr(importlib.import_module(module), function)
         if name == "service-availability":
             return run_checker(checker, events, max_outage_s=self.workload.max_outage_s)
+        if name == "timing-contracts":
+            from chaoskube.checkers.timing import TimingConfig
+
+            timings = self.spec.timings
+            config = TimingConfig(node_monitor_grace_period_s=timings.node_monitor_grace_period_s, node_monitor_period_s=timings.node_monitor_period_s)
+            return run_checker(checker, events, config)
         if name == "convergence":
             healed = [event["t"] for event in events if event["type"] == "phase" and event["name"] == "heal"]
             if not healed:
