@@ -204,6 +204,51 @@ def _local_lease_duration() -> Any:
     return lease_valid
 
 
+# =========================================================================== etcd leases
+def _promote_forgets_ttl() -> Any:
+    """``Lessor.promote`` that sets every expiry to ``now + extend`` only, as if the new
+    leader's lessor had no remaining TTL: leases expire right after a failover (before
+    etcd-io/etcd#4778 refreshed TTLs on promotion)."""
+
+    def promote(self: Any, now: float, extend_s: float = 0.0) -> None:
+        self._primary = True
+        for state in self._leases.values():
+            state.expiry = now + extend_s
+
+    return promote
+
+
+def _renew_without_leadership_check() -> Any:
+    """The leader renews a keep-alive at once, without confirming it still leads (the
+    behaviour etcd-io/etcd#15247 fixed with ``ensureLeadership``)."""
+    def _start_renewal(self: Any, message: Any, keep_alive: Any) -> None:
+        self._reply(message, self._keep_alive(keep_alive))
+
+    return _start_renewal
+
+
+def _renew_anywhere() -> Any:
+    """``Lessor.renew`` that renews on a follower too, so followers acknowledge
+    keep-alives the leader never sees (clients then believe a lease the leader expires is
+    alive: etcd-io/etcd#7275, keep-alives without a leader)."""
+    from chaoskube.etcd.requests import LeaseNotFoundError
+
+    def renew(self: Any, lease_id: int, now: float) -> int:
+        state = self._leases.get(lease_id)
+        if state is None:
+            raise LeaseNotFoundError()
+        if state.expiry is not None and state.expiry <= now:
+            raise LeaseNotFoundError()
+        state.expiry = now + state.ttl if self._primary else None
+        return state.ttl
+
+    return renew
+
+
+def _never_expires() -> Any:
+    return lambda self, now: ()
+
+
 def _v(name: str, component: str, description: str, caught_by: str, experiment: str, target: str, replacement: Any) -> dict[str, Any]:
     return {"name": name, "component": component, "description": description, "caught_by": caught_by,
             "experiment": experiment, "target": target, "replacement": replacement}
@@ -261,4 +306,16 @@ CONTRACT_VARIANTS: list[dict[str, Any]] = [
     _v("leader-election-local-lease-duration", "client-go leader election",
        "a candidate judges the holder's lease with its own 5 s duration instead of the record's leaseDurationSeconds, so it takes the lease 5 s after the last renewal (kubernetes/kubernetes#47671, fixed by #114872)",
        "timing-contracts", "timing-contracts-under-failures", "chaoskube.client.leaderelection:Observation.lease_valid", _local_lease_duration),
+    _v("lessor-promote-forgets-ttl", "etcd lessor",
+       "a new leader's lessor sets every lease to expire one election timeout after its promotion, forgetting the TTL, so leases kept alive until the failover expire right after it (before etcd-io/etcd#4778 refreshed TTLs on promotion)",
+       "etcd-leases", "etcd-lease-failover", "chaoskube.etcd.lease:Lessor.promote", _promote_forgets_ttl),
+    _v("lease-renew-without-leadership-check", "etcd server",
+       "the leader renews a keep-alive without first confirming it still leads, so a deposed leader that has not noticed acknowledges keep-alives the new leader never sees (etcd-io/etcd#15247, fixed by ensureLeadership)",
+       "etcd-leases", "etcd-lease-failover", "chaoskube.etcd.server:EtcdMember._start_renewal", _renew_without_leadership_check),
+    _v("lessor-renews-on-follower", "etcd lessor",
+       "a follower's lessor acknowledges keep-alives instead of answering NotPrimary (etcd-io/etcd#7275: lease keep-alives without a leader)",
+       "etcd-leases", "etcd-lease-failover", "chaoskube.etcd.lease:Lessor.renew", _renew_anywhere),
+    _v("lessor-never-revokes", "etcd lessor",
+       "the leader's lessor never reports an expired lease, so an abandoned lease's keys stay for ever (etcd-io/etcd#9935, #10686: keys not deleted when their lease expires)",
+       "etcd-leases", "etcd-lease-failover", "chaoskube.etcd.lease:Lessor.expired", _never_expires),
 ]

@@ -235,6 +235,7 @@ class EtcdMember:
         self._proposals: dict[str, Any] = {}  # proposal id -> the client's request message
         self._reads: dict[str, Any] = {}  # read context -> the client's request message
         self._read_index_waiting: list[tuple[int, str]] = []  # (read index, context)
+        self._renewals: dict[str, tuple[Any, KeepAlive, int]] = {}  # read context -> (message, keep-alive, term)
         self._streams: dict[str, _Stream] = {}
         self._read_counter = 0
         self._role = Role.FOLLOWER
@@ -346,6 +347,9 @@ class EtcdMember:
         for read_state in ready.read_states:
             if read_state.context in self._reads:
                 self._read_index_waiting.append((read_state.index, read_state.context))
+            renewal = self._renewals.pop(read_state.context, None)
+            if renewal is not None:
+                self._finish_renewal(*renewal)
         if self._read_index_waiting:
             still: list[tuple[int, str]] = []
             for index, context in self._read_index_waiting:
@@ -390,6 +394,9 @@ class EtcdMember:
         self._read_index_waiting = []
         for message in reads.values():
             self._reply(message, ClientReply(ok=False, error=ERROR_LEADER_CHANGED, member=self.name))
+        renewals, self._renewals = self._renewals, {}
+        for message, _, _ in renewals.values():
+            self._reply(message, ClientReply(ok=False, error=str(NotPrimaryError()), member=self.name))
 
     def _restore(self, snapshot: Snapshot) -> None:
         self.store = Store.restore(snapshot.data)
@@ -464,7 +471,7 @@ class EtcdMember:
                 self._start_read(message)
             return
         if isinstance(inner, KeepAlive):
-            self._reply(message, self._keep_alive(inner))
+            self._start_renewal(message, inner)
             return
         self._propose(message, request.id, inner)
 
@@ -518,6 +525,37 @@ class EtcdMember:
     def _new_lease_id(self) -> int:
         # etcd draws lease ids from the member id and a clock; ours come from the seeded tree
         return self.process.random("lease-ids").randrange(1, 2**62)
+
+    def _start_renewal(self, message: Any, keep_alive: KeepAlive) -> None:
+        """A keep-alive. A follower answers NotPrimary (etcd's follower forwards it to the
+        leader; here the client tries the next member). The leader first makes sure it
+        still leads -- a ReadIndex round, a quorum's heartbeat acknowledgements -- and only
+        then renews: ``ensureLeadership`` in ``LeaseRenew`` (``server/etcdserver/v3_server.go``),
+        added after etcd-io/etcd#15247, so a leader cut off from the quorum that has not
+        noticed yet cannot extend a lease the new leader will expire."""
+        if not self.store.lessor.is_primary or self.raft.role is not Role.LEADER:
+            self._reply(message, self._keep_alive(keep_alive))
+            return
+        self._read_counter += 1
+        context = f"{self.name}/renew/{self.incarnation}/{self._read_counter}"
+        self._renewals[context] = (message, keep_alive, self.raft.term)
+        if not self.raft.read_index(context):
+            self._renewals.pop(context, None)
+            self._reply(message, ClientReply(ok=False, error=str(NotPrimaryError()), member=self.name))
+            return
+        self.drain()
+        self.process.call_later(self.config.request_timeout_s, self._expire_renewal, context)
+
+    def _finish_renewal(self, message: Any, keep_alive: KeepAlive, term: int) -> None:
+        if self.raft.role is not Role.LEADER or self.raft.term != term:
+            self._reply(message, ClientReply(ok=False, error=str(NotPrimaryError()), member=self.name))
+            return
+        self._reply(message, self._keep_alive(keep_alive))
+
+    def _expire_renewal(self, context: str) -> None:
+        renewal = self._renewals.pop(context, None)
+        if renewal is not None:  # no quorum confirmed the leadership: nothing was renewed
+            self._reply(renewal[0], ClientReply(ok=False, error=ERROR_TIMEOUT, member=self.name))
 
     def _keep_alive(self, keep_alive: KeepAlive) -> ClientReply:
         try:
