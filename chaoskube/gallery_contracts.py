@@ -249,6 +249,44 @@ def _never_expires() -> Any:
     return lambda self, now: ()
 
 
+# =========================================================================== scheduling
+def _pdb_violations_uncounted() -> Any:
+    """``filterPodsWithPDBViolation`` that finds no violation, so preemption weighs PDBs not
+    at all (kubernetes/kubernetes#129137: violations miscounted; #128307)."""
+    return lambda pods, pdbs: ([], list(pods))
+
+
+def _every_lower_pod_a_victim() -> Any:
+    """``SelectVictimsOnNode`` without the reprieve: every lower-priority pod of the node is
+    a victim, not only those that must go (kubernetes-sigs/scheduler-plugins#838 brought
+    its copy back in line with the default scheduler's)."""
+    from chaoskube.scheduler import preemption
+
+    real = preemption.DefaultPreemption.select_victims_on_node
+
+    def select_victims_on_node(self: Any, state: Any, pod: Any, node_info: Any, pdbs: Any) -> Any:
+        victims, violations, status = real(self, state, pod, node_info.clone(), pdbs)
+        if not status.is_success() or not victims:
+            return victims, violations, status
+        everyone = [info.pod for info in node_info.pods if preemption.pod_priority(info.pod) < preemption.pod_priority(pod)]
+        everyone.sort(key=lambda other: preemption.more_important_pod(other, self.framework.handle.now()))
+        return everyone, violations, status
+
+    return select_victims_on_node
+
+
+def _deletions_do_not_requeue() -> Any:
+    """The scheduler forgets to move unschedulable pods when an assigned pod is deleted, so
+    a pod waits for the periodic flush although its node has room (kubernetes/kubernetes
+    #102339, pods not assigned to nodes that could fit them; #87145)."""
+
+    def _delete_assigned(self: Any, pod: Any) -> None:
+        self.cache.remove_pod(pod)
+        self._wake()
+
+    return _delete_assigned
+
+
 def _v(name: str, component: str, description: str, caught_by: str, experiment: str, target: str, replacement: Any) -> dict[str, Any]:
     return {"name": name, "component": component, "description": description, "caught_by": caught_by,
             "experiment": experiment, "target": target, "replacement": replacement}
@@ -318,4 +356,13 @@ CONTRACT_VARIANTS: list[dict[str, Any]] = [
     _v("lessor-never-revokes", "etcd lessor",
        "the leader's lessor never reports an expired lease, so an abandoned lease's keys stay for ever (etcd-io/etcd#9935, #10686: keys not deleted when their lease expires)",
        "etcd-leases", "etcd-lease-failover", "chaoskube.etcd.lease:Lessor.expired", _never_expires),
+    _v("preemption-ignores-pdbs", "kube-scheduler DefaultPreemption",
+       "preemption counts no PodDisruptionBudget violation, so it may evict PDB-protected pods when other nodes' victims violate none (kubernetes/kubernetes#129137, #128307)",
+       "scheduling", "preemption-under-failover", "chaoskube.scheduler.preemption:filter_pods_with_pdb_violation", _pdb_violations_uncounted),
+    _v("preemption-evicts-extra-victims", "kube-scheduler DefaultPreemption",
+       "preemption evicts every lower-priority pod of the chosen node instead of the fewest that make room (kubernetes-sigs/scheduler-plugins#838)",
+       "scheduling", "preemption-under-failover", "chaoskube.scheduler.preemption:DefaultPreemption.select_victims_on_node", _every_lower_pod_a_victim),
+    _v("scheduler-ignores-pod-deletions", "kube-scheduler queue",
+       "a deleted assigned pod frees its room in the cache but does not move unschedulable pods back to the active queue: they wait for the 5-minute flush (kubernetes/kubernetes#102339, #87145)",
+       "scheduling", "preemption-under-failover", "chaoskube.scheduler.scheduler:Scheduler._delete_assigned", _deletions_do_not_requeue),
 ]

@@ -54,7 +54,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaoskube.checkers.replay import StoreReplay, labels_of
+from chaoskube.checkers.replay import RunHealth, StoreReplay, labels_of, run_health
 from chaoskube.checkers.verdict import Verdict
 
 __all__ = ["INFORMER_LAG_S", "SLACK_S", "TimingConfig", "check_timing_contracts"]
@@ -71,8 +71,6 @@ SLACK_S = 5.0
 EVICTION_SLACK_S = 10.0
 #: Store writes of one controller decision land within this of each other.
 EPSILON_S = 0.5
-CONTROL_PLANE_PREFIXES = ("etcd-", "kube-apiserver-", "kube-controller-manager-")
-CLOCK_KINDS = frozenset({"clock-jump", "clock-drift", "clock-skew", "clock-jump-node"})
 NO_EXECUTE_KEYS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 ZONE_LABELS = ("failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone")
 REGION_LABELS = ("failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region")
@@ -88,72 +86,6 @@ class TimingConfig:
     secondary_node_eviction_rate: float = 0.01
     large_cluster_size_threshold: int = 50
     default_grace_period_s: float = 30.0
-
-
-# =========================================================================== the run's health
-@dataclass
-class _Health:
-    """Intervals when the control plane was under a fault, when a controller-manager led,
-    and when a clock fault touched a leader-elected component."""
-
-    faulty: list[tuple[float, float]] = field(default_factory=list)
-    led: list[tuple[float, float]] = field(default_factory=list)
-    clocks: list[tuple[float, float]] = field(default_factory=list)
-
-    @staticmethod
-    def _covers(intervals: list[tuple[float, float]], start: float, end: float) -> bool:
-        return any(a <= start and end <= b for a, b in intervals)
-
-    @staticmethod
-    def _touches(intervals: list[tuple[float, float]], start: float, end: float) -> bool:
-        return any(a < end and start < b for a, b in intervals)
-
-    def healthy(self, start: float, end: float) -> bool:
-        return not self._touches(self.faulty, start, end) and self._covers(self.led, start, end)
-
-    def clock_fault(self, start: float, end: float) -> bool:
-        return self._touches(self.clocks, start, end)
-
-
-def _health(events: list[Event], end_t: float) -> _Health:
-    health = _Health()
-    open_faults: dict[Any, tuple[float, list[str], str]] = {}
-    leading: dict[str, float] = {}
-    for event in events:
-        kind = event.get("type")
-        if kind == "fault":
-            if event.get("event") == "apply":
-                open_faults[event.get("id")] = (event["t"], list(event.get("targets") or ()), event.get("kind", ""))
-            elif event.get("event") == "heal" and event.get("id") in open_faults:
-                _close_fault(health, *open_faults.pop(event["id"]), event["t"])
-        elif kind == "leader" and str(event.get("lease", "")).endswith("kube-controller-manager"):
-            process = event.get("process", "")
-            if event.get("event") == "start":
-                leading[process] = event["t"]
-            elif event.get("event") == "stop" and process in leading:
-                health.led.append((leading.pop(process), event["t"]))
-    for start, targets, fault_kind in open_faults.values():
-        _close_fault(health, start, targets, fault_kind, end_t)
-    health.led.extend((start, end_t) for start in leading.values())
-    health.led = _merge(health.led)
-    return health
-
-
-def _close_fault(health: _Health, start: float, targets: list[str], kind: str, end: float) -> None:
-    if any(target.startswith(CONTROL_PLANE_PREFIXES) for target in targets):
-        health.faulty.append((start, end))
-    if kind in CLOCK_KINDS and any(target.startswith(("kube-controller-manager-", "kube-scheduler-")) for target in targets):
-        health.clocks.append((start, end))
-
-
-def _merge(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    merged: list[tuple[float, float]] = []
-    for start, end in sorted(intervals):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
 
 
 # =========================================================================== object helpers
@@ -244,7 +176,7 @@ def check_timing_contracts(events: Iterable[Event], config: TimingConfig | None 
     if not events:
         return Verdict(None, "the journal is empty")
     end_t = events[-1]["t"]
-    health = _health(events, end_t)
+    health = run_health(events, end_t, "kube-controller-manager")
     findings = _Findings()
     store = StoreReplay(("nodes", "leases", "pods"))
     nodes: dict[str, _NodeTrack] = {}
@@ -282,8 +214,7 @@ def check_timing_contracts(events: Iterable[Event], config: TimingConfig | None 
         return Verdict(None, "the journal has no store history (raft-apply events)")
     _judge_marks(nodes, health, config, end_t, findings)
     _judge_evictions(evictions, store, events, pod_node_since, nodes, health, findings)
-    details = {"contracts": dict(sorted(findings.counts.items())), "unjudged": dict(sorted(findings.unjudged.items())),
-               "healthy_s": round(sum(b - a for a, b in health.led) - sum(b - a for a, b in _merge(health.faulty)), 3)}
+    details = {"contracts": dict(sorted(findings.counts.items())), "unjudged": dict(sorted(findings.unjudged.items()))}
     if findings.first is not None:
         return Verdict(False, findings.first.reason, findings.first.evidence, {**details, "t": findings.first.details["t"]})
     judged = sum(bucket["judged"] for bucket in findings.counts.values())
@@ -295,7 +226,7 @@ def check_timing_contracts(events: Iterable[Event], config: TimingConfig | None 
 
 # -- node heartbeats, marks and taints ------------------------------------------------------
 def _node_change(change: Any, nodes: dict[str, _NodeTrack], zone_states: dict[str, str], zone_taints: dict[str, float],
-                 all_disrupted: bool, config: TimingConfig, health: _Health, findings: _Findings, store: StoreReplay) -> None:
+                 all_disrupted: bool, config: TimingConfig, health: RunHealth, findings: _Findings, store: StoreReplay) -> None:
     track = nodes.setdefault(change.key, _NodeTrack())
     status, stamp = _ready(change.after)
     if status in ("True", "False") and stamp and stamp != track.heartbeat_stamp:
@@ -339,7 +270,7 @@ def _judge_rate(change: Any, zone: str, zone_states: dict[str, str], zone_taints
                        ({**evidence[0], "previous_taint_t": previous},))
 
 
-def _judge_marks(nodes: dict[str, _NodeTrack], health: _Health, config: TimingConfig, end_t: float, findings: _Findings) -> None:
+def _judge_marks(nodes: dict[str, _NodeTrack], health: RunHealth, config: TimingConfig, end_t: float, findings: _Findings) -> None:
     grace, period = config.node_monitor_grace_period_s, config.node_monitor_period_s
     contract = "node monitor grace"
     for name, track in sorted(nodes.items()):
@@ -386,7 +317,7 @@ def _pod_change(change: Any, pods_deleting: dict[str, float], pod_grace: dict[st
 
 
 def _judge_evictions(evictions: list[Event], store: StoreReplay, events: list[Event], pod_node_since: dict[str, tuple[str, float]],
-                     nodes: dict[str, _NodeTrack], health: _Health, findings: _Findings) -> None:
+                     nodes: dict[str, _NodeTrack], health: RunHealth, findings: _Findings) -> None:
     """Both bounds of the taint manager: replay again, following every pod bound to a node
     with NoExecute taints (its timer: since when, how long), judging each deletion against
     its timer and each timer that ran out with the pod still there."""
@@ -467,7 +398,7 @@ def _update_timers(replay: StoreReplay, timers: dict[str, tuple[str, float, floa
 
 
 def _judge_one_eviction(event: Event, replay: StoreReplay, tainted_since: dict[str, float], bound_since: dict[str, float],
-                        health: _Health, findings: _Findings, contract: str) -> None:
+                        health: RunHealth, findings: _Findings, contract: str) -> None:
     key, node_name = event.get("pod", ""), event.get("node", "")
     pod, node = replay.get("pods", key), replay.get("nodes", node_name)
     if pod is None or node is None or node_name not in tainted_since:
@@ -509,7 +440,7 @@ def _judge_grace(event: Event, pods_deleting: dict[str, float], pod_grace: dict[
 
 
 # -- leader election -------------------------------------------------------------------------------
-def _judge_lease(change: Any, holders: dict[str, tuple[str, float, float]], nodes: dict[str, _NodeTrack], health: _Health, findings: _Findings) -> None:
+def _judge_lease(change: Any, holders: dict[str, tuple[str, float, float]], nodes: dict[str, _NodeTrack], health: RunHealth, findings: _Findings) -> None:
     namespace, _, name = change.key.partition("/")
     spec = (change.after or {}).get("spec") or {}
     if namespace == "kube-node-lease":
