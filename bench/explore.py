@@ -1,4 +1,4 @@
-"""Exploration speed: seeds per minute on one core for a large ``random-nemesis`` run.
+"""Exploration speed: seeds per CPU minute for a large ``random-nemesis`` run, forked and not.
 
 The experiment is ``experiments/catalog/random-nemesis.yaml`` with its cluster, workload
 and phases replaced (issue 6, "Must show", the benchmark):
@@ -20,7 +20,16 @@ the whole record: ``journal.jsonl``, ``run.log``, ``result.json``, ``report.md``
 ``report.html`` and ``junit.xml``. Pin the process to one core (``taskset -c 1``): the
 figure is seeds per minute per core (target >= 15, i.e. <= 4 s wall per seed).
 
-Printed: wall seconds per seed (mean / min / max), seeds per minute, the CPU seconds of
+First, the campaign as ``chaoskube explore`` runs it (``--seeds`` seeds of the experiment,
+written to a temporary file, through ``experiments/campaign.py`` with one process at a
+time): once booting the experiment once and forking the booted process per seed
+(docs/campaigns.md), once running every seed whole (``--no-fork``), the same seeds in the
+same run. Printed: CPU seconds of the campaign's processes (booters and runs, as each
+booter reports its own and its reaped children's ``getrusage``) per seed, seeds per CPU minute for each, the boot's share, the ratio,
+whether the journals of both are the same (they must be), and the targets (>= 30 seeds per
+CPU minute forked, >= 15 without). ``--no-campaign`` skips this part.
+
+Then, in this process (``--no-split`` skips it), printed per seed: wall seconds per seed (mean / min / max), seeds per minute, the CPU seconds of
 the process per seed (on a shared machine wall / CPU above 1 says the core was not ours
 alone: compare runs by CPU time then), the split between
 the simulation (``world.run``), the checkers and the report writing, and the ratio to a
@@ -30,6 +39,7 @@ what the nemesis costs on top of the cluster itself.
 
     taskset -c 1 python3 bench/explore.py [--seeds 5] [--first-seed 1] [--nodes 50]
         [--pods 500] [--faults-s 120] [--baseline-seeds 2] [--quick] [--profile FILE]
+        [--no-campaign] [--no-split]
 
 ``--quick`` (CI): 2 seeds and 1 baseline seed of a 10-node, 100-pod cluster with a 30 s
 fault phase. ``--profile FILE`` writes a cProfile of the fault runs to FILE (pstats) and
@@ -137,8 +147,8 @@ class Timing:
 @contextmanager
 def timed_phases(timing: Timing) -> Iterator[None]:
     """Time the runner's checker calls and report writing by wrapping the two names it
-    calls them by (``chaoskube.experiments.runner.run_checker`` and ``write_result``); restored after."""
-    import chaoskube.experiments.runner as runner
+    calls them by (``chaoskube.experiments.simulated.run_checker`` and ``write_result``); restored after."""
+    import chaoskube.experiments.simulated as runner
 
     original_check, original_write = runner.run_checker, runner.write_result
 
@@ -212,6 +222,42 @@ def summarise(label: str, timings: list[Timing]) -> float:
     return mean
 
 
+def campaign_cpu(experiment: Any, seeds: list[int], work: Path, *, fork: bool) -> tuple[float, list[dict[str, Any]], list[tuple[float, float]]]:
+    """The campaign of ``seeds`` as ``chaoskube explore FILE --jobs 1 [--no-fork]`` runs
+    it: (CPU seconds of its processes, the records, the boot's (wall, CPU) if forked)."""
+    import yaml
+
+    from chaoskube.experiments.campaign import boot_groups, plan_jobs, run_campaign
+    from chaoskube.experiments.forking import ForkPool
+    from chaoskube.experiments.registry import find
+
+    work.mkdir(parents=True, exist_ok=True)
+    path = work / f"{experiment.name}.yaml"
+    data = {key: value for key, value in msgspec.to_builtins(experiment).items() if key != "path"}
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    jobs = plan_jobs([(str(path), find(str(path)))], seeds, work / ("forked" if fork else "whole"))
+    pool = ForkPool(boot_groups(jobs), 1, work / f".boot-{fork}", fork=fork)
+    result = run_campaign(jobs, 1, pool=pool)
+    return pool.cpu_seconds(), result.records, pool.boot_seconds()
+
+
+def compare_fork(experiment: Any, seeds: list[int], work: Path) -> None:
+    forked_cpu, forked, boots = campaign_cpu(experiment, seeds, work, fork=True)
+    whole_cpu, whole, _ = campaign_cpu(experiment, seeds, work, fork=False)
+    for label, records in (("forked", forked), ("whole", whole)):
+        for record in records:
+            if record["error"]:
+                raise SystemExit(f"{label} seed {record['seed']}: {record['error']}")
+    same = [a["journal_sha256"] for a in forked] == [b["journal_sha256"] for b in whole]
+    per_forked, per_whole = forked_cpu / len(seeds), whole_cpu / len(seeds)
+    boot_cpu = sum(cpu for _, cpu in boots)
+    print(f"  campaign  : {len(seeds)} seeds, one process at a time, CPU of the campaign's processes (booter and runs)")
+    print(f"  forked    : {forked_cpu:7.2f} s CPU = {per_forked:5.2f} s per seed = {60.0 / per_forked:5.1f} seeds per CPU minute (one boot: {boot_cpu:.2f} s CPU)  target >= 30: {'met' if 60.0 / per_forked >= 30 else 'NOT met'}")
+    print(f"  unforked  : {whole_cpu:7.2f} s CPU = {per_whole:5.2f} s per seed = {60.0 / per_whole:5.1f} seeds per CPU minute  target >= 15: {'met' if 60.0 / per_whole >= 15 else 'NOT met'}")
+    print(f"  ratio     : {per_whole / per_forked:.2f} (CPU per seed unforked / forked, same seeds, same run); journals identical: {'yes' if same else 'NO'}")
+    print(f"  outcomes  : forked {sum(r['as_expected'] for r in forked)}/{len(forked)} as expected, unforked {sum(r['as_expected'] for r in whole)}/{len(whole)}")
+
+
 def main() -> None:
     from loguru import logger
 
@@ -227,6 +273,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="CI: 2 seeds, 1 baseline seed, 10 nodes, 100 pods, 30 s of faults")
     parser.add_argument("--profile", metavar="FILE", help="cProfile the fault runs into FILE and print the top functions")
     parser.add_argument("--keep", metavar="DIR", help="write the run directories under DIR instead of a temporary one")
+    parser.add_argument("--no-campaign", action="store_true", help="skip the campaign comparison, forked against unforked")
+    parser.add_argument("--no-split", action="store_true", help="skip the in-process runs (the split of a seed's time, the no-faults baseline)")
     args = parser.parse_args()
     if args.quick:
         args.seeds, args.baseline_seeds, args.nodes, args.pods, args.faults_s = 2, 1, 10, 100, 30.0
@@ -251,6 +299,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="chaoskube-bench-") as scratch:
         work = Path(args.keep) if args.keep else Path(scratch)
         work.mkdir(parents=True, exist_ok=True)
+        if not args.no_campaign:
+            compare_fork(experiment, seeds, work / "campaign")
+        if args.no_split:
+            return
         wrap = None
         if args.profile:
             import cProfile

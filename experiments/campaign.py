@@ -15,17 +15,19 @@ Contract of a campaign:
   the record counts as "as expected" only when no checker failed (the broken component
   went unnoticed); so ``explore --broken`` exits 1, and ``--fail-fast`` stops, on a finding.
 - :func:`run_campaign` runs the jobs in ``workers`` processes of a
-  ``concurrent.futures.ProcessPoolExecutor`` whose processes are started by the
-  ``forkserver`` method where the platform has it, else ``spawn`` (never ``fork``: the
-  parent may hold threads; https://docs.python.org/3/library/multiprocessing.html#contexts-and-start-methods).
-  At most ``workers`` jobs are handed to the pool at a time (the next when one finishes),
-  so stopping early never has to cancel queued work. Workers ignore SIGINT, so a Ctrl-C
-  reaches only the parent, which then starts no more jobs, stops the workers that are
-  running one (those runs are *abandoned*: their directories keep a partial journal and no
-  result) and keeps every finished result. With ``stop_when`` (``explore --fail-fast``),
-  the first record it accepts stops the campaign: no job starts after it, the jobs already
-  running finish and are kept (one may be a lower seed that fails too), and the result
-  names the record that stopped it.
+  :class:`~chaoskube.experiments.forking.ForkPool`: the jobs of one experiment (same
+  variants, manifests and boot seed: ``Job.boot_key``) share one boot, after which the
+  booted process is forked once per seed (docs/campaigns.md); ``fork=False``
+  (``explore --no-fork``) runs each job whole. Booters are started by ``forkserver``
+  (never forked from this process, which may hold threads), ignore SIGINT and run in
+  their own process group, so a Ctrl-C reaches only this process, which then starts no
+  more jobs, kills the booters and their children (the runs that were going are
+  *abandoned*: their directories keep a partial journal and no result) and keeps every
+  finished result. With ``stop_when`` (``explore --fail-fast``), the first record it
+  accepts stops the campaign: no job starts after it, the jobs already running finish
+  and are kept (one may be a lower seed that fails too), and the result names the
+  record that stopped it. ``explore --dask ADDRESS`` hands the same groups to a Dask
+  cluster instead (dask_campaign.py).
 - Records come back in completion order (for a progress bar) and are kept sorted by
   (experiment, seed), so the summary does not depend on scheduling.
 - :func:`summarize` aggregates per experiment and per fault kind: verdict counts, runs as
@@ -39,12 +41,13 @@ Contract of a campaign:
   seeds it failed on, the variant's ``caught_by`` checker first. :func:`write_summary` writes ``summary.md``,
   ``summary.json``, ``summary.html`` and ``junit.xml`` (one testsuite per run) in OUT.
 
-Non-guarantees: wall times differ between campaigns; a worker that dies (killed by the OS)
-fails its job with an error record, and later jobs of a broken pool fail the same way.
+Non-guarantees: wall times differ between campaigns; a run's process that dies (killed by
+the OS) fails its job with an error record; a booter that dies fails every job of its
+group that had not finished.
 
 Contract of a replay (:func:`replay_run`): it reads ``result.json`` of a run directory
 (experiment file or name from the recorded replay command, else the experiment name; the
-seed; the gallery variants of its ``broken`` list; ``--manifests DIR`` if the replay
+seed and the boot seed; the gallery variants of its ``broken`` list; ``--manifests DIR`` if the replay
 command names one), runs it again into a temporary directory and compares the journal sha256 with the
 recorded one. The temporary directory is removed on a match and kept on a mismatch (its
 path and the first journal line that differs are returned). A directory without a readable
@@ -53,18 +56,11 @@ path and the first journal line that differs are returned). A directory without 
 
 from __future__ import annotations
 
-import concurrent.futures
-import multiprocessing
-import multiprocessing.connection
-import os
 import re
 import shlex
 import shutil
-import signal
 import statistics
-import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -125,13 +121,20 @@ class Job:
     out_dir: str
     broken: tuple[str, ...] = ()  # --broken NAME: gallery variants added to the experiment
     manifests: str | None = None  # --manifests DIR: the workload replaced by these manifests
+    boot_seed: int | None = None  # --boot-seed N: None is the experiment's own
 
     @property
     def replay(self) -> str:
-        options = [item for name in self.broken for item in ("--broken", name)]
+        options = ["--boot-seed", str(self.boot_seed)] if self.boot_seed is not None else []
+        options += [item for name in self.broken for item in ("--broken", name)]
         if self.manifests is not None:
             options += ["--manifests", self.manifests]
         return shlex.join(["chaoskube", "run", self.target, "--seed", str(self.seed), *options])
+
+    @property
+    def boot_key(self) -> tuple[Any, ...]:
+        """Jobs with the same key share one boot (forking.py)."""
+        return (self.target, self.name, self.broken, self.manifests, self.boot_seed)
 
     def experiment(self) -> Experiment:
         """The experiment this job runs: the target, with its variants and manifests."""
@@ -146,40 +149,23 @@ class Job:
 
 
 def plan_jobs(
-    experiments: Sequence[tuple[str, Experiment]], seeds: Sequence[int], out: Path, *, broken: Sequence[str] = (), manifests: Path | None = None
+    experiments: Sequence[tuple[str, Experiment]], seeds: Sequence[int], out: Path, *, broken: Sequence[str] = (), manifests: Path | None = None, boot_seed: int | None = None
 ) -> list[Job]:
     """One job per (experiment, seed), experiments in the given order, seeds ascending;
-    each with the gallery variants ``broken`` and the manifests directory ``manifests``."""
+    each with the gallery variants ``broken``, the manifests directory ``manifests`` and
+    the boot seed ``boot_seed`` (None: each experiment's own)."""
     assert seeds, "no seeds"
     names = [experiment.name for _, experiment in experiments]
     assert len(names) == len(set(names)), f"an experiment is listed twice: {names}"
     directory = str(manifests.resolve()) if manifests is not None else None
     return [
-        Job(target, experiment.name, seed, str(out / f"{experiment.name}-seed{seed}"), tuple(dict.fromkeys(broken)), directory)
+        Job(target, experiment.name, seed, str(out / f"{experiment.name}-seed{seed}"), tuple(dict.fromkeys(broken)), directory, boot_seed)
         for target, experiment in experiments
         for seed in seeds
     ]
 
 
 # -- one job, in a worker process ------------------------------------------------------------
-
-
-def _init_worker() -> None:
-    """Ctrl-C is the parent's to handle; runs log only to their run.log; a worker whose
-    parent is gone (killed without the chance to stop its pool) exits instead of lingering."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from loguru import logger
-
-    logger.remove()
-    logger.add(sys.stderr, level="WARNING", format="{level}: {message}")
-    parent = multiprocessing.parent_process()
-    if parent is not None and parent.sentinel is not None:
-        threading.Thread(target=_exit_with_parent, args=(parent.sentinel,), name="parent-watch", daemon=True).start()
-
-
-def _exit_with_parent(sentinel: int) -> None:
-    multiprocessing.connection.wait([sentinel])  # ready when the parent process has ended
-    os._exit(1)  # nobody is left to report to; the run's journal keeps what it recorded
 
 
 def run_job(job: Job) -> dict[str, Any]:
@@ -190,9 +176,14 @@ def run_job(job: Job) -> dict[str, Any]:
     started = time.perf_counter()
     try:
         experiment = job.experiment()
-        result = run_experiment(experiment, job.seed, job.out_dir)
+        result = run_experiment(experiment, job.seed, job.out_dir, boot_seed=job.boot_seed)
     except Exception as error:  # noqa: BLE001 - one broken run must not end the campaign
         return _error_record(job, f"{type(error).__name__}: {error}") | {"job_seconds": round(time.perf_counter() - started, 3)}
+    return job_record(job, experiment, result, time.perf_counter() - started)
+
+
+def job_record(job: Job, experiment: Experiment, result: Any, job_seconds: float) -> dict[str, Any]:
+    """The record of a finished job: its result, availability and fault effects."""
     payload = result.to_json()
     events = read_timeline_events(Path(job.out_dir) / "journal.jsonl")
     availability, effects = run_effects(events, result.faults, result.simulated_seconds)
@@ -202,6 +193,7 @@ def run_job(job: Job) -> dict[str, Any]:
         "experiment": job.name,
         "target": job.target,
         "seed": job.seed,
+        "boot_seed": payload.get("boot_seed"),
         "out_dir": job.out_dir,
         "replay": job.replay,
         # With broken variants the expected outcome is irrelevant: a failing checker is a
@@ -224,8 +216,51 @@ def run_job(job: Job) -> dict[str, Any]:
         "faults": [{key: fault.get(key) for key in ("id", "kind", "target", "targets", "applied_at", "healed_at")} for fault in result.faults],
         "availability": availability,
         "fault_effects": effects,
-        "job_seconds": round(time.perf_counter() - started, 3),  # the run, its checkers and reports
+        "job_seconds": round(job_seconds, 3),  # the run (after the boot, when forked), its checkers and reports
     }
+
+
+@dataclass(frozen=True)
+class BootGroup:
+    """The jobs that share one boot (``Job.boot_key``), as forking.Group: booted once in a
+    booter process, each job forked from it at the end of the boot."""
+
+    template: Job
+
+    def forkable(self) -> bool:
+        from chaoskube.experiments.registry import SYSTEMS
+
+        system = SYSTEMS[self.template.experiment().system]
+        return not getattr(system, "replays_steps", False) and not getattr(system, "real_time", False)
+
+    def boot(self, scratch: Path, fork: Callable[..., None]) -> Any:
+        from chaoskube import gallery
+        from chaoskube.experiments.registry import SYSTEMS
+        from chaoskube.experiments.simulated import run_simulated
+
+        experiment = self.template.experiment()
+        with gallery.applied(experiment.broken):
+            result = run_simulated(experiment, SYSTEMS[experiment.system], self.template.seed, scratch, boot_seed=self.template.boot_seed, fork=fork)
+        return experiment, result
+
+    def finish(self, job: Job, outcome: Any, seconds: float) -> dict[str, Any]:
+        experiment, result = outcome
+        assert result.seed == job.seed and str(result.out_dir) == job.out_dir, (result.seed, result.out_dir, job)
+        return job_record(job, experiment, result, seconds)
+
+    def run(self, job: Job) -> dict[str, Any]:
+        return run_job(job)
+
+    def error(self, job: Job, message: str) -> dict[str, Any]:
+        return _error_record(job, message)
+
+
+def boot_groups(jobs: Sequence[Job]) -> list[tuple[BootGroup, list[Job]]]:
+    """The jobs grouped by boot (``Job.boot_key``), groups and jobs in plan order."""
+    groups: dict[tuple[Any, ...], list[Job]] = {}
+    for job in jobs:
+        groups.setdefault(job.boot_key, []).append(job)
+    return [(BootGroup(members[0]), members) for members in groups.values()]
 
 
 def _caught_by(broken: Sequence[str]) -> list[str]:
@@ -300,103 +335,55 @@ class CampaignResult:
         return not self.interrupted and self.stopped_by is None and len(self.records) == self.planned and all(record["as_expected"] for record in self.records)
 
 
-def _context() -> multiprocessing.context.BaseContext:
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["chaoskube.experiments.campaign", "chaoskube.experiments.runner"])  # import once, fork per worker
-        return context
-    return multiprocessing.get_context("spawn")
-
-
 def run_campaign(
     jobs: Sequence[Job],
     workers: int,
     on_record: Callable[[dict[str, Any]], None] | None = None,
     stop_when: Callable[[dict[str, Any]], bool] | None = None,
+    *,
+    fork: bool = True,
+    pool: Any = None,
 ) -> CampaignResult:
     """Run ``jobs`` in ``workers`` processes; ``on_record`` sees each record as it arrives.
     The first record ``stop_when`` accepts stops the campaign (``--fail-fast``). Ctrl-C
     (KeyboardInterrupt in this process) ends the campaign early, as the module docstring
-    says, and returns what finished with ``interrupted=True``."""
+    says, and returns what finished with ``interrupted=True``. ``fork=False`` runs every
+    job whole (no shared boot); ``pool``: another engine with the interface of
+    forking.ForkPool (``dask_campaign.DaskPool``)."""
+    from chaoskube.experiments.forking import ForkPool
+
     assert workers >= 1, workers
     started = time.perf_counter()
     result = CampaignResult(records=[], planned=len(jobs))
     if not jobs:
         return result
-    width = min(workers, len(jobs))
-    executor = concurrent.futures.ProcessPoolExecutor(max_workers=width, mp_context=_context(), initializer=_init_worker)
-    futures: dict[concurrent.futures.Future[dict[str, Any]], Job] = {}
-    queue = list(reversed(jobs))  # pop() hands them out in order
-    in_flight: set[concurrent.futures.Future[dict[str, Any]]] = set()
+    if pool is None:
+        Path(jobs[0].out_dir).parent.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=".boot-", dir=Path(jobs[0].out_dir).parent))
+        pool = ForkPool(boot_groups(jobs), min(workers, len(jobs)), scratch, fork=fork)
     try:
-        while queue or in_flight:
-            while queue and len(in_flight) < width and result.stopped_by is None:
-                job = queue.pop()
-                future = executor.submit(run_job, job)
-                futures[future] = job
-                in_flight.add(future)
-            if not in_flight:
-                break
-            done, in_flight = concurrent.futures.wait(in_flight, return_when=concurrent.futures.FIRST_COMPLETED)
-            for future in sorted(done, key=lambda item: (futures[item].name, futures[item].seed)):
-                record = _record_of(future, futures[future])
+        while not pool.finished:
+            for _, record in sorted(pool.wait(), key=lambda item: (item[0].name, item[0].seed)):
                 result.records.append(record)
                 if on_record is not None:
                     on_record(record)
                 if result.stopped_by is None and stop_when is not None and stop_when(record):
                     result.stopped_by = record
-        result.not_started = len(queue)
+                    pool.stop_starting()
+        result.not_started = pool.not_started
         if result.stopped_by is not None:  # jobs running beside it may have failed on a lower seed
             flagged = [record for record in result.records if stop_when is not None and stop_when(record)]
             result.stopped_by = min(flagged, key=lambda record: (record["seed"], record["experiment"]))
     except KeyboardInterrupt:
         result.interrupted = True
-        done = {record["out_dir"] for record in result.records}
-        # Take hold of the workers first: shutdown(wait=False) forgets them. The executor's
-        # own thread cancels the jobs not yet handed to a worker (cancelling them from here
-        # races with it: Python 3.11 then raises InvalidStateError in that thread).
-        workers_now, manager = _internals(executor)
-        executor.shutdown(wait=False, cancel_futures=True)
-        running = [future for future in futures if future.running()]
-        _stop(workers_now, manager)
-        for future, job in futures.items():
-            if future.done() and not future.cancelled() and future.exception() is None and job.out_dir not in done:
-                result.records.append(future.result())  # finished before we got to read it
         finished = {record["out_dir"] for record in result.records}
-        result.abandoned = [futures[future] for future in running if futures[future].out_dir not in finished]
-        result.not_started = len(queue) + sum(1 for future in futures if future.cancelled())
+        result.abandoned = [job for job in pool.abort() if job.out_dir not in finished]
+        result.not_started = pool.not_started
     finally:
-        executor.shutdown(wait=True, cancel_futures=True)
+        pool.close()
     result.records.sort(key=lambda record: (record["experiment"], record["seed"]))
     result.wall_seconds = time.perf_counter() - started
     return result
-
-
-def _record_of(future: concurrent.futures.Future[dict[str, Any]], job: Job) -> dict[str, Any]:
-    try:
-        return future.result()
-    except concurrent.futures.process.BrokenProcessPool as error:
-        return _error_record(job, f"the worker process died: {error}")
-
-
-def _internals(executor: concurrent.futures.ProcessPoolExecutor) -> tuple[list[Any], threading.Thread | None]:
-    """The pool's worker processes and its manager thread. Before Python 3.14's
-    ``terminate_workers()`` the executor has no public way to stop a running task, so its
-    ``_processes`` (pid -> Process) and ``_executor_manager_thread`` are read, defensively."""
-    processes = list((getattr(executor, "_processes", None) or {}).values())
-    return processes, getattr(executor, "_executor_manager_thread", None)
-
-
-def _stop(processes: Sequence[Any], manager: threading.Thread | None) -> None:
-    """Terminate the workers (our own children) and wait, bounded, for them and for the
-    manager thread, which then fails what was running with BrokenProcessPool and ends."""
-    for process in processes:
-        if process.is_alive():
-            process.terminate()
-    for process in processes:
-        process.join(timeout=10.0)
-    if manager is not None:
-        manager.join(timeout=10.0)
 
 
 # -- the summary -------------------------------------------------------------------------------
@@ -848,7 +835,8 @@ def replay_run(run_dir: Path, progress: Callable[[float, float], None] | None = 
     experiment = replay_experiment(payload)
     target = replay_target(payload)
     work = Path(tempfile.mkdtemp(prefix="chaoskube-replay-"))
-    result = run_experiment(experiment, payload["seed"], work, progress=progress)
+    boot_seed = payload.get("boot_seed")
+    result = run_experiment(experiment, payload["seed"], work, progress=progress, boot_seed=boot_seed if type(boot_seed) is int else None)
     recorded = str(payload["journal_sha256"])
     matched = result.journal_sha256 == recorded
     difference = None if matched else first_different_line(run_dir / "journal.jsonl", work / "journal.jsonl")

@@ -133,6 +133,7 @@ def _writable_directory(path: Path) -> Path:
 
 
 BROKEN_HELP = "Patch in a deliberately broken component of the gallery (`chaoskube list --broken`); repeatable."
+BOOT_SEED_HELP = "The seed of the boot (start-up to the steady state); the run seed drives the rest [default: the experiment's `boot_seed`, else 0]."
 MANIFESTS_HELP = "A directory of Kubernetes YAML/JSON manifests that replaces the experiment's workload."
 
 
@@ -151,11 +152,12 @@ def _resolve(experiment: str, broken: tuple[str, ...], manifests: Path | None) -
 @cli.command()
 @click.argument("experiment")
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="The run's seed: same seed, same journal [default: the experiment's `seed`, else 1].")
+@click.option("--boot-seed", type=click.IntRange(min=0), default=None, help=BOOT_SEED_HELP)
 @click.option("--broken", "broken", multiple=True, metavar="NAME", help=BROKEN_HELP)
 @click.option("--manifests", type=click.Path(path_type=Path), default=None, metavar="DIR", help=MANIFESTS_HELP)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Result directory [default: runs/NAME-seedN].")
 @click.option("--dry-run", is_flag=True, help="Print the resolved cluster, schedule and checkers without running.")
-def run(experiment: str, seed: int | None, broken: tuple[str, ...], manifests: Path | None, out_dir: Path | None, dry_run: bool) -> None:
+def run(experiment: str, seed: int | None, boot_seed: int | None, broken: tuple[str, ...], manifests: Path | None, out_dir: Path | None, dry_run: bool) -> None:
     """Run EXPERIMENT (a catalogue name or a YAML file) with one seed."""
     from chaoskube.experiments.registry import SYSTEMS
     from chaoskube.experiments.runner import run_experiment
@@ -180,7 +182,7 @@ def run(experiment: str, seed: int | None, broken: tuple[str, ...], manifests: P
     _writable_directory(out)
     stderr.print(f"chaoskube {__version__}: {found.name} seed {seed} -> {out}")
     with _progress(found.name) as progress:
-        result = run_experiment(found, seed, out, progress=progress)
+        result = run_experiment(found, seed, out, progress=progress, boot_seed=boot_seed)
     _print_result(result)
     if result.interrupted:
         stderr.print(f"interrupted: kept {out / 'journal.jsonl'} and a partial result.json")
@@ -189,6 +191,65 @@ def run(experiment: str, seed: int | None, broken: tuple[str, ...], manifests: P
         _print_finding(result)
         sys.exit(1 if result.failing or result.unknown else 0)
     sys.exit(0 if result.as_expected else 1)
+
+
+@cli.command()
+@click.argument("experiment", required=False)
+@click.option("--listen", default="127.0.0.1:6443", show_default=True, metavar="HOST:PORT", help="Where the first API server replica listens; the next replicas take the next ports (port 0: any free ports). Loopback only.")
+@click.option("--kubeconfig", "kubeconfig_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the kubeconfig here [default: OUT/kubeconfig].")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Result directory [default: runs/NAME-live-seedN].")
+@click.option("--run", "command", default="", metavar="COMMAND", help="Start COMMAND with KUBECONFIG set, as the simulated process `operator` (fault target role:operator); stopped and reaped on every exit.")
+@click.option("--user", "users", multiple=True, metavar="USER[:GROUP,...]|serviceaccount:NS/NAME", help="Another identity in the kubeconfig (a client certificate, or a service account token); repeatable.")
+@click.option("--run-as", "run_as", default="chaoskube-operator:system:masters", show_default=True, metavar="USER[:GROUP,...]|serviceaccount:NS/NAME", help="The identity of the --run program.")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="The seed of the simulated cluster [default: the experiment's, else 1].")
+@click.option("--broken", "broken", multiple=True, metavar="NAME", help=BROKEN_HELP)
+def serve(experiment: str | None, listen: str, kubeconfig_path: Path | None, out_dir: Path | None, command: str, users: tuple[str, ...], run_as: str, seed: int | None, broken: tuple[str, ...]) -> None:
+    """Serve EXPERIMENT's simulated cluster (or a default one) to real clients over HTTPS,
+    live: kubectl, client-go, the Python client or your operator, unchanged, under the
+    experiment's faults and checkers. Ends when the phases are over or on Ctrl-C (heals,
+    recovers, checks; Ctrl-C again aborts). Live runs are not byte-replayable."""
+    from chaoskube.apiserver.http import parse_identity
+    from chaoskube.experiments.live import LiveOptions, run_live
+    from chaoskube.experiments.registry import SYSTEMS
+
+    found = _resolve(experiment, broken, None) if experiment else None
+    if found is not None and found.system != "kubernetes":
+        fail(f"{experiment}: serve needs a kubernetes experiment (system: kubernetes), not system {found.system!r}")
+    host, _, port_text = listen.rpartition(":")
+    if not host or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        fail(f"--listen {listen!r}: give HOST:PORT, e.g. 127.0.0.1:6443")
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        fail(f"--listen {listen!r}: serve listens on loopback only (127.0.0.1, ::1 or localhost)")
+    try:
+        identities = tuple(parse_identity(text) for text in users)
+        operator = parse_identity(run_as)
+    except ValueError as error:
+        fail(f"--user/--run-as: {error}")
+    operator = type(operator)(name="operator", user=operator.user, groups=operator.groups, token=operator.token)
+    if seed is None:
+        seed = found.seed if found is not None and found.seed is not None else 1
+    name = found.name if found is not None else "serve"
+    out = _writable_directory(out_dir or Path("runs") / f"{name}-live-seed{seed}")
+
+    def ready(handle: Any) -> None:
+        stderr.print(f"serving {name} (seed {seed}): " + ", ".join(url for _, url in handle.urls), markup=False)
+        stderr.print(f"export KUBECONFIG={handle.kubeconfig}" + ("   (operator: " + str(handle.operator_kubeconfig) + ")" if command else ""), markup=False)
+        stderr.print("Ctrl-C heals the faults, waits for recovery and runs the checkers; twice aborts.", markup=False)
+
+    options = LiveOptions(host="127.0.0.1" if host == "localhost" else host, port=int(port_text), kubeconfig=kubeconfig_path, run=command, identities=identities, operator=operator, on_ready=ready)
+    from chaoskube import gallery
+
+    try:
+        with gallery.applied(found.broken if found is not None else []):
+            result = run_live(found, SYSTEMS["kubernetes"], seed, out, options)
+    except OSError as error:
+        fail(f"--listen {listen}: {error.strerror or error}")
+    _print_result(result)
+    stdout.print(f"live run: not byte-replayable; {result.live['replays']}", markup=False)
+    if result.interrupted:
+        stderr.print(f"aborted: kept {out / 'journal.jsonl'} and a partial result.json")
+        sys.exit(130)
+    sys.exit(0 if not result.failing and not result.unknown else 1)
 
 
 def _print_finding(result: Any) -> None:
@@ -253,8 +314,14 @@ def _print_result(result: Any) -> None:
 @click.option("--broken", "broken", multiple=True, metavar="NAME", help=BROKEN_HELP + " A failing checker is then a finding.")
 @click.option("--manifests", type=click.Path(path_type=Path), default=None, metavar="DIR", help=MANIFESTS_HELP)
 @click.option("--fail-fast", is_flag=True, help="Stop at the first run not as expected (with --broken: the first finding); runs already going finish, no more start.")
+@click.option("--boot-seed", type=click.IntRange(min=0), default=None, help=BOOT_SEED_HELP)
+@click.option("--no-fork", is_flag=True, help="Run every seed whole instead of forking it from one boot per experiment (same journals, more CPU).")
+@click.option("--dask", "dask_address", default=None, metavar="ADDRESS", help="Run on a Dask cluster: tcp://HOST:8786 (a running scheduler) or local:N (a LocalCluster of N workers); see docs/campaigns.md.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs/explore"), show_default=True, help="Campaign directory: a run directory per seed, and the summary.")
-def explore(experiments: tuple[str, ...], all_experiments: bool, seeds_text: str, jobs: int | None, broken: tuple[str, ...], manifests: Path | None, fail_fast: bool, out_dir: Path) -> None:
+def explore(
+    experiments: tuple[str, ...], all_experiments: bool, seeds_text: str, jobs: int | None, broken: tuple[str, ...], manifests: Path | None, fail_fast: bool,
+    boot_seed: int | None, no_fork: bool, dask_address: str | None, out_dir: Path,
+) -> None:
     """Run experiments over many seeds in parallel processes and summarize what the faults did.
 
     Writes OUT/NAME-seedN/ per run and OUT/summary.{md,json,html} and OUT/junit.xml. Exits 0
@@ -290,12 +357,15 @@ def explore(experiments: tuple[str, ...], all_experiments: bool, seeds_text: str
     if len({found.name for _, found in targets}) != len(targets):
         fail("two of the experiments named have the same name; give each once")
     _writable_directory(out_dir)
-    job_list = plan_jobs(targets, seeds, out_dir, broken=broken, manifests=manifests)
+    job_list = plan_jobs(targets, seeds, out_dir, broken=broken, manifests=manifests, boot_seed=boot_seed)
     workers = min(jobs or os.cpu_count() or 1, len(job_list))
     with_broken = f" with {', '.join(broken)} broken on purpose" if broken else ""
-    stderr.print(f"chaoskube {__version__}: {len(targets)} experiment(s) x {len(seeds)} seed(s) = {len(job_list)} runs in {workers} process(es){with_broken} -> {out_dir}")
+    pool, where = None, f"{workers} process(es)"
+    if dask_address is not None:
+        pool, where, workers = _dask_pool(dask_address, job_list, no_fork, jobs)
+    stderr.print(f"chaoskube {__version__}: {len(targets)} experiment(s) x {len(seeds)} seed(s) = {len(job_list)} runs in {where}{with_broken} -> {out_dir}")
     with _campaign_progress(len(job_list)) as advance:
-        result = run_campaign(job_list, workers, on_record=advance, stop_when=(lambda record: not record["as_expected"]) if fail_fast else None)
+        result = run_campaign(job_list, workers, on_record=advance, stop_when=(lambda record: not record["as_expected"]) if fail_fast else None, fork=not no_fork, pool=pool)
     summary = summarize(result, seeds_text, workers)
     paths = write_summary(out_dir, summary, result.records)
     _print_campaign(summary, paths)
@@ -303,6 +373,17 @@ def explore(experiments: tuple[str, ...], all_experiments: bool, seeds_text: str
         stderr.print(f"interrupted: kept {len(result.records)} finished runs and the summary; {len(result.abandoned)} handed to workers were stopped, the rest not started")
         sys.exit(130)
     sys.exit(0 if result.all_as_expected else 1)
+
+
+def _dask_pool(address: str, job_list: list[Any], no_fork: bool, jobs: int | None) -> tuple[Any, str, int]:
+    """The Dask engine for ``--dask ADDRESS`` (dask_campaign.py), or a one-line error."""
+    from chaoskube.experiments.dask_campaign import DaskAddressError, DaskPool
+
+    try:
+        pool = DaskPool.connect(address, job_list, fork=not no_fork, chunk=None)
+    except DaskAddressError as error:
+        fail(str(error))
+    return pool, f"{pool.workers} Dask worker thread(s) at {pool.address}", max(1, pool.workers)
 
 
 class _campaign_progress:
@@ -427,6 +508,7 @@ def check_history(history_file: str, fmt: str, as_json: bool, time_limit_s: floa
             "operations": len(operations),
             "check_seconds": round(verdict.details.get("check_seconds", 0.0), 6),
             "evidence": [op.to_json() for op in verdict.evidence],
+            "evidence_status": verdict.details.get("evidence_status"),
         }
         click.echo(json.dumps(payload, sort_keys=True))
     else:

@@ -71,6 +71,9 @@ class Experiment(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     expected: Expected = Expected()
     broken: list[str] = []  # gallery variants (chaoskube/gallery.py) patched in for the run
     seed: int | None = None  # the seed ``chaoskube run`` uses when --seed is not given
+    # The seed the boot (start to steady state) draws from; the run seed drives the rest.
+    # Fixed by default, so every seed of a campaign shares one boot (docs/campaigns.md).
+    boot_seed: int = 0
     path: str = ""
 
 

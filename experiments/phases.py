@@ -2,9 +2,14 @@
 
 The sequence (TigerBeetle's safety-then-liveness shape, Chaos Toolkit's steady state):
 
-    setup -> steady state (before) -> workload warm-up -> bounded fault phase -> heal
-    everything -> wait for the steady state to return (recovery deadline) -> settle ->
-    stop the workload -> check
+    setup -> steady state (before) -> prepare the workload -> booted -> start the workload,
+    warm-up -> bounded fault phase -> heal everything -> wait for the steady state to
+    return (recovery deadline) -> settle -> stop the workload -> check
+
+``booted`` ends the boot: everything before it -- the cluster up, the workload created and
+converged -- is the same for every run seed (a simulated run draws it from the boot seed,
+and a campaign may fork the booted process there, once per seed: docs/campaigns.md);
+everything after draws from the run seed.
 
 Each boundary is journaled as a ``phase`` event (``name``) at the time it is reached, and
 kept in :attr:`PhaseRecord.phases`. :func:`drive_phases` owns the order and the waits; a
@@ -14,7 +19,9 @@ FaultInjector (``experiments/simulated.py``); real mode's sleeps on the real clo
 applies faults to real processes (``experiments/real/runner.py``).
 
 Contract for a host: ``now`` and ``record`` are its journal's time and writer; ``sleep``
-waits on its clock; ``start_faults`` starts the fault phase's schedule and returns at once
+waits on its clock; ``prepare_workload`` creates the workload and waits until it settles;
+``booted`` switches to the run seed (a real run has none: it returns
+at once); ``start_faults`` starts the fault phase's schedule and returns at once
 (the driver then sleeps ``phases.faults_s``); ``heal_all`` heals every fault, idempotently,
 and stops faults not yet applied; ``stop_workload`` returns once the workload's operations
 have ended. The driver calls each exactly once, in the order above, unless one raises.
@@ -40,6 +47,10 @@ class PhaseHost(Protocol):
     async def start(self) -> None: ...
 
     async def steady_state(self) -> Verdict: ...
+
+    async def prepare_workload(self) -> None: ...
+
+    async def booted(self) -> None: ...
 
     async def start_workload(self) -> None: ...
 
@@ -89,6 +100,8 @@ async def drive_phases(host: PhaseHost, phases: Phases, record: PhaseRecord, *, 
     await host.start()
     record.before = await wait_steady_state(host, phases.setup_s, poll_s)
     mark("workload")
+    await host.prepare_workload()
+    await host.booted()
     await host.start_workload()
     await host.sleep(phases.warmup_s)
     mark("faults")

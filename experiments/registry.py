@@ -99,6 +99,8 @@ def load_experiment(path: str | Path) -> Experiment:
         raise ExperimentError(f"{path}: field `broken`: {error.args[0]}") from None
     if experiment.seed is not None and experiment.seed < 0:
         raise ExperimentError(f"{path}: field `seed` must be >= 0, not {experiment.seed}")
+    if experiment.boot_seed < 0:
+        raise ExperimentError(f"{path}: field `boot_seed` must be >= 0, not {experiment.boot_seed}")
     if not experiment.checkers:
         raise ExperimentError(f"{path}: field `checkers`: name at least one checker; known: {', '.join(sorted(system.checkers()))}")
     known = system.checkers()

@@ -37,6 +37,7 @@ class RunResult:
     faults: list[dict[str, Any]] = field(default_factory=list)
     skipped_faults: list[str] = field(default_factory=list)  # scheduled but not applied, and why
     interrupted: bool = False
+    boot_seed: int | None = None  # the boot's seed (None: the run had no separate boot)
 
     mode = "simulated"  # RealRunResult: "real"
 
@@ -66,7 +67,8 @@ class RunResult:
         catalogue = not self.experiment.path or "/catalog/" in self.experiment.path
         target = self.experiment.name if catalogue else self.experiment.path
         broken = [item for name in self.experiment.broken for item in ("--broken", name)]
-        return shlex.join(["chaoskube", "run", target, "--seed", str(self.seed), *broken, "--out", str(self.out_dir)])
+        boot = ["--boot-seed", str(self.boot_seed)] if self.boot_seed is not None and self.boot_seed != self.experiment.boot_seed else []
+        return shlex.join(["chaoskube", "run", target, "--seed", str(self.seed), *boot, *broken, "--out", str(self.out_dir)])
 
     def to_json(self) -> dict[str, Any]:
         experiment = self.experiment
@@ -74,6 +76,7 @@ class RunResult:
             "experiment": experiment.name,
             "title": experiment.title,
             "seed": self.seed,
+            "boot_seed": self.boot_seed,
             "chaoskube_version": __version__,
             "verdicts": {name: verdict.to_json() for name, verdict in self.verdicts.items()},
             "expected": {"outcome": experiment.expected.outcome, "failing": sorted(experiment.expected.failing), "may_fail": sorted(experiment.expected.may_fail), "failure_mode": experiment.expected.failure_mode},

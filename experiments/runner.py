@@ -27,13 +27,15 @@ from chaoskube.experiments.systems.hypothesis import run_hypothesis_experiment
 __all__ = ["Progress", "RunResult", "run_experiment"]
 
 
-def run_experiment(experiment: Experiment, seed: int, out_dir: str | Path, *, progress: Progress | None = None) -> RunResult:
+def run_experiment(experiment: Experiment, seed: int, out_dir: str | Path, *, progress: Progress | None = None, boot_seed: int | None = None) -> RunResult:
     """Run ``experiment`` with ``seed`` into ``out_dir``, with its gallery variants
-    (``experiment.broken``) patched in for the duration of the run."""
+    (``experiment.broken``) patched in for the duration of the run. A simulated run boots
+    with ``boot_seed`` (default: the experiment's ``boot_seed``) and runs on ``seed``
+    after the boot (docs/campaigns.md); other kinds of run have no separate boot."""
     system_class = SYSTEMS[experiment.system]
     with gallery.applied(experiment.broken):
         if getattr(system_class, "replays_steps", False):  # a saved Hypothesis example
             return run_hypothesis_experiment(experiment, seed, out_dir, progress=progress)
         if getattr(system_class, "real_time", False):  # real processes, real clock
             return run_real_experiment(experiment, seed, out_dir, progress=progress)
-        return run_simulated(experiment, system_class, seed, out_dir, progress)
+        return run_simulated(experiment, system_class, seed, out_dir, progress, boot_seed=boot_seed)

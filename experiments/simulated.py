@@ -4,12 +4,24 @@ its checkers, written as a run directory (result.py).
 The host sleeps on the World's virtual clock, journals through ``World.record`` and injects
 the fault phase with one :class:`~chaoskube.faults.FaultInjector`: the experiment's
 schedule plus its random nemesis, drawn from the World's seeded generator when the fault
-phase starts. The same (experiment, seed, code) gives a byte-identical journal.
+phase starts. The same (experiment, boot seed, seed, code) gives a byte-identical journal.
+
+Boot seed and run seed (docs/campaigns.md). The World starts on the boot seed; when the
+steady state has been probed before the faults (``phases``: ``booted``), the host waits
+for a quiescent point and switches there to the run seed (``World.reseed``). A campaign
+passes a ``fork`` hook, called at that point: it forks the booted process once per seed
+(``forking.py``) and returns in each child with the child's seed and run directory in
+the :class:`RunTarget`; the journal and ``run.log`` then continue in that directory, so
+a forked run writes byte for byte what an unforked run of the same seeds writes.
 """
 
 from __future__ import annotations
 
+import gc
+import shutil
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +38,59 @@ from chaoskube.sim import Journal, World
 STEADY_STATE_POLL_S = (0.1, 1.0)
 
 
+@dataclass
+class RunTarget:
+    """What the run after the boot is: its seed and its directory. A fork hook changes
+    both in each child it makes. ``started`` (``time.perf_counter``) and ``cpu_started``
+    (``time.process_time``) are when this run's own work began: the boot's start, or the
+    fork."""
+
+    seed: int
+    out: Path
+    started: float = 0.0
+    cpu_started: float = 0.0
+    forked: bool = False
+
+
+#: ``fork(world, target)``: called at the boot's quiescent point. Returns in the process
+#: that goes on with the run (a child: ``target`` changed, ``forked`` set); never returns
+#: in a process that only boots and forks.
+Fork = Callable[[World, RunTarget], None]
+
+
+class _RunLog:
+    """The run's ``run.log`` sink; moved with the run when a child takes over."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out / "run.log"
+        self.sink: int | None = open_run_log(self.path)
+
+    def close(self) -> None:
+        if self.sink is not None:
+            close_run_log(self.sink)
+            self.sink = None
+
+    def reopen(self, out: Path) -> None:
+        """Go on in ``out/run.log``, which starts with what was logged so far."""
+        assert self.sink is None
+        path = out / "run.log"
+        if path.resolve() != self.path.resolve():
+            shutil.copyfile(self.path, path)
+        self.path = path
+        self.sink = open_run_log(path)
+
+
 class SimulatedHost:
     """The phase host of a simulated run (phases.PhaseHost)."""
 
-    def __init__(self, world: World, experiment: Experiment, system: System, progress: Progress | None) -> None:
+    def __init__(self, world: World, experiment: Experiment, system: System, progress: Progress | None, target: RunTarget | None = None, fork: Fork | None = None, run_log: _RunLog | None = None) -> None:
         self.world = world
         self.experiment = experiment
         self.system = system
         self.progress = progress
+        self.target = target if target is not None else RunTarget(world.seed, Path("."))
+        self.fork = fork
+        self.run_log = run_log
         self.injector: FaultInjector | None = None
         phases = experiment.phases
         self.planned_s = phases.warmup_s + phases.faults_s + phases.settle_s + 2.0
@@ -54,6 +111,32 @@ class SimulatedHost:
 
     async def steady_state(self) -> Verdict:
         return await self.system.steady_state()
+
+    async def prepare_workload(self) -> None:
+        await self.system.prepare_workload()
+
+    async def booted(self) -> None:
+        """The boot is over: at the next quiescent point, fork (a campaign's hook) and
+        switch to the run seed. Both ways do the same things in the same order, so a
+        forked run and an unforked one write the same journal."""
+
+        def switch() -> None:
+            run_log = self.run_log
+            if run_log is not None:
+                run_log.close()  # flushed: a child copies it whole
+            self.world.journal.flush()  # likewise; a child must not flush the boot's buffer again
+            if self.fork is not None:
+                self.fork(self.world, self.target)
+            if self.target.forked:
+                self.world.journal.redirect(self.target.out / "journal.jsonl")
+            if run_log is not None:
+                run_log.reopen(self.target.out)
+            # The young generation's count restarts here in every copy (a forking parent
+            # allocates between forks), so collections fall at the same allocations.
+            gc.freeze()
+            self.world.reseed(self.target.seed)
+
+        await self.world.wait_quiescent(switch)
 
     async def start_workload(self) -> None:
         await self.system.start_workload()
@@ -88,34 +171,47 @@ class SimulatedHost:
             await self.world.sleep(1.0)
 
 
-def run_simulated(experiment: Experiment, system_class: type[System], seed: int, out_dir: str | Path, progress: Progress | None = None) -> RunResult:
-    """Run ``experiment`` on ``system_class`` with ``seed`` into ``out_dir``. Gallery
-    variants are the caller's to apply (runner.run_experiment)."""
+def run_simulated(
+    experiment: Experiment,
+    system_class: type[System],
+    seed: int,
+    out_dir: str | Path,
+    progress: Progress | None = None,
+    *,
+    boot_seed: int | None = None,
+    fork: Fork | None = None,
+) -> RunResult:
+    """Run ``experiment`` on ``system_class`` into ``out_dir``: the boot with ``boot_seed``
+    (default: the experiment's), the rest with ``seed``. Gallery variants are the
+    caller's to apply (runner.run_experiment). With ``fork`` (a campaign's booter), the
+    booted process is forked once per seed and this returns in each child, with that
+    child's result (module doc)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    boot_seed = experiment.boot_seed if boot_seed is None else boot_seed
     cluster, workload = system_class.options(experiment.cluster, experiment.workload, base_dir=experiment_dir(experiment))
     phases = experiment.phases
-    world = World(seed, journal=Journal(out / "journal.jsonl"))
+    world = World(boot_seed, journal=Journal(out / "journal.jsonl"))
     record = PhaseRecord()
     hosts: list[SimulatedHost] = []
+    target = RunTarget(seed, out, time.perf_counter(), time.process_time())
+    run_log = _RunLog(out)
 
     async def main(world: World) -> None:
         system = system_class(world, cluster, workload)
         system.recovery_s = phases.recovery_s  # the liveness deadline after heal (convergence)
-        host = SimulatedHost(world, experiment, system, progress)
+        host = SimulatedHost(world, experiment, system, progress, target, fork, run_log)
         hosts.append(host)
         await drive_phases(host, phases, record, poll_s=STEADY_STATE_POLL_S)
 
-    started = time.perf_counter()
     interrupted = False
-    sink = open_run_log(out / "run.log")
     try:
         world.run(main)
     except KeyboardInterrupt:
         interrupted = True
     finally:
-        close_run_log(sink)
-    wall = time.perf_counter() - started
+        run_log.close()
+    wall = time.perf_counter() - target.started
     host = hosts[0] if hosts else None
     system = host.system if host is not None else None
     injector = host.injector if host is not None else None
@@ -126,8 +222,8 @@ def run_simulated(experiment: Experiment, system_class: type[System], seed: int,
             verdicts[name] = run_checker(system.check, name)
     result = RunResult(
         experiment=experiment,
-        seed=seed,
-        out_dir=out,
+        seed=target.seed,
+        out_dir=target.out,
         verdicts=verdicts,
         journal_sha256=world.fingerprint,
         simulated_seconds=world.now,
@@ -137,6 +233,7 @@ def run_simulated(experiment: Experiment, system_class: type[System], seed: int,
         faults=[{"id": f.id, "applied_at": f.applied_at, "healed_at": f.healed_at, **f.plan.to_json()} for f in injector.faults] if injector else [],
         skipped_faults=list(injector.skipped) if injector else [],
         interrupted=interrupted,
+        boot_seed=boot_seed,
     )
     write_result(result, world.journal.events)
     return result

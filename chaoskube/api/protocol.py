@@ -36,6 +36,7 @@ __all__ = [
     "Credentials",
     "DeleteOptions",
     "Eviction",
+    "NonResourceRequest",
     "Request",
     "Response",
     "Status",
@@ -70,7 +71,8 @@ WATCH_PORT = "kube-watch"  # API server -> client watch streams
 EPOCH = _dt.datetime(2026, 1, 1, tzinfo=_dt.timezone.utc)
 
 VERBS = ("get", "list", "watch", "create", "update", "patch", "delete")
-PATCH_TYPES = ("merge", "json")  # application/merge-patch+json, application/json-patch+json
+#: application/merge-patch+json, application/json-patch+json, application/strategic-merge-patch+json
+PATCH_TYPES = ("merge", "json", "strategic")
 WatchEventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]
 
 _RESOURCES = {info.resource: info.kind for info in KINDS.values()}
@@ -177,12 +179,28 @@ class Request:
     watch_id: str = ""
     delete_options: DeleteOptions | None = None
     dry_run: bool = False
+    #: ``fieldValidation`` of a patch: "" or "Strict" refuse a patched object with unknown
+    #: fields, "Warn" drops them with a warning each, "Ignore" drops them silently
+    #: (:mod:`chaoskube.api.fields`). Bodies of creates and updates arrive typed: whoever
+    #: decoded them (the HTTP front) applied the directive.
+    field_validation: str = ""
     id: str = ""  # the client's request id, for the journal
 
     def __post_init__(self) -> None:
         assert self.verb in VERBS, f"unknown verb {self.verb!r}"
         assert self.patch_type in PATCH_TYPES, f"unknown patch type {self.patch_type!r}"
         assert self.verb != "watch" or self.watch_id, "a watch names its stream"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NonResourceRequest:
+    """A request for a non-resource path (``/version``, ``/api``, ``/apis``, ``/openapi/...``,
+    ``/healthz``): the server authenticates it and answers 200 (or 401); what the path
+    serves is computed by the HTTP front, so that such requests still cross the simulated
+    network and wait, stall or fail as the server's other requests do."""
+
+    path: str
+    credentials: Credentials
 
 
 # =========================================================================== answers

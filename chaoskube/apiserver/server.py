@@ -47,8 +47,12 @@ coordinated through the ``compact_rev_key`` key (``storage/etcd3/compact.go``).
 Requests that do not finish within ``--request-timeout`` (60 s) are answered 504. A write
 whose etcd outcome is unknown is answered 504 too: it may have happened.
 
-Not modelled: pagination (``limit``/``continue``), server-side apply, strategic merge patch,
-``deletecollection``, garbage collection and cascading deletion (controller-manager),
+Patches: JSON merge patch, JSON patch, and strategic merge patch with the built-in kinds'
+patch metadata (:mod:`chaoskube.api.strategic`). Pagination (``limit``/``continue``) is
+served by the HTTP front (:mod:`chaoskube.apiserver.http`) over consistent reads at a
+revision.
+
+Not modelled: server-side apply, ``deletecollection``, garbage collection and cascading deletion (controller-manager),
 priority and fairness, audit logging, aggregated APIs, CRDs.
 """
 
@@ -75,13 +79,16 @@ from chaoskube.api.objects import (
     PodDisruptionBudget,
     matches,
 )
+from chaoskube.api.fields import prune_unknown, unknown_field_message
 from chaoskube.api.patch import PatchError, apply_patch, merge_patch
+from chaoskube.api.strategic import strategic_merge_patch
 from chaoskube.api.protocol import (
     API_PORT,
     Binding,
     Credentials,
     DeleteOptions,
     Eviction,
+    NonResourceRequest,
     Request,
     Response,
     Status,
@@ -241,6 +248,11 @@ class ApiServer:
             self.cacher.stop(message)
         elif isinstance(body, Request) and message.call_id:
             self.process.start_soon(self._handle, message)
+        elif isinstance(body, NonResourceRequest) and message.call_id:
+            # Discovery, OpenAPI, /version: authentication only (the front serves the body).
+            # Anonymous requests are refused: --anonymous-auth=false.
+            user = self.authenticate(body.credentials)
+            self.process.reply(message, Response(200, server=self.name) if user is not None else Response(401, status=unauthorized(), server=self.name))
         elif message.call_id:
             self.process.reply(message, Response(400, status=bad_request(f"not an API request: {type(body).__name__}")))
 
@@ -531,14 +543,18 @@ class ApiServer:
         return Response(201, object=obj, server=self.name)
 
     # ------------------------------------------------------------------ update and patch
-    def _patched(self, current: Object, request: Request) -> tuple[Object, str]:
-        """The patched object and the resourceVersion the patch itself demands ("" if none)."""
+    def _patched(self, current: Object, request: Request) -> tuple[Object, str, tuple[str, ...]]:
+        """The patched object, the resourceVersion the patch itself demands ("" if none) and
+        the warnings for unknown fields it dropped (``fieldValidation=Warn``)."""
         document = to_dict(current)
         try:
-            if request.patch_type == "merge":
+            if request.patch_type in ("merge", "strategic"):
                 if not isinstance(request.body, dict):
-                    raise PatchError("a merge patch is a JSON object")
-                patched = merge_patch(document, request.body)
+                    raise PatchError(f"a {request.patch_type} merge patch is a JSON object")
+                if request.patch_type == "merge":
+                    patched = merge_patch(document, request.body)
+                else:
+                    patched = strategic_merge_patch(document, request.body, type(current))
                 demanded = (request.body.get("metadata") or {}).get("resourceVersion") or ""
             else:
                 patched = apply_patch(document, request.body)
@@ -547,12 +563,19 @@ class ApiServer:
             raise _refuse(Status(422, "Invalid", str(error))) from None
         if not isinstance(patched, dict) or patched.get("kind") != current.KIND or patched.get("apiVersion") != current.API_VERSION:
             raise _refuse(bad_request("a patch may not change apiVersion or kind"))
+        warnings: tuple[str, ...] = ()
+        if request.field_validation in ("Warn", "Ignore", "Strict"):
+            patched, unknown = prune_unknown(patched, type(current))
+            if unknown and request.field_validation == "Strict":
+                raise _refuse(bad_request(unknown_field_message(unknown)))
+            if request.field_validation == "Warn":
+                warnings = tuple(f'unknown field "{path}"' for path in unknown)
         try:
             obj = from_dict(patched, f"{request.resource}/{request.name}")
         except ManifestError as error:
             raise _refuse(Status(422, "Invalid", f'{current.KIND} "{request.name}" is invalid: {error.field or "object"}: {error.reason}')) from None
         obj.metadata.resource_version = str(demanded) if demanded else current.metadata.resource_version
-        return obj, str(demanded)
+        return obj, str(demanded), warnings
 
     def _prepare_for_update(self, info: KindInfo, current: Object, new: Object, subresource: str) -> Object:
         """``rest.BeforeUpdate`` and the kinds' ``PrepareForUpdate``: what the client may not
@@ -605,8 +628,9 @@ class ApiServer:
         for _ in range(MAX_ATTEMPTS):
             stored = await self._stored(info.resource, request.namespace, request.name)
             current = stored.object
+            warnings: tuple[str, ...] = ()
             if request.verb == "patch":
-                new, demanded = self._patched(current, request)
+                new, demanded, warnings = self._patched(current, request)
             else:
                 new = self._body(request, info)
                 demanded = new.metadata.resource_version
@@ -625,9 +649,9 @@ class ApiServer:
             await self._validate(self._admission_request("UPDATE", request, user, info, new, current))
             new.metadata.resource_version = current.metadata.resource_version
             if msgspec.json.encode(new) == msgspec.json.encode(current):
-                return Response(200, object=current, server=self.name)  # no change: no write
+                return Response(200, object=current, server=self.name, warnings=warnings)  # no change: no write
             if request.dry_run:
-                return Response(200, object=new, server=self.name)
+                return Response(200, object=new, server=self.name, warnings=warnings)
             if self._removes_last_finalizer(current, new):
                 revision = await self.store.delete(key, stored.mod_revision)
             else:
@@ -637,7 +661,7 @@ class ApiServer:
                     raise _refuse(conflict(info.resource, request.name))
                 continue  # GuaranteedUpdate: someone wrote in between; read again
             new.metadata.resource_version = str(revision)
-            return Response(200, object=new, server=self.name)
+            return Response(200, object=new, server=self.name, warnings=warnings)
         raise _refuse(conflict(info.resource, request.name, f"the object kept changing: gave up after {MAX_ATTEMPTS} attempts"))
 
     # ------------------------------------------------------------------ delete

@@ -100,12 +100,15 @@ from chaoskube.client.workqueue import RateLimitingQueue
 from chaoskube.config import ControllerManagerConfig
 from chaoskube.controllers.replicaset import (
     CONTROLLER_UID_INDEX,
+    POD_CONTROLLER_UID_INDEX,
     Claim,
     ControllerError,
     add_index,
     claim_decision,
     controller_ref,
     controller_uid_index,
+    pod_controller_uid_index,
+    pods_of,
     namespace_terminating,
     new_controller_ref,
     owner_references_patch,
@@ -806,6 +809,7 @@ class DeploymentController:
         self.rs_informer = informers.informer("replicasets")
         self.pod_informer = informers.informer("pods")
         add_index(self.rs_informer, CONTROLLER_UID_INDEX, controller_uid_index)
+        add_index(self.pod_informer, POD_CONTROLLER_UID_INDEX, pod_controller_uid_index)
         self.d_informer.add_event_handler(self._add_deployment, self._update_deployment, self._delete_deployment)
         self.rs_informer.add_event_handler(self._add_rs, self._update_rs, self._delete_rs)
         self.pod_informer.add_event_handler(on_delete=self._delete_pod)
@@ -1002,13 +1006,14 @@ class DeploymentController:
 
     def _pod_map(self, d: Deployment, rs_list: Sequence[ReplicaSet]) -> dict[str, list[Pod]]:
         """``getPodMapForDeployment``: the Deployment's pods by their ReplicaSet's uid."""
+        # Upstream lists the namespace's pods by the selector and keeps those whose
+        # controller is one of ``rs_list``; reading each ReplicaSet's pods from the
+        # podControllerUID index gives the same lists without the scan.
         pod_map: dict[str, list[Pod]] = {rs.metadata.uid: [] for rs in rs_list}
-        for pod in self.pod_informer.indexer.by_index(NAMESPACE_INDEX, d.metadata.namespace):
-            if not matches(d.spec.selector, pod.metadata.labels):
+        for rs in rs_list:
+            if rs.metadata.namespace != d.metadata.namespace:
                 continue
-            reference = controller_ref(pod)
-            if reference is not None and reference.uid in pod_map:
-                pod_map[reference.uid].append(pod)
+            pod_map[rs.metadata.uid] = [pod for pod in pods_of(self.pod_informer, rs, orphans=False) if matches(d.spec.selector, pod.metadata.labels)]
         return pod_map
 
     async def _check_paused_conditions(self, d: Deployment) -> Deployment:

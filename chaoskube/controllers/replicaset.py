@@ -102,6 +102,8 @@ __all__ = [
     "ControllerError",
     "ControllerExpectations",
     "EXPECTATIONS_TIMEOUT_S",
+    "ORPHAN_POD_INDEX_KEY",
+    "POD_CONTROLLER_UID_INDEX",
     "POD_DELETION_COST_ANNOTATION",
     "ReplicaSetController",
     "SLOW_START_INITIAL_BATCH_SIZE",
@@ -117,10 +119,13 @@ __all__ = [
     "is_pod_ready",
     "namespace_terminating",
     "new_controller_ref",
+    "orphan_pod_index_key",
     "owner_references_patch",
+    "pod_controller_uid_index",
     "pod_from_template",
     "pod_key",
     "pod_ready_time",
+    "pods_of",
     "pods_ranked_less",
     "selector_selects",
     "slow_start_batch",
@@ -141,6 +146,10 @@ STATUS_UPDATE_RETRIES = 1
 POD_DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
 #: ``replicaset.controllerUIDIndex``: ReplicaSets by their controller's uid.
 CONTROLLER_UID_INDEX = "controllerUID"
+#: ``controller.PodControllerUIDIndex``: pods by their controller's uid (orphans by namespace).
+POD_CONTROLLER_UID_INDEX = "podControllerUID"
+#: ``controller.OrphanPodIndexKey``: the index value of pods with no controller.
+ORPHAN_POD_INDEX_KEY = "_ORPHAN_POD"
 #: ``apps.ReplicaSetReplicaFailure``.
 REPLICA_FAILURE = "ReplicaFailure"
 #: ``v1.PodPending`` < ``v1.PodUnknown`` < ``v1.PodRunning`` (``podPhaseToOrdinal``).
@@ -235,6 +244,37 @@ def controller_uid_index(obj: Any) -> list[str]:
     """The ``controllerUID`` index function: the controller reference's uid."""
     reference = controller_ref(obj)
     return [reference.uid] if reference is not None else []
+
+
+def orphan_pod_index_key(namespace: str) -> str:
+    """The :data:`POD_CONTROLLER_UID_INDEX` value of the orphan pods of ``namespace``."""
+    return f"{ORPHAN_POD_INDEX_KEY}/{namespace}"
+
+
+def pod_controller_uid_index(pod: Any) -> list[str]:
+    """``AddPodControllerUIDIndexer`` (``pkg/controller/controller_utils.go``): a pod is
+    filed under its controller's uid, an orphan under its namespace's orphan key, so a
+    controller reads its own pods and the orphans it may adopt without scanning every pod
+    of the namespace (``replica_set.go`` ``getRSPods``: "Iterate over two keys: the UID of
+    the RS ... and the OrphanPodIndexKey")."""
+    reference = controller_ref(pod)
+    return [reference.uid] if reference is not None else [orphan_pod_index_key(pod.metadata.namespace)]
+
+
+def pods_of(informer: SharedInformer, owner: Any, *, orphans: bool) -> list[Pod]:
+    """The pods ``owner`` controls (and, with ``orphans``, the orphans of its namespace),
+    sorted by key as a namespace list is: its pods are the same in the same order, since
+    a pod controlled by anyone else is never claimed."""
+    index = informer.indexer
+    keys = index.index_keys(POD_CONTROLLER_UID_INDEX, owner.metadata.uid)
+    if orphans:
+        keys = sorted(keys + index.index_keys(POD_CONTROLLER_UID_INDEX, orphan_pod_index_key(owner.metadata.namespace)))
+    pods = []
+    for key in keys:
+        pod = index.get_by_key(key)
+        if pod.metadata.namespace == owner.metadata.namespace:
+            pods.append(pod)
+    return pods
 
 
 # =========================================================================== pods
@@ -621,6 +661,7 @@ class ReplicaSetController:
         self.rs_informer = informers.informer("replicasets")
         self.pod_informer = informers.informer("pods")
         add_index(self.rs_informer, CONTROLLER_UID_INDEX, controller_uid_index)
+        add_index(self.pod_informer, POD_CONTROLLER_UID_INDEX, pod_controller_uid_index)
         self.rs_informer.add_event_handler(self._add_rs, self._update_rs, self._delete_rs)
         self.pod_informer.add_event_handler(self._add_pod, self._update_pod, self._delete_pod)
 
@@ -743,7 +784,9 @@ class ReplicaSetController:
             return
         now = self.process.now()
         needs_sync = self.expectations.satisfied(key, now)
-        all_pods = self.pod_informer.indexer.by_index(NAMESPACE_INDEX, namespace)
+        # Its own pods and the namespace's orphans (getRSPods): any other pod of the
+        # namespace is someone else's, which claiming would ignore.
+        all_pods = pods_of(self.pod_informer, cached, orphans=True)
         filtered = await self._claim_pods(cached, filter_active_pods(all_pods))
         manage_error: ApiError | ControllerError | None = None
         if needs_sync and cached.metadata.deletion_timestamp is None:

@@ -316,6 +316,9 @@ class Raft:
         self._previous_soft_state = SoftState(lead=NONE, role=Role.FOLLOWER)
         self._previous_hard_state = self._hard_state()
         self._outstanding_ready: Ready | None = None
+        # ``_hard_state`` is a hook (the gallery overrides it); the unchanged one is
+        # compared field by field in has_ready, without building a HardState.
+        self._plain_hard_state = type(self)._hard_state is Raft._hard_state
         self._become_follower(self._term, NONE)
 
     # -- properties -------------------------------------------------------------
@@ -403,35 +406,47 @@ class Raft:
     def has_ready(self) -> bool:
         if self._outstanding_ready is not None:
             return False
+        if self._messages or self._read_states:
+            return True
         log = self._log
-        # the cheap tests first (all are pure; only the answer matters)
-        return bool(
-            self._messages
-            or self._read_states
-            or log.pending_snapshot is not None
-            or log.stabled < log.last_index()
-            or SoftState(self._lead, self._role) != self._previous_soft_state
-            or self._hard_state() != self._previous_hard_state
-            or log.next_committed_entries()
-        )
+        # the cheap tests first (all are pure; only the answer matters), none allocating
+        previous_soft = self._previous_soft_state
+        if (
+            log.pending_snapshot is not None
+            or log.stabled < log.offset + len(log.entries)
+            or self._lead != previous_soft.lead
+            or self._role is not previous_soft.role
+            or log.has_next_committed_entries()
+        ):
+            return True
+        if self._plain_hard_state:
+            previous = self._previous_hard_state
+            return self._term != previous.term or self._vote != previous.vote or log.committed != previous.commit
+        return self._hard_state() != self._previous_hard_state
 
     def ready(self) -> Ready:
         """What to persist, send and apply now; call ``advance`` with it when done."""
         assert self._outstanding_ready is None, "ready() called again before advance()"
-        soft_state = SoftState(self._lead, self._role)
+        previous_soft = self._previous_soft_state
+        soft_state = None
+        if self._lead != previous_soft.lead or self._role is not previous_soft.role:
+            soft_state = self._previous_soft_state = SoftState(self._lead, self._role)
         hard_state = self._hard_state()
+        if hard_state == self._previous_hard_state:
+            hard_state = None
+        else:
+            self._previous_hard_state = hard_state
+        log = self._log
         ready = Ready(
-            soft_state=None if soft_state == self._previous_soft_state else soft_state,
-            hard_state=None if hard_state == self._previous_hard_state else hard_state,
-            entries=self._log.unstable_entries(),
-            snapshot=self._log.pending_snapshot,
-            committed_entries=self._log.next_committed_entries(),
-            messages=tuple(self._messages),
-            read_states=tuple(self._read_states),
+            soft_state=soft_state,
+            hard_state=hard_state,
+            entries=log.unstable_entries() if log.stabled < log.offset + len(log.entries) else (),
+            snapshot=log.pending_snapshot,
+            committed_entries=log.next_committed_entries() if log.has_next_committed_entries() else (),
+            messages=tuple(self._messages) if self._messages else (),
+            read_states=tuple(self._read_states) if self._read_states else (),
         )
         # Accepted at once, as etcd's ``acceptReady``: later steps start afresh.
-        self._previous_soft_state = soft_state
-        self._previous_hard_state = hard_state
         self._messages.clear()
         self._read_states.clear()
         self._outstanding_ready = ready

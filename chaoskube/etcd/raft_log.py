@@ -45,6 +45,9 @@ class RaftLog:
         committed: int,
     ) -> None:
         self.snapshot: Snapshot | None = snapshot
+        # The snapshot's index (0 without one), kept as a plain attribute: read on every
+        # index computation. Set wherever ``snapshot`` is.
+        self.offset = snapshot.index if snapshot is not None else 0
         self.entries: list[Entry] = list(entries)
         offset = self.offset
         for position, entry in enumerate(self.entries):
@@ -62,10 +65,6 @@ class RaftLog:
 
     # -- indexes and terms ----------------------------------------------------
 
-    @property
-    def offset(self) -> int:
-        return self.snapshot.index if self.snapshot is not None else 0
-
     def first_index(self) -> int:
         return self.offset + 1
 
@@ -78,13 +77,13 @@ class RaftLog:
         etcd's ``raftLog.term`` returns ErrCompacted / 0 in the same cases.
         """
         offset = self.offset
+        if index > offset:
+            position = index - offset - 1
+            entries = self.entries
+            return entries[position].term if position < len(entries) else 0
         if index == offset:
             return self.snapshot.term if self.snapshot is not None else 0
-        if index < offset:
-            return None
-        if index > self.last_index():
-            return 0
-        return self.entries[index - offset - 1].term
+        return None
 
     def last_term(self) -> int:
         term = self.term(self.last_index())
@@ -182,10 +181,15 @@ class RaftLog:
             self.stabled = index
 
     def unstable_entries(self) -> tuple[Entry, ...]:
-        return self.slice(self.stabled + 1, self.last_index() + 1) if self.stabled < self.last_index() else ()
+        last = self.offset + len(self.entries)
+        return self.slice(self.stabled + 1, last + 1) if self.stabled < last else ()
+
+    def has_next_committed_entries(self) -> bool:
+        """Whether :meth:`next_committed_entries` is not empty (without slicing)."""
+        return self.committed > self.applied and self.committed > self.offset
 
     def next_committed_entries(self) -> tuple[Entry, ...]:
-        low = max(self.applied + 1, self.first_index())
+        low = max(self.applied + 1, self.offset + 1)
         if self.committed + 1 <= low:
             return ()
         return self.slice(low, self.committed + 1)
@@ -196,6 +200,7 @@ class RaftLog:
         """Replace the whole log by a snapshot from the leader (etcd ``restore``)."""
         assert snapshot.index > self.committed
         self.snapshot = snapshot
+        self.offset = snapshot.index
         self.pending_snapshot = snapshot
         self.entries = []
         self.committed = snapshot.index
@@ -217,6 +222,7 @@ class RaftLog:
         snapshot = Snapshot(index=index, term=term, data=data)
         del self.entries[: index - self.offset]
         self.snapshot = snapshot
+        self.offset = snapshot.index
         return snapshot
 
     def check(self, *, full: bool = False) -> None:

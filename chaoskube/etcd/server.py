@@ -14,9 +14,20 @@ every heartbeat interval, 100 ms by default as etcd's ``--heartbeat-interval``) 
 leader's lease-expiry check (etcd's lessor revokes expired leases through Raft) are
 handled at delivery or by process timers, with no task of their own. A Ready that needs
 no fsync (etcd's ``raft.MustSync``: no new entries, snapshot, term or vote) is handled
-right there; one that does is handed to the ready-loop task, which awaits the fsync. A
-request is answered at once, or when its read index or its proposal is applied, or by a
-timer after the request timeout. A watch server task streams watch events.
+right there; one that does is written at once and finished by the fsync's completion
+callback (``Disk.fsync_then``), with no task woken: one append and one fsync per Ready,
+every proposal that arrived meanwhile batched into the next one, as etcd's raftNode
+does. A request is answered at once, or when its read index or its proposal is applied,
+or by a timer after the request timeout. A watch server task streams watch events.
+
+Linearizable reads are batched as etcd's ``linearizableReadLoop``
+(``server/etcdserver/v3_server.go``): reads wait on the current "notifier"; one ReadIndex
+round at a time confirms the commit index for every read that was waiting when it began,
+and the reads that arrive during a round wait for the next one, which starts as soon as
+it ends. A round without an answer is re-sent every 500 ms (``readIndexRetryTime``) and
+fails its reads after the request timeout; a leader change fails the round's reads
+(``ErrLeaderChanged``). A keep-alive on the leader waits on the same notifier before it
+renews (``ensureLeadership``); when the round fails, it is answered NotPrimary.
 
 Client requests (:class:`ClientRequest`) carry a unique id. Writes are proposed as
 :class:`Proposal` (a follower forwards them to the leader inside Raft, as etcd does) and
@@ -38,10 +49,9 @@ Not modelled: membership changes, learners, gRPC gateway details, MVCC backend
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-import trio
 
 from chaoskube.etcd.lease import EXPIRED_LEASE_RETRY_INTERVAL_S
 from chaoskube.etcd.mvcc import Store, WatchHub
@@ -79,6 +89,8 @@ LEASE_CHECK_INTERVAL_S = 0.5
 #: etcd's ``monitorLeader`` cancels ``WithRequireLeader`` streams of a member that has had
 #: no leader for this many election timeouts (``maxNoLeaderCnt = 3``).
 REQUIRE_LEADER_ELECTIONS = 3
+#: ``readIndexRetryTime``: a ReadIndex round with no answer is sent again after this.
+READ_INDEX_RETRY_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -185,6 +197,15 @@ class WatchEvents:
     kind: str = "watch-events"
 
 
+@dataclass(frozen=True, slots=True)
+class _Renewal:
+    """A keep-alive waiting for its leader's leadership check (a ReadIndex round)."""
+
+    message: Any
+    keep_alive: KeepAlive
+    term: int
+
+
 @dataclass
 class _Stream:
     client: str
@@ -230,14 +251,24 @@ class EtcdMember:
         self._synced_term_vote = (hard_state.term, hard_state.vote)
         self.applied_index = snapshot.index if snapshot else 0
         self._last_snapshot_index = self.applied_index
-        self._kick = trio.Event()
         self._pending: Ready | None = None  # a Ready waiting for its fsync
         self._proposals: dict[str, Any] = {}  # proposal id -> the client's request message
-        self._reads: dict[str, Any] = {}  # read context -> the client's request message
-        self._read_index_waiting: list[tuple[int, str]] = []  # (read index, context)
-        self._renewals: dict[str, tuple[Any, KeepAlive, int]] = {}  # read context -> (message, keep-alive, term)
+        # linearizableReadLoop: reads waiting for the next round (the current "notifier"),
+        # the round in flight (its context and reads), rounds confirmed but not yet applied.
+        # A read is a client's range request message, or a keep-alive's leadership check
+        # (a _Renewal: ensureLeadership waits on the same notifier).
+        self._reads_waiting: list[Any] = []
+        self._read_round: tuple[str, list[Any]] | None = None
+        self._read_index_waiting: list[tuple[int, str, list[Any]]] = []  # (read index, context, reads)
         self._streams: dict[str, _Stream] = {}
         self._read_counter = 0
+        # statistics(): what this incarnation did
+        self.proposals = 0
+        self.appends = 0  # Readys whose entries were appended (one fsync each)
+        self.leader_appends = 0  # of those, on the leader: proposals are batched per append
+        self.readys = 0
+        self.read_rounds = 0
+        self.linearizable_reads = 0
         self._role = Role.FOLLOWER
         self._term = hard_state.term
         self._lead = 0
@@ -253,8 +284,7 @@ class EtcdMember:
         process.on_message(CLIENT_PORT, self._on_client)
         process.call_later(self.config.heartbeat_ms / 1000.0, self._on_tick)
         process.call_later(LEASE_CHECK_INTERVAL_S, self._on_lease_check)
-        process.start_soon(self._watch_loop)
-        await self._ready_loop()
+        await self._watch_loop()
 
     def _on_tick(self, _: Any = None) -> None:
         self.raft.tick()
@@ -267,27 +297,30 @@ class EtcdMember:
 
     def drain(self) -> None:
         """Handle every Ready that needs no fsync right here (persist, send, apply,
-        advance); hand the first one that does to the ready loop, which awaits the fsync.
-        While that one is outstanding, raft hands out nothing more (``has_ready`` is
-        false), so the order persist -> send -> apply -> advance always holds."""
+        advance); for the first one that does, start the fsync and finish it in the
+        fsync's callback. While that one is outstanding, raft hands out nothing more
+        (``has_ready`` is false), so the order persist -> send -> apply -> advance always
+        holds."""
         raft = self.raft
         while self._pending is None and raft.has_ready():
             ready = raft.ready()
+            self.readys += 1
+            if ready.entries:
+                self.appends += 1
+                if raft.role is Role.LEADER:
+                    self.leader_appends += 1
             if self._write(ready):
                 self._pending = ready
-                self._kick.set()
+                self.process.disk.fsync_then(self.process, self._synced)
                 return
             self._finish(ready)
 
-    async def _ready_loop(self) -> None:
-        while True:
-            await self._kick.wait()
-            self._kick = trio.Event()
-            while self._pending is not None:
-                await self.process.disk.fsync(self.process)
-                ready, self._pending = self._pending, None
-                self._finish(ready)
-                self.drain()
+    def _synced(self) -> None:
+        """The pending Ready's writes are durable: send, apply, advance; then the next."""
+        ready, self._pending = self._pending, None
+        assert ready is not None
+        self._finish(ready)
+        self.drain()
 
     def _finish(self, ready: Ready) -> None:
         self._send(ready.messages)
@@ -345,21 +378,24 @@ class EtcdMember:
                 continue
             self._apply_entry(entry)
         for read_state in ready.read_states:
-            if read_state.context in self._reads:
-                self._read_index_waiting.append((read_state.index, read_state.context))
-            renewal = self._renewals.pop(read_state.context, None)
-            if renewal is not None:
-                self._finish_renewal(*renewal)
+            round_ = self._read_round
+            if round_ is not None and read_state.context == round_[0]:
+                self._read_round = None
+                self._read_index_waiting.append((read_state.index, round_[0], round_[1]))
         if self._read_index_waiting:
-            still: list[tuple[int, str]] = []
-            for index, context in self._read_index_waiting:
+            still: list[tuple[int, str, list[Any]]] = []
+            for index, context, reads in self._read_index_waiting:
                 if index > self.applied_index:
-                    still.append((index, context))
+                    still.append((index, context, reads))
                     continue
-                message = self._reads.pop(context, None)
-                if message is not None:
-                    self._reply_range(message, message.body.request)
+                for message in reads:  # unblock every read of the round
+                    if isinstance(message, _Renewal):
+                        self._finish_renewal(message)
+                    else:
+                        self._reply_range(message, message.body.request)
             self._read_index_waiting = still
+        if self._reads_waiting and self._read_round is None:
+            self.process.call_later(0.0, self._next_read_round)
 
     def _on_role_change(self, ready: Ready) -> None:
         raft = self.raft
@@ -389,14 +425,15 @@ class EtcdMember:
 
     def _fail_pending_reads(self) -> None:
         # ReadIndex requests in flight are dropped by raft on a leader change: answer
-        # them now (etcd: ErrLeaderChanged) rather than at the request timeout.
-        reads, self._reads = self._reads, {}
+        # their reads now (etcd: ErrLeaderChanged) rather than at the request timeout.
+        # Reads waiting for the next round stay; it starts once there is a leader.
+        failed = [message for _, _, reads in self._read_index_waiting for message in reads]
+        if self._read_round is not None:
+            failed += self._read_round[1]
+        self._read_round = None
         self._read_index_waiting = []
-        for message in reads.values():
-            self._reply(message, ClientReply(ok=False, error=ERROR_LEADER_CHANGED, member=self.name))
-        renewals, self._renewals = self._renewals, {}
-        for message, _, _ in renewals.values():
-            self._reply(message, ClientReply(ok=False, error=str(NotPrimaryError()), member=self.name))
+        for message in failed:
+            self._fail_read(message, ERROR_LEADER_CHANGED)
 
     def _restore(self, snapshot: Snapshot) -> None:
         self.store = Store.restore(snapshot.data)
@@ -484,24 +521,54 @@ class EtcdMember:
         self._reply(message, ClientReply(ok=True, response=response, member=self.name))
 
     def _start_read(self, message: Any) -> None:
-        """A linearizable read: ReadIndex, then serve once that index is applied."""
+        """A linearizable read: wait for the next ReadIndex round (linearizableReadNotify),
+        starting one if none is in flight; serve once its index is applied."""
         if self.raft.lead == 0:
             self._reply(message, ClientReply(ok=False, error=ERROR_NO_LEADER, member=self.name))
             return
+        self._reads_waiting.append(message)
+        self.linearizable_reads += 1
+        if self._read_round is None:
+            self._next_read_round()
+
+    def _next_read_round(self, _: Any = None) -> None:
+        """linearizableReadLoop: one ReadIndex for every read waiting now."""
+        if self._read_round is not None or not self._reads_waiting:
+            return
+        reads, self._reads_waiting = self._reads_waiting, []
+        if self.raft.lead == 0:
+            for message in reads:
+                self._fail_read(message, ERROR_NO_LEADER)
+            return
         self._read_counter += 1
+        self.read_rounds += 1
         context = f"{self.name}/read/{self.incarnation}/{self._read_counter}"
-        self._reads[context] = message
+        self._read_round = (context, reads)
         if not self.raft.read_index(context):
-            self._reads.pop(context, None)
-            self._reply(message, ClientReply(ok=False, error=ERROR_NO_LEADER, member=self.name))
+            self._read_round = None
+            for message in reads:
+                self._fail_read(message, ERROR_NO_LEADER)
             return
         self.drain()
-        self.process.call_later(self.config.request_timeout_s, self._expire_read, context)
+        self.process.call_later(READ_INDEX_RETRY_S, self._retry_read_round, (context, self.process.now()))
 
-    def _expire_read(self, context: str) -> None:
-        message = self._reads.pop(context, None)
-        if message is not None:  # a read has no effect: its timeout is not ambiguous
-            self._reply(message, ClientReply(ok=False, error=ERROR_TIMEOUT, member=self.name))
+    def _retry_read_round(self, argument: tuple[str, float]) -> None:
+        """requestCurrentIndex: no answer yet -- send the ReadIndex again every 500 ms,
+        and give up (ErrTimeout) after the request timeout."""
+        context, started = argument
+        round_ = self._read_round
+        if round_ is None or round_[0] != context:
+            return  # answered (or failed) meanwhile
+        if self.process.now() - started >= self.config.request_timeout_s:
+            self._read_round = None
+            for message in round_[1]:  # a read has no effect: its timeout is not ambiguous
+                self._fail_read(message, ERROR_TIMEOUT)
+            if self._reads_waiting:
+                self._next_read_round()
+            return
+        if self.raft.lead != 0 and self.raft.read_index(context):
+            self.drain()
+        self.process.call_later(READ_INDEX_RETRY_S, self._retry_read_round, argument)
 
     def _propose(self, message: Any, request_id: str, request: Any) -> None:
         if self.raft.lead == 0:
@@ -510,6 +577,7 @@ class EtcdMember:
         if isinstance(request, LeaseGrantRequest) and request.id == 0:
             request = LeaseGrantRequest(id=self._new_lease_id(), ttl=request.ttl)
         self._proposals[request_id] = message
+        self.proposals += 1
         if not self.raft.propose(Proposal(request_id, request)):
             self._proposals.pop(request_id, None)
             self._reply(message, ClientReply(ok=False, error=ERROR_NO_LEADER, member=self.name))
@@ -529,33 +597,32 @@ class EtcdMember:
     def _start_renewal(self, message: Any, keep_alive: KeepAlive) -> None:
         """A keep-alive. A follower answers NotPrimary (etcd's follower forwards it to the
         leader; here the client tries the next member). The leader first makes sure it
-        still leads -- a ReadIndex round, a quorum's heartbeat acknowledgements -- and only
-        then renews: ``ensureLeadership`` in ``LeaseRenew`` (``server/etcdserver/v3_server.go``),
-        added after etcd-io/etcd#15247, so a leader cut off from the quorum that has not
-        noticed yet cannot extend a lease the new leader will expire."""
+        still leads and only then renews: ``ensureLeadership`` in ``LeaseRenew``
+        (``server/etcdserver/v3_server.go``, added after etcd-io/etcd#15247) waits on the
+        linearizable read notifier -- the next ReadIndex round, a quorum's heartbeat
+        acknowledgements -- and checks it is still the leader, so a leader cut off from the
+        quorum that has not noticed yet cannot extend a lease the new leader will expire.
+        Any failure of that check (no leader, leader changed, timeout) is ErrNotPrimary."""
         if not self.store.lessor.is_primary or self.raft.role is not Role.LEADER:
             self._reply(message, self._keep_alive(keep_alive))
             return
-        self._read_counter += 1
-        context = f"{self.name}/renew/{self.incarnation}/{self._read_counter}"
-        self._renewals[context] = (message, keep_alive, self.raft.term)
-        if not self.raft.read_index(context):
-            self._renewals.pop(context, None)
-            self._reply(message, ClientReply(ok=False, error=str(NotPrimaryError()), member=self.name))
-            return
-        self.drain()
-        self.process.call_later(self.config.request_timeout_s, self._expire_renewal, context)
+        self._reads_waiting.append(_Renewal(message, keep_alive, self.raft.term))
+        if self._read_round is None:
+            self._next_read_round()
 
-    def _finish_renewal(self, message: Any, keep_alive: KeepAlive, term: int) -> None:
-        if self.raft.role is not Role.LEADER or self.raft.term != term:
-            self._reply(message, ClientReply(ok=False, error=str(NotPrimaryError()), member=self.name))
+    def _finish_renewal(self, renewal: _Renewal) -> None:
+        if self.raft.role is not Role.LEADER or self.raft.term != renewal.term:
+            self._reply(renewal.message, ClientReply(ok=False, error=str(NotPrimaryError()), member=self.name))
             return
-        self._reply(message, self._keep_alive(keep_alive))
+        self._reply(renewal.message, self._keep_alive(renewal.keep_alive))
 
-    def _expire_renewal(self, context: str) -> None:
-        renewal = self._renewals.pop(context, None)
-        if renewal is not None:  # no quorum confirmed the leadership: nothing was renewed
-            self._reply(renewal[0], ClientReply(ok=False, error=ERROR_TIMEOUT, member=self.name))
+    def _fail_read(self, read: Any, error: str) -> None:
+        """A read of a failed round: the client's read gets ``error``; a keep-alive whose
+        leadership check failed, NotPrimary (nothing was renewed)."""
+        if isinstance(read, _Renewal):
+            self._reply(read.message, ClientReply(ok=False, error=str(NotPrimaryError()), member=self.name))
+        else:
+            self._reply(read, ClientReply(ok=False, error=error, member=self.name))
 
     def _keep_alive(self, keep_alive: KeepAlive) -> ClientReply:
         try:
@@ -580,6 +647,20 @@ class EtcdMember:
             self._revoking[lease_id] = now
             self.raft.propose(Proposal(f"{self.name}/revoke/{lease_id}/{now:.6f}", LeaseRevokeRequest(lease_id)))
         self.drain()
+
+    def statistics(self) -> dict[str, int]:
+        """What this incarnation did: client proposals, Readys, Readys that appended
+        entries (one fsync each; ``leader_appends`` as leader), linearizable reads and the ReadIndex rounds that served
+        them (linearizableReadLoop), fsyncs of its disk."""
+        return {
+            "proposals": self.proposals,
+            "readys": self.readys,
+            "appends": self.appends,
+            "leader_appends": self.leader_appends,
+            "linearizable_reads": self.linearizable_reads,
+            "read_rounds": self.read_rounds,
+            "fsyncs": self.process.disk.fsyncs,
+        }
 
     # -- watches ----------------------------------------------------------------------
     async def _watch_loop(self) -> None:

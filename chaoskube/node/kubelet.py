@@ -293,9 +293,23 @@ def _node_status(spec: KubeletNode, old: NodeStatus, now: float) -> NodeStatus:
         allocatable=allocatable_of(spec.capacity),
         conditions=node_conditions(old.conditions, now),
         addresses=[NodeAddress(type="InternalIP", address=spec.address), NodeAddress(type="Hostname", address=spec.name)],
-        node_info={"kubeletVersion": KUBELET_VERSION, "operatingSystem": "linux", "architecture": "amd64", "containerRuntimeVersion": "containerd://chaoskube"},
+        node_info=_node_info(spec.name),
     )
     return status
+
+
+def _node_info(name: str) -> dict[str, str]:
+    """``NodeSystemInfo``, every field a kubelet reports (``core/v1/types.go``; clients such
+    as the Python client require all ten). The ids are derived from the node's name."""
+    import hashlib
+
+    digest = hashlib.sha256(name.encode()).hexdigest()
+    return {
+        "machineID": digest[:32], "systemUUID": f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}",
+        "bootID": digest[32:40] + "-0000-0000-0000-" + digest[40:52], "kernelVersion": "6.1.0-chaoskube", "osImage": "chaoskube simulated node",
+        "containerRuntimeVersion": "containerd://chaoskube", "kubeletVersion": KUBELET_VERSION, "kubeProxyVersion": KUBELET_VERSION,
+        "operatingSystem": "linux", "architecture": "amd64",
+    }
 
 
 def initial_node(spec: KubeletNode, now: float) -> Node:

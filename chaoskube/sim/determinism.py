@@ -20,7 +20,15 @@ World moves time to its next event and wakes the tasks due at that instant in th
 iteration, with no driver task. Measured here: 2.1x the events per second of a driver task
 parked in ``wait_all_tasks_blocked`` (bench/runtime.py).
 
-Both rest on private names (as do ``next_trio_deadline`` and ``runnable_tasks``, cheap
+**Forking inside a run.** A campaign boots a cluster once and forks a child per seed at a
+quiescent point (``World.wait_quiescent``), inside ``trio.run``. ``fork`` shares the
+run's epoll instance and its wake-up socket pairs between the copies: one child ending
+its run would unregister descriptors in the others' epoll, and a byte one copy writes to
+a wake-up socket could wake another's task. :func:`isolate_forked_run` gives the child
+its own (the same descriptor numbers, ``dup2``-ed onto fresh ones, re-registered in a
+fresh epoll), so nothing one copy does reaches another's scheduler.
+
+All of this rests on private names (as do ``next_trio_deadline`` and ``runnable_tasks``, cheap
 peeks at the run queue and the deadline heap), so ``tests/sim/test_determinism_guard.py`` runs a scenario full
 of timer ties in two subprocesses and compares journal fingerprints, and checks that the
 hook is called: an upgrade that breaks either fails loudly there. trio is pinned to 0.35.x
@@ -29,7 +37,10 @@ in pyproject.toml for the same reason.
 
 from __future__ import annotations
 
+import os
 import random
+import select
+import socket
 import threading
 from collections.abc import Callable
 
@@ -108,3 +119,27 @@ def next_trio_deadline() -> Callable[[], float]:
     Call from inside ``trio.run``."""
     deadlines = _trio_run.GLOBAL_RUN_CONTEXT.runner.deadlines
     return deadlines.next_deadline
+
+
+def isolate_forked_run() -> None:
+    """In a child just forked inside ``trio.run`` (see the module doc): give this copy of
+    the run its own epoll instance and wake-up sockets. Linux (epoll) only; call from
+    inside ``trio.run``, in the child, before it runs anything else."""
+    runner = _trio_run.GLOBAL_RUN_CONTEXT.runner
+    io = runner.io_manager
+    assert isinstance(getattr(io, "_epoll", None), select.epoll), f"trio {trio.__version__}: the I/O manager is not epoll-based; redo isolate_forked_run"
+    for pair in (io._force_wakeup, runner.entry_queue.wakeup):
+        wakeup, write = socket.socketpair()
+        for new, old in ((wakeup, pair.wakeup_sock), (write, pair.write_sock)):
+            new.setblocking(False)
+            os.dup2(new.fileno(), old.fileno(), inheritable=False)  # the old number now names this copy's own socket
+            new.close()
+        pair.wakeup_sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1)
+        pair.write_sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1)
+    fresh = select.epoll()
+    os.dup2(fresh.fileno(), io._epoll.fileno(), inheritable=False)
+    fresh.close()
+    io._epoll.register(io._force_wakeup_fd, select.EPOLLIN)
+    for fd, waiters in io._registered.items():
+        if waiters.current_flags:
+            io._epoll.register(fd, waiters.current_flags | select.EPOLLONESHOT)

@@ -15,7 +15,7 @@ memory. ``read`` of a key never written returns ``default``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from chaoskube.sim.core import Sleeper
@@ -102,6 +102,22 @@ class Disk:
             await process.sleep_world(self.fsync_latency_s)
         self._sync_through(generation)
         self.fsyncs += 1
+
+    def fsync_then(self, process: Sleeper, callback: Callable[[], None]) -> None:
+        """:meth:`fsync` by callback, without a task: ``callback()`` runs from the world
+        once every write issued before this call is durable (after the fsync latency, at
+        the earliest in a later event of this instant). Held while ``process`` is paused;
+        dropped if it is killed first (the writes stay unsynced)."""
+        generation = self._generation
+        skip = self.skip_fsync
+
+        def done(_: Any) -> None:
+            if not skip:
+                self._sync_through(generation)
+            self.fsyncs += 1
+            callback()
+
+        process.call_later_world(0.0 if skip else max(0.0, self.fsync_latency_s), done)
 
     def _sync_through(self, generation: int) -> None:
         count = 0

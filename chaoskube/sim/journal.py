@@ -14,6 +14,7 @@ and :func:`read_journal` gives them back.
 from __future__ import annotations
 
 import hashlib
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -79,6 +80,22 @@ class Journal:
         if self._file is not None:
             self._file.close()
         self.closed = True
+
+    def redirect(self, path: str | Path) -> None:
+        """Go on writing into ``path``, which starts with every line written so far: a
+        run forked from a booted process (docs/campaigns.md) continues the boot's journal
+        in its own directory, byte for byte what an unforked run would have written. The
+        old file is left as it is, for other forks to copy too: flush before forking, or
+        every child would write the boot's buffered lines into it again."""
+        assert not self.closed, "journal is closed"
+        self.flush()
+        assert self._file is not None and self.path is not None, "only a journal written to a file can be redirected"
+        target = Path(path)
+        self._file.close()
+        if target.resolve() != self.path.resolve():
+            shutil.copyfile(self.path, target)
+        self._file = open(target, "ab")  # noqa: SIM115
+        self.path = target
 
     @property
     def sha256(self) -> str:

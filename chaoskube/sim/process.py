@@ -133,6 +133,7 @@ class Process:
         self._handlers: dict[str, Callable[[Message], None]] = {}
         self._calls: dict[int, _PendingCall] = {}
         self._held: list[tuple[Callable[[Any], None], Any]] = []
+        self._observers: list[Callable[[Process, str], None]] = []
         #: Per-incarnation memory for libraries running in the process (a client's
         #: watch router): lost, like everything in memory, when the process is killed.
         self.memory: dict[str, Any] = {}
@@ -164,6 +165,18 @@ class Process:
         return self.world.random(f"process/{self.name}/{name}")
 
     # -- lifecycle ----------------------------------------------------------------------
+    def observe(self, callback: Callable[[Process, str], None]) -> None:
+        """Call ``callback(process, event)`` after each lifecycle transition ("start",
+        "restart", "kill", "pause", "resume", "exit"), from wherever the transition
+        happens; it must not block. Observers outlive incarnations (they are not the
+        process's memory): the HTTP front opens and closes a replica's listener with them,
+        a user's real process is stopped and continued with them."""
+        self._observers.append(callback)
+
+    def _notify(self, event: str) -> None:
+        for callback in tuple(self._observers):
+            callback(self, event)
+
     def start(self) -> None:
         assert self.state in (State.CREATED, State.STOPPED, State.EXITED), f"cannot start {self!r}"
         self.incarnation += 1
@@ -172,6 +185,8 @@ class Process:
         event = "start" if self.incarnation == 1 else "restart"
         self.world.record("process", event=event, process=self.name, incarnation=self.incarnation)
         self.world.start_soon(self._run, self._scope, self.incarnation, name=f"process:{self.name}")
+        if self._observers:
+            self._notify(event)
 
     async def _run(self, scope: trio.CancelScope, incarnation: int) -> None:
         with scope:
@@ -183,6 +198,8 @@ class Process:
             self._lose_memory()
             self.state = State.EXITED
             self.world.record("process", event="exit", process=self.name, incarnation=incarnation)
+            if self._observers:
+                self._notify("exit")
 
     def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None) -> None:
         """Start a task that belongs to this process (killed with it)."""
@@ -200,6 +217,8 @@ class Process:
         self.state = State.STOPPED
         lost = self.disk.crash()
         self.world.record("process", event="kill", process=self.name, incarnation=self.incarnation, lost_writes=lost)
+        if self._observers:
+            self._notify("kill")
         return lost
 
     def restart(self) -> None:
@@ -213,6 +232,8 @@ class Process:
             return
         self.state = State.PAUSED
         self.world.record("process", event="pause", process=self.name, incarnation=self.incarnation)
+        if self._observers:
+            self._notify("pause")
 
     def resume(self) -> None:
         if self.state is not State.PAUSED:
@@ -223,6 +244,8 @@ class Process:
         now = self.world.now
         for callback, argument in held:
             self.world.call_at(now, callback, argument)
+        if self._observers:
+            self._notify("resume")
 
     def hold(self, callback: Callable[[Any], None], argument: Any) -> None:
         """Keep a wake-up or delivery for when the process resumes."""
@@ -322,6 +345,10 @@ class Process:
     def call_later(self, seconds: float, callback: Callable[[Any], None], argument: Any = None) -> None:
         """Run ``callback(argument)`` after ``seconds`` of this process's clock, from the
         world (no task). Held while the process is paused; dropped if it is killed first."""
+        self.call_later_world(max(0.0, seconds) / self._rate, callback, argument)
+
+    def call_later_world(self, seconds: float, callback: Callable[[Any], None], argument: Any = None) -> None:
+        """:meth:`call_later` after ``seconds`` of world time (a disk's fsync latency)."""
         incarnation = self.incarnation
 
         def fire(_: Any) -> None:
@@ -332,7 +359,7 @@ class Process:
                 return
             callback(argument)
 
-        self.world.call_at(self.world.now + max(0.0, seconds) / self._rate, fire)
+        self.world.call_at(self.world.now + max(0.0, seconds), fire)
 
     # -- messages -----------------------------------------------------------------------
     def on_message(self, port: str, handler: Callable[[Message], None]) -> None:

@@ -3,6 +3,12 @@
 ``derive_seed(seed, name)`` hashes the run seed and a stable name with SHA-256 (never the
 salted built-in ``hash``), so a generator's stream depends only on (seed, name): adding a
 new consumer of randomness does not shift anyone else's stream.
+
+A tree can be *reseeded* once its first stage is over (:meth:`RandomTree.reseed`): the
+boot of an experiment draws from the boot seed, everything after from the run seed
+(docs/campaigns.md, "Boot seed and run seed"). Every generator handed out so far is
+re-seeded in place, so a component that kept its generator draws from the new stream
+without knowing; generators asked for later come from the new seed too.
 """
 
 from __future__ import annotations
@@ -19,15 +25,30 @@ def derive_seed(seed: int, name: str) -> int:
 class RandomTree:
     """``tree(name)`` returns the same ``random.Random`` for the same name, every time."""
 
-    __slots__ = ("seed", "_generators")
+    __slots__ = ("seed", "stage", "_generators")
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
+        self.stage = ""  # "" for the first stage; "run" after reseed(seed, "run")
         self._generators: dict[str, random.Random] = {}
+
+    def _derive(self, name: str) -> int:
+        # The first stage keeps the plain derivation (a tree never reseeded draws exactly
+        # what it always drew); a later stage hashes its name in, so a run seed equal to
+        # the boot seed does not replay the boot's draws (lease ids, uids) a second time.
+        return derive_seed(self.seed, f"{self.stage}/{name}" if self.stage else name)
 
     def __call__(self, name: str) -> random.Random:
         generator = self._generators.get(name)
         if generator is None:
-            generator = random.Random(derive_seed(self.seed, name))
+            generator = random.Random(self._derive(name))
             self._generators[name] = generator
         return generator
+
+    def reseed(self, seed: int, stage: str) -> None:
+        """Start stage ``stage`` (not the current one) with ``seed``: every generator
+        handed out so far is re-seeded in place from (seed, stage, name), in name order."""
+        assert stage and stage != self.stage, f"stage {stage!r} after {self.stage!r}"
+        self.seed, self.stage = seed, stage
+        for name in sorted(self._generators):
+            self._generators[name].seed(self._derive(name))

@@ -15,6 +15,14 @@ A run: ``World(seed).run(main)`` makes Trio deterministic for this seed (see
 :mod:`chaoskube.sim.determinism`), starts the driver and ``await main(world)``; when
 ``main`` returns, every process is cancelled and the journal is closed. If every task is
 blocked and nothing is scheduled, the run is stuck: :class:`SimulationStuck` says when.
+
+Two seeds, one run. An experiment boots its cluster with a *boot seed* and runs the rest
+with a *run seed* (docs/campaigns.md): ``World(boot_seed)``, then, once booted,
+``await world.wait_quiescent(switch)`` where ``switch`` calls :meth:`World.reseed`. A
+quiescent point is an instant where every task is blocked, every event due at this
+virtual time has run and time is about to move: nothing is half-done, so the process
+can be forked there (``switch`` may call ``os.fork``) and each copy continues with its
+own run seed, exactly as an unforked run that reseeds at the same point.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from loguru import logger
 
 from chaoskube.sim.determinism import drive_virtual_time, make_trio_deterministic, next_trio_deadline, runnable_tasks
 from chaoskube.sim.journal import Journal
+from chaoskube.sim.live import MAX_IDLE_WAIT_S, WallPacer
 from chaoskube.sim.network import LinkProfile, Network
 from chaoskube.sim.process import Main, Process
 from chaoskube.sim.randomness import RandomTree, derive_seed
@@ -76,9 +85,13 @@ class World:
         self._watchdog: Any = None
         self._next_trio_deadline: Callable[[], float] = lambda: math.inf
         self._runnable: Callable[[], int] = lambda: 1
+        self._at_quiescence: tuple[trio.lowlevel.Task, Callable[[], None]] | None = None
+        self.boot_seed = seed  # the seed the world started with (World.reseed changes ``seed``)
         self.events_run = 0
+        self.instants = 0  # distinct virtual instants the world moved to
         self.network = Network(self, link)
         self.finished = False
+        self.pacer: WallPacer | None = None  # set by go_live (chaoskube/sim/live.py)
 
     def _stamp(self, record: Any) -> None:
         record["extra"]["vt"] = self.now
@@ -125,20 +138,75 @@ class World:
 
         await trio.lowlevel.wait_task_rescheduled(abort)
 
+    # -- live mode (chaoskube/sim/live.py) ----------------------------------------------
+    def go_live(self, *, rate: float = 1.0, clock: Callable[[], float] | None = None) -> WallPacer:
+        """From now on, pace virtual time to the wall clock (``rate`` virtual seconds per
+        wall second) and let real I/O wake tasks while the world waits. Irreversible for
+        the run; journaled. A live run is not replayable byte for byte (see live.py)."""
+        assert self.pacer is None, "the world is already live"
+        self.pacer = WallPacer(self.now, rate=rate, **({"clock": clock} if clock is not None else {}))
+        self.record("world", event="live", rate=rate)
+        return self.pacer
+
+    def catch_up(self) -> None:
+        """Live mode: move the clock to what the wall clock allows, but never past an
+        event or Trio deadline still due. For a task woken by real I/O, before it acts."""
+        pacer = self.pacer
+        if pacer is None:
+            return
+        target = pacer.allowed()
+        if self._heap and self._heap[0][0] < target:
+            target = self._heap[0][0]
+        trio_deadline = self._next_trio_deadline()
+        if trio_deadline < target:
+            target = trio_deadline
+        if target > self.now:
+            self.clock.jump(max(0.0, target - self.clock.current_time()))
+            self.now = target
+
+    def _wait_for_wall(self, target: float) -> bool:
+        """Live mode, from ``_advance``: True when ``target`` (the next instant) lies
+        ahead of the wall clock; then the clock moves up to the wall and Trio is told to
+        wait on real I/O until the target is due (at most MAX_IDLE_WAIT_S)."""
+        pacer = self.pacer
+        assert pacer is not None
+        allowed = pacer.allowed()
+        if target <= allowed:
+            pacer.note_lag(target)
+            if self.clock.autojump_threshold != 0:
+                self.clock.autojump_threshold = 0
+            return False
+        if allowed > self.now:
+            self.clock.jump(max(0.0, allowed - self.clock.current_time()))
+            self.now = allowed
+        wait = min(MAX_IDLE_WAIT_S, pacer.real_seconds(target - allowed))
+        pacer.waits += 1
+        self.clock.autojump_threshold = max(wait, 1e-4)
+        return True
+
     def _advance(self) -> None:
         """Called by Trio when every task is blocked: move to the next instant and run
         everything due then, in (time, sequence) order. While those callbacks wake no
         task (a message handled at delivery, a timer that only sends), go on to the next
-        instant here rather than through another pass of Trio's run loop."""
+        instant here rather than through another pass of Trio's run loop. In live mode an
+        instant ahead of the wall clock is waited for (``_wait_for_wall``)."""
         heap = self._heap
         runnable = self._runnable
         try:
             while True:
                 next_time = heap[0][0] if heap else math.inf
                 if next_time > self.now:
+                    if self._at_quiescence is not None:  # wait_quiescent: run its callback here
+                        task, callback = self._at_quiescence
+                        self._at_quiescence = None
+                        callback()
+                        trio.lowlevel.reschedule(task)
+                        return
                     # Honour Trio deadlines (trio.sleep, fail_after) that fall before our
                     # next event; only needed when time is about to move.
                     trio_deadline = self._next_trio_deadline()
+                    if self.pacer is not None and self._wait_for_wall(min(next_time, trio_deadline)):
+                        return  # live: not due yet; Trio waits on real I/O meanwhile
                     if trio_deadline <= next_time:
                         if trio_deadline == math.inf:
                             trio.lowlevel.reschedule(
@@ -153,6 +221,7 @@ class World:
                         return  # Trio fires its own deadline
                     self.clock.jump(max(0.0, next_time - self.clock.current_time()))
                     self.now = next_time
+                    self.instants += 1
                 while heap and heap[0][0] <= next_time:
                     _, _, callback, argument = heappop(heap)
                     callback(argument)
@@ -162,6 +231,30 @@ class World:
         except Exception as error:  # noqa: BLE001 - a bug in a callback or message handler
             # Raising here would crash Trio's run loop; fail the run through the watchdog.
             trio.lowlevel.reschedule(self._watchdog, outcome.Error(error))
+
+    async def wait_quiescent(self, callback: Callable[[], None]) -> None:
+        """Block until the world is quiescent — every task blocked, every event due at
+        this virtual time run, time about to move — call ``callback()`` there (from the
+        driver, like a heap callback: it must not block, but it may fork the process),
+        and return at the same virtual time. One waiter at a time."""
+        assert self._at_quiescence is None, "wait_quiescent is already waited on"
+        self._at_quiescence = (trio.lowlevel.current_task(), callback)
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            self._at_quiescence = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
+
+    def reseed(self, seed: int) -> None:
+        """End the boot: from now on every random draw, and Trio's task order, come from
+        ``seed`` (the run seed). Generators handed out during the boot are re-seeded in
+        place (``RandomTree.reseed``). Journaled as ``world``/``reseed``. Call it at a
+        quiescent point (:meth:`wait_quiescent`) so that where it lands is well defined."""
+        self.random.reseed(seed, "run")
+        make_trio_deterministic(derive_seed(seed, "run/trio-scheduler"))
+        self.seed = seed
+        self.record("world", event="reseed", seed=seed)
 
     async def _watch(self) -> None:
         """Parked for the whole run; woken with an error when the run is stuck."""

@@ -206,6 +206,12 @@ class RealHost:
     async def steady_state(self) -> Verdict:
         return await steady_state(self.http, self.cluster, self.poller, self.workload.timeout_s)
 
+    async def prepare_workload(self) -> None:
+        """The real etcd workload needs nothing before it starts (phases.PhaseHost)."""
+
+    async def booted(self) -> None:
+        """Real processes have no boot seed to switch from (phases.PhaseHost)."""
+
     async def start_workload(self) -> None:
         self.running = True
         await self.nursery.start(self._run_workload)

@@ -55,6 +55,10 @@ class System:
     async def start(self) -> None:
         raise NotImplementedError
 
+    async def prepare_workload(self) -> None:
+        """Create what the workload needs and wait until it settles: part of the boot,
+        the same for every run seed (docs/campaigns.md). Nothing by default."""
+
     async def start_workload(self) -> None:
         raise NotImplementedError
 

@@ -21,7 +21,7 @@ Workload options (:class:`KubernetesWorkload`):
   ``traffic``, no zone: the observer stays out of every fault domain; a partition of
   ``role:node`` from the control plane does not cut it off from the pods);
   ``max_outage_s`` bounds the ``service-availability`` checker.
-- ``converge_s``: how long :meth:`KubernetesSystem.start_workload` waits for the workload
+- ``converge_s``: how long :meth:`KubernetesSystem.prepare_workload` waits for the workload
   to reach its steady state before the warm-up (the faults begin from a converged cluster).
 - ``steps``: administrator actions :class:`WorkloadStep` ``{after_s, action, deployment?,
   replicas?, node?}``, run by ``kubectl`` ``after_s`` after the workload converged (so
@@ -45,9 +45,11 @@ every :data:`UNCORDON_RETRY_S` up to :data:`UNCORDON_ATTEMPTS` times; each ends 
 ``fault-action`` event {action, node, outcome}.
 
 The run: :meth:`~KubernetesSystem.start` opens the cluster (every process of the spec) and
-waits until every node is registered and Ready; :meth:`~KubernetesSystem.start_workload`
+waits until every node is registered and Ready; :meth:`~KubernetesSystem.prepare_workload`
 creates the workload's objects through the API (as the ``kubectl`` process, an
-administrator), waits for convergence, then starts the traffic probes.
+administrator) and waits for convergence -- all of that is the boot, the same for every
+run seed (docs/campaigns.md) --; :meth:`~KubernetesSystem.start_workload` then starts the
+traffic probes and the steps.
 
 Steady state (:meth:`~KubernetesSystem.steady_state`), read through the API as ``kubectl``
 would: every node of the spec is Ready; once the workload is created (the runner probes
@@ -190,7 +192,7 @@ class WorkloadStep(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, fro
     """An administrator action during the run (module docstring, ``steps``)."""
 
     after_s: float
-    action: Literal["rollout", "scale", "drain", "uncordon"]
+    action: Literal["rollout", "scale", "drain", "uncordon", "delete"]
     deployment: str = ""
     replicas: int | None = None
     node: str = ""
@@ -198,7 +200,7 @@ class WorkloadStep(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, fro
     def __post_init__(self) -> None:
         if not (math.isfinite(self.after_s) and 0 <= self.after_s <= 3600):
             raise ValueError(f"`after_s` must be a finite number between 0 and 3600, got {self.after_s}")
-        if self.action in ("rollout", "scale") and not self.deployment:
+        if self.action in ("rollout", "scale", "delete") and not self.deployment:
             raise ValueError(f"`{self.action}` needs `deployment`")
         if self.action == "scale" and (self.replicas is None or not 0 <= self.replicas <= 1000):
             raise ValueError(f"`scale` needs `replicas` between 0 and 1000, got {self.replicas}")
@@ -236,8 +238,42 @@ class TenantOptions(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, fr
         self.spec()  # raises ValueError with the field's problem
 
 
+class EndState(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    """A user-defined assertion on the objects at the end of the run (``workload.end_state``),
+    read through the API when the workload stops: the objects of ``resource`` (plural, as in
+    ``kubectl get``) in ``namespace`` (all when empty) matching the selectors number exactly
+    ``count``, or at least ``min_count`` / at most ``max_count``. The ``end-state`` checker
+    fails when one does not hold."""
+
+    resource: str
+    namespace: str = ""
+    label_selector: str = ""
+    field_selector: str = ""
+    count: int | None = None
+    min_count: int | None = None
+    max_count: int | None = None
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        from chaoskube.api.objects import KINDS
+
+        if self.resource not in {info.resource for info in KINDS.values()}:
+            raise ValueError(f"`resource` {self.resource!r} is not a served resource (one of {', '.join(sorted(info.resource for info in KINDS.values()))})")
+        if self.count is None and self.min_count is None and self.max_count is None:
+            raise ValueError("give `count`, `min_count` or `max_count`")
+
+    def holds(self, found: int) -> bool:
+        return (self.count is None or found == self.count) and (self.min_count is None or found >= self.min_count) and (self.max_count is None or found <= self.max_count)
+
+    def text(self) -> str:
+        where = f"{self.resource}{' in ' + self.namespace if self.namespace else ''}{' -l ' + self.label_selector if self.label_selector else ''}{' --field-selector ' + self.field_selector if self.field_selector else ''}"
+        bound = f"= {self.count}" if self.count is not None else " and ".join(part for part in (f">= {self.min_count}" if self.min_count is not None else "", f"<= {self.max_count}" if self.max_count is not None else "") if part)
+        return self.description or f"{where}: count {bound}"
+
+
 class KubernetesWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     manifests: list[str] = []
+    end_state: list[EndState] = []
     deployments: list[DeploymentWorkload] = []
     steps: list[WorkloadStep] = []
     traffic: bool = False
@@ -258,8 +294,9 @@ class KubernetesWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=Tru
         if len(set(names)) != len(names):
             raise ValueError("`deployments` names must be distinct")
         for step in self.steps:
-            # A Deployment of the manifests may be named too (checked once they are loaded).
-            if step.deployment and step.deployment not in names and not self.manifests:
+            # A Deployment of the manifests may be named too (checked once they are loaded);
+            # a delete step may name any Deployment.
+            if step.deployment and step.action != "delete" and step.deployment not in names and not self.manifests:
                 raise ValueError(f"step `{step.action}` names deployment {step.deployment!r}, not one of `deployments` ({', '.join(names) or 'none'})")
         for name, value, low in (("traffic_every_s", self.traffic_every_s, 0.01), ("max_outage_s", self.max_outage_s, 0.0), ("converge_s", self.converge_s, 0.0)):
             if not (math.isfinite(value) and low <= value <= 3600):
@@ -289,6 +326,7 @@ class KubernetesSystem(System):
         "steady-state": "before the faults and after heal: every node Ready, every Deployment at its ready replicas, every Service with a ready endpoint",
         "leader-election": "never two acting leaders of one Lease; no leaderless stretch over the bound while a candidate runs",
         "no-mass-eviction": "taint-based evictions took pods from fewer than 55 % of the nodes (kube-controller-manager's --unhealthy-zone-threshold)",
+        "end-state": "every assertion of workload.end_state (objects counted through the API when the workload stops) held",
         **{name: what for name, (module, _, what) in CLUSTER_CHECKERS.items() if _available(module)},
     }
 
@@ -368,7 +406,8 @@ class KubernetesSystem(System):
     async def _nodes_ready(self) -> bool:
         return not await self._node_problems()
 
-    async def start_workload(self) -> None:
+    async def prepare_workload(self) -> None:
+        """Create the workload's objects and wait until it converges (part of the boot)."""
         assert self.handle is not None and self._client is not None
         created, failures = await self._create_all()
         self._workload_created = True
@@ -387,6 +426,11 @@ class KubernetesSystem(System):
             self.workload_verdict = Verdict(False, f"the workload did not reach its steady state within {self.workload.converge_s:g} s of its creation: {verdict.reason}", verdict.evidence)
             return
         self.workload_verdict = Verdict(True, f"the workload converged {took:.3f} s after its creation")
+
+    async def start_workload(self) -> None:
+        """Start what the converged workload does: the traffic probes and the steps."""
+        if self.workload_verdict is None or not self.workload_verdict.valid:
+            return
         if self.workload.traffic and self.services:
             self._start_traffic()
         await self._start_tenants()
@@ -415,6 +459,10 @@ class KubernetesSystem(System):
             elif step.action == "uncordon":
                 await cordon(client, step.node, unschedulable=False)
                 outcome = "uncordoned"
+            elif step.action == "delete":  # kubectl delete deployment NAME (a Deployment of `deployments` or of the manifests)
+                await client.delete("deployments", namespace, step.deployment)
+                self.deployments = [key for key in self.deployments if key != f"{namespace}/{step.deployment}"]  # no longer expected
+                outcome = "deleted"
             else:
                 target = step.node or await self._busiest_node(step.deployment)
                 result = await drain(client, target, timeout_s=DRAIN_TIMEOUT_S)
@@ -497,9 +545,21 @@ class KubernetesSystem(System):
         self._traffic_on = False
         if self.tenants is not None:
             self.tenants.stop()
+        await self._check_end_state()
         verdict = await self.steady_state()
         ready, desired = await self._pods_ready()
         self.world.record("kubernetes", event="final", steady=verdict.valid, reason=verdict.reason, pods_ready=ready, pods_desired=desired)
+
+    async def _check_end_state(self) -> None:
+        """Evaluate ``workload.end_state`` through the API; one ``end-state`` event each."""
+        assert self._client is not None
+        for index, assertion in enumerate(self.workload.end_state):
+            try:
+                found = len((await self._client.list(assertion.resource, assertion.namespace, label_selector=assertion.label_selector, field_selector=assertion.field_selector)).items)
+            except ApiError as error:
+                self.world.record("end-state", index=index, assertion=assertion.text(), valid=None, reason=f"the API did not answer: {error}")
+                continue
+            self.world.record("end-state", index=index, assertion=assertion.text(), valid=assertion.holds(found), found=found)
 
     async def _pods_ready(self) -> tuple[int, int]:
         """(ready replicas, desired replicas) over the workload's Deployments, by the API."""
@@ -594,6 +654,8 @@ class KubernetesSystem(System):
             return check_leader_election(events, max_gap_s=LEADER_GAP_S)
         if name == "no-mass-eviction":
             return check_no_mass_eviction(events, self.nodes)
+        if name == "end-state":
+            return check_end_state(events, len(self.workload.end_state))
         if name in CLUSTER_CHECKERS:
             return self._cluster_check(name, events)
         raise KeyError(name)
@@ -676,6 +738,21 @@ def check_no_mass_eviction(events: list[dict[str, Any]], nodes: list[str], fract
         evidence = tuple(rows[0] for _, rows in sorted(by_node.items()))
         return Verdict(False, f"taint-based evictions took {pods} pod(s) from {evicted} of {len(nodes)} nodes (mass eviction: at least {fraction:.0%} of the nodes)", evidence, details)
     return Verdict(True, f"taint-based evictions took {pods} pod(s) from {evicted} of {len(nodes)} nodes (below {fraction:.0%})", details=details)
+
+
+def check_end_state(events: list[dict[str, Any]], expected: int) -> Verdict:
+    """The ``end-state`` checker: every ``workload.end_state`` assertion held at the end."""
+    results = [event for event in events if event["type"] == "end-state"]
+    if not expected:
+        return Verdict(None, "the workload names no end_state assertion")
+    if len(results) < expected:
+        return Verdict(None, f"only {len(results)} of {expected} end-state assertion(s) were evaluated (the run ended before the workload stopped)")
+    failed = [event for event in results if event["valid"] is False]
+    if failed:
+        return Verdict(False, f"{len(failed)} end-state assertion(s) failed: " + "; ".join(f"{event['assertion']} (found {event['found']})" for event in failed), tuple(failed))
+    if any(event["valid"] is None for event in results):
+        return Verdict(None, next(event["reason"] for event in results if event["valid"] is None))
+    return Verdict(True, f"all {len(results)} end-state assertion(s) held: " + "; ".join(event["assertion"] for event in results))
 
 
 class KubectlAdmin:

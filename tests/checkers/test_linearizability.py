@@ -6,6 +6,7 @@ Expected verdicts are porcupine's (shared/peers/jepsen-histories/README.md), cop
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from itertools import combinations, permutations
 from pathlib import Path
 
@@ -372,12 +373,32 @@ def test_evidence_on_kv_history():
 
 
 def adversarial(count: int) -> list[Op]:
-    """``count`` concurrent writes of distinct values, then a read of a value none wrote: the
-    search must try every order before it can say no."""
+    """``count`` concurrent writes of distinct values, then reads of 0 and then of 1: both
+    were written, so nothing refutes it cheaply, and the search must try every order of the
+    writes before it can say no."""
     ops = [Op(index, index, "write", None, index, None, "ok", float(index), float(10 * count))
            for index in range(count)]
-    ops.append(Op(count, count, "read", None, None, -1, "ok", 20.0 * count, 20.0 * count + 1))
+    ops.append(Op(count, count, "read", None, None, 0, "ok", 20.0 * count, 20.0 * count + 1))
+    ops.append(Op(count + 1, count + 1, "read", None, None, 1, "ok", 20.0 * count + 2, 20.0 * count + 3))
     return ops
+
+
+def test_a_read_of_a_value_never_written_is_refuted_at_once_with_itself_as_evidence():
+    """Issue 17's case: many concurrent writes and one read of a value none of them wrote
+    (or wrote only after the read returned, a read of the future). No search: the read
+    alone is the evidence, and the writes are dropped from its context (none wrote it)."""
+    for late in (False, True):
+        ops = adversarial(2000)[:-1]
+        if late:  # the value is written, but only after the read returned
+            ops[-1] = replace(ops[-1], output=-7)
+            ops.append(Op(len(ops), len(ops), "write", None, -7, None, "ok", ops[-1].ret + 1, ops[-1].ret + 2))
+        else:
+            ops[-1] = replace(ops[-1], output=-1)
+        verdict = check_linearizability(ops, RegisterModel(), time_limit_s=5)
+        assert verdict.valid is False
+        assert [op.index for op in verdict.evidence] == [2000]
+        assert verdict.details["evidence_minimal"] is True and verdict.details["evidence_context_ops"] == 0
+        assert verdict.details["check_seconds"] < 1.0
 
 
 def test_time_limit_gives_unknown():

@@ -1,0 +1,867 @@
+"""The HTTPS front: real loopback listeners, one per API server replica, that real clients
+(kubectl, client-go, the Python client, kopf) talk to, each request carried into the
+simulated network as the simulated server's own protocol.
+
+Shape (see docs/api-server.md, "The HTTP front"):
+
+- One TLS listener per replica (``kube-apiserver-1`` on the first port, ``-2`` on the
+  next, ...), HTTP/1.1 (h11; ALPN offers only ``http/1.1``, so Go's client does not try
+  HTTP/2). The listener follows its replica's process: open while it lives, closed when it
+  is killed (connections are refused, and every open connection of it is closed at once, as
+  a kernel resets the sockets of a dead process), open again when it restarts.
+- Every request crosses the simulated network from a *client process*: the identity the
+  connection presents decides which (``identities``: the credential's user or token ->
+  process name; ``operator`` for the program ``chaoskube serve --run`` starts, ``outside``
+  for everyone else). So every fault acts on real clients as on simulated ones: a
+  partition between the client process and the replica drops the request, and the front
+  then *stalls* (holds the connection without an answer, as an unreachable peer does)
+  until the client gives up; a paused replica holds it until it resumes; link delays make
+  it answer late; a killed client process gets its connections closed.
+- Requests: resource paths become :class:`chaoskube.api.protocol.Request` (``routes.py``,
+  ``codec.py``); discovery, ``/version`` and the OpenAPI documents are computed here from
+  the kinds registry but only after a :class:`~chaoskube.api.protocol.NonResourceRequest`
+  round trip through the network (authenticated by the replica), so they too fail, stall
+  and wait as the replica does. ``limit``/``continue`` pagination is served here over
+  consistent reads at one revision (upstream's continue token: the revision and the next
+  key; 410 once that revision is compacted). The ``scale`` subresource is a view of the
+  Deployment / ReplicaSet, written with a resourceVersion precondition.
+- Watches (``?watch=1``): a chunked stream of JSON ``WatchEvent`` lines, bookmarks when
+  asked, the stream closed when the server closes it, when a message is lost (sequence
+  gap), or when the client goes away (the server is told to stop it). A watch the server
+  refuses with 410 Expired is answered 200 with one ERROR event carrying the Status, as
+  kube-apiserver's ``errWatcher`` does.
+- Journal: every request is an ``http-request`` event (client process, replica, method,
+  path, verb, resource, user, code, virtual duration); every mutating request is also an
+  ``api-op`` invoke -> ok / fail / info, in the simulated client's shape
+  (``chaoskube.client.client``), so the checkers judge what real clients did as they judge
+  the simulated ones.
+
+Not served: HTTP/2, protobuf, ``exec``/``attach``/``port-forward``/``log`` (no upgrades),
+``deletecollection``, server-side apply (``application/apply-patch+yaml`` is answered 415).
+"""
+
+from __future__ import annotations
+
+import base64
+import http
+import ssl
+from dataclasses import dataclass, field, replace
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import h11
+import orjson
+import trio
+
+from chaoskube.api.objects import KindInfo
+from chaoskube.api.protocol import (
+    API_PORT,
+    WATCH_PORT,
+    Credentials,
+    NonResourceRequest,
+    Request,
+    Response,
+    Status,
+    StatusError,
+    WatchMessage,
+    WatchStop,
+    bad_request,
+    conflict,
+    gone,
+    not_found,
+)
+from chaoskube.apiserver.http import codec, discovery, openapi, tables
+from chaoskube.apiserver.http.routes import RequestInfo, group_version, parse_path
+from chaoskube.sim import Failed, Ok, Process, World
+
+__all__ = ["ApiFront", "FrontConfig", "ServerTLS"]
+
+#: ``kubectl version`` reads this; the dispatcher kubectl picks its version from it.
+SERVER_VERSION = {
+    "major": "1", "minor": "32", "gitVersion": "v1.32.0-chaoskube", "gitCommit": "chaoskube", "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23", "compiler": "gc", "platform": "linux/amd64",
+}
+MAX_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's request body limit
+WATCH_BUFFER_MESSAGES = 10_000
+_ROUTER_KEY = "chaoskube.apiserver.http/watch-router"
+_MUTATING = ("create", "update", "patch", "delete")
+_PATCH_TYPES = {
+    "application/merge-patch+json": "merge",
+    "application/json-patch+json": "json",
+    "application/strategic-merge-patch+json": "strategic",
+}
+
+
+@dataclass(frozen=True)
+class ServerTLS:
+    """The serving certificate and key (PEM) and the CA that signs client certificates."""
+
+    certificate: bytes
+    key: bytes
+    client_ca: bytes
+
+    def context(self) -> ssl.SSLContext:
+        import tempfile
+
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        with tempfile.NamedTemporaryFile() as cert, tempfile.NamedTemporaryFile() as key:
+            cert.write(self.certificate)
+            cert.flush()
+            key.write(self.key)
+            key.flush()
+            context.load_cert_chain(cert.name, key.name)
+        context.load_verify_locations(cadata=self.client_ca.decode())
+        context.verify_mode = ssl.CERT_OPTIONAL  # a bearer token is fine too
+        context.set_alpn_protocols(["http/1.1"])
+        return context
+
+
+@dataclass(frozen=True)
+class FrontConfig:
+    host: str = "127.0.0.1"
+    port: int = 6443  # the first replica's; the next ones take the next ports (0: any free port)
+    #: (kind, value) -> client process name, kind "user" (a certificate's CN) or "token".
+    identities: tuple[tuple[str, str, str], ...] = ()
+    default_client: str = "outside"
+    #: How long a request may go unanswered in the simulated network before the front
+    #: treats it as lost and stalls the connection (the server's --request-timeout is 60 s).
+    call_timeout_s: float = 90.0
+    #: A stalled connection is closed after this (virtual) time: Linux gives up on an
+    #: unacknowledged TCP connection after about 15 minutes (tcp_retries2 = 15).
+    stall_bound_s: float = 924.0
+
+
+@dataclass
+class _Watch:
+    watch_id: str
+    send: Any
+    receive: Any
+    next_sequence: int = 1
+
+
+@dataclass
+class _Client:
+    """Per client process: its watch router and its api-op numbering."""
+
+    ops: int = 0
+    requests: int = 0
+
+
+@dataclass
+class _Replica:
+    name: str
+    port: int
+    scope: trio.CancelScope | None = None
+    listening: bool = False
+    connections: set[Any] = field(default_factory=set)
+
+
+class _Stall(Exception):
+    """The request got no answer from the simulated network: hold the connection."""
+
+
+class _Drop(Exception):
+    """Close the connection without an answer (the replica died under it)."""
+
+
+class ApiFront:
+    """See the module docstring. Create inside ``world.run``; ``await front.start(nursery)``
+    binds every listener and returns; cancelling ``nursery`` closes them all."""
+
+    def __init__(self, world: World, api_servers: list[str], tls: ServerTLS, config: FrontConfig | None = None, *, client_roles: dict[str, str] | None = None) -> None:
+        self.world = world
+        self.api_servers = list(api_servers)
+        self.config = config or FrontConfig()
+        self._ssl = tls.context()
+        self._replicas = {name: _Replica(name, 0) for name in self.api_servers}
+        self._nursery: trio.Nursery | None = None
+        self._clients: dict[str, _Client] = {}
+        self._client_roles = dict(client_roles or {})
+        self._identities = {(kind, value): process for kind, value, process in self.config.identities}
+        self._statistics = {"requests": 0, "stalled": 0, "dropped": 0, "watches": 0}
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def urls(self) -> list[tuple[str, str]]:
+        """(replica, https URL) for every replica, in order."""
+        return [(name, f"https://{self.config.host}:{replica.port}") for name, replica in self._replicas.items()]
+
+    def statistics(self) -> dict[str, int]:
+        return dict(self._statistics)
+
+    async def start(self, nursery: trio.Nursery) -> None:
+        """Spawn the default client process, bind every listener, follow the replicas."""
+        self._nursery = nursery
+        self.ensure_client(self.config.default_client, role=self._client_roles.get(self.config.default_client, "outside"))
+        port = self.config.port
+        for name in self.api_servers:
+            replica = self._replicas[name]
+            listener = await self._bind(port)
+            replica.port = listener.socket.getsockname()[1]
+            port = 0 if self.config.port == 0 else replica.port + 1
+            process = self.world.process(name)
+            if process.alive:
+                self._serve(replica, listener)
+            else:
+                await listener.aclose()
+            process.observe(self._on_replica)
+
+    async def _bind(self, port: int) -> trio.SocketListener:
+        listeners = await trio.open_tcp_listeners(port, host=self.config.host)
+        assert len(listeners) == 1
+        return listeners[0]
+
+    def _on_replica(self, process: Process, event: str) -> None:
+        replica = self._replicas[process.name]
+        if event == "kill" or event == "exit":
+            self._close(replica)
+        elif event in ("start", "restart") and not replica.listening and self._nursery is not None:
+            self._nursery.start_soon(self._reopen, replica)
+
+    async def _reopen(self, replica: _Replica) -> None:
+        for _ in range(50):  # the old socket may linger for a moment
+            try:
+                listener = await self._bind(replica.port)
+            except OSError:
+                await trio.sleep(0.1)
+                continue
+            if self.world.process(replica.name).alive and not replica.listening:
+                self._serve(replica, listener)
+            else:
+                await listener.aclose()
+            return
+
+    def _serve(self, replica: _Replica, listener: trio.SocketListener) -> None:
+        assert self._nursery is not None
+        scope = trio.CancelScope()
+        replica.scope = scope
+        replica.listening = True
+        self.world.record("http-listener", server=replica.name, event="open", port=replica.port)
+
+        async def run() -> None:
+            with scope:
+                async with listener:
+                    await trio.serve_listeners(lambda stream: self._connection(replica, stream), [listener])
+
+        self._nursery.start_soon(run, name=f"http-front:{replica.name}")
+
+    def _close(self, replica: _Replica) -> None:
+        if replica.scope is not None:
+            replica.scope.cancel()
+            replica.scope = None
+        if replica.listening:
+            replica.listening = False
+            self.world.record("http-listener", server=replica.name, event="close", port=replica.port, connections=len(replica.connections))
+        replica.connections.clear()
+
+    # ------------------------------------------------------------------ client processes
+    def ensure_client(self, name: str, role: str = "outside") -> Process:
+        """The client process ``name``, spawned (idle) if it does not exist yet."""
+        if name not in self.world.processes:
+            async def idle(process: Process) -> None:
+                await trio.sleep_forever()
+
+            self.world.spawn(name, idle, role=role)
+        self._clients.setdefault(name, _Client())
+        return self.world.process(name)
+
+    def _client_for(self, credentials: Credentials) -> str:
+        if credentials.common_name and ("user", credentials.common_name) in self._identities:
+            return self._identities[("user", credentials.common_name)]
+        if credentials.token and ("token", credentials.token) in self._identities:
+            return self._identities[("token", credentials.token)]
+        return self.config.default_client
+
+    def _router(self, process: Process) -> dict[str, _Watch]:
+        router = process.memory.get(_ROUTER_KEY)
+        if router is None:
+            router = process.memory[_ROUTER_KEY] = {}
+
+            def deliver(message: Any) -> None:
+                body = message.body
+                if isinstance(body, WatchMessage):
+                    watch = router.get(body.watch_id)
+                    if watch is not None:
+                        try:
+                            watch.send.send_nowait(body)
+                        except trio.WouldBlock:
+                            router.pop(body.watch_id, None)
+                            watch.send.close()
+
+            process.on_message(WATCH_PORT, deliver)
+        return router
+
+    # ------------------------------------------------------------------ connections
+    async def _connection(self, replica: _Replica, raw: trio.SocketStream) -> None:
+        stream = trio.SSLStream(raw, self._ssl, server_side=True)
+        try:
+            with trio.move_on_after(30):
+                await stream.do_handshake()
+        except (trio.BrokenResourceError, trio.ClosedResourceError, ssl.SSLError, OSError):
+            return
+        if not stream._ssl_object or not self.world.process(replica.name).alive:  # noqa: SLF001
+            return
+        credentials = _certificate_credentials(stream)
+        connection = h11.Connection(h11.SERVER, max_incomplete_event_size=64 * 1024)
+        replica.connections.add(stream)
+        try:
+            while True:
+                request = await _next_event(stream, connection)
+                if not isinstance(request, h11.Request):
+                    return
+                body = b""
+                while True:
+                    event = await _next_event(stream, connection)
+                    if isinstance(event, h11.Data):
+                        body += event.data
+                        if len(body) > MAX_BODY_BYTES:
+                            await _send(stream, connection, 413, codec.dumps(codec.encode_status(Status(413, "RequestEntityTooLarge", "the request body is too large"))), close=True)
+                            return
+                    elif isinstance(event, h11.EndOfMessage):
+                        break
+                    else:
+                        return
+                keep = await self._handle(replica, stream, connection, request, body, credentials)
+                if not keep or connection.our_state is not h11.DONE:
+                    return
+                try:
+                    connection.start_next_cycle()
+                except h11.LocalProtocolError:
+                    return
+        except Exception as error:  # noqa: BLE001 - one connection's trouble never stops the front
+            # The client went away (broken streams, possibly inside an exception group of
+            # a watch), or spoke bad HTTP/TLS: close. Anything else is a bug of the front,
+            # journaled, and this connection closed.
+            if not _connection_trouble(error):
+                self.world.record("http-error", server=replica.name, error=f"{type(error).__name__}: {error}"[:300])
+            return
+        finally:
+            replica.connections.discard(stream)
+            with trio.CancelScope(shield=True), trio.move_on_after(1):
+                try:
+                    await stream.aclose()
+                except (trio.BrokenResourceError, trio.ClosedResourceError, ssl.SSLError, OSError):
+                    pass
+
+    async def _handle(self, replica: _Replica, stream: Any, connection: h11.Connection, request: h11.Request, body: bytes, certificate: Credentials) -> bool:
+        """Serve one request; False when the connection must close."""
+        self.world.catch_up()
+        started = self.world.now
+        headers = {name.decode().lower(): value.decode("latin-1") for name, value in request.headers}
+        target = request.target.decode("latin-1")
+        split = urlsplit(target)
+        query = dict(parse_qsl(split.query, keep_blank_values=True))
+        method = request.method.decode()
+        credentials = certificate
+        authorization = headers.get("authorization", "")
+        if authorization.lower().startswith("bearer "):
+            credentials = Credentials(token=authorization[7:].strip())
+        client_name = self._client_for(credentials)
+        client = self.world.processes.get(client_name)
+        self._statistics["requests"] += 1
+        watch = query.get("watch", "").lower() in ("1", "true")
+        info = parse_path(method, split.path, watch)
+        record = {"client": client_name, "server": replica.name, "method": method, "path": split.path, "user": credentials.common_name or ("token" if credentials.token else "anonymous"), "user_agent": headers.get("user-agent", "")[:80]}
+        if info.resource_request:
+            record.update(verb=info.verb, resource=info.resource, subresource=info.subresource, namespace=info.namespace, name=info.name)
+        if client is None or not client.running:
+            # The client process is down (killed or paused by a fault): its connection
+            # is gone too.
+            self._journal_http(record, 0, started, outcome="client-down")
+            return False
+        self._clients.setdefault(client_name, _Client()).requests += 1
+        try:
+            if info.resource_request and info.verb == "watch":
+                await self._watch(replica, client, stream, connection, info, query, headers, credentials, record, started)
+                return True
+            code, payload, extra = await self._dispatch(replica, client, info, method, query, headers, body, credentials, record)
+        except _Stall:
+            self._statistics["stalled"] += 1
+            self._journal_http(record, 0, started, outcome="stalled")
+            await self._stall(stream)
+            return False
+        except _Drop:
+            self._statistics["dropped"] += 1
+            self._journal_http(record, 0, started, outcome="dropped")
+            return False
+        self._journal_http(record, code, started)
+        await _send(stream, connection, code, payload, headers=extra, head=(method == "HEAD"))
+        return True
+
+    async def _stall(self, stream: Any) -> None:
+        """Hold the connection without an answer until the client closes it (or the bound)."""
+        with trio.move_on_after(self.config.stall_bound_s):
+            while True:
+                data = await stream.receive_some(65536)
+                if not data:
+                    return
+
+    def _journal_http(self, record: dict[str, Any], code: int, started: float, outcome: str = "answered") -> None:
+        self.world.record("http-request", **record, code=code, outcome=outcome, duration_s=round(self.world.now - started, 6))
+
+    # ------------------------------------------------------------------ calls
+    async def _call(self, client: Process, server: str, body: Any) -> Response:
+        """One request through the simulated network, as ``client``. Raises _Stall (no
+        answer) or _Drop (refused: the replica is down)."""
+        outcome = await client.call(server, body, port=API_PORT, timeout_s=self.config.call_timeout_s)
+        if isinstance(outcome, Ok):
+            assert isinstance(outcome.value, Response), outcome.value
+            return outcome.value
+        if isinstance(outcome, Failed):
+            if isinstance(outcome.value, Response):
+                return outcome.value
+            raise _Drop()
+        raise _Stall()
+
+    async def _api(self, replica: _Replica, client: Process, request: Request, record: dict[str, Any]) -> Response:
+        """A resource request, journaled as ``api-op`` when it mutates."""
+        state = self._clients.setdefault(client.name, _Client())
+        journaled = request.verb in _MUTATING and not request.dry_run
+        op_id = 0
+        fields = {"client": client.name, "verb": request.verb, "resource": request.resource, "subresource": request.subresource, "namespace": request.namespace, "name": request.name or (getattr(getattr(request.body, "metadata", None), "name", "") or "")}
+        if journaled:
+            state.ops += 1
+            op_id = state.ops
+            self.world.record("api-op", phase="invoke", op_id=op_id, **fields)
+        state.requests += 1
+        request = replace(request, id=f"{client.name}/{client.incarnation}/http/{state.requests}")
+        try:
+            response = await self._call(client, replica.name, request)
+        except (_Stall, _Drop) as error:
+            if journaled:
+                phase = "info" if isinstance(error, _Stall) else "fail"
+                self.world.record("api-op", phase=phase, op_id=op_id, **fields, code=0, reason="no answer" if phase == "info" else "connection refused", request=request.id, server=replica.name)
+            raise
+        if journaled:
+            phase = "ok" if response.ok else "info" if response.code in (500, 504) else "fail"
+            end = {**fields, "code": response.code, "reason": response.status.reason if response.status is not None else "", "request": request.id, "server": response.server or replica.name}
+            if response.ok and response.object is not None:
+                end["resource_version"] = response.object.metadata.resource_version
+            self.world.record("api-op", phase=phase, op_id=op_id, **end)
+        return response
+
+    # ------------------------------------------------------------------ dispatch
+    async def _dispatch(self, replica: _Replica, client: Process, info: RequestInfo, method: str, query: dict[str, str], headers: dict[str, str], body: bytes, credentials: Credentials, record: dict[str, Any]) -> tuple[int, bytes, list[tuple[str, str]]]:
+        if not info.resource_request:
+            return await self._non_resource(replica, client, info.path, query, headers, credentials)
+        kind = info.kind
+        try:
+            if kind is None:
+                raise StatusError(Status(404, "NotFound", "the server could not find the requested resource"))
+            if info.verb == "deletecollection":
+                raise StatusError(Status(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource (deletecollection {info.resource}): not modelled"))
+            if info.verb == "":
+                raise StatusError(Status(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({method})"))
+            if info.subresource == "scale":
+                return await self._scale(replica, client, info, kind, query, headers, body, credentials, record)
+            request, warnings = self._request(info, kind, query, headers, body, credentials)
+            if request.verb == "list" and (query.get("limit") or query.get("continue")):
+                return await self._paged_list(replica, client, info, kind, request, query, headers, record)
+            response = await self._api(replica, client, request, record)
+            return self._encode(info, kind, request, response, headers, query, warnings=warnings)
+        except StatusError as error:
+            return self._failure(error.status, info, kind)
+
+    def _failure(self, status: Status, info: RequestInfo, kind: KindInfo | None, warnings: tuple[str, ...] = ()) -> tuple[int, bytes, list[tuple[str, str]]]:
+        extra = [("Retry-After", str(status.retry_after_seconds))] if status.retry_after_seconds else []
+        extra += _warning_headers(warnings)
+        group = group_version(kind)[0] if kind is not None else info.group
+        payload = codec.encode_status(status, name=info.name, group=group, resource=info.resource)
+        return status.code, codec.dumps(payload), extra
+
+    def _request(self, info: RequestInfo, kind: KindInfo, query: dict[str, str], headers: dict[str, str], body: bytes, credentials: Credentials) -> tuple[Request, tuple[str, ...]]:
+        """The wire request of an HTTP request, and the warnings decoding its body gave."""
+        verb, sub = info.verb, info.subresource
+        field_validation = query.get("fieldValidation") or "Warn"
+        dry_run = query.get("dryRun") == "All"
+        if query.get("dryRun") not in (None, "", "All"):
+            raise StatusError(bad_request(f"dryRun: unsupported value {query['dryRun']!r} (only \"All\")"))
+        common: dict[str, Any] = {
+            "verb": verb, "resource": info.resource, "namespace": info.namespace, "name": info.name,
+            "subresource": sub, "credentials": credentials, "dry_run": dry_run,
+        }
+        if verb in ("get", "list"):
+            common.update(label_selector=query.get("labelSelector", ""), field_selector=query.get("fieldSelector", ""),
+                          resource_version=query.get("resourceVersion", ""), resource_version_match=query.get("resourceVersionMatch", ""))
+            if verb == "get":
+                common.pop("label_selector")
+                common.pop("field_selector")
+                common.pop("resource_version_match")
+            return Request(**common), ()
+        content_type = headers.get("content-type", "application/json")
+        data = codec.decode_body(body, content_type) if body else None
+        if verb == "create" and sub == "eviction" and kind.kind == "Pod":
+            return Request(**{**common, "body": codec.decode_eviction(data, info.namespace, info.name)}), ()
+        if verb == "create" and sub == "binding" and kind.kind == "Pod":
+            return Request(**{**common, "body": codec.decode_binding(data, info.namespace, info.name)}), ()
+        if verb in ("create", "update"):
+            obj, warnings = codec.decode_object(data, kind, field_validation)
+            if verb == "create" and not info.namespace and kind.namespaced:
+                common["namespace"] = obj.metadata.namespace or "default"
+            if verb == "create" and sub:
+                raise StatusError(Status(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource (create {info.resource}/{sub})"))
+            return Request(**{**common, "body": obj}), warnings
+        if verb == "patch":
+            media = content_type.split(";")[0].strip().lower()
+            if media == "application/apply-patch+yaml":
+                raise StatusError(Status(415, "UnsupportedMediaType", "server-side apply (application/apply-patch+yaml) is not supported by the chaoskube front; use client-side apply (kubectl apply without --server-side)"))
+            patch_type = _PATCH_TYPES.get(media)
+            if patch_type is None:
+                raise StatusError(Status(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted media types include: {', '.join(_PATCH_TYPES)}"))
+            if data is None:
+                raise StatusError(bad_request("the body of a patch is required"))
+            return Request(**{**common, "body": data, "patch_type": patch_type, "field_validation": field_validation}), ()
+        if verb == "delete":
+            options, body_dry_run = codec.delete_options(query, data)
+            return Request(**{**common, "delete_options": options, "dry_run": dry_run or body_dry_run}), ()
+        raise StatusError(Status(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({verb})"))
+
+    def _encode(self, info: RequestInfo, kind: KindInfo, request: Request, response: Response, headers: dict[str, str], query: dict[str, str], *, continue_token: str = "", remaining: int | None = None, items: list[dict[str, Any]] | None = None, warnings: tuple[str, ...] = ()) -> tuple[int, bytes, list[tuple[str, str]]]:
+        warnings = tuple(warnings) + tuple(response.warnings)
+        if not response.ok:
+            assert response.status is not None
+            return self._failure(response.status, info, kind, warnings)
+        extra = _warning_headers(warnings)
+        media = codec.negotiate(headers.get("accept", "application/json"), table=request.verb in ("get", "list"))
+        if media is None:
+            return self._failure(Status(406, "NotAcceptable", "only the following media types are accepted: application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io"), info, kind)
+        if request.verb == "list":
+            listed = items if items is not None else [codec.encode_object(obj) for obj in response.items]
+            if media.as_ == "Table":
+                payload = tables.table(kind.kind, listed, self.world.now, include_object=query.get("includeObject", "Metadata"), resource_version=response.resource_version, continue_token=continue_token, remaining=remaining)
+            elif media.as_.startswith("PartialObjectMetadata"):
+                payload = {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": response.resource_version}, "items": [{"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": obj.get("metadata", {})} for obj in listed]}
+            else:
+                payload = codec.encode_list(kind, listed, response.resource_version, continue_token=continue_token, remaining=remaining)
+            return 200, codec.dumps(payload), extra
+        if request.verb == "create" and request.subresource == "eviction":
+            return 201, codec.dumps(codec.success_status(201)), extra
+        if response.object is None:
+            return response.code, codec.dumps(codec.success_status(response.code, {"name": info.name, "kind": info.resource})), extra
+        obj = codec.encode_object(response.object)
+        if media.as_ == "Table":
+            return 200, codec.dumps(tables.table(kind.kind, [obj], self.world.now, include_object=query.get("includeObject", "Metadata"))), extra
+        if media.as_.startswith("PartialObjectMetadata"):
+            return 200, codec.dumps({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": obj.get("metadata", {})}), extra
+        return response.code, codec.dumps(obj), extra
+
+    # ------------------------------------------------------------------ pagination
+    async def _paged_list(self, replica: _Replica, client: Process, info: RequestInfo, kind: KindInfo, request: Request, query: dict[str, str], headers: dict[str, str], record: dict[str, Any]) -> tuple[int, bytes, list[tuple[str, str]]]:
+        """``limit``/``continue`` (``storage/etcd3/store.go`` ``GetList``): the first page
+        reads at the current revision (or the one asked for), later pages at the
+        revision of the token; the token is upstream's: base64 of
+        ``{"v":"meta.k8s.io/v1","rv":N,"start":"<key after the last one>"}``."""
+        try:
+            limit = int(query.get("limit") or 0)
+        except ValueError:
+            raise StatusError(bad_request(f"limit: invalid value {query['limit']!r}")) from None
+        token = query.get("continue", "")
+        start = ""
+        if token:
+            if request.resource_version not in ("", "0"):
+                raise StatusError(bad_request("specifying resource version is not allowed when using continue"))
+            try:
+                decoded = orjson.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+                revision = int(decoded["rv"])
+                start = str(decoded["start"])
+                assert decoded.get("v") == "meta.k8s.io/v1"
+            except (ValueError, KeyError, TypeError, AssertionError, orjson.JSONDecodeError):
+                raise StatusError(bad_request("continue key is not valid: the token was not produced by this server")) from None
+            request = replace(request, resource_version=str(revision), resource_version_match="Exact")
+        elif limit and request.resource_version == "0":
+            limit = 0  # the watch cache answers "0" whole, ignoring limit (cacher.go)
+        response = await self._api(replica, client, request, record)
+        if not response.ok:
+            assert response.status is not None
+            if token and response.code == 410:
+                return self._failure(gone("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."), info, kind)
+            return self._encode(info, kind, request, response, headers, query)
+        objects = [obj for obj in response.items if _key(obj) >= start]
+        page = objects[:limit] if limit else objects
+        rest = len(objects) - len(page)
+        next_token = ""
+        if rest > 0:
+            following = _key(page[-1]) + "\x00"
+            next_token = base64.urlsafe_b64encode(orjson.dumps({"v": "meta.k8s.io/v1", "rv": int(response.resource_version), "start": following})).decode().rstrip("=")
+        listed = [codec.encode_object(obj) for obj in page]
+        return self._encode(info, kind, request, response, headers, query, continue_token=next_token, remaining=rest if rest > 0 else None, items=listed)
+
+    # ------------------------------------------------------------------ scale
+    async def _scale(self, replica: _Replica, client: Process, info: RequestInfo, kind: KindInfo, query: dict[str, str], headers: dict[str, str], body: bytes, credentials: Credentials, record: dict[str, Any]) -> tuple[int, bytes, list[tuple[str, str]]]:
+        """``autoscaling/v1`` Scale of a Deployment or ReplicaSet: GET reads it from the
+        object; PUT and PATCH write ``spec.replicas`` with the read resourceVersion as
+        the precondition (a Scale carrying a stale one is 409 Conflict), as the scale
+        subresource's ``Update`` does in ``pkg/registry/apps/deployment/storage``."""
+        if kind.kind not in ("Deployment", "ReplicaSet"):
+            raise StatusError(not_found(info.resource, info.name))
+        get = Request(verb="get", resource=info.resource, namespace=info.namespace, name=info.name, credentials=credentials)
+        for _ in range(8):
+            current = await self._api(replica, client, get, record)
+            if not current.ok:
+                assert current.status is not None
+                raise StatusError(current.status)
+            scale = _scale_of(current.object, info)
+            if info.verb == "get":
+                return 200, codec.dumps(scale), []
+            if info.verb not in ("update", "patch"):
+                raise StatusError(Status(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({info.verb} {info.resource}/scale)"))
+            data = codec.decode_body(body, headers.get("content-type", "application/json"))
+            if info.verb == "update":
+                wanted = data
+            else:
+                from chaoskube.api.patch import PatchError, apply_patch, merge_patch
+
+                media = headers.get("content-type", "").split(";")[0].strip().lower()
+                try:
+                    wanted = apply_patch(scale, data) if media == "application/json-patch+json" else merge_patch(scale, data)
+                except PatchError as error:
+                    raise StatusError(Status(422, "Invalid", str(error))) from None
+            if not isinstance(wanted, dict) or not isinstance((wanted.get("spec") or {}).get("replicas", 0), int):
+                raise StatusError(bad_request("the body must be an autoscaling/v1 Scale with an integer spec.replicas"))
+            demanded = (wanted.get("metadata") or {}).get("resourceVersion") or ""
+            if demanded and demanded != scale["metadata"]["resourceVersion"]:
+                raise StatusError(conflict(info.resource, info.name))
+            replicas = int((wanted.get("spec") or {}).get("replicas", 0))
+            patch = Request(verb="patch", resource=info.resource, namespace=info.namespace, name=info.name, credentials=credentials,
+                            body={"metadata": {"resourceVersion": scale["metadata"]["resourceVersion"]}, "spec": {"replicas": replicas}}, patch_type="merge",
+                            dry_run=query.get("dryRun") == "All")
+            response = await self._api(replica, client, patch, record)
+            if response.ok:
+                return 200, codec.dumps(_scale_of(response.object, info)), _warning_headers(response.warnings)
+            if response.code == 409 and not demanded:
+                continue  # someone wrote in between: read again
+            assert response.status is not None
+            raise StatusError(response.status)
+        raise StatusError(conflict(info.resource, info.name, "the object kept changing"))
+
+    # ------------------------------------------------------------------ non-resource paths
+    async def _non_resource(self, replica: _Replica, client: Process, path: str, query: dict[str, str], headers: dict[str, str], credentials: Credentials) -> tuple[int, bytes, list[tuple[str, str]]]:
+        document, content_type = self._document(path, headers, replica)
+        if document is None:
+            payload = codec.encode_status(Status(404, "NotFound", "the server could not find the requested resource"))
+            return 404, codec.dumps(payload), []
+        response = await self._call(client, replica.name, NonResourceRequest(path=path, credentials=credentials))
+        if not response.ok:
+            assert response.status is not None
+            return response.status.code, codec.dumps(codec.encode_status(response.status)), []
+        if isinstance(document, bytes):
+            return 200, document, [("Content-Type", content_type)]
+        return 200, codec.dumps(document), [("Content-Type", content_type)]
+
+    def _document(self, path: str, headers: dict[str, str], replica: _Replica) -> tuple[Any, str]:
+        path = "/" + path.strip("/")
+        accept = headers.get("accept", "")
+        json_type = "application/json"
+        if path == "/version":
+            return SERVER_VERSION, json_type
+        if path in ("/healthz", "/livez", "/readyz"):
+            return b"ok", "text/plain; charset=utf-8"
+        if path in ("/api", "/apis"):
+            for media in codec.parse_accept(accept):
+                if media.params.get("g") == "apidiscovery.k8s.io" and media.as_ == "APIGroupDiscoveryList" and media.params.get("v") in discovery.AGGREGATED_TYPES:
+                    version = media.params["v"]
+                    content = f"application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
+                    return discovery.aggregated(path == "/api", version), content
+            if path == "/api":
+                return discovery.api_versions(f"{self.config.host}:{replica.port}"), json_type
+            return discovery.api_group_list(), json_type
+        parts = path.strip("/").split("/")
+        if parts[0] == "api" and len(parts) == 2:
+            return discovery.api_resource_list("", parts[1]), json_type
+        if parts[0] == "apis" and len(parts) == 2:
+            return discovery.api_group(parts[1]), json_type
+        if parts[0] == "apis" and len(parts) == 3:
+            return discovery.api_resource_list(parts[1], parts[2]), json_type
+        if path == "/openapi/v3":
+            return openapi.v3_root(), json_type
+        if path.startswith("/openapi/v3/"):
+            return openapi.v3_document(path.removeprefix("/openapi/v3/")), json_type
+        if path == "/openapi/v2":
+            if any(media.type == "application/json" for media in codec.parse_accept(accept)):
+                return openapi.v2_document(), json_type
+            return None, json_type  # protobuf only: not served (clients fall back)
+        return None, json_type
+
+    # ------------------------------------------------------------------ watches
+    async def _watch(self, replica: _Replica, client: Process, stream: Any, connection: h11.Connection, info: RequestInfo, query: dict[str, str], headers: dict[str, str], credentials: Credentials, record: dict[str, Any], started: float) -> None:
+        kind = info.kind
+        if kind is None or info.subresource:
+            code, payload, extra = self._failure(Status(404, "NotFound", "the server could not find the requested resource"), info, kind)
+            self._journal_http(record, code, started)
+            await _send(stream, connection, code, payload, headers=extra)
+            return
+        table_media = codec.negotiate(headers.get("accept", "application/json"))
+        as_table = table_media is not None and table_media.as_ == "Table"
+        field_selector = query.get("fieldSelector", "")
+        if info.name:
+            name_selector = f"metadata.name={info.name}"
+            field_selector = f"{field_selector},{name_selector}" if field_selector else name_selector
+        timeout_seconds = None
+        if query.get("timeoutSeconds"):
+            try:
+                timeout_seconds = int(query["timeoutSeconds"])
+            except ValueError:
+                timeout_seconds = None
+        router = self._router(client)
+        state = self._clients.setdefault(client.name, _Client())
+        state.requests += 1
+        watch_id = f"{client.name}/{client.incarnation}/http-watch/{state.requests}"
+        send, receive = trio.open_memory_channel[WatchMessage](WATCH_BUFFER_MESSAGES)
+        router[watch_id] = _Watch(watch_id, send, receive)
+        request = Request(
+            verb="watch", resource=info.resource, namespace=info.namespace, credentials=credentials, watch_id=watch_id,
+            label_selector=query.get("labelSelector", ""), field_selector=field_selector,
+            resource_version=query.get("resourceVersion", ""), resource_version_match=query.get("resourceVersionMatch", ""),
+            allow_watch_bookmarks=query.get("allowWatchBookmarks", "").lower() in ("1", "true"), timeout_seconds=timeout_seconds,
+            id=watch_id,
+        )
+        self._statistics["watches"] += 1
+        try:
+            try:
+                response = await self._call(client, replica.name, request)
+            except _Stall:
+                self._journal_http(record, 0, started, outcome="stalled")
+                await self._stall(stream)
+                return
+            except _Drop:
+                self._journal_http(record, 0, started, outcome="dropped")
+                return
+            if not response.ok and response.code != 410:
+                assert response.status is not None
+                code, payload, extra = self._failure(response.status, info, kind)
+                self._journal_http(record, code, started)
+                await _send(stream, connection, code, payload, headers=extra)
+                return
+            self._journal_http(record, 200, started, outcome="watch")
+            await stream.send_all(connection.send(h11.Response(status_code=200, reason=b"OK", headers=[("Content-Type", "application/json"), ("Transfer-Encoding", "chunked"), ("Cache-Control", "no-cache, private")])))
+            if not response.ok:
+                assert response.status is not None
+                event = {"type": "ERROR", "object": codec.encode_status(response.status)}
+                await stream.send_all(connection.send(h11.Data(data=codec.dumps(event) + b"\n")))
+                await stream.send_all(connection.send(h11.EndOfMessage()))
+                return
+            await self._stream_events(stream, connection, router[watch_id], kind, as_table, query)
+        finally:
+            router.pop(watch_id, None)
+            send.close()
+            if client.running and self.world.process(replica.name).alive:
+                client.send(replica.name, WatchStop(watch_id), port=API_PORT, duplicable=False)
+
+    async def _stream_events(self, stream: Any, connection: h11.Connection, watch: _Watch, kind: KindInfo, as_table: bool, query: dict[str, str]) -> None:
+        headers_sent = False
+
+        async def client_gone(cancel: trio.CancelScope) -> None:
+            while True:
+                data = await stream.receive_some(65536)
+                if not data:
+                    cancel.cancel()
+                    return
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client_gone, nursery.cancel_scope)
+            ended_cleanly = False
+            async for message in watch.receive:
+                if message.sequence != watch.next_sequence:
+                    break  # a lost message: end the stream; the client watches again
+                watch.next_sequence += 1
+                lines = []
+                for event in message.events:
+                    encoded = codec.encode_watch_event(kind, event)
+                    if as_table and event.type in ("ADDED", "MODIFIED", "DELETED"):
+                        encoded["object"] = tables.table(kind.kind, [encoded["object"]], self.world.now, include_object=query.get("includeObject", "Metadata"), headers=not headers_sent)
+                        headers_sent = True
+                    lines.append(codec.dumps(encoded) + b"\n")
+                if lines:
+                    await stream.send_all(connection.send(h11.Data(data=b"".join(lines))))
+                if message.closed:
+                    ended_cleanly = True
+                    break
+            del ended_cleanly
+            nursery.cancel_scope.cancel()
+        if connection.our_state is h11.SEND_BODY:
+            await stream.send_all(connection.send(h11.EndOfMessage()))
+
+
+# ----------------------------------------------------------------------------- helpers
+def _key(obj: Any) -> str:
+    meta = obj.metadata
+    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+
+
+def _scale_of(obj: Any, info: RequestInfo) -> dict[str, Any]:
+    replicas = obj.spec.replicas if obj.spec.replicas is not None else 1
+    selector = obj.spec.selector
+    text = ",".join(f"{key}={value}" for key, value in sorted(selector.match_labels.items())) if selector is not None else ""
+    return {
+        "kind": "Scale", "apiVersion": "autoscaling/v1",
+        "metadata": {"name": obj.metadata.name, "namespace": obj.metadata.namespace, "uid": obj.metadata.uid, "resourceVersion": obj.metadata.resource_version, "creationTimestamp": obj.metadata.creation_timestamp},
+        "spec": {"replicas": replicas},
+        "status": {"replicas": obj.status.replicas, "selector": text},
+    }
+
+
+def _warning_headers(warnings: tuple[str, ...]) -> list[tuple[str, str]]:
+    """RFC 7234 warnings as kube-apiserver sends them: ``299 - "text"``."""
+    return [("Warning", '299 - "' + warning.replace('"', "'") + '"') for warning in warnings]
+
+
+def _certificate_credentials(stream: trio.SSLStream) -> Credentials:
+    """The verified client certificate's CN (user) and O attributes (groups), if any."""
+    try:
+        peer = stream.getpeercert()
+    except (ValueError, AttributeError):
+        return Credentials()
+    if not peer:
+        return Credentials()
+    common_name = ""
+    organizations: list[str] = []
+    for rdn in peer.get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                common_name = value
+            elif key == "organizationName":
+                organizations.append(value)
+    return Credentials(common_name=common_name, organizations=tuple(organizations))
+
+
+_TROUBLE = (trio.BrokenResourceError, trio.ClosedResourceError, h11.RemoteProtocolError, h11.LocalProtocolError, ssl.SSLError, OSError)
+
+
+def _connection_trouble(error: BaseException) -> bool:
+    """A broken or closed connection (or a group of nothing else)."""
+    if isinstance(error, BaseExceptionGroup):
+        return all(_connection_trouble(inner) for inner in error.exceptions)
+    return isinstance(error, _TROUBLE)
+
+
+def _phrase(status: int) -> bytes:
+    try:
+        return http.HTTPStatus(status).phrase.encode()
+    except ValueError:
+        return b""
+
+
+async def _next_event(stream: Any, connection: h11.Connection) -> Any:
+    while True:
+        event = connection.next_event()
+        if event is not h11.NEED_DATA:
+            return event
+        data = await stream.receive_some(65536)
+        connection.receive_data(data)
+
+
+async def _send(stream: Any, connection: h11.Connection, status: int, payload: bytes, *, headers: list[tuple[str, str]] | None = None, close: bool = False, head: bool = False) -> None:
+    extra = list(headers or [])
+    if not any(name.lower() == "content-type" for name, _ in extra):
+        extra.insert(0, ("Content-Type", "application/json"))
+    extra.append(("Content-Length", str(len(payload))))
+    extra.append(("Cache-Control", "no-cache, private"))
+    if close:
+        extra.append(("Connection", "close"))
+    data = connection.send(h11.Response(status_code=status, headers=extra, reason=_phrase(status)))
+    if payload and not head:
+        data += connection.send(h11.Data(data=payload))
+    data += connection.send(h11.EndOfMessage())
+    await stream.send_all(data)
+

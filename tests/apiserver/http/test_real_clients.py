@@ -1,0 +1,213 @@
+"""Real clients against the HTTPS front: kubectl (apply of the guestbook, get -w, rollout
+status, scale, drain, delete) and the official Python client (CRUD, conflicts, watches
+resumed from a resourceVersion), including an API server killed under them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.apiserver.http.live_cluster import live_cluster
+
+KUBECTL = shutil.which("kubectl")
+GUESTBOOK = Path(__file__).resolve().parents[4] / "shared" / "peers" / "k8s-manifests" / "kubernetes" / "examples" / "web" / "guestbook"
+if not GUESTBOOK.exists():
+    GUESTBOOK = Path("/work/shared/peers/k8s-manifests/kubernetes/examples/web/guestbook")
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    with live_cluster(tmp_path_factory.mktemp("live")) as (handle, outcome):
+        yield handle
+    result = outcome.get("result")
+    assert result is not None, outcome.get("error")
+    assert result.live["replayable"] is False
+    assert result.verdicts["steady-state"].valid is True, result.verdicts["steady-state"].reason
+
+
+def kubectl(live, *args: str, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess:
+    if KUBECTL is None:
+        pytest.skip("kubectl is not installed on this machine (the machine image has /usr/bin/kubectl)")
+    result = subprocess.run([KUBECTL, "--kubeconfig", str(live.kubeconfig), *args], capture_output=True, text=True, timeout=timeout)
+    if check:
+        assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stderr}"
+    return result
+
+
+def test_kubectl_apply_guestbook_get_rollout_scale_delete(live):
+    if not GUESTBOOK.exists():
+        pytest.skip(f"the guestbook manifests are not at {GUESTBOOK}")
+    files = [GUESTBOOK / name for name in ("redis-master-deployment.yaml", "redis-master-service.yaml", "frontend-deployment.yaml", "frontend-service.yaml")]
+    out = kubectl(live, "apply", *(arg for path in files for arg in ("-f", str(path)))).stdout
+    assert "deployment.apps/frontend created" in out and "service/frontend created" in out
+    assert "unchanged" in kubectl(live, "apply", "-f", str(files[2])).stdout  # client-side apply: no diff
+    kubectl(live, "rollout", "status", "deployment/frontend", "--timeout=90s", timeout=120)
+    table = kubectl(live, "get", "pods", "-l", "tier=frontend").stdout.splitlines()
+    assert table[0].split()[:3] == ["NAME", "READY", "STATUS"] and len(table) == 4
+    assert all(" Running " in line for line in table[1:])
+    kubectl(live, "scale", "deployment/frontend", "--replicas=1")
+    kubectl(live, "set", "image", "deployment/frontend", "php-redis=nginx:1.27")
+    kubectl(live, "rollout", "status", "deployment/frontend", "--timeout=90s", timeout=120)
+    # The strategic merge patch kubectl apply computes puts the image back.
+    assert "configured" in kubectl(live, "apply", "-f", str(files[2])).stdout
+    image = kubectl(live, "get", "deployment", "frontend", "-o", "jsonpath={.spec.template.spec.containers[0].image}").stdout
+    assert image == "gcr.io/google-samples/gb-frontend:v5"
+    listed = kubectl(live, "get", "pods", "--chunk-size=1", "-o", "name").stdout.split()
+    assert len(listed) >= 2  # pages of one, continue tokens followed to the end
+    kubectl(live, "delete", "-f", str(files[3]))
+    missing = kubectl(live, "get", "service", "frontend", check=False)
+    assert missing.returncode == 1 and 'services "frontend" not found' in missing.stderr
+
+
+def test_kubectl_get_pods_watch_sees_a_new_pod(live):
+    if KUBECTL is None:
+        pytest.skip("kubectl is not installed on this machine")
+    watcher = subprocess.Popen([KUBECTL, "--kubeconfig", str(live.kubeconfig), "get", "pods", "-w", "-n", "default"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.0)
+        manifest = "apiVersion: v1\nkind: Pod\nmetadata: {name: watched}\nspec: {containers: [{name: c, image: nginx}]}\n"
+        subprocess.run([KUBECTL, "--kubeconfig", str(live.kubeconfig), "apply", "-f", "-"], input=manifest, text=True, check=True, capture_output=True, timeout=30)
+        time.sleep(4.0)
+    finally:
+        watcher.terminate()
+        out, _ = watcher.communicate(timeout=10)
+    kubectl(live, "delete", "pod", "watched", "--grace-period=0", "--force")  # a bare pod would stop kubectl drain
+    lines = [line for line in out.splitlines() if line.startswith("watched")]
+    assert lines, out
+    assert any("Running" in line for line in lines) or any("ContainerCreating" in line or "Pending" in line for line in lines)
+
+
+def test_kubectl_drain_evicts_through_the_eviction_api(live):
+    refused = kubectl(live, "create", "deployment", "drained", "--image=nginx", "--replicas=2", check=False)
+    assert refused.returncode != 0 and "JSON only" in refused.stderr  # generators send protobuf: 415
+    manifest = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: drained}\nspec:\n  replicas: 2\n  selector: {matchLabels: {app: drained}}\n  template:\n    metadata: {labels: {app: drained}}\n    spec: {containers: [{name: c, image: nginx}]}\n"
+    subprocess.run([KUBECTL, "--kubeconfig", str(live.kubeconfig), "create", "-f", "-"], input=manifest, text=True, check=True, capture_output=True, timeout=30)
+    kubectl(live, "rollout", "status", "deployment/drained", "--timeout=90s", timeout=120)
+    out = kubectl(live, "drain", "node-1", "--ignore-daemonsets", "--timeout=60s", timeout=90)
+    assert "node/node-1 cordoned" in out.stdout and "drained" in out.stdout
+    nodes = kubectl(live, "get", "nodes").stdout
+    assert "SchedulingDisabled" in next(line for line in nodes.splitlines() if line.startswith("node-1"))
+    kubectl(live, "uncordon", "node-1")
+    events = live.call(lambda: [e for e in live.world.journal.events if e.get("type") == "api-op" and e.get("subresource") == "eviction" and e.get("phase") == "ok"])
+    assert events and all(event["client"] == "outside" for event in events)
+
+
+def test_python_client_crud_conflict_and_watch_resumption(live):
+    kubernetes = pytest.importorskip("kubernetes", reason="the official Python client is in the test extra")
+    from kubernetes import client, config, watch
+    from kubernetes.client.rest import ApiException
+
+    api = client.CoreV1Api(api_client=config.new_client_from_config(str(live.kubeconfig)))
+    del kubernetes
+    created = api.create_namespaced_service("default", {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "py"}, "spec": {"selector": {"app": "py"}, "ports": [{"port": 80}]}})
+    stale = created.metadata.resource_version
+    read = api.read_namespaced_service("py", "default")
+    read.metadata.labels = {"step": "1"}
+    updated = api.replace_namespaced_service("py", "default", read)
+    assert int(updated.metadata.resource_version) > int(stale)
+    read.metadata.resource_version = stale
+    with pytest.raises(ApiException) as conflict:
+        api.replace_namespaced_service("py", "default", read)
+    assert conflict.value.status == 409 and conflict.value.reason == "Conflict" and '"reason":"Conflict"' in conflict.value.body
+    patched = api.patch_namespaced_service("py", "default", {"metadata": {"labels": {"step": "2"}}})
+    assert patched.metadata.labels == {"step": "2"}
+    listed = api.list_namespaced_service("default", label_selector="step=2")
+    assert [s.metadata.name for s in listed.items] == ["py"]
+    # A watch resumed from the list's resourceVersion sees what happened after it, only.
+    api.patch_namespaced_service("py", "default", {"metadata": {"labels": {"step": "3"}}})
+    api.delete_namespaced_service("py", "default")
+    events = [(event["type"], event["object"].metadata.labels) for event in watch.Watch().stream(api.list_namespaced_service, "default", resource_version=listed.metadata.resource_version, timeout_seconds=2)]
+    assert events == [("MODIFIED", {"step": "3"}), ("DELETED", {"step": "3"})]
+    with pytest.raises(ApiException) as missing:
+        api.read_namespaced_service("py", "default")
+    assert missing.value.status == 404
+
+
+def test_a_killed_api_server_refuses_connections_and_its_restart_serves_again(live):
+    def kill() -> None:
+        live.world.process("kube-apiserver-1").kill()
+
+    live.call(kill)
+    time.sleep(0.5)
+    refused = kubectl(live, "get", "nodes", "--request-timeout=5s", check=False)
+    assert refused.returncode != 0 and "refused" in refused.stderr
+    other = kubectl(live, "--context", "chaoskube-apiserver-2", "get", "nodes")  # the other replica serves
+    assert "node-1" in other.stdout
+    live.call(lambda: live.world.process("kube-apiserver-1").start())
+    deadline = time.monotonic() + 30
+    while True:
+        again = kubectl(live, "get", "nodes", "--request-timeout=5s", check=False)
+        if again.returncode == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert again.returncode == 0, again.stderr
+
+
+def test_a_partitioned_api_server_stalls_requests(live):
+    outside = {"outside"}
+    live.call(lambda: live.world.network.partition({"kube-apiserver-2": outside}))
+    try:
+        started = time.monotonic()
+        stalled = kubectl(live, "--context", "chaoskube-apiserver-2", "get", "nodes", "--request-timeout=3s", check=False, timeout=30)
+        assert stalled.returncode != 0 and time.monotonic() - started >= 2.5
+        assert "Timeout" in stalled.stderr or "timeout" in stalled.stderr or "deadline" in stalled.stderr
+    finally:
+        live.call(live.world.network.heal)
+    assert "node-1" in kubectl(live, "--context", "chaoskube-apiserver-2", "get", "nodes").stdout
+
+
+def test_every_outside_request_is_journaled(live):
+    events = live.call(lambda: [e for e in live.world.journal.events if e.get("type") == "http-request"])
+    assert events and all(event["client"] == "outside" for event in events)
+    assert {event["method"] for event in events} >= {"GET", "POST", "PATCH", "DELETE"}
+    assert os.environ.get("KUBECONFIG") != str(live.kubeconfig)  # tests never touch the user's
+
+
+def test_python_client_deserializes_every_kind_the_cluster_holds(live):
+    """The client's models refuse objects without the fields Go always writes (a
+    V1Condition without message, a V1ContainerStatus without imageID): list every kind."""
+    pytest.importorskip("kubernetes", reason="the official Python client is in the test extra")
+    from kubernetes import client, config
+
+    api_client = config.new_client_from_config(str(live.kubeconfig))
+    core, apps, policy = client.CoreV1Api(api_client), client.AppsV1Api(api_client), client.PolicyV1Api(api_client)
+    rbac, coordination, discovery = client.RbacAuthorizationV1Api(api_client), client.CoordinationV1Api(api_client), client.DiscoveryV1Api(api_client)
+    admission, scheduling = client.AdmissionregistrationV1Api(api_client), client.SchedulingV1Api(api_client)
+    manifest = "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: everything}\nspec: {minAvailable: 1, selector: {matchLabels: {app: frontend}}}\n"
+    if KUBECTL is not None:
+        subprocess.run([KUBECTL, "--kubeconfig", str(live.kubeconfig), "apply", "-f", "-"], input=manifest, text=True, check=True, capture_output=True, timeout=30)
+        time.sleep(2.0)  # the disruption controller writes its status (metav1.Conditions)
+    listed = {
+        "pods": core.list_pod_for_all_namespaces().items, "nodes": core.list_node().items, "namespaces": core.list_namespace().items,
+        "services": core.list_service_for_all_namespaces().items, "serviceaccounts": core.list_service_account_for_all_namespaces().items,
+        "deployments": apps.list_deployment_for_all_namespaces().items, "replicasets": apps.list_replica_set_for_all_namespaces().items,
+        "pdbs": policy.list_pod_disruption_budget_for_all_namespaces().items, "clusterroles": rbac.list_cluster_role().items,
+        "clusterrolebindings": rbac.list_cluster_role_binding().items, "leases": coordination.list_lease_for_all_namespaces().items,
+        "endpointslices": discovery.list_endpoint_slice_for_all_namespaces().items, "priorityclasses": scheduling.list_priority_class().items,
+        "webhooks": admission.list_validating_webhook_configuration().items,
+    }
+    for kind in ("pods", "nodes", "namespaces", "clusterroles", "leases"):
+        assert listed[kind], kind
+    node = listed["nodes"][0]
+    assert node.status.node_info.kubelet_version and all(c.type for c in node.status.conditions)
+
+
+def test_a_slow_api_server_answers_late(live):
+    from chaoskube.sim import LinkProfile
+
+    fast = time.monotonic()
+    kubectl(live, "--context", "chaoskube-apiserver-2", "get", "namespace", "default")
+    fast = time.monotonic() - fast
+    live.call(lambda: live.world.network.set_link("outside", "kube-apiserver-2", LinkProfile(delay_s=1.0, jitter_s=0.0)))
+    try:
+        slow = time.monotonic()
+        kubectl(live, "--context", "chaoskube-apiserver-2", "get", "namespace", "default")
+        slow = time.monotonic() - slow
+    finally:
+        live.call(lambda: live.world.network.set_link("outside", "kube-apiserver-2", None))
+    assert slow >= 1.0 and slow >= fast + 0.9, (fast, slow)
