@@ -42,13 +42,15 @@ sys.path.insert(0, str(ROOT))
 
 def tenants_on(path: Path, out: Path) -> Path:
     """The experiment file ``path`` with the tenants on, written under ``out``."""
+    from chaoskube.experiments.systems.kubernetes import resolve_manifest
+
     data = yaml.safe_load(path.read_text())
     data["name"] = f"{data['name']}-tenants"
     workload = dict(data.get("workload") or {})
     if not workload.get("tenants"):
         workload["tenants"] = True
     manifests = workload.get("manifests") or []
-    workload["manifests"] = [entry if Path(entry).is_absolute() else str((path.parent / entry).resolve()) for entry in manifests]
+    workload["manifests"] = [str(resolve_manifest(entry, path.parent)) for entry in manifests]  # as the original finds them
     if not workload["manifests"]:
         del workload["manifests"]
     data["workload"] = workload
