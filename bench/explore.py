@@ -100,8 +100,13 @@ def build_experiment(*, nodes: int, pods: int, deployments: int, faults_s: float
     cluster = {"etcdMembers": 3, "apiServers": 2, "controllerManagers": 2, "schedulers": 2, "nodeGroups": [{"count": nodes, "zones": ["zone-a", "zone-b", "zone-c"]}]}
     system = SYSTEMS[data["system"]]
     # ``admission`` judges webhook calls: it applies only to a cluster with webhooks
-    # (random-nemesis has none; it would answer unknown, "nothing to judge")
-    checkers = sorted(name for name in system.checkers() if name != "admission" or cluster.get("webhooks"))
+    # (random-nemesis has none; it would answer unknown, "nothing to judge");
+    # ``end-state`` judges the workload's own end_state assertions: this workload has none
+    checkers = sorted(
+        name
+        for name in system.checkers()
+        if (name != "admission" or cluster.get("webhooks")) and (name != "end-state" or workload.get("end_state"))
+    )
     top_level = "nemesis" in Experiment.__struct_fields__
     if faults:
         if top_level:

@@ -31,7 +31,7 @@ from chaoskube.controllers.manager import controller_manager_main, run_leader_el
 from chaoskube.etcd.server import EtcdConfig, current_leader, spawn_cluster
 from chaoskube.sim import Process, World
 
-__all__ = ["Cluster", "ClusterSpec", "ClusterSpecError", "NodeGroup", "Timings", "WebhookSpec", "load_cluster_spec", "open_cluster"]
+__all__ = ["Cluster", "ClusterSpec", "ClusterSpecError", "NodeGroup", "Timings", "WebhookSpec", "load_cluster_spec", "open_cluster", "planned_processes"]
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 MAX_NODES = 1024
@@ -315,6 +315,28 @@ def _bootstrap_main(cluster: Cluster, objects: list[Object]) -> Callable[[Proces
         process.world.record("cluster", event="bootstrapped", objects=[obj.metadata.name for obj in objects])
 
     return main
+
+
+def planned_processes(spec: ClusterSpec) -> list[tuple[str, str, str | None]]:
+    """(name, role, zone) of every process :func:`open_cluster` starts for ``spec``, in the
+    order it starts them, without starting anything: what fault targets (``name:``,
+    ``role:``, ``zone:``) can match, checked before a run (``chaoskube validate``,
+    ``run --dry-run``). ``tests/cluster`` compares it with a started cluster."""
+    zones = sorted({zone for _, zone, _ in spec.nodes()}) or None
+
+    def zone_of(index: int) -> str | None:  # the 0-based index-th process of a role
+        return zones[index % len(zones)] if zones else None
+
+    planned: list[tuple[str, str, str | None]] = []
+    planned += [(name, "etcd", zone_of(index)) for index, name in enumerate(EtcdConfig(members=spec.etcd_members).names)]
+    planned += [(f"kube-apiserver-{index}", "kube-apiserver", zone_of(index - 1)) for index in range(1, spec.api_servers + 1)]
+    planned += [(f"kube-controller-manager-{index}", "kube-controller-manager", zone_of(index - 1)) for index in range(1, spec.controller_managers + 1)]
+    planned += [(f"kube-scheduler-{index}", "kube-scheduler", zone_of(index - 1)) for index in range(1, spec.schedulers + 1)]
+    if spec.webhooks:
+        planned += [(hook.service, "webhook", None) for hook in spec.webhooks]
+        planned.append(("cluster-bootstrap", "bootstrap", None))
+    planned += [(name, "node", zone) for name, zone, _ in spec.nodes()]
+    return planned
 
 
 def open_cluster(world: World, spec: ClusterSpec | None = None) -> Cluster:

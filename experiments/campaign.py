@@ -70,6 +70,8 @@ from typing import Any
 import orjson
 
 from chaoskube.experiments.model import Experiment
+from chaoskube.experiments.signals import stopping_now
+from chaoskube.sim.randomness import MAX_SEED
 from chaoskube.experiments.report_html import (
     CSS,
     availability_figures,
@@ -81,7 +83,7 @@ from chaoskube.experiments.report_html import (
 
 MAX_SEEDS = 10_000  # per campaign and experiment: a typo like 1..1000000 is refused, not queued
 MAX_DIFF_LINES = 10_000_000  # replay: how far to look for the first differing journal line
-_SEEDS = re.compile(r"^\s*(\d+)\s*(?:\.\.\s*(\d+)\s*)?$")
+_SEEDS = re.compile(r"^\s*([0-9]+)\s*(?:\.\.\s*([0-9]+)\s*)?$")
 
 
 class SeedsError(ValueError):
@@ -103,8 +105,12 @@ def parse_seeds(text: str) -> list[int]:
         match = _SEEDS.match(part)
         if match is None:
             raise SeedsError(f"--seeds {text!r}: expected A..B (e.g. 1..20), N, or a comma-separated list of them")
+        if any(len(group) > 20 for group in match.groups() if group):
+            raise SeedsError(f"--seeds {text!r}: a seed is between 0 and 2**64 - 1")
         first = int(match.group(1))
         last = int(match.group(2)) if match.group(2) is not None else first
+        if last > MAX_SEED:
+            raise SeedsError(f"--seeds {text!r}: {last} is above the largest seed, 2**64 - 1 ({MAX_SEED})")
         if last < first:
             raise SeedsError(f"--seeds {text!r}: the range {first}..{last} is empty (write the lower seed first)")
         if last - first + 1 + len(seeds) > MAX_SEEDS:
@@ -139,8 +145,7 @@ class Job:
     def experiment(self) -> Experiment:
         """The experiment this job runs: the target, with its variants and manifests."""
         from chaoskube.experiments import registry
-        from chaoskube.experiments.model import with_broken
-        from chaoskube.experiments.registry import with_manifests
+        from chaoskube.experiments.registry import with_broken, with_manifests
 
         experiment = registry.find(self.target)
         if self.manifests is not None:
@@ -179,44 +184,64 @@ def run_job(job: Job) -> dict[str, Any]:
         result = run_experiment(experiment, job.seed, job.out_dir, boot_seed=job.boot_seed)
     except Exception as error:  # noqa: BLE001 - one broken run must not end the campaign
         return _error_record(job, f"{type(error).__name__}: {error}") | {"job_seconds": round(time.perf_counter() - started, 3)}
-    return job_record(job, experiment, result, time.perf_counter() - started)
+    return job_record(job, time.perf_counter() - started, result)
 
 
-def job_record(job: Job, experiment: Experiment, result: Any, job_seconds: float) -> dict[str, Any]:
-    """The record of a finished job: its result, availability and fault effects."""
-    payload = result.to_json()
-    events = read_timeline_events(Path(job.out_dir) / "journal.jsonl")
-    availability, effects = run_effects(events, result.faults, result.simulated_seconds)
-    broken = list(experiment.broken)
-    findings = result.failing if broken else []
+def job_record(job: Job, job_seconds: float, result: Any) -> dict[str, Any]:
+    """The record of a finished job (run whole, or forked after a shared boot): its
+    result, availability and fault effects; ``job_seconds`` is the run (after the boot,
+    when forked), its checkers and reports."""
+    record = record_of_payload(result.to_json(), job.out_dir, target=job.target, replay=job.replay)
+    record["job_seconds"] = round(job_seconds, 3)
+    return record
+
+
+def record_of_payload(payload: Mapping[str, Any], out_dir: str, *, target: str, replay: str) -> dict[str, Any]:
+    """A run's campaign record from its ``result.json`` payload and its journal (in
+    ``out_dir``): what :func:`job_record` returns, and what ``chaoskube report`` builds from
+    run directories made by ``run`` or ``explore``."""
+    events = read_timeline_events(Path(out_dir) / "journal.jsonl")
+    simulated_seconds = float(payload.get("simulated_seconds", payload.get("real_seconds", 0.0)))
+    faults = list(payload.get("faults") or [])
+    availability, effects = run_effects(events, faults, simulated_seconds)
+    broken = list(payload.get("broken") or [])
+    verdicts = payload.get("verdicts") or {}
+    failing = sorted(name for name, verdict in verdicts.items() if verdict["valid"] == "false")
+    unknown = any(verdict["valid"] == "unknown" for verdict in verdicts.values())
+    interrupted = bool(payload.get("interrupted"))
+    inconclusive = bool(payload.get("skipped_faults")) and not interrupted
+    findings = failing if broken else []
     return {
-        "experiment": job.name,
-        "target": job.target,
-        "seed": job.seed,
+        "experiment": payload["experiment"],
+        "target": target,
+        "seed": payload["seed"],
         "boot_seed": payload.get("boot_seed"),
-        "out_dir": job.out_dir,
-        "replay": job.replay,
+        "out_dir": str(out_dir),
+        "replay": replay,
         # With broken variants the expected outcome is irrelevant: a failing checker is a
         # finding, and only a run where every checker passed (the bug went unnoticed) and
         # none was unknown counts as "as expected".
-        "as_expected": (not findings and not result.unknown and not result.interrupted) if broken else result.as_expected,
+        "as_expected": (not findings and not unknown and not interrupted and not inconclusive) if broken else bool(payload.get("as_expected")),
+        "inconclusive": inconclusive,
+        "checkers_as_expected": bool(payload.get("checkers_as_expected", payload.get("as_expected"))) if not broken else (not findings and not unknown and not interrupted),
+        "skipped_faults": list(payload.get("skipped_faults") or []),
         "broken": broken,
         "caught_by": _caught_by(broken),
         "findings": findings,
-        "interrupted": result.interrupted,
+        "interrupted": interrupted,
         "error": None,
-        "expected": payload["expected"],
-        "verdicts": {name: {key: verdict[key] for key in ("valid", "reason", "details")} for name, verdict in payload["verdicts"].items()},
-        "journal_sha256": result.journal_sha256,
-        "chaoskube_version": payload["chaoskube_version"],
+        "expected": payload.get("expected") or {},
+        "verdicts": {name: {key: verdict.get(key) for key in ("valid", "reason", "details")} for name, verdict in verdicts.items()},
+        "journal_sha256": payload.get("journal_sha256", ""),
+        "chaoskube_version": payload.get("chaoskube_version", ""),
         "mode": payload.get("mode", "simulated"),
-        "simulated_seconds": round(result.simulated_seconds, 6),
-        "wall_seconds": round(result.wall_seconds, 3),
-        "metrics": result.metrics,
-        "faults": [{key: fault.get(key) for key in ("id", "kind", "target", "targets", "applied_at", "healed_at")} for fault in result.faults],
+        "simulated_seconds": round(simulated_seconds, 6),
+        "wall_seconds": round(float(payload.get("wall_seconds", 0.0)), 3),
+        "metrics": payload.get("metrics") or {},
+        "faults": [{key: fault.get(key) for key in ("id", "kind", "target", "targets", "applied_at", "healed_at")} for fault in faults],
         "availability": availability,
         "fault_effects": effects,
-        "job_seconds": round(job_seconds, 3),  # the run (after the boot, when forked), its checkers and reports
+        "job_seconds": round(float(payload.get("wall_seconds", 0.0)), 3),  # job_record: the job's own time
     }
 
 
@@ -246,7 +271,7 @@ class BootGroup:
     def finish(self, job: Job, outcome: Any, seconds: float) -> dict[str, Any]:
         experiment, result = outcome
         assert result.seed == job.seed and str(result.out_dir) == job.out_dir, (result.seed, result.out_dir, job)
-        return job_record(job, experiment, result, seconds)
+        return job_record(job, seconds, result)
 
     def run(self, job: Job) -> dict[str, Any]:
         return run_job(job)
@@ -272,7 +297,7 @@ def _caught_by(broken: Sequence[str]) -> list[str]:
 def _error_record(job: Job, error: str) -> dict[str, Any]:
     return {
         "experiment": job.name, "target": job.target, "seed": job.seed, "out_dir": job.out_dir, "replay": job.replay,
-        "as_expected": False, "broken": list(job.broken), "caught_by": _caught_by(job.broken), "findings": [], "interrupted": False, "error": error, "expected": {}, "verdicts": {}, "journal_sha256": "",
+        "as_expected": False, "inconclusive": False, "checkers_as_expected": False, "skipped_faults": [], "broken": list(job.broken), "caught_by": _caught_by(job.broken), "findings": [], "interrupted": False, "error": error, "expected": {}, "verdicts": {}, "journal_sha256": "",
         "chaoskube_version": "", "mode": "simulated", "simulated_seconds": 0.0, "wall_seconds": 0.0, "metrics": {},
         "faults": [], "availability": None, "fault_effects": [], "job_seconds": 0.0,
     }  # fmt: skip
@@ -376,6 +401,7 @@ def run_campaign(
             result.stopped_by = min(flagged, key=lambda record: (record["seed"], record["experiment"]))
     except KeyboardInterrupt:
         result.interrupted = True
+        stopping_now()  # a second Ctrl-C must not cut the stopping of the workers short
         finished = {record["out_dir"] for record in result.records}
         result.abandoned = [job for job in pool.abort() if job.out_dir not in finished]
         result.not_started = pool.not_started
@@ -449,6 +475,9 @@ def why_unexpected(record: Mapping[str, Any]) -> str:
         return f"error: {record['error']}"
     if record.get("interrupted"):
         return "interrupted"
+    if record.get("inconclusive") and record.get("checkers_as_expected"):  # else the verdicts say more
+        skipped = record.get("skipped_faults") or ["a fault"]
+        return f"inconclusive: {len(skipped)} fault(s) not applied when they fell due, so nothing was tested there: {skipped[0]}"
     if record.get("broken"):
         caught_by = set(record.get("caught_by") or ())
         failed = sorted(record.get("findings") or (), key=lambda name: (name not in caught_by, name))
@@ -466,6 +495,81 @@ def why_unexpected(record: Mapping[str, Any]) -> str:
         elif verdict["valid"] == "true" and name in failing:
             reasons.append(f"{name} passed, expected to fail")
     return "; ".join(reasons) or "not as expected"
+
+
+KEEP_POLICIES = ("all", "failed", "none")
+
+
+def keeps(record: Mapping[str, Any], policy: str) -> bool:
+    """Whether ``--keep POLICY`` keeps a run's directory: ``all``; ``none``; ``failed``:
+    runs with a finding, a violation (any checker that answered false, expected or not),
+    an error, an unknown verdict, a skipped fault or an interruption — every run the
+    summary has something to say about."""
+    assert policy in KEEP_POLICIES, policy
+    if policy != "failed":
+        return policy == "all"
+    return bool(record.get("error") or record.get("findings") or _violated(record) or not record["as_expected"] or record.get("inconclusive") or record.get("interrupted"))
+
+
+def apply_keep(record: dict[str, Any], policy: str, campaign_dir: Path) -> None:
+    """Mark ``record["kept"]`` and remove its run directory if the policy drops it. Only a
+    directory inside ``campaign_dir`` is ever removed."""
+    record["kept"] = keeps(record, policy)
+    if record["kept"]:
+        return
+    run_dir = Path(record["out_dir"]).resolve()
+    if run_dir.parent == campaign_dir.resolve() and run_dir.is_dir():
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def run_link(record: Mapping[str, Any]) -> str:
+    """Where a run's directory is, relative to the summary: beside it (``explore``), or as
+    ``chaoskube report`` recorded it (``link``)."""
+    return str(record.get("link") or Path(record["out_dir"]).name)
+
+
+def violations(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Every checker that answered false, in every run, sorted by (experiment, seed,
+    checker): what it said, whether the experiment expects it (a documented failure mode,
+    ``expected.failing`` / ``may_fail``) or it is a finding (with ``--broken``) or neither
+    (a violation that fails the campaign), and where the run's report is (a path relative
+    to the campaign directory, None once ``--keep`` removed the run)."""
+    found = []
+    for record in records:
+        expected = record.get("expected") or {}
+        allowed = set(expected.get("failing", ())) | set(expected.get("may_fail", ()))
+        for name in _violated(record):
+            if record.get("broken"):
+                kind = "finding"
+            elif name in allowed:
+                kind = "expected"
+            else:
+                kind = "violation"
+            found.append(
+                {
+                    "experiment": record["experiment"], "seed": record["seed"], "checker": name, "kind": kind,
+                    "reason": record["verdicts"][name]["reason"], "replay": record["replay"],
+                    "report": f"{run_link(record)}/report.html" if record.get("kept", True) else None,
+                }
+            )  # fmt: skip
+    return sorted(found, key=lambda item: (item["experiment"], item["seed"], item["checker"]))
+
+
+def campaign_outcome(result: CampaignResult) -> str:
+    """The campaign in one word, and so its exit code (docs/experiments.md): ``interrupted``;
+    ``not-as-expected`` when a run missed its expected outcome (a violation in an
+    experiment expected to pass, an expected failure that did not show, an unknown verdict,
+    an error, with ``--broken`` a finding) or ``--fail-fast`` stopped it; ``inconclusive``
+    when every other run was as expected but some had faults that were never applied;
+    else ``as-expected``."""
+    if result.interrupted:
+        return "interrupted"
+    failed = [record for record in result.records if not record.get("checkers_as_expected", record["as_expected"])]
+    if failed or result.stopped_by is not None or len(result.records) != result.planned:
+        return "not-as-expected"
+    if any(record.get("inconclusive") for record in result.records):
+        return "inconclusive"
+    return "as-expected"
 
 
 def summarize(result: CampaignResult, seeds: str, workers: int) -> dict[str, Any]:
@@ -493,7 +597,7 @@ def summarize(result: CampaignResult, seeds: str, workers: int) -> dict[str, Any
     per_kind = [_kind_effects(kind, records) for kind in kinds]
     per_experiment_kind = [_kind_effects(kind, [record for record in records if record["experiment"] == item["experiment"]]) | {"experiment": item["experiment"]} for item in experiments for kind in kinds]
     unexpected = [
-        {"experiment": record["experiment"], "seed": record["seed"], "why": why_unexpected(record), "replay": record["replay"], "out_dir": record["out_dir"], "broken": list(record.get("broken", ()))}
+        {"experiment": record["experiment"], "seed": record["seed"], "why": why_unexpected(record), "replay": record["replay"], "out_dir": record["out_dir"], "link": run_link(record), "broken": list(record.get("broken", ()))}
         for record in records
         if not record["as_expected"]
     ]
@@ -510,12 +614,22 @@ def summarize(result: CampaignResult, seeds: str, workers: int) -> dict[str, Any
         "abandoned": [{"experiment": job.name, "seed": job.seed, "out_dir": job.out_dir} for job in result.abandoned],
         "wall_seconds": round(result.wall_seconds, 3),
         "all_as_expected": result.all_as_expected,
+        "outcome": campaign_outcome(result),
+        "failed": sum(1 for record in records if not record.get("checkers_as_expected", record["as_expected"])),  # missed the expected verdicts
+        "inconclusive": sum(1 for record in records if record.get("inconclusive") and record.get("checkers_as_expected", record["as_expected"])),  # only a skipped fault
+        "errors": sum(1 for record in records if record.get("error")),
+        "violations": violations(records),
+        "kept": sum(1 for record in records if record.get("kept", True)),
         "experiments": experiments,
         "fault_kinds": per_kind,
         "fault_effects": [item for item in per_experiment_kind if item["faults"]],
         "unexpected_runs": unexpected,
         "findings": _findings(records),
-        "runs": [{key: record[key] for key in ("experiment", "seed", "as_expected", "journal_sha256", "out_dir", "replay", "error")} | {"verdicts": {name: verdict["valid"] for name, verdict in record["verdicts"].items()}} for record in records],
+        "runs": [
+            {key: record[key] for key in ("experiment", "seed", "as_expected", "journal_sha256", "out_dir", "replay", "error")}
+            | {"verdicts": {name: verdict["valid"] for name, verdict in record["verdicts"].items()}, "inconclusive": bool(record.get("inconclusive")), "kept": record.get("kept", True)}
+            for record in records
+        ],
     }
 
 
@@ -600,11 +714,35 @@ def _findings_lines(summary: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def end_line(summary: Mapping[str, Any]) -> str:
+    """The campaign's end line, the same on the terminal and in summary.md / summary.html:
+    counts that add up to the finished runs, and the outcome's reason."""
+    parts = [f"{summary['as_expected']} of {summary['finished_runs']} runs as expected"]
+    failed = summary.get("failed", summary["unexpected"])
+    if failed:
+        parts.append(f"{failed} not as expected")
+    if summary.get("inconclusive"):
+        parts.append(f"{summary['inconclusive']} inconclusive")
+    counted = {"violation": 0, "expected": 0, "finding": 0}
+    for item in summary.get("violations", ()):
+        counted[item["kind"]] += 1
+    if counted["violation"]:
+        parts.append(f"{counted['violation']} violation(s)")
+    if counted["finding"]:
+        parts.append(f"{counted['finding']} finding(s)")
+    if counted["expected"]:
+        parts.append(f"{counted['expected']} expected failure(s)")
+    line = "; ".join(parts) + f" ({summary['planned_runs']} planned)"
+    return line + (" — interrupted" if summary["interrupted"] else "")
+
+
 def render_summary_markdown(summary: Mapping[str, Any]) -> str:
     lines = [
         f"# chaoskube explore — seeds {summary['seeds']}",
         "",
+        f"- Outcome: **{summary['outcome']}** — {end_line(summary)}",
         f"- Runs: {summary['finished_runs']} of {summary['planned_runs']} finished; {summary['as_expected']} as expected, {summary['unexpected']} not"
+        + (f" ({summary['inconclusive']} inconclusive)" if summary.get("inconclusive") else "")
         + (" — **interrupted**" if summary["interrupted"] else ""),
         f"- {summary['jobs']} parallel processes, {summary['wall_seconds']:.1f} s of wall time",
         *_stopped_lines(summary),
@@ -655,6 +793,20 @@ def render_summary_markdown(summary: Mapping[str, Any]) -> str:
         )
     lines += ["", "## Runs not as expected", ""]
     lines += [f"- {item['experiment']} seed {item['seed']}: {item['why'].replace('|', '/')} — `{item['replay']}`" for item in summary["unexpected_runs"]] or ["None."]
+    lines += [
+        "",
+        "## Every seed with a finding or violation",
+        "",
+        "Each checker that answered false: a *violation* fails the campaign; *expected* is the experiment's documented failure mode; a *finding* is a checker catching a gallery variant (--broken).",
+        "",
+    ]
+    if summary.get("violations"):
+        lines += ["| experiment | seed | checker | kind | reason | report | replay |", "|---|---|---|---|---|---|---|"]
+        for item in summary["violations"]:
+            report = f"[report]({item['report']})" if item["report"] else "removed (--keep)"
+            lines.append(f"| {item['experiment']} | {item['seed']} | {item['checker']} | {item['kind']} | {item['reason'].replace('|', '/')} | {report} | `{item['replay']}` |")
+    else:
+        lines.append("None: every checker answered true or unknown in every run.")
     if summary["abandoned"]:
         lines += ["", "## Abandoned (running when interrupted)", ""]
         lines += [f"- {item['experiment']} seed {item['seed']} ({item['out_dir']})" for item in summary["abandoned"]]
@@ -693,12 +845,20 @@ def render_summary_html(summary: Mapping[str, Any]) -> str:
     ]  # fmt: skip
     stopped = summary.get("stopped_early")
     # Run directories sit beside the summary: link each report by its directory's name.
-    unexpected = [[esc(item["experiment"]), str(item["seed"]), esc(item["why"]), f"<code>{esc(item['replay'])}</code>", f'<a href="{esc(Path(item["out_dir"]).name)}/report.html">report</a>'] for item in summary["unexpected_runs"]]
+    unexpected = [[esc(item["experiment"]), str(item["seed"]), esc(item["why"]), f"<code>{esc(item['replay'])}</code>", f'<a href="{esc(item.get("link") or Path(item["out_dir"]).name)}/report.html">report</a>'] for item in summary["unexpected_runs"]]
+    violation_rows = [
+        [
+            esc(item["experiment"]), str(item["seed"]), esc(item["checker"]), f'<span class="{esc(item["kind"])}">{esc(item["kind"])}</span>', esc(item["reason"]),
+            f'<a href="{esc(item["report"])}">report</a>' if item["report"] else "removed (--keep)", f"<code>{esc(item['replay'])}</code>",
+        ]
+        for item in summary.get("violations", ())
+    ]  # fmt: skip
     status = "interrupted — " if summary["interrupted"] else ""
     parts = [
         "<!DOCTYPE html>",
         f'<html lang="en"><head><meta charset="utf-8"><title>chaoskube explore — seeds {esc(summary["seeds"])}</title><style>{CSS}</style></head><body>',
         f"<h1>chaoskube explore — seeds {esc(summary['seeds'])}</h1>",
+        f'<p id="outcome" class="outcome {esc(summary["outcome"])}">{esc(summary["outcome"])}: {esc(end_line(summary))}</p>',
         f'<p id="totals">{status}{summary["finished_runs"]} of {summary["planned_runs"]} runs finished; {summary["as_expected"]} as expected, '
         f'{summary["unexpected"]} not; {summary["jobs"]} processes, {summary["wall_seconds"]:.1f} s wall.</p>',
         (
@@ -717,6 +877,8 @@ def render_summary_html(summary: Mapping[str, Any]) -> str:
         table("fault-kinds", ["fault kind", "experiments", "faults", "runs as expected", "ok fraction", "lost s", "stalled s", "leader changes", "recovery s", "time to converge s", "runs with violations", "verdicts of those runs"], kinds),
         "<h2>Runs not as expected</h2>",
         table("unexpected", ["experiment", "seed", "why", "replay", "report"], unexpected) if unexpected else "<p>None.</p>",
+        "<h2>Every seed with a finding or violation</h2><p class=\"muted\">Each checker that answered false: a violation fails the campaign; expected is the experiment's documented failure mode; a finding is a checker catching a gallery variant (--broken).</p>",
+        table("violations", ["experiment", "seed", "checker", "kind", "reason", "report", "replay"], violation_rows) if violation_rows else "<p>None.</p>",
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"
@@ -724,12 +886,13 @@ def render_summary_html(summary: Mapping[str, Any]) -> str:
 
 def write_summary(out: Path, summary: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[Path]:
     from chaoskube.experiments.junit import write_junit
+    from chaoskube.experiments.result import write_atomic
 
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "summary.json", out / "summary.md", out / "summary.html"]
-    paths[0].write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
-    paths[1].write_text(render_summary_markdown(summary), encoding="utf-8")
-    paths[2].write_text(render_summary_html(summary), encoding="utf-8")
+    write_atomic(paths[0], orjson.dumps(summary, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    write_atomic(paths[1], render_summary_markdown(summary))
+    write_atomic(paths[2], render_summary_html(summary))
     paths.append(write_junit(out / "junit.xml", records))
     return paths
 
@@ -756,17 +919,26 @@ class ReplayOutcome:
 
 def load_run(run_dir: Path) -> dict[str, Any]:
     """The ``result.json`` of a replayable (simulated) run, or :class:`NotARun`."""
+    from chaoskube.api.files import RESULT_MAX_BYTES, TooLarge, read_limited
+    from chaoskube.sim import seed_error
+
     path = run_dir / "result.json"
     if not run_dir.is_dir():
         raise NotARun(f"{run_dir}: not a directory")
     try:
-        payload = orjson.loads(path.read_bytes())
+        payload = orjson.loads(read_limited(path, RESULT_MAX_BYTES, "a result.json"))
     except FileNotFoundError:
         raise NotARun(f"{run_dir}: no result.json here; is it a run directory (chaoskube run --out DIR)?") from None
-    except (OSError, orjson.JSONDecodeError) as error:
+    except TooLarge as error:
+        raise NotARun(str(error)) from None
+    except OSError as error:
+        raise NotARun(f"{path}: cannot read: {error.strerror or error}") from None
+    except orjson.JSONDecodeError as error:
         raise NotARun(f"{path}: cannot read it as JSON: {error}") from None
-    if not isinstance(payload, dict) or not isinstance(payload.get("experiment"), str) or type(payload.get("seed")) is not int:
+    if not isinstance(payload, dict) or not isinstance(payload.get("experiment"), str) or "seed" not in payload:
         raise NotARun(f"{path}: not a chaoskube result (no experiment name and integer seed)")
+    if type(payload["seed"]) is not int or seed_error(payload["seed"]):
+        raise NotARun(f"{path}: field `seed`: {seed_error(payload['seed'])}; `chaoskube run` would refuse it too")
     if not re.fullmatch(r"[0-9a-f]{64}", str(payload.get("journal_sha256", ""))):
         raise NotARun(f"{path}: no journal_sha256 to compare with")
     if payload.get("mode") == "real-time":
@@ -799,8 +971,7 @@ def replay_experiment(payload: Mapping[str, Any]) -> Experiment:
     directory of its replay command and the gallery variants of its ``broken`` list (or
     of its replay command's ``--broken`` options, for a result.json that has no list)."""
     from chaoskube.experiments import registry
-    from chaoskube.experiments.model import with_broken
-    from chaoskube.experiments.registry import with_manifests
+    from chaoskube.experiments.registry import with_broken, with_manifests
 
     experiment = registry.find(replay_target(payload))
     manifests = _replay_option(payload, "--manifests")

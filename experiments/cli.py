@@ -1,19 +1,33 @@
 """The ``chaoskube`` command line.
 
-Exit codes: 0 the outcome was the expected one; 1 it was not; 2 bad input (unknown
-experiment, malformed file or manifests, bad flag, unknown --broken variant, unwritable
---out) with a one-line message and no traceback; 3 a check that could not decide
-(``check-history``: unknown); 130 interrupted. ``explore`` exits 1 when any run missed its
-expected outcome; with ``--broken`` (deliberately broken components of
-chaoskube/gallery.py) the expected outcome is irrelevant and it exits 1 when a checker
-failed on some seed (a finding: the checkers caught the bug) and 0 when none did.
-``replay`` exits 1 when the fingerprints differ and 2 when the directory is not a run.
+Exit codes (docs/experiments.md, "Outcomes and exit codes"; the same for every command):
+
+====  ==========================================================================================
+code  meaning
+====  ==========================================================================================
+0     as expected: ``run``/``explore`` met the expected outcome; ``replay`` matched;
+      ``validate`` found nothing wrong; ``check-history``: linearizable; ``mark-fixed`` marked
+1     not as expected: a checker missed its expectation (a violation in an experiment
+      expected to pass, an expected failure that did not show, an unknown verdict); with
+      ``--broken``, a finding (a checker caught the broken component); ``replay``: the
+      fingerprints differ; ``check-history``: not linearizable; ``mark-fixed``: still fails
+2     bad input: one line on stderr naming the file, field or flag, and no traceback
+3     undecided: ``check-history`` could not decide in ``--time-limit``
+4     inconclusive: every checker answered as expected, but a fault was not applied when it
+      fell due (its target matched nothing then: no leader, say), so the run did not test
+      what the experiment says; ``explore``: no run failed and at least one was inconclusive
+130   interrupted by SIGINT (Ctrl-C): what finished is written, the result marked interrupted
+143   stopped by SIGTERM, handled as SIGINT is (experiments/signals.py)
+====  ==========================================================================================
 
 ``--manifests DIR`` (``run``, ``explore``): the experiment's workload is replaced by the
-Kubernetes manifests of DIR (``chaoskube.experiments.model.with_manifests``); users bring their own.
+Kubernetes manifests of DIR (``chaoskube.experiments.registry.with_manifests``); users bring
+their own. ``--broken NAME``: a gallery variant patched in; refused for an experiment whose
+system never runs the code it breaks.
 
 click parses arguments (well kept, composable subcommands, typed options); rich draws the
-tables and the progress bar (only when stderr is a terminal).
+tables and the progress bar on a terminal; without one (CI), plain progress lines go to
+stderr instead.
 """
 
 from __future__ import annotations
@@ -24,10 +38,16 @@ from typing import Any, NoReturn
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from chaoskube import __version__
 from chaoskube.experiments.model import ExperimentError, experiment_dir
+from chaoskube.experiments.signals import Stopping, ignore_further_signals, note_interrupt, stopping_now, termination_as_interrupt
+from chaoskube.sim import MAX_SEED
+
+#: Exit codes (module docstring).
+EXIT_AS_EXPECTED, EXIT_NOT_AS_EXPECTED, EXIT_BAD_INPUT, EXIT_UNDECIDED, EXIT_INCONCLUSIVE = 0, 1, 2, 3, 4
 
 stdout = Console(highlight=False, soft_wrap=True)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -39,6 +59,54 @@ class BadInput(click.ClickException):
 
 def fail(message: str) -> NoReturn:
     raise BadInput(message)
+
+
+class Interrupted(Exception):
+    """A command stopped by SIGINT or SIGTERM after writing what finished."""
+
+
+#: What the running command's signal handling saw (set by :func:`main`).
+STOPPING = Stopping()
+
+
+class OutDir(click.ParamType):
+    """A directory to write into: not empty (``--out ''`` would write into the current
+    directory), not an existing file."""
+
+    name = "directory"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Path:
+        if isinstance(value, Path):
+            return value
+        text = str(value)
+        if not text.strip():
+            self.fail("an empty path; give a directory to write the run into", param, ctx)
+        if "\x00" in text:
+            self.fail("a path cannot hold a NUL byte", param, ctx)
+        path = Path(text)
+        if path.exists() and not path.is_dir():
+            self.fail(f"Directory '{text}' is a file.", param, ctx)
+        return path
+
+
+class Seconds(click.ParamType):
+    """A finite number of seconds > 0 (``nan`` and ``inf`` are not a time)."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> float:
+        import math
+
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not math.isfinite(number) or number <= 0:
+            self.fail(f"{value!r} is not a finite number of seconds > 0", param, ctx)
+        return number
+
+
+SEED = click.IntRange(min=0, max=MAX_SEED)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -97,10 +165,16 @@ def describe(experiment: str) -> None:
     stdout.print(f"Phases: warm-up {phases.warmup_s:g} s, faults {phases.faults_s:g} s, recovery deadline {phases.recovery_s:g} s, settle {phases.settle_s:g} s")
     table = Table("at (s)", "fault", "target", "duration (s)", "params", title="Fault schedule")
     for entry in found.schedule:
-        table.add_row(f"{entry.at_s:g}", entry.kind, entry.target, "until heal" if entry.duration_s is None else f"{entry.duration_s:g}", ", ".join(f"{k}={v}" for k, v in sorted(entry.params.items())))
+        clipped = entry.clipped_s(found.phases.faults_s)
+        duration = "until heal" if entry.duration_s is None else f"{entry.duration_s:g}" + (f" (clipped to {clipped:g} by the heal)" if clipped is not None else "")
+        table.add_row(f"{entry.at_s:g}", entry.kind, escape(entry.target), duration, escape(", ".join(f"{k}={v}" for k, v in sorted(entry.params.items()))))
     stdout.print(table)
     if found.nemesis is not None:
         stdout.print(_nemesis_line(found.nemesis), markup=False)
+    if found.steady_state is not None:
+        stdout.print(f"Steady-state hypothesis {found.steady_state.title!r}: " + "; ".join(f"{probe.name} ({probe.kind}: {probe.tolerance_text()})" for probe in found.steady_state.probes), markup=False)
+    for probe in found.probes:
+        stdout.print(f"Probe {probe.name} ({probe.kind}, {probe.effective_mode}): {probe.tolerance_text()}", markup=False)
     stdout.print(f"Checkers: {', '.join(found.checkers)}")
     expected = found.expected
     stdout.print(f"Expected: {expected.outcome}" + (f" — {', '.join(expected.failing)} fail: {expected.failure_mode}" if expected.failing else ""))
@@ -140,8 +214,7 @@ MANIFESTS_HELP = "A directory of Kubernetes YAML/JSON manifests that replaces th
 def _resolve(experiment: str, broken: tuple[str, ...], manifests: Path | None) -> Any:
     """The experiment named (catalogue name or file), with --manifests and --broken."""
     from chaoskube.experiments import registry
-    from chaoskube.experiments.model import with_broken
-    from chaoskube.experiments.registry import with_manifests
+    from chaoskube.experiments.registry import with_broken, with_manifests
 
     found = registry.find(experiment)
     if manifests is not None:
@@ -151,15 +224,14 @@ def _resolve(experiment: str, broken: tuple[str, ...], manifests: Path | None) -
 
 @cli.command()
 @click.argument("experiment")
-@click.option("--seed", type=click.IntRange(min=0), default=None, help="The run's seed: same seed, same journal [default: the experiment's `seed`, else 1].")
-@click.option("--boot-seed", type=click.IntRange(min=0), default=None, help=BOOT_SEED_HELP)
+@click.option("--seed", type=SEED, default=None, help="The run's seed, 0 to 2**64-1: same seed, same journal [default: the experiment's `seed`, else 1].")
+@click.option("--boot-seed", type=SEED, default=None, help=BOOT_SEED_HELP)
 @click.option("--broken", "broken", multiple=True, metavar="NAME", help=BROKEN_HELP)
 @click.option("--manifests", type=click.Path(path_type=Path), default=None, metavar="DIR", help=MANIFESTS_HELP)
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Result directory [default: runs/NAME-seedN].")
-@click.option("--dry-run", is_flag=True, help="Print the resolved cluster, schedule and checkers without running.")
+@click.option("--out", "out_dir", type=OutDir(), default=None, help="Result directory [default: runs/NAME-seedN].")
+@click.option("--dry-run", is_flag=True, help="Print the resolved cluster, schedule (every target checked against the processes the experiment builds) and checkers without running.")
 def run(experiment: str, seed: int | None, boot_seed: int | None, broken: tuple[str, ...], manifests: Path | None, out_dir: Path | None, dry_run: bool) -> None:
     """Run EXPERIMENT (a catalogue name or a YAML file) with one seed."""
-    from chaoskube.experiments.registry import SYSTEMS
     from chaoskube.experiments.runner import run_experiment
 
     found = _resolve(experiment, broken, manifests)
@@ -167,41 +239,77 @@ def run(experiment: str, seed: int | None, boot_seed: int | None, broken: tuple[
         seed = found.seed if found.seed is not None else 1
     out = out_dir or Path("runs") / f"{found.name}-seed{seed}"
     if dry_run:
-        cluster, workload = SYSTEMS[found.system].options(found.cluster, found.workload, base_dir=experiment_dir(found))
-        stdout.print(f"{found.name} seed {seed}: system {found.system}" + (f"; broken on purpose: {', '.join(found.broken)}" if found.broken else ""))
-        import msgspec
-
-        stdout.print(f"cluster: {msgspec.to_builtins(cluster)}")
-        stdout.print(f"workload: {msgspec.to_builtins(workload)}")
-        for entry in found.schedule:
-            stdout.print(f"  at {entry.at_s:g} s: {entry.kind} {entry.target} for {'the fault phase' if entry.duration_s is None else f'{entry.duration_s:g} s'} {dict(entry.params) or ''}")
-        if found.nemesis is not None:
-            stdout.print(_nemesis_line(found.nemesis), markup=False)
-        stdout.print(f"checkers: {', '.join(found.checkers)}; expected: {found.expected.outcome}")
+        _print_plan(found, seed)
         return
     _writable_directory(out)
-    stderr.print(f"chaoskube {__version__}: {found.name} seed {seed} -> {out}")
+    stderr.print(f"chaoskube {__version__}: {found.name} seed {seed} -> {out}", markup=False)
     with _progress(found.name) as progress:
         result = run_experiment(found, seed, out, progress=progress, boot_seed=boot_seed)
     _print_result(result)
     if result.interrupted:
-        stderr.print(f"interrupted: kept {out / 'journal.jsonl'} and a partial result.json")
-        sys.exit(130)
+        stderr.print(f"interrupted: kept {out / 'journal.jsonl'} and a partial result.json", markup=False)
+        raise Interrupted()
     if result.experiment.broken:  # the expected outcome is irrelevant: did a checker catch it?
         _print_finding(result)
-        sys.exit(1 if result.failing or result.unknown else 0)
-    sys.exit(0 if result.as_expected else 1)
+        sys.exit(EXIT_NOT_AS_EXPECTED if result.failing or result.unknown else EXIT_INCONCLUSIVE if result.inconclusive else EXIT_AS_EXPECTED)
+    sys.exit({"as-expected": EXIT_AS_EXPECTED, "inconclusive": EXIT_INCONCLUSIVE}.get(result.outcome, EXIT_NOT_AS_EXPECTED))
+
+
+def _print_plan(found: Any, seed: int) -> None:
+    """``run --dry-run``: what the run will do, every target resolved against the processes
+    the experiment builds (registry.check_experiment has refused those that match none)."""
+    import msgspec
+
+    from chaoskube.experiments.registry import SYSTEMS
+
+    system = SYSTEMS[found.system]
+    cluster, workload = system.options(found.cluster, found.workload, base_dir=experiment_dir(found))
+    infos = system.process_infos(cluster, workload)
+    stdout.print(f"{found.name} seed {seed}: system {found.system}" + (f"; broken on purpose: {', '.join(found.broken)}" if found.broken else ""), markup=False)
+    stdout.print(f"cluster: {msgspec.to_builtins(cluster)}", markup=False)
+    stdout.print(f"workload: {msgspec.to_builtins(workload)}", markup=False)
+    if infos is not None:
+        stdout.print(f"processes ({len(infos)}): {', '.join(info.name for info in infos)}", markup=False)
+    faults_s = found.phases.faults_s
+    for entry in found.schedule:
+        clipped = entry.clipped_s(faults_s)
+        duration = "the fault phase" if entry.duration_s is None else f"{entry.duration_s:g} s" + (f", clipped to {clipped:g} s by the heal (clip_to_phase)" if clipped is not None else "")
+        matches = f" -> {_target_text(entry.target, infos)}" if infos is not None else ""
+        params = f" {dict(entry.params)}" if entry.params else ""
+        stdout.print(f"  at {entry.at_s:g} s: {entry.kind} {entry.target}{matches} for {duration}{params}", markup=False)
+    if found.nemesis is not None:
+        stdout.print(_nemesis_line(found.nemesis), markup=False)
+    for probe in found.probes:
+        stdout.print(f"  probe {probe.name} ({probe.kind}, {probe.effective_mode}): {probe.tolerance_text()}", markup=False)
+    if found.steady_state is not None:
+        stdout.print(f"  steady-state hypothesis {found.steady_state.title!r}: {', '.join(probe.name for probe in found.steady_state.probes)}", markup=False)
+    stdout.print(f"checkers: {', '.join(found.checkers)}; expected: {found.expected.outcome}", markup=False)
+
+
+def _target_text(target: str, infos: Any) -> str:
+    """What a target can match among the planned processes, in words."""
+    selector, _, argument = target.partition(":")
+    if selector == "name":
+        return argument
+    if selector == "zone":
+        names = [info.name for info in infos if info.zone == argument]
+        return f"{', '.join(names)} (every process of zone {argument})"
+    group = [info.name for info in infos if argument == "*" or info.role == argument]
+    if selector == "role":
+        return ", ".join(group)
+    which = {"random": "one of", "leader": "the leader among", "follower": "a follower among"}[selector]
+    return f"{which} {', '.join(group)}, when it fires"
 
 
 @cli.command()
 @click.argument("experiment", required=False)
 @click.option("--listen", default="127.0.0.1:6443", show_default=True, metavar="HOST:PORT", help="Where the first API server replica listens; the next replicas take the next ports (port 0: any free ports). Loopback only.")
 @click.option("--kubeconfig", "kubeconfig_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the kubeconfig here [default: OUT/kubeconfig].")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Result directory [default: runs/NAME-live-seedN].")
+@click.option("--out", "out_dir", type=OutDir(), default=None, help="Result directory [default: runs/NAME-live-seedN].")
 @click.option("--run", "command", default="", metavar="COMMAND", help="Start COMMAND with KUBECONFIG set, as the simulated process `operator` (fault target role:operator); stopped and reaped on every exit.")
 @click.option("--user", "users", multiple=True, metavar="USER[:GROUP,...]|serviceaccount:NS/NAME", help="Another identity in the kubeconfig (a client certificate, or a service account token); repeatable.")
 @click.option("--run-as", "run_as", default="chaoskube-operator:system:masters", show_default=True, metavar="USER[:GROUP,...]|serviceaccount:NS/NAME", help="The identity of the --run program.")
-@click.option("--seed", type=click.IntRange(min=0), default=None, help="The seed of the simulated cluster [default: the experiment's, else 1].")
+@click.option("--seed", type=SEED, default=None, help="The seed of the simulated cluster, 0 to 2**64-1 [default: the experiment's, else 1].")
 @click.option("--broken", "broken", multiple=True, metavar="NAME", help=BROKEN_HELP)
 def serve(experiment: str | None, listen: str, kubeconfig_path: Path | None, out_dir: Path | None, command: str, users: tuple[str, ...], run_as: str, seed: int | None, broken: tuple[str, ...]) -> None:
     """Serve EXPERIMENT's simulated cluster (or a default one) to real clients over HTTPS,
@@ -247,9 +355,11 @@ def serve(experiment: str | None, listen: str, kubeconfig_path: Path | None, out
     _print_result(result)
     stdout.print(f"live run: not byte-replayable; {result.live['replays']}", markup=False)
     if result.interrupted:
-        stderr.print(f"aborted: kept {out / 'journal.jsonl'} and a partial result.json")
-        sys.exit(130)
-    sys.exit(0 if not result.failing and not result.unknown else 1)
+        stderr.print(f"aborted: kept {out / 'journal.jsonl'} and a partial result.json", markup=False)
+        raise Interrupted()
+    # Live runs judge the program under test: any failing or unknown checker is 1; a fault
+    # that was never applied makes the run inconclusive (4), as in `run`.
+    sys.exit(EXIT_NOT_AS_EXPECTED if result.failing or result.unknown else EXIT_INCONCLUSIVE if result.inconclusive else EXIT_AS_EXPECTED)
 
 
 def _print_finding(result: Any) -> None:
@@ -267,7 +377,8 @@ def _print_finding(result: Any) -> None:
 
 
 class _progress:
-    """A progress bar of simulated time, on a terminal only."""
+    """A progress bar of simulated time on a terminal; without one (CI), a plain line on
+    stderr at every quarter of the planned time."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -275,7 +386,15 @@ class _progress:
 
     def __enter__(self) -> Any:
         if not stderr.is_terminal:
-            return None
+            shown = [0]
+
+            def line(now: float, planned: float) -> None:
+                quarter = min(4, int(4 * now / planned)) if planned else 4
+                if quarter > shown[0]:
+                    shown[0] = quarter
+                    click.echo(f"{self.name}: {25 * quarter}% ({now:.1f} of {planned:.1f} s planned)", err=True)
+
+            return line
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[now]:>8.1f} simulated s"), TimeElapsedColumn(), console=stderr, transient=True)
@@ -296,9 +415,17 @@ def _print_result(result: Any) -> None:
     table = Table("checker", "verdict", "reason", title=f"{result.experiment.name} seed {result.seed}")
     colours = {"true": "green", "false": "red", "unknown": "yellow"}
     for name, verdict in result.verdicts.items():
-        table.add_row(name, f"[{colours[verdict.label]}]{verdict.label}[/]", verdict.reason)
+        table.add_row(escape(name), f"[{colours[verdict.label]}]{verdict.label}[/]", escape(verdict.reason))
     stdout.print(table)
-    stdout.print(f"outcome: {'as expected' if result.as_expected else 'NOT as expected'} (expected {result.experiment.expected.outcome})")
+    for skipped in result.skipped_faults:
+        stdout.print(f"[yellow]skipped fault:[/] {escape(skipped)}")
+    for clipped in result.clipped_faults():
+        stdout.print(f"clipped fault: {clipped}", markup=False)
+    from chaoskube.experiments.reports import outcome_words
+
+    stdout.print(f"outcome: {outcome_words(result)} (expected {result.experiment.expected.outcome})", markup=False)
+    if result.inconclusive:
+        stdout.print(f"inconclusive: {len(result.skipped_faults)} fault(s) were not applied when they fell due, so the run did not test what the experiment says (exit {EXIT_INCONCLUSIVE})", markup=False)
     stdout.print(f"journal sha256: {result.journal_sha256}")
     if result.mode == "real":
         stdout.print(f"real processes: ran {result.wall_seconds:.1f} s")
@@ -309,30 +436,34 @@ def _print_result(result: Any) -> None:
 @cli.command()
 @click.argument("experiments", nargs=-1, metavar="[NAME|FILE]...")
 @click.option("--all", "all_experiments", is_flag=True, help="Every simulated experiment of the catalogue (real-process ones run in real time: use `run`); with --manifests, every one that takes manifests.")
-@click.option("--seeds", "seeds_text", required=True, metavar="A..B", help="Seeds, both ends included (1..20); also N, or a comma-separated list (1..5,9).")
+@click.option("--seeds", "seeds_text", required=True, metavar="A..B", help="Seeds, both ends included (1..20); also N, or a comma-separated list (1..5,9); each 0 to 2**64-1.")
 @click.option("--jobs", type=click.IntRange(min=1, max=256), default=None, help="Parallel processes [default: the CPU count].")
 @click.option("--broken", "broken", multiple=True, metavar="NAME", help=BROKEN_HELP + " A failing checker is then a finding.")
 @click.option("--manifests", type=click.Path(path_type=Path), default=None, metavar="DIR", help=MANIFESTS_HELP)
 @click.option("--fail-fast", is_flag=True, help="Stop at the first run not as expected (with --broken: the first finding); runs already going finish, no more start.")
-@click.option("--boot-seed", type=click.IntRange(min=0), default=None, help=BOOT_SEED_HELP)
+@click.option("--keep", type=click.Choice(["all", "failed", "none"]), default="all", show_default=True, help="Run directories to keep: all; failed (runs with a finding, a violation, an error, an unknown verdict or a skipped fault); none (the summary only).")
+@click.option("--boot-seed", type=SEED, default=None, help=BOOT_SEED_HELP)
 @click.option("--no-fork", is_flag=True, help="Run every seed whole instead of forking it from one boot per experiment (same journals, more CPU).")
 @click.option("--dask", "dask_address", default=None, metavar="ADDRESS", help="Run on a Dask cluster: tcp://HOST:8786 (a running scheduler) or local:N (a LocalCluster of N workers); see docs/campaigns.md.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs/explore"), show_default=True, help="Campaign directory: a run directory per seed, and the summary.")
+@click.option("--out", "out_dir", type=OutDir(), default=Path("runs/explore"), show_default=True, help="Campaign directory: a run directory per seed, and the summary.")
 def explore(
     experiments: tuple[str, ...], all_experiments: bool, seeds_text: str, jobs: int | None, broken: tuple[str, ...], manifests: Path | None, fail_fast: bool,
-    boot_seed: int | None, no_fork: bool, dask_address: str | None, out_dir: Path,
+    keep: str, boot_seed: int | None, no_fork: bool, dask_address: str | None, out_dir: Path,
 ) -> None:
     """Run experiments over many seeds in parallel processes and summarize what the faults did.
 
-    Writes OUT/NAME-seedN/ per run and OUT/summary.{md,json,html} and OUT/junit.xml. Exits 0
-    when every run met its expected outcome, 1 when one did not (with --broken: when a
-    checker caught the broken component on some seed), 130 on Ctrl-C (finished runs and
-    the summary are kept)."""
+    Writes OUT/NAME-seedN/ per run (as --keep says) and OUT/summary.{md,json,html} and
+    OUT/junit.xml, which agree with the end line and the exit code: 0 when every run met
+    its expected outcome, 1 when one did not (a violation in an experiment expected to pass
+    fails the campaign; with --broken: when a checker caught the broken component on some
+    seed), 4 when none failed but a run was inconclusive (a fault never applied), 130 on
+    Ctrl-C and 143 on SIGTERM (finished runs and the summary are kept)."""
     import os
 
     from chaoskube.experiments import registry
     from chaoskube.experiments.campaign import (
         SeedsError,
+        apply_keep,
         parse_seeds,
         plan_jobs,
         run_campaign,
@@ -350,7 +481,11 @@ def explore(
     names = [name for name in registry.names() if not getattr(SYSTEMS[registry.find(name).system], "real_time", False)] if all_experiments else list(dict.fromkeys(experiments))
     if all_experiments and manifests is not None:
         names = [name for name in names if "manifests" in SYSTEMS[registry.find(name).system].Workload.__struct_fields__]
+    if all_experiments and broken:
+        names = [name for name in names if not registry.broken_problems(SYSTEMS[registry.find(name).system], broken)]
     targets = [(name, _resolve(name, broken, manifests)) for name in names]  # bad variants and manifests fail here, before any run
+    if not targets:
+        fail("--all: no experiment of the catalogue runs the code --broken breaks" if broken else "--all: no experiment of the catalogue takes --manifests")
     for target, found in targets:
         if getattr(SYSTEMS[found.system], "real_time", False):
             fail(f"{target}: runs real processes in real time, not reproducible by seed; run it with `chaoskube run`")
@@ -362,40 +497,71 @@ def explore(
     with_broken = f" with {', '.join(broken)} broken on purpose" if broken else ""
     pool, where = None, f"{workers} process(es)"
     if dask_address is not None:
-        pool, where, workers = _dask_pool(dask_address, job_list, no_fork, jobs)
-    stderr.print(f"chaoskube {__version__}: {len(targets)} experiment(s) x {len(seeds)} seed(s) = {len(job_list)} runs in {where}{with_broken} -> {out_dir}")
+        pool, where, workers = _dask_pool(dask_address, job_list, no_fork, jobs, keep)
+    stderr.print(f"chaoskube {__version__}: {len(targets)} experiment(s) x {len(seeds)} seed(s) = {len(job_list)} runs in {where}{with_broken} -> {out_dir}", markup=False)
+
+    def finished(record: dict[str, Any]) -> None:
+        apply_keep(record, keep, out_dir)  # a Dask worker ships back only the directories kept
+        if advance is not None:
+            advance(record)
+
     with _campaign_progress(len(job_list)) as advance:
-        result = run_campaign(job_list, workers, on_record=advance, stop_when=(lambda record: not record["as_expected"]) if fail_fast else None, fork=not no_fork, pool=pool)
+        result = run_campaign(job_list, workers, on_record=finished, stop_when=(lambda record: not record["as_expected"]) if fail_fast else None, fork=not no_fork, pool=pool)
+    if result.interrupted:  # runs stopped half-way: kept with --keep all and failed (they are what the summary reports as abandoned)
+        for job in result.abandoned:
+            if keep == "none":
+                apply_keep({"out_dir": job.out_dir, "as_expected": False, "verdicts": {}}, "none", out_dir)
     summary = summarize(result, seeds_text, workers)
     paths = write_summary(out_dir, summary, result.records)
     _print_campaign(summary, paths)
     if result.interrupted:
-        stderr.print(f"interrupted: kept {len(result.records)} finished runs and the summary; {len(result.abandoned)} handed to workers were stopped, the rest not started")
-        sys.exit(130)
-    sys.exit(0 if result.all_as_expected else 1)
+        stderr.print(f"interrupted: kept {len(result.records)} finished runs and the summary; {len(result.abandoned)} handed to workers were stopped, the rest not started", markup=False)
+        raise Interrupted()
+    sys.exit({"as-expected": EXIT_AS_EXPECTED, "inconclusive": EXIT_INCONCLUSIVE}.get(summary["outcome"], EXIT_NOT_AS_EXPECTED))
 
 
-def _dask_pool(address: str, job_list: list[Any], no_fork: bool, jobs: int | None) -> tuple[Any, str, int]:
-    """The Dask engine for ``--dask ADDRESS`` (dask_campaign.py), or a one-line error."""
+def _dask_pool(address: str, job_list: list[Any], no_fork: bool, jobs: int | None, keep: str) -> tuple[Any, str, int]:
+    """The Dask engine for ``--dask ADDRESS`` (dask_campaign.py), or a one-line error.
+    Workers ship back only the run directories ``--keep`` keeps."""
+    import functools
+
+    from chaoskube.experiments.campaign import keeps
     from chaoskube.experiments.dask_campaign import DaskAddressError, DaskPool
 
     try:
-        pool = DaskPool.connect(address, job_list, fork=not no_fork, chunk=None)
+        pool = DaskPool.connect(address, job_list, fork=not no_fork, chunk=None, keep=functools.partial(keeps, policy=keep))
     except DaskAddressError as error:
         fail(str(error))
     return pool, f"{pool.workers} Dask worker thread(s) at {pool.address}", max(1, pool.workers)
 
 
 class _campaign_progress:
-    """A progress bar of finished runs, on a terminal only."""
+    """A progress bar of finished runs on a terminal; without one (CI), one plain line per
+    finished run on stderr, as it finishes."""
 
     def __init__(self, total: int) -> None:
         self.total = total
         self.bar: Any = None
+        self.done = 0
+
+    @staticmethod
+    def _mark(record: dict[str, Any]) -> str:
+        if record.get("error"):
+            return f"ERROR: {record['error']}"
+        if record.get("broken"):
+            return f"caught: {', '.join(record['findings'])}" if record["findings"] else ("not caught" if record["as_expected"] else "NOT as expected")
+        if record.get("inconclusive") and record.get("checkers_as_expected"):
+            return "INCONCLUSIVE (a fault was not applied)"
+        return "as expected" if record["as_expected"] else "NOT as expected"
 
     def __enter__(self) -> Any:
         if not stderr.is_terminal:
-            return None
+
+            def line(record: dict[str, Any]) -> None:
+                self.done += 1
+                click.echo(f"[{self.done}/{self.total}] {record['experiment']} seed {record['seed']}: {self._mark(record)} ({record['job_seconds']:.1f} s)", err=True)
+
+            return line
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.bar = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[last]}"), TimeElapsedColumn(), console=stderr, transient=True)
@@ -403,11 +569,7 @@ class _campaign_progress:
         task = self.bar.add_task("explore", total=self.total, last="")
 
         def advance(record: dict[str, Any]) -> None:
-            if record.get("broken"):
-                mark = f"caught: {', '.join(record['findings'])}" if record["findings"] else ("not caught" if record["as_expected"] else "NOT as expected")
-            else:
-                mark = "ok" if record["as_expected"] else "NOT as expected"
-            self.bar.update(task, advance=1, last=f"{record['experiment']} seed {record['seed']}: {mark}")
+            self.bar.update(task, advance=1, last=escape(f"{record['experiment']} seed {record['seed']}: {self._mark(record)}"))
 
         return advance
 
@@ -417,12 +579,13 @@ class _campaign_progress:
 
 
 def _print_campaign(summary: dict[str, Any], paths: list[Path]) -> None:
-    table = Table("experiment", "seeds", "passed as expected", "unexpected", "time (s)", title=f"explore: seeds {summary['seeds']}")
+    from chaoskube.experiments.campaign import end_line
+
+    table = Table("experiment", "seeds", "passed as expected", "unexpected", "time (s)", title=f"explore: seeds {escape(summary['seeds'])}")
     for item in summary["experiments"]:
         unexpected = f"[red]{item['unexpected']}[/]" if item["unexpected"] else "0"
-        table.add_row(item["experiment"], str(item["runs"]), str(item["as_expected"]), unexpected, f"{item['wall_seconds']:.1f}")
+        table.add_row(escape(item["experiment"]), str(item["runs"]), str(item["as_expected"]), unexpected, f"{item['wall_seconds']:.1f}")
     stdout.print(table)
-    stdout.print(f"{summary['as_expected']} of {summary['finished_runs']} runs as expected ({summary['planned_runs']} planned) in {summary['wall_seconds']:.1f} s")
     for item in summary["findings"]:
         caught = ", ".join(str(seed) for seed in item["caught_by_failed_on"][:20]) or "none"
         stdout.print(f"findings with {', '.join(item['broken'])} broken on purpose in {item['experiment']}: {item['runs_with_findings']} of {item['runs']} runs failed a checker; {', '.join(item['caught_by']) or 'its checker'} failed on seeds: {caught}", markup=False)
@@ -436,10 +599,27 @@ def _print_campaign(summary: dict[str, Any], paths: list[Path]) -> None:
             stdout.print(f"  {item['experiment']} seed {item['seed']}: {item['why']}", markup=False)
             stdout.print(f"    replay: {item['replay']}", markup=False)
             stdout.print(f"    report: {Path(item['out_dir']) / 'report.md'}", markup=False)
+    named = sorted((item for item in summary.get("violations", ()) if item["kind"] != "finding"), key=lambda item: item["kind"] != "violation")  # violations first
+    if named:
+        stdout.print("checkers that answered false:")
+    for item in named[:TERMINAL_ROWS]:
+        where = f"{Path(summary_dir(paths)) / item['report']}" if item["report"] else "report removed (--keep)"
+        stdout.print(f"  {item['experiment']} seed {item['seed']}: {item['checker']} false ({item['kind']}): {item['reason']} — {where}", markup=False)
+    if len(named) > TERMINAL_ROWS:
+        stdout.print(f"  … {len(named) - TERMINAL_ROWS} more: every one is in {summary_dir(paths) / 'summary.md'} (\"Every seed with a finding or violation\")", markup=False)
     stopped = summary.get("stopped_early")
     if stopped:
         stdout.print(f"stopped early (--fail-fast) at {stopped['experiment']} seed {stopped['seed']}; {stopped['not_started']} run(s) not started", markup=False)
+    stdout.print(f"{summary['outcome']}: {end_line(summary)} in {summary['wall_seconds']:.1f} s", markup=False)
     stdout.print("summary: " + ", ".join(str(path) for path in paths), markup=False)
+
+
+#: How many seeds with a false verdict the terminal lists (the summary files list them all).
+TERMINAL_ROWS = 40
+
+
+def summary_dir(paths: list[Path]) -> Path:
+    return paths[0].parent
 
 
 @cli.command()
@@ -464,7 +644,7 @@ def replay(run_dir: Path) -> None:
     stdout.print(f"replayed: {outcome.replayed}")
     if outcome.interrupted:
         stderr.print("interrupted")
-        sys.exit(130)
+        raise Interrupted()
     if outcome.match:
         stdout.print("match: the run replays byte for byte")
         sys.exit(0)
@@ -477,11 +657,113 @@ def replay(run_dir: Path) -> None:
     sys.exit(1)
 
 
+@cli.command()
+@click.argument("files", nargs=-1, required=True, metavar="FILE|NAME...")
+def validate(files: tuple[str, ...]) -> None:
+    """Check experiment files without running anything: the file, its fields and types,
+    and everything a run would refuse (targets against the processes the experiment
+    builds, fault parameters and durations, checkers, manifests, probes). Prints one line
+    per problem, naming the file and the field, or one line per valid file; exits 0 when
+    every file is valid, 2 when one is not."""
+    from chaoskube.experiments import registry
+
+    problems_total = invalid = 0
+    for item in files:
+        path = registry.catalog_paths().get(item) if not item.endswith((".yaml", ".yml")) and "/" not in item else None
+        experiment, problems = registry.check_experiment(path or item)
+        if problems:
+            invalid += 1
+            problems_total += len(problems)
+            for problem in problems:
+                click.echo(_one_line(problem))
+            continue
+        assert experiment is not None
+        probes = f", {len(experiment.probes)} probe(s)" if experiment.probes else ""
+        click.echo(f"{experiment.path}: valid (system {experiment.system}, {len(experiment.checkers)} checker(s), {len(experiment.schedule)} scheduled fault(s){probes})")
+    if invalid:
+        fail(f"{problems_total} problem(s) in {invalid} of {len(files)} file(s)")
+
+
+@cli.command()
+@click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write it to FILE instead of printing it.")
+def schema(out_file: Path | None) -> None:
+    """The JSON Schema of experiment files (generated from the model; shipped as
+    chaoskube/experiments/schema/experiment.schema.json), for editors and CI."""
+    from chaoskube.experiments.schema import schema_bytes
+
+    data = schema_bytes()
+    if out_file is None:
+        click.echo(data.decode(), nl=False)
+        return
+    try:
+        out_file.write_bytes(data)
+    except OSError as error:
+        fail(f"--out {out_file}: cannot write there ({error.strerror or error})")
+
+
+@cli.command("mark-fixed")
+@click.argument("file", metavar="FILE")
+@click.option("--seed", type=SEED, default=None, help="The World seed [default: the file's `seed`].")
+@click.option("--out", "out_dir", type=OutDir(), default=None, help="Where the replay's run directory goes [default: a temporary one, removed].")
+def mark_fixed(file: str, seed: int | None, out_dir: Path | None) -> None:
+    """Replay a saved Hypothesis example (expected to fail) after its bug was fixed; when
+    every checker now passes, rewrite FILE as `expected: pass` (the old failure noted in its
+    description) so it guards the fix in CI. Exits 0 when marked, 1 when it still fails
+    (FILE unchanged), 2 for a file that is not a saved example."""
+    import shutil
+    import tempfile
+
+    from chaoskube.experiments.replay_example import mark_fixed as mark
+
+    work = out_dir or Path(tempfile.mkdtemp(prefix="chaoskube-mark-fixed-"))
+    try:
+        outcome = mark(Path(file), work, seed)
+    finally:
+        if out_dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    if outcome.result.interrupted:
+        raise Interrupted()
+    if not outcome.fixed:
+        stdout.print(f"still failing: {outcome.reason}; {file} left as it is (expected: fail)", markup=False)
+        sys.exit(EXIT_NOT_AS_EXPECTED)
+    stdout.print(f"marked {file} expected: pass — {outcome.reason} (journal sha256 {outcome.result.journal_sha256})", markup=False)
+
+
+@cli.command()
+@click.argument("dirs", nargs=-1, required=True, metavar="DIR...", type=click.Path(path_type=Path))
+@click.option("--out", "out_dir", type=OutDir(), default=None, help="Where the merged summary goes [default: with one campaign directory, that directory; else ./report].")
+def report(dirs: tuple[Path, ...], out_dir: Path | None) -> None:
+    """Make reports again from what runs recorded (journal.jsonl and result.json).
+
+    One run directory: its report.md, report.html and junit.xml are written again (nothing
+    is re-run or re-judged). Several directories, or a campaign directory: one summary
+    (summary.md, summary.json, summary.html, junit.xml) over all their runs, in --out.
+    Exits 0, or 2 when a directory holds no run."""
+    from chaoskube.experiments.campaign import NotARun, end_line
+    from chaoskube.experiments.rerender import merge, rerender_run
+
+    from chaoskube.experiments.rerender import run_dirs
+
+    try:
+        if len(dirs) == 1 and (dirs[0] / "result.json").is_file() and out_dir is None:
+            paths = rerender_run(dirs[0])
+            stdout.print("wrote " + ", ".join(str(path) for path in paths[1:]), markup=False)
+            return
+        run_dirs(list(dirs))  # every directory holds runs, before anything is written
+        out = out_dir or (dirs[0] if len(dirs) == 1 else Path("report"))
+        _writable_directory(out)
+        summary, paths = merge(list(dirs), out)
+    except NotARun as error:
+        fail(str(error))
+    stdout.print(f"{summary['outcome']}: {end_line(summary)}", markup=False)
+    stdout.print("summary: " + ", ".join(str(path) for path in paths), markup=False)
+
+
 @cli.command("check-history")
 @click.argument("history_file", metavar="FILE")
 @click.option("--format", "fmt", type=click.Choice(["jepsen-etcd", "porcupine-kv"]), required=True, help="jepsen-etcd: a register (read/write/cas); porcupine-kv: a string map (get/put/append).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object with the verdict, the operation count and the check time.")
-@click.option("--time-limit", "time_limit_s", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True, help="Seconds before the answer is unknown.")
+@click.option("--time-limit", "time_limit_s", type=Seconds(), default=60.0, show_default=True, help="Seconds before the answer is unknown (a finite number > 0).")
 def check_history(history_file: str, fmt: str, as_json: bool, time_limit_s: float) -> None:
     """Check a recorded history for linearizability.
 
@@ -520,14 +802,14 @@ def check_history(history_file: str, fmt: str, as_json: bool, time_limit_s: floa
 
 @cli.command()
 @click.option("--listen", default="127.0.0.1:8474", show_default=True, help="HOST:PORT for the Toxiproxy HTTP API (loopback by default).")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed for toxicity and jitter draws.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed for toxicity and jitter draws.")
 def toxiproxy(listen: str, seed: int) -> None:
     """Run a Toxiproxy-compatible server (Toxiproxy 2.x API) until interrupted.
 
     toxiproxy-python and other Toxiproxy clients drive it unchanged; docs/toxiproxy.md
     lists the toxics and chaoskube's extension for cutting particular etcd peers."""
     from chaoskube.faults.toxiproxy.proxy import AddressError, parse_address
-    from chaoskube.faults.toxiproxy.server import run_forever
+    from chaoskube.faults.toxiproxy.server import ListenError, run_forever
 
     try:
         parse_address(listen, default_host="127.0.0.1")
@@ -535,36 +817,54 @@ def toxiproxy(listen: str, seed: int) -> None:
         fail(f"--listen: {error}")
     try:
         run_forever(listen, seed=seed)
-    except OSError as error:
-        fail(f"--listen {listen}: cannot listen there ({error.strerror or error})")
+    except ListenError as error:
+        fail(f"--listen {listen}: {error}")
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: one-line errors and exit 2 for bad input, never a traceback."""
+    """Entry point: one-line errors and exit 2 for bad input, never a traceback; SIGTERM
+    handled as SIGINT (130 / 143: experiments/signals.py)."""
+    global STOPPING
     from loguru import logger
 
     logger.remove()  # loguru's default handler would print every log line; run.log has them
     logger.add(sys.stderr, level="WARNING", format="{level}: {message}")
+    with termination_as_interrupt() as stopping:
+        STOPPING = stopping
+        code = _main(argv, stopping)
+    if stopping.first is not None:
+        ignore_further_signals()  # a signal during the interpreter's shutdown must not change the exit code
+    sys.exit(code)
+
+
+def _main(argv: list[str] | None, stopping: Stopping) -> int:
     try:
         code = cli.main(args=argv, prog_name="chaoskube", standalone_mode=False)
     except ExperimentError as error:
-        click.echo(f"chaoskube: error: {error}", err=True)
-        sys.exit(2)
+        click.echo(f"chaoskube: error: {_one_line(str(error))}", err=True)
+        return EXIT_BAD_INPUT
     except click.UsageError as error:
-        message = error.format_message().splitlines()[0]
+        message = error.format_message().splitlines()[0] if error.format_message() else "bad usage"
         command = error.ctx.command_path if error.ctx is not None else "chaoskube"
-        click.echo(f"{command}: error: {message} (see {command} --help)", err=True)
-        sys.exit(2)
+        click.echo(f"{command}: error: {_one_line(message)} (see {command} --help)", err=True)
+        return EXIT_BAD_INPUT
     except click.ClickException as error:
-        click.echo(f"chaoskube: error: {error.format_message()}", err=True)
-        sys.exit(error.exit_code)
-    except click.exceptions.Abort:
-        click.echo("chaoskube: interrupted", err=True)
-        sys.exit(130)
-    except KeyboardInterrupt:
-        click.echo("chaoskube: interrupted", err=True)
-        sys.exit(130)
-    sys.exit(code if isinstance(code, int) else 0)
+        click.echo(f"chaoskube: error: {_one_line(error.format_message())}", err=True)
+        return error.exit_code
+    except SystemExit as exit_:
+        code = exit_.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    except (click.exceptions.Abort, KeyboardInterrupt, Interrupted):
+        stopping_now()
+        note_interrupt(stopping)
+        click.echo("chaoskube: " + ("stopped by SIGTERM" if stopping.terminated else "interrupted"), err=True)
+        return stopping.exit_code
+    return code if isinstance(code, int) else 0
+
+
+def _one_line(text: str) -> str:
+    """Errors are one line, whatever a message holds (a YAML snippet, a path with a newline)."""
+    return " ".join(str(text).split())
 
 
 if __name__ == "__main__":

@@ -7,22 +7,32 @@ schema pytest's ``--junitxml`` output conforms to (``src/_pytest/junitxml.py``):
 ``name="<checker>"``. A campaign (``chaoskube explore``) writes the same file with one
 testsuite per run.
 
-Verdicts, the JUnit-conventional way:
+Verdicts, the JUnit-conventional way, judged against what the experiment expects of each
+checker (so that a suite has no failure and no error exactly when the run met its expected
+outcome: ``as_expected``, the exit code of ``chaoskube run`` and the campaign's totals all
+agree with this file):
 
-- true -> a testcase with no child: passed;
-- false -> ``<failure type="chaoskube.verdict.false" message="<reason>">`` whose text is the
-  shortest history slice the checker returned, one JSON object per line. A false verdict is
-  a failure even when the experiment expects it (``etcd-lost-fsync`` expects
-  ``raft-safety`` to fail): the testcase reports what the checker found. Whether the run
-  met its expectation is the testsuite property ``as_expected`` (and the exit code of
-  ``chaoskube run``); each testcase carries the property ``expected`` (pass, fail, or
-  pass or fail), as pytest writes ``record_property`` values inside the testcase;
+- a checker expected to pass that answers true, a checker expected to fail (a documented
+  failure mode, ``expected.failing``) that answers false, and a checker that may fail
+  (``expected.may_fail``) whatever it answers -> a testcase with no child: passed. An
+  expected false verdict keeps its reason in ``<system-out>`` and the testcase property
+  ``verdict`` (``false``), so the report still shows what the checker found;
+- a checker expected to pass that answers false -> ``<failure
+  type="chaoskube.verdict.false" message="<reason>">`` whose text is the shortest history
+  slice the checker returned, one JSON object per line;
+- a checker expected to fail that answers true -> ``<failure
+  type="chaoskube.verdict.unexpected-pass">``: the documented failure mode did not show;
+- with gallery variants patched in (``broken``), every false verdict is a failure (a
+  *finding*: the checkers caught the broken component), whatever the experiment expects;
 - unknown -> ``<error type="chaoskube.verdict.unknown" message="<reason>">``. The Ant JUnit
   schema calls an error "an unanticipated problem" (the check could not be carried out),
   as opposed to a failure (the test asserted and found the code wrong). ``<skipped>`` would
   be wrong: it is for tests deliberately not run, and every reporter counts it as not
   failing, while chaoskube never lets unknown pass (a crashing checker answers unknown,
   and the run is then not as expected);
+- an inconclusive run (a fault skipped when it fell due: nothing was tested) gets one
+  ``<testcase name="faults">`` with ``<error type="chaoskube.run.inconclusive">`` listing
+  the skipped faults;
 - an interrupted run, or one with no verdicts, gets one ``<testcase name="run">`` with an
   ``<error>``: a suite with no testcase would read as passed.
 
@@ -44,6 +54,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+from chaoskube.experiments.result import write_atomic
 
 MAX_EVIDENCE_LINES = 200
 
@@ -95,17 +107,31 @@ def junit_testsuite(payload: Mapping[str, Any]) -> ET.Element:
     )
     failures = errors = 0
     verdicts: Mapping[str, Mapping[str, Any]] = payload.get("verdicts") or {}
+    broken = bool(payload.get("broken"))
     for name, verdict in verdicts.items():
         seconds = (verdict.get("details") or {}).get("check_seconds", 0.0)
         case = ET.SubElement(suite, "testcase", classname=_clean(f"chaoskube.{experiment}"), name=_clean(name), time=f"{float(seconds):.6f}")
-        _properties(case, [("expected", _expected(name, expected))])
-        if verdict["valid"] == "false":
+        wanted = "pass" if broken else _expected(name, expected)
+        _properties(case, [("expected", wanted), ("verdict", verdict["valid"])])
+        if verdict["valid"] == "false" and wanted == "pass":
             failures += 1
             failure = ET.SubElement(case, "failure", type="chaoskube.verdict.false", message=_clean(verdict.get("reason", "")))
             failure.text = _evidence_text(verdict.get("evidence") or [])
+        elif verdict["valid"] == "true" and wanted == "fail":
+            failures += 1
+            ET.SubElement(case, "failure", type="chaoskube.verdict.unexpected-pass", message=_clean(f"expected to fail ({expected.get('failure_mode') or 'the documented failure mode'}), but passed: {verdict.get('reason', '')}"))
+        elif verdict["valid"] == "false":
+            out = ET.SubElement(case, "system-out")
+            out.text = _clean(f"false, as the experiment allows ({wanted}): {verdict.get('reason', '')}")
         elif verdict["valid"] != "true":
             errors += 1
             ET.SubElement(case, "error", type="chaoskube.verdict.unknown", message=_clean(verdict.get("reason", "")))
+    skipped = payload.get("skipped_faults") or []
+    if skipped and not payload.get("interrupted"):
+        errors += 1
+        case = ET.SubElement(suite, "testcase", classname=_clean(f"chaoskube.{experiment}"), name="faults", time="0.000000")
+        error = ET.SubElement(case, "error", type="chaoskube.run.inconclusive", message=_clean(f"inconclusive: {len(skipped)} fault(s) of the schedule were not applied, so the run did not test what the experiment says"))
+        error.text = _clean("\n".join(str(item) for item in skipped))
     if payload.get("interrupted") or not verdicts:
         errors += 1
         case = ET.SubElement(suite, "testcase", classname=_clean(f"chaoskube.{experiment}"), name="run", time="0.000000")
@@ -140,5 +166,5 @@ def render_junit(payloads: Sequence[Mapping[str, Any]]) -> bytes:
 
 def write_junit(path: str | Path, payloads: Sequence[Mapping[str, Any]]) -> Path:
     path = Path(path)
-    path.write_bytes(render_junit(payloads))
+    write_atomic(path, render_junit(payloads))
     return path

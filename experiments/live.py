@@ -51,12 +51,13 @@ from typing import Any
 import trio
 
 from chaoskube.apiserver.http import ApiFront, CertificateAuthority, FrontConfig, Identity, ServerTLS, kubeconfig, write_kubeconfig
-from chaoskube.checkers.verdict import Verdict, run_checker
+from chaoskube.checkers.verdict import Verdict
 from chaoskube.experiments.model import Experiment, Phases, experiment_dir
 from chaoskube.experiments.phases import PhaseRecord, drive_phases
 from chaoskube.experiments.reports import write_result
 from chaoskube.experiments.result import RunResult, close_run_log, open_run_log
-from chaoskube.experiments.simulated import STEADY_STATE_POLL_S, SimulatedHost
+from chaoskube.experiments.signals import stopping_now
+from chaoskube.experiments.simulated import STEADY_STATE_POLL_S, SimulatedHost, judge_run
 from chaoskube.experiments.systems.base import System
 from chaoskube.sim import Journal, Process, World
 
@@ -311,16 +312,13 @@ def run_live(experiment: Experiment | None, system_class: type[System], seed: in
         world.run(main)
     except KeyboardInterrupt:
         interrupted = True
+        stopping_now()  # one more Ctrl-C is answered, not obeyed, while the result is written
     finally:
         close_run_log(sink)
     wall = time.perf_counter() - started
     host = hosts[0] if hosts else None
     system = host.system if host is not None else None
-    verdicts: dict[str, Verdict] = {}
-    if system is not None and not interrupted:
-        system.steady_state_verdict = record.steady_state_verdict(phases.recovery_s)
-        for name in experiment.checkers:
-            verdicts[name] = run_checker(system.check, name)
+    verdicts: dict[str, Verdict] = judge_run(experiment, system, record, world) if system is not None and not interrupted else {}
     injector = host.injector if host is not None else None
     live = {
         "replayable": False,

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import msgspec
 
 from chaoskube import gallery
+from chaoskube.experiments.probes import Probe, SteadyStateHypothesis
 from chaoskube.faults import ScheduledFault
 from chaoskube.faults.nemesis import NemesisSpec
 
@@ -36,9 +37,20 @@ class FaultEntry(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     target: str
     duration_s: float | None = None
     params: dict[str, float | int | str | bool] = {}
+    #: A fault whose ``at_s + duration_s`` outlasts the fault phase is refused, since the
+    #: heal would cut it short without a word; ``clip_to_phase: true`` accepts the cut,
+    #: which ``describe``, ``run --dry-run`` and the result then show.
+    clip_to_phase: bool = False
 
     def scheduled(self) -> ScheduledFault:
         return ScheduledFault(self.at_s, self.kind, self.target, self.duration_s, dict(self.params))
+
+    def clipped_s(self, faults_s: float) -> float | None:
+        """How long the fault really lasts when the heal at the end of a ``faults_s`` fault
+        phase cuts it (None when it is not cut)."""
+        if self.duration_s is None or self.at_s + self.duration_s <= faults_s:
+            return None
+        return max(0.0, faults_s - self.at_s)
 
 
 class Phases(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
@@ -71,6 +83,8 @@ class Experiment(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     expected: Expected = Expected()
     broken: list[str] = []  # gallery variants (chaoskube/gallery.py) patched in for the run
     seed: int | None = None  # the seed ``chaoskube run`` uses when --seed is not given
+    probes: list[Probe] = []  # user-defined probes, each a checker ``probe:<name>`` (probes.py)
+    steady_state: SteadyStateHypothesis | None = None  # joins the system's steady state (probes.py)
     # The seed the boot (start to steady state) draws from; the run seed drives the rest.
     # Fixed by default, so every seed of a campaign shares one boot (docs/campaigns.md).
     boot_seed: int = 0

@@ -9,16 +9,29 @@ of ``systems/`` or ``real/``, ``checkers`` to that system's checkers. The model
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
 from chaoskube import gallery
+from chaoskube.api.files import EXPERIMENT_MAX_BYTES, TooLarge, read_limited
+from chaoskube.api.manifests import ManifestError, load_yaml_value
+from chaoskube.api.objects import KINDS
+from chaoskube.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from chaoskube.experiments.model import Experiment, ExperimentError, experiment_dir, field_message
+from chaoskube.experiments.model import with_broken as model_with_broken
+from chaoskube.experiments.probes import checker_name, probe_problems
 from chaoskube.experiments.real.etcd import RealEtcdSystem
 from chaoskube.experiments.systems import EtcdSystem, HypothesisSystem, KubernetesSystem, MeshSystem, System
-from chaoskube.faults import FaultError, parse_target
+from chaoskube.faults import FaultError, check_planned, parse_target
+from chaoskube.faults.nemesis import NEMESIS_KINDS
 from chaoskube.faults.targets import TargetError
+from chaoskube.sim import seed_error
+
+#: The longest phase an experiment may ask for (a day of virtual or real time).
+MAX_PHASE_S = 86_400.0
 
 #: Systems under test, by the name experiment files use in their ``system`` field.
 SYSTEMS: dict[str, type[System]] = {
@@ -56,78 +69,246 @@ def load_all() -> list[Experiment]:
     return [find(name) for name in names()]
 
 
+#: What an experiment's ``name`` may be: it names the run directory (``runs/NAME-seedN``),
+#: so no ``/``, no leading ``.`` or ``-``; letters, digits, ``_``, ``.``, ``-``, up to 128.
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+
+
 def load_experiment(path: str | Path) -> Experiment:
-    """Read and validate one experiment file."""
+    """Read and validate one experiment file; ExperimentError (one line: the first
+    problem, and how many more there are) when anything is wrong."""
+    experiment, problems = check_experiment(path)
+    if problems:
+        more = f" (and {len(problems) - 1} more: `chaoskube validate {path}` lists them)" if len(problems) > 1 else ""
+        raise ExperimentError(problems[0] + more)
+    assert experiment is not None
+    return experiment
+
+
+def check_experiment(path: str | Path) -> tuple[Experiment | None, list[str]]:
+    """Read an experiment file and check everything that can be checked before a run:
+    the experiment (None unless every check passed) and every problem found, each one line
+    that names the file and the field (``chaoskube validate``). Checks, in order: the file
+    (readable, within its size cap, one YAML document, no duplicate keys), its structure
+    (fields, types), then against its system: phases, the schedule (kinds, parameters,
+    targets resolved against the processes the experiment builds, durations within the
+    fault phase), the nemesis, gallery variants, the seed, checkers, the expected
+    outcome, system options, probes."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        data = read_limited(path, EXPERIMENT_MAX_BYTES, "an experiment file")
+    except TooLarge as error:
+        return None, [str(error)]
     except OSError as error:
-        raise ExperimentError(f"{path}: cannot read: {error.strerror or error}") from None
+        return None, [f"{path}: cannot read: {error.strerror or error}"]
     try:
-        experiment = msgspec.yaml.decode(data, type=Experiment)
-    except msgspec.ValidationError as error:
-        raise ExperimentError(f"{path}: {field_message(str(error))}") from None
-    except msgspec.DecodeError as error:
-        raise ExperimentError(f"{path}: not valid YAML: {str(error).splitlines()[0]}") from None
+        document = load_yaml_value(data, str(path))
+    except ManifestError as error:
+        where = f"field `{error.field}`: " if error.field else ""
+        return None, [f"{path}: {where}{error.reason}"]
+    if not isinstance(document, dict):
+        kind = "nothing" if document is None else f"a {type(document).__name__}"
+        return None, [f"{path}: holds {kind}, not an experiment (a mapping of fields: name, title, system, checkers, ...)"]
+    problems = [f"{path}: {problem}" for problem in _structure_problems(document)]
+    if problems:
+        return None, problems
+    try:
+        experiment = msgspec.convert(document, type=Experiment)
+    except msgspec.ValidationError as error:  # defensive: the per-field pass found nothing
+        return None, [f"{path}: {field_message(str(error))}"]
     experiment = msgspec.structs.replace(experiment, path=str(path))
+    problems = [f"{path}: {problem}" for problem in _semantic_problems(experiment)]
+    if problems:
+        return None, problems
+    probe_checkers = [checker_name(probe) for probe in experiment.probes if checker_name(probe) not in experiment.checkers]
+    if probe_checkers:
+        experiment = msgspec.structs.replace(experiment, checkers=[*experiment.checkers, *probe_checkers])
+    return experiment, []
+
+
+_FIELD_TYPES: dict[str, Any] = {}
+
+
+def _field_type(name: str) -> Any:
+    """A one-field struct per field of Experiment, so each field converts on its own and
+    its errors name it (``$.schedule[0].kind``)."""
+    wrapper = _FIELD_TYPES.get(name)
+    if wrapper is None:
+        field = next(field for field in msgspec.structs.fields(Experiment) if field.encode_name == name)
+        wrapper = _FIELD_TYPES[name] = msgspec.defstruct(f"Experiment_{name}", [(name, field.type)], forbid_unknown_fields=True)
+    return wrapper
+
+
+def _structure_problems(document: dict[str, Any]) -> list[str]:
+    """Unknown fields, missing required ones, and each field's own type errors."""
+    fields = {field.encode_name: field for field in msgspec.structs.fields(Experiment)}
+    problems = []
+    for key in document:
+        if key not in fields or key == "path":
+            problems.append(f"field `{key}`: unknown field (misspelt, or not allowed here)")
+    for name, field in fields.items():
+        if field.required and name not in document:
+            problems.append(f"field `{name}`: missing (it is required)")
+    for key, value in document.items():
+        if key in fields and key != "path":
+            try:
+                msgspec.convert({key: value}, type=_field_type(key))
+            except msgspec.ValidationError as error:
+                problems.append(field_message(str(error)))
+    return problems
+
+
+def _semantic_problems(experiment: Experiment) -> list[str]:
+    problems: list[str] = []
+    if not NAME_PATTERN.match(experiment.name):
+        problems.append(
+            f"field `name`: {experiment.name!r} cannot name a run directory: use letters, digits, '_', '.' and '-' "
+            "(not first), at most 128"
+        )
     system = SYSTEMS.get(experiment.system)
     if system is None:
-        raise ExperimentError(f"{path}: field `system`: unknown system {experiment.system!r}; known: {', '.join(sorted(SYSTEMS))}")
-    for field, value in (("phases.setup_s", experiment.phases.setup_s), ("phases.warmup_s", experiment.phases.warmup_s), ("phases.faults_s", experiment.phases.faults_s), ("phases.recovery_s", experiment.phases.recovery_s), ("phases.settle_s", experiment.phases.settle_s)):
-        if not (math.isfinite(value) and value >= 0):
-            raise ExperimentError(f"{path}: field `{field}` must be a finite number >= 0, not {value}")
+        problems.append(f"field `system`: unknown system {experiment.system!r}; known: {', '.join(sorted(SYSTEMS))}")
+    phases = experiment.phases
+    for field, value in (("phases.setup_s", phases.setup_s), ("phases.warmup_s", phases.warmup_s), ("phases.faults_s", phases.faults_s), ("phases.recovery_s", phases.recovery_s), ("phases.settle_s", phases.settle_s)):
+        if not (math.isfinite(value) and 0 <= value <= MAX_PHASE_S):
+            problems.append(f"field `{field}` must be a finite number between 0 and {MAX_PHASE_S:g} s, not {value}")
+    phase_ok = math.isfinite(phases.faults_s) and phases.faults_s >= 0
     for index, entry in enumerate(experiment.schedule):
         where = f"schedule[{index}]"
         try:
             parse_target(entry.target)
             entry.scheduled()
         except (FaultError, TargetError) as error:
-            raise ExperimentError(f"{path}: field `{where}`: {error}") from None
-        if entry.at_s > experiment.phases.faults_s:
-            raise ExperimentError(
-                f"{path}: field `{where}.at_s` = {entry.at_s} falls after the fault phase "
-                f"(phases.faults_s = {experiment.phases.faults_s}); move it earlier or lengthen the phase"
+            problems.append(f"field `{where}`: {error}")
+            continue
+        if not phase_ok:
+            continue
+        if entry.at_s > phases.faults_s:
+            problems.append(
+                f"field `{where}.at_s` = {entry.at_s:g} falls after the fault phase "
+                f"(phases.faults_s = {phases.faults_s:g}); move it earlier or lengthen the phase"
             )
-    if experiment.nemesis is not None and experiment.nemesis.ends_at_s() > experiment.phases.faults_s:
-        raise ExperimentError(
-            f"{path}: field `nemesis`: after_s + window_s = {experiment.nemesis.ends_at_s():g} falls after the fault phase "
-            f"(phases.faults_s = {experiment.phases.faults_s:g}); shorten the window or lengthen the phase"
+        elif entry.clipped_s(phases.faults_s) is not None and not entry.clip_to_phase:
+            problems.append(
+                f"field `{where}.duration_s` = {entry.duration_s:g} outlasts the fault phase: at_s {entry.at_s:g} + {entry.duration_s:g} > "
+                f"phases.faults_s = {phases.faults_s:g}, so the heal would cut it to {entry.clipped_s(phases.faults_s):g} s; "
+                "lengthen phases.faults_s, shorten the fault, or set `clip_to_phase: true` to accept the cut"
+            )
+    if experiment.nemesis is not None and phase_ok and experiment.nemesis.ends_at_s() > phases.faults_s:
+        problems.append(
+            f"field `nemesis`: after_s + window_s = {experiment.nemesis.ends_at_s():g} falls after the fault phase "
+            f"(phases.faults_s = {phases.faults_s:g}); shorten the window or lengthen the phase"
         )
     try:
         gallery.check(experiment.broken)
     except KeyError as error:
-        raise ExperimentError(f"{path}: field `broken`: {error.args[0]}") from None
-    if experiment.seed is not None and experiment.seed < 0:
-        raise ExperimentError(f"{path}: field `seed` must be >= 0, not {experiment.seed}")
-    if experiment.boot_seed < 0:
-        raise ExperimentError(f"{path}: field `boot_seed` must be >= 0, not {experiment.boot_seed}")
-    if not experiment.checkers:
-        raise ExperimentError(f"{path}: field `checkers`: name at least one checker; known: {', '.join(sorted(system.checkers()))}")
-    known = system.checkers()
+        problems.append(f"field `broken`: {error.args[0]}")
+    else:
+        if system is not None:
+            problems += [f"field `broken`: {problem}" for problem in broken_problems(system, experiment.broken)]
+    if experiment.seed is not None and seed_error(experiment.seed):
+        problems.append(f"field `seed`: {seed_error(experiment.seed)}")
+    if seed_error(experiment.boot_seed):
+        problems.append(f"field `boot_seed`: {seed_error(experiment.boot_seed)}")
+    probe_names = {checker_name(probe) for probe in experiment.probes}
+    if not experiment.checkers and not experiment.probes and system is not None:
+        problems.append(f"field `checkers`: name at least one checker; known: {', '.join(sorted(system.checkers()))}")
+    known = (set(system.checkers()) if system is not None else set()) | probe_names
     for index, name in enumerate(experiment.checkers):
-        if name not in known:
-            raise ExperimentError(f"{path}: field `checkers[{index}]`: unknown checker {name!r} for system {experiment.system!r}; known: {', '.join(sorted(known))}")
-    for index, name in enumerate(experiment.expected.failing):
-        if name not in experiment.checkers:
-            raise ExperimentError(f"{path}: field `expected.failing[{index}]`: {name!r} is not one of this experiment's checkers")
-    for index, name in enumerate(experiment.expected.may_fail):
-        if name not in experiment.checkers:
-            raise ExperimentError(f"{path}: field `expected.may_fail[{index}]`: {name!r} is not one of this experiment's checkers")
+        if system is not None and name not in known:
+            problems.append(f"field `checkers[{index}]`: unknown checker {name!r} for system {experiment.system!r}; known: {', '.join(sorted(known))}")
+    judged = set(experiment.checkers) | probe_names
+    for section in ("failing", "may_fail"):
+        for index, name in enumerate(getattr(experiment.expected, section)):
+            if name not in judged:
+                problems.append(f"field `expected.{section}[{index}]`: {name!r} is not one of this experiment's checkers")
     if experiment.expected.outcome == "fail" and not experiment.expected.failing:
-        raise ExperimentError(f"{path}: field `expected.failing`: an expected failure must name the checkers that fail")
+        problems.append("field `expected.failing`: an expected failure must name the checkers that fail")
     if experiment.expected.outcome == "pass" and experiment.expected.failing:
-        raise ExperimentError(f"{path}: field `expected.outcome`: it says pass but `expected.failing` names checkers; say fail")
+        problems.append("field `expected.outcome`: it says pass but `expected.failing` names checkers; say fail")
+    if experiment.expected.outcome == "pass" and experiment.expected.may_fail:
+        problems.append(
+            "field `expected.may_fail`: an experiment expected to pass passes only when every checker passes (a violation fails it, "
+            "in `run`, `explore` and junit.xml alike); drop the checker, loosen it (e.g. workload.max_outage_s), or expect a failure"
+        )
+    if system is None:
+        return problems
+    if (experiment.probes or experiment.steady_state is not None) and not system.PROBES:
+        problems.append(f"field `{'probes' if experiment.probes else 'steady_state'}`: system {experiment.system!r} has nothing to probe; probes need an API and Services (the kubernetes system)")
+    elif experiment.probes or experiment.steady_state is not None:
+        resources = {info.resource: info.namespaced for info in KINDS.values()}
+        problems += probe_problems(experiment.probes, experiment.steady_state, resources, _selector_problem)
+        for index, probe in enumerate(experiment.probes):
+            if checker_name(probe) in system.checkers():
+                problems.append(f"field `probes[{index}].name`: {probe.name!r} gives checker {checker_name(probe)!r}, which the system has already")
+    if system.FAULT_KINDS is not None:
+        for index, entry in enumerate(experiment.schedule):
+            if entry.kind not in system.FAULT_KINDS:
+                allowed = ", ".join(sorted(system.FAULT_KINDS)) or "none: its faults are steps of `workload.steps`"
+                problems.append(f"field `schedule[{index}].kind`: {entry.kind!r} cannot be applied in a {experiment.system!r} run (kinds: {allowed})")
     try:
         cluster, workload = system.options(experiment.cluster, experiment.workload, base_dir=experiment_dir(experiment))
     except ExperimentError as error:
-        raise ExperimentError(f"{path}: {error}") from None
-    names = system.process_names(cluster, workload)
-    if names is not None:
-        for index, entry in enumerate(experiment.schedule):
-            selector, _, argument = entry.target.partition(":")
-            if selector == "name" and argument not in names:
-                raise ExperimentError(f"{path}: field `schedule[{index}].target`: no process named {argument!r} in this system (processes: {', '.join(names)})")
-    return experiment
+        problems.append(str(error))
+        return problems
+    infos = system.process_infos(cluster, workload)
+    if infos is None:
+        return problems
+    admin = system.PROBES  # the systems with an API perform API-level faults (drain) too
+    for index, entry in enumerate(experiment.schedule):
+        try:
+            problem = check_planned(entry.kind, entry.target, dict(entry.params), infos, system.LEADER_ROLES, admin=admin)
+        except (FaultError, TargetError):
+            continue  # reported above
+        if problem:
+            problems.append(f"field `schedule[{index}].target`: {entry.target}: {problem.removesuffix(' now')}")
+    if experiment.nemesis is not None:
+        for index, name in enumerate(experiment.nemesis.kinds):
+            kind, target, params = NEMESIS_KINDS[name]
+            if name == "swizzle":
+                if not any(info.role == "node" for info in infos) and len(infos) < 1:
+                    problems.append(f"field `nemesis.kinds[{index}]`: swizzle has no process to clog")
+                continue
+            problem = check_planned(kind, target, params, infos, system.LEADER_ROLES, admin=admin)
+            if problem:
+                problems.append(f"field `nemesis.kinds[{index}]`: {name} ({kind} on {target}) could never apply here: {problem.removesuffix(' now')}")
+    return problems
+
+
+def _selector_problem(resource: str, labels: str, fields: str) -> str | None:
+    try:
+        parse_label_selector(labels)
+    except SelectorError as error:
+        return f"`selector`: {error}"
+    try:
+        parse_field_selector(fields, resource)
+    except SelectorError as error:
+        return f"`field_selector`: {error}"
+    return None
+
+
+def broken_problems(system: type[System], names: list[str] | tuple[str, ...]) -> list[str]:
+    """Gallery variants that patch code ``system``'s runs never execute (each one line)."""
+    if system.RUNS is None:
+        return []
+    problems = []
+    for name in names:
+        variant = gallery.VARIANTS[name]
+        module = variant.target.partition(":")[0]
+        if not any(module == package or module.startswith(package + ".") for package in system.RUNS):
+            runs = ", ".join(system.RUNS) or "no chaoskube component"
+            problems.append(f"{name!r} breaks {variant.component} ({module}), which a {system.name!r} run never executes (it runs {runs}); use it with {variant.experiment or 'its own tests'}")
+    return problems
+
+
+def with_broken(experiment: Experiment, names: list[str] | tuple[str, ...]) -> Experiment:
+    """:func:`chaoskube.experiments.model.with_broken`, refusing a variant made for another
+    system (``--broken`` on an experiment whose runs never execute the patched code)."""
+    found = model_with_broken(experiment, names)
+    problems = broken_problems(SYSTEMS[experiment.system], names)
+    if problems:
+        raise ExperimentError(f"--broken: {problems[0]}")
+    return found
 
 
 def with_manifests(experiment: Experiment, directory: str | Path) -> Experiment:

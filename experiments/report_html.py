@@ -71,6 +71,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import orjson
 
+from chaoskube.experiments.result import write_atomic
+
 if TYPE_CHECKING:
     from chaoskube.experiments.result import RunResult
 
@@ -102,8 +104,11 @@ def read_timeline_events(path: str | Path) -> list[dict[str, Any]]:
         for line in file:
             if not line.strip() or any(marker in line for marker in _SKIP_MARKERS):
                 continue
-            event = orjson.loads(line)
-            if event.get("type") in TIMELINE_TYPES:
+            try:
+                event = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue  # a line cut short (the process was killed mid-write): not drawn
+            if isinstance(event, dict) and event.get("type") in TIMELINE_TYPES:
                 events.append(event)
     return events
 
@@ -654,6 +659,7 @@ th { background: #f3f3f3; } code, pre { font-family: ui-monospace, Menlo, Consol
 pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; white-space: pre-wrap; }
 .outcome { display: inline-block; padding: 2px 10px; border-radius: 3px; font-weight: bold; }
 .outcome.as-expected { background: #e3f4e1; color: #1d6b12; } .outcome.not-as-expected { background: #fde2e1; color: #a11; }
+.outcome.inconclusive { background: #fff3cd; color: #7a5b00; } .outcome.interrupted { background: #eee; color: #555; }
 tr.verdict.pass td.word { color: #1d6b12; font-weight: bold; } tr.verdict.fail td.word { color: #b00; font-weight: bold; }
 tr.verdict.unknown td.word { color: #a60; font-weight: bold; } tr.unexpected { background: #fff4f4; }
 .scroll { overflow-x: auto; max-width: 100%; } table.evidence-table td { white-space: nowrap; font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12px; }
@@ -673,16 +679,19 @@ def render_html(result: RunResult, events: Sequence[Mapping[str, Any]]) -> str:
     experiment = result.experiment
     timeline = build_timeline(events, result.simulated_seconds)
     title = f"{experiment.name} — seed {result.seed}"
-    outcome_class = "as-expected" if result.as_expected else "not-as-expected"
+    outcome_class = result.outcome
+    words = {"as-expected": "as expected", "not-as-expected": "NOT as expected", "inconclusive": "INCONCLUSIVE", "interrupted": "interrupted"}
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{esc(title)}</title><style>{CSS}</style></head><body>",
         f"<header><h1>{esc(title)}</h1><p><strong>{esc(experiment.title)}</strong></p>",
-        f'<p>Outcome: <span id="outcome" class="outcome {outcome_class}">{"as expected" if result.as_expected else "NOT as expected"}</span> '
+        f'<p>Outcome: <span id="outcome" class="outcome {outcome_class}">{words[result.outcome]}</span> '
         f"(expected: {esc(experiment.expected.outcome)}{esc(' — ' + experiment.expected.failure_mode) if experiment.expected.failure_mode else ''})"
-        f"{' — the run was interrupted' if result.interrupted else ''}</p></header>",
+        f"{' — the run was interrupted' if result.interrupted else ''}</p>"
+        + (f'<p id="inconclusive"><strong>Inconclusive:</strong> {len(result.skipped_faults)} fault(s) were not applied when they fell due, so the run did not test what the experiment says: {esc("; ".join(result.skipped_faults))}</p>' if result.inconclusive else "")
+        + "</header>",
         _facts(result, payload),
         _verdicts(result, payload),
         *_evidence(payload),
@@ -750,12 +759,13 @@ def _verdicts(result: RunResult, payload: Mapping[str, Any]) -> str:
 
 def evidence_table(items: Sequence[Any]) -> str:
     """The shortest history a checker returned, as a table: one row per item; for dicts
-    one column per key (``t`` and ``type`` first, then in order of first appearance)."""
+    one column per key (``t`` and ``type`` first, then by name)."""
     shown = items[:MAX_EVIDENCE_ROWS]
     if shown and all(isinstance(item, Mapping) for item in shown):
         columns: list[str] = [key for key in ("t", "type") if any(key in item for item in shown)]
-        for item in shown:
-            columns += [str(key) for key in item if str(key) not in columns]
+        # then by name: result.json stores items with sorted keys, so a report made again
+        # from it (`chaoskube report`) lays the table out the same way
+        columns += sorted({str(key) for item in shown for key in item} - set(columns))
         head = "".join(f"<th>{esc(column)}</th>" for column in columns)
         cells = ["".join(f"<td>{esc(_compact(item[column])) if column in item else ''}</td>" for column in columns) for item in shown]
     else:
@@ -845,5 +855,5 @@ def write_html(result: RunResult, events: Sequence[Mapping[str, Any]] | None = N
     if events is None:
         events = read_timeline_events(result.out_dir / "journal.jsonl")
     path = result.out_dir / "report.html"
-    path.write_text(render_html(result, events), encoding="utf-8")
+    write_atomic(path, render_html(result, events))
     return path

@@ -17,15 +17,15 @@ import orjson
 
 from chaoskube.experiments.junit import write_junit
 from chaoskube.experiments.report_html import write_html
-from chaoskube.experiments.result import RunResult
+from chaoskube.experiments.result import RunResult, write_atomic
 
 
 def write_result(result: RunResult, events: Sequence[dict[str, Any]] | None = None) -> None:
     """result.json and report.md first (the record), then report.html and junit.xml.
     ``events``: the journal's events if still in memory; else the journal file is read."""
     payload = result.to_json()
-    (result.out_dir / "result.json").write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
-    (result.out_dir / "report.md").write_text(render_markdown(result))
+    write_atomic(result.out_dir / "result.json", orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    write_atomic(result.out_dir / "report.md", render_markdown(result))
     write_reports(result, events)
 
 
@@ -33,6 +33,11 @@ def write_reports(result: RunResult, events: Sequence[dict[str, Any]] | None = N
     """report.html and junit.xml of a run whose result is known."""
     write_html(result, events)
     write_junit(result.out_dir / "junit.xml", [result.to_json()])
+
+
+def outcome_words(result: RunResult) -> str:
+    """The outcome as the terminal and report.md say it."""
+    return {"as-expected": "as expected", "not-as-expected": "NOT as expected", "inconclusive": "INCONCLUSIVE", "interrupted": "interrupted"}[result.outcome]
 
 
 def render_markdown(result: RunResult) -> str:
@@ -46,8 +51,9 @@ def render_markdown(result: RunResult) -> str:
         "",
         f"Source: {experiment.source}",
         "",
-        f"- Outcome: **{'as expected' if result.as_expected else 'NOT as expected'}** "
+        f"- Outcome: **{outcome_words(result)}** "
         f"(expected: {experiment.expected.outcome}{' — ' + experiment.expected.failure_mode if experiment.expected.failure_mode else ''})",
+        *([f"- **Inconclusive**: {len(result.skipped_faults)} fault(s) were not applied when they fell due, so the run did not test what the experiment says (see Faults)"] if result.inconclusive else []),
         *([f"- Broken on purpose (gallery variants patched in, chaoskube/gallery.py): {', '.join(f'`{name}`' for name in experiment.broken)}"] if experiment.broken else []),
         f"- Journal sha256: `{result.journal_sha256}`",
         f"- Simulated {result.simulated_seconds:.1f} s in {result.wall_seconds:.2f} s of wall time",
@@ -73,6 +79,8 @@ def render_markdown(result: RunResult) -> str:
         lines.append(f"- #{fault['id']} `{fault['kind']}` on {', '.join(fault['targets'])} ({fault['target']}): applied at {fault['applied_at']:.3f} s, healed at {healed} s")
     for skipped in result.skipped_faults:
         lines.append(f"- skipped (not applied): {skipped}")
+    for clipped in result.clipped_faults():
+        lines.append(f"- clipped: {clipped}")
     lines += ["", "## Phases", ""]
     lines += [f"- {name}: {when:.3f} s" for name, when in result.phases.items()]
     if result.metrics:

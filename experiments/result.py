@@ -7,12 +7,14 @@ writes it out as a run directory. ``run.log`` is written while the run goes, thr
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from loguru import logger
 
 from chaoskube import __version__
@@ -37,6 +39,7 @@ class RunResult:
     faults: list[dict[str, Any]] = field(default_factory=list)
     skipped_faults: list[str] = field(default_factory=list)  # scheduled but not applied, and why
     interrupted: bool = False
+    recorded_replay: str | None = None  # `chaoskube report`: the replay command the run recorded
     boot_seed: int | None = None  # the boot's seed (None: the run had no separate boot)
 
     mode = "simulated"  # RealRunResult: "real"
@@ -50,20 +53,64 @@ class RunResult:
         return sorted(name for name, verdict in self.verdicts.items() if verdict.valid is None)
 
     @property
-    def as_expected(self) -> bool:
-        """The outcome is the experiment's expected one: the expected checkers fail, no
-        other fails (except those that may), and none is unknown."""
+    def inconclusive(self) -> bool:
+        """A fault of the schedule (or the nemesis) could not be applied when it fell due
+        (its target matched nothing then, e.g. no leader): the run did not test what the
+        experiment says, whatever the checkers answered. Never "as expected"."""
+        return bool(self.skipped_faults) and not self.interrupted
+
+    @property
+    def checkers_as_expected(self) -> bool:
+        """The verdicts are the expected ones: the expected checkers fail, no other fails
+        (except those that may), none is unknown. With gallery variants patched in
+        (``broken``) the expectation is that a checker catches them, so this is whether
+        none did (a finding is never as expected)."""
         if self.interrupted or self.unknown:
+            return False
+        if self.experiment.broken:
+            return not self.failing
+        expected = self.experiment.expected
+        failing = set(self.failing)
+        return set(expected.failing) <= failing <= set(expected.failing) | set(expected.may_fail)
+
+    @property
+    def as_expected(self) -> bool:
+        """The outcome is the experiment's expected one: the verdicts are
+        (:attr:`checkers_as_expected`, ignoring gallery variants) and every fault was
+        applied."""
+        if self.interrupted or self.unknown or self.inconclusive:
             return False
         expected = self.experiment.expected
         failing = set(self.failing)
         return set(expected.failing) <= failing <= set(expected.failing) | set(expected.may_fail)
 
     @property
+    def outcome(self) -> str:
+        """One word for the run (result.json ``outcome``; docs/experiments.md, "Outcomes and
+        exit codes"): ``interrupted``, ``inconclusive``, ``as-expected`` or ``not-as-expected``."""
+        if self.interrupted:
+            return "interrupted"
+        if not self.checkers_as_expected:
+            return "not-as-expected"
+        return "inconclusive" if self.inconclusive else "as-expected"
+
+    def clipped_faults(self) -> list[str]:
+        """The schedule's faults that ``clip_to_phase`` lets the heal cut short, one line each."""
+        faults_s = self.experiment.phases.faults_s
+        lines = []
+        for index, entry in enumerate(self.experiment.schedule):
+            clipped = entry.clipped_s(faults_s)
+            if clipped is not None:
+                lines.append(f"schedule[{index}] {entry.kind} {entry.target}: duration_s {entry.duration_s:g} clipped to {clipped:g} s by the heal (clip_to_phase)")
+        return lines
+
+    @property
     def replay(self) -> str:
         """The command that runs this again: the catalogue name or the file, with every
         gallery variant the run had passed as ``--broken`` (those the file names already
         are merged, not doubled: ``with_broken``)."""
+        if self.recorded_replay is not None:
+            return self.recorded_replay
         catalogue = not self.experiment.path or "/catalog/" in self.experiment.path
         target = self.experiment.name if catalogue else self.experiment.path
         broken = [item for name in self.experiment.broken for item in ("--broken", name)]
@@ -81,6 +128,10 @@ class RunResult:
             "verdicts": {name: verdict.to_json() for name, verdict in self.verdicts.items()},
             "expected": {"outcome": experiment.expected.outcome, "failing": sorted(experiment.expected.failing), "may_fail": sorted(experiment.expected.may_fail), "failure_mode": experiment.expected.failure_mode},
             "as_expected": self.as_expected,
+            "outcome": self.outcome,
+            "checkers_as_expected": self.checkers_as_expected,
+            "inconclusive": self.inconclusive,
+            "clipped_faults": self.clipped_faults(),
             "broken": list(self.experiment.broken),
             "journal_sha256": self.journal_sha256,
             "simulated_seconds": round(self.simulated_seconds, 6),
@@ -91,7 +142,24 @@ class RunResult:
             "skipped_faults": self.skipped_faults,
             "metrics": self.metrics,
             "interrupted": self.interrupted,
+            # The experiment as it ran (its file may change or move): `chaoskube report`
+            # re-renders the reports from this and the journal alone.
+            "spec": msgspec.to_builtins(experiment),
         }
+
+
+def write_atomic(path: str | Path, data: bytes | str) -> Path:
+    """Write ``data`` to ``path`` whole or not at all: to a file beside it, then renamed
+    over it (a rename within a directory is atomic on POSIX), so an interrupted or killed
+    command never leaves half a result.json or summary."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return path
 
 
 RUN_LOG_FORMAT = "{extra[vt]:>12.6f}s  {extra[process]:<14} {level:<7} {message}"

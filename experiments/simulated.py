@@ -19,16 +19,19 @@ from __future__ import annotations
 
 import gc
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chaoskube.checkers.verdict import Verdict, run_checker
+from chaoskube.checkers.verdict import Verdict, run_checker, worst
 from chaoskube.experiments.model import Experiment, experiment_dir
 from chaoskube.experiments.phases import PhaseRecord, drive_phases
+from chaoskube.experiments.probes import ProbeRunner, checker_name, judge_hypothesis_before, judge_probe
 from chaoskube.experiments.reports import write_result
+from chaoskube.experiments.signals import stopping_now
 from chaoskube.experiments.result import Progress, RunResult, close_run_log, open_run_log
 from chaoskube.experiments.systems.base import System
 from chaoskube.faults import FaultInjector, ScheduledFault
@@ -36,6 +39,8 @@ from chaoskube.sim import Journal, World
 
 #: The (shortest, longest) wait between two steady-state probes, in virtual seconds.
 STEADY_STATE_POLL_S = (0.1, 1.0)
+#: How often the progress callback is called, in wall seconds.
+PROGRESS_EVERY_S = 0.25
 
 
 @dataclass
@@ -92,6 +97,8 @@ class SimulatedHost:
         self.fork = fork
         self.run_log = run_log
         self.injector: FaultInjector | None = None
+        self.probes: ProbeRunner | None = None  # the experiment's probes (probes.py), if any
+        self.healed = False
         phases = experiment.phases
         self.planned_s = phases.warmup_s + phases.faults_s + phases.settle_s + 2.0
 
@@ -107,10 +114,14 @@ class SimulatedHost:
 
     async def start(self) -> None:
         await self.system.start()
-        self.world.start_soon(self._report_progress)
+        if self.experiment.probes or self.experiment.steady_state is not None:
+            self.probes = self.system.open_probes(self.experiment.probes, self.experiment.steady_state)
 
     async def steady_state(self) -> Verdict:
-        return await self.system.steady_state()
+        verdict = await self.system.steady_state()
+        if self.healed and self.probes is not None and self.probes.steady is not None:
+            return worst([verdict, await self.probes.hypothesis()])  # recovery: the hypothesis too
+        return verdict
 
     async def prepare_workload(self) -> None:
         await self.system.prepare_workload()
@@ -140,8 +151,13 @@ class SimulatedHost:
 
     async def start_workload(self) -> None:
         await self.system.start_workload()
+        if self.probes is not None:
+            self.probes.start_polling("Continuous")
 
     async def start_faults(self) -> None:
+        if self.probes is not None:  # SOT probes and the hypothesis, before the first fault
+            await self.probes.at_fault_phase()
+            self.probes.start_polling("OnChaos")
         self.injector = FaultInjector(self.world, self.system.context)
         schedule = [entry.scheduled() for entry in self.experiment.schedule] + self._nemesis_schedule()
         self.injector.schedule(schedule, origin_s=self.world.now)
@@ -149,8 +165,14 @@ class SimulatedHost:
     async def heal_all(self) -> None:
         assert self.injector is not None, "heal before the fault phase"
         self.injector.heal_all()
+        self.healed = True
+        if self.probes is not None:
+            self.probes.stop_polling("OnChaos")
 
     async def stop_workload(self) -> None:
+        if self.probes is not None:  # EOT probes, then the Continuous ones stop
+            await self.probes.at_end()
+            self.probes.stop_polling("Continuous")
         await self.system.stop_workload()
 
     def _nemesis_schedule(self) -> list[ScheduledFault]:
@@ -165,10 +187,48 @@ class SimulatedHost:
         self.world.record("nemesis", faults=[{"at_s": e.at_s, "kind": e.kind, "target": e.target, "duration_s": e.duration_s, "params": dict(sorted(e.params.items()))} for e in entries])
         return entries
 
-    async def _report_progress(self) -> None:
-        while self.progress is not None:
+
+
+class _ProgressReporter:
+    """Calls ``progress(now, planned)`` about every :data:`PROGRESS_EVERY_S` of wall time
+    from a thread of its own, reading the World's clock. Never a task of the World: a task
+    that sleeps on the virtual clock takes part in the run's schedule, and a run with a
+    progress bar (a terminal) then journaled differently from one without (CI, explore)."""
+
+    def __init__(self, world: World, planned_s: float, progress: Progress) -> None:
+        self.world = world
+        self.planned_s = planned_s
+        self.progress = progress
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="chaoskube-progress", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(PROGRESS_EVERY_S):
             self.progress(self.world.now, self.planned_s)
-            await self.world.sleep(1.0)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.progress(self.world.now, self.planned_s)
+
+
+def judge_run(experiment: Experiment, system: System, record: PhaseRecord, world: World) -> dict[str, Verdict]:
+    """The verdict of every checker the experiment names: the system's, and its probes
+    (``probe:NAME``, judged from the journal); the steady state joins the hypothesis's
+    check before the faults (probes.py). Simulated and live runs alike."""
+    steady = record.steady_state_verdict(experiment.phases.recovery_s)
+    if experiment.steady_state is not None:  # the hypothesis held before the faults too
+        steady = worst([run_checker(judge_hypothesis_before, experiment.steady_state, world.journal.events), steady])  # the earlier failure first
+    system.steady_state_verdict = steady
+    probes = {checker_name(probe): probe for probe in experiment.probes}
+    verdicts: dict[str, Verdict] = {}
+    for name in experiment.checkers:
+        if name in probes:
+            verdicts[name] = run_checker(judge_probe, probes[name], world.journal.events)
+        else:
+            verdicts[name] = run_checker(system.check, name)
+    return verdicts
 
 
 def run_simulated(
@@ -205,21 +265,21 @@ def run_simulated(
         await drive_phases(host, phases, record, poll_s=STEADY_STATE_POLL_S)
 
     interrupted = False
+    reporter = _ProgressReporter(world, phases.warmup_s + phases.faults_s + phases.settle_s + 2.0, progress) if progress is not None else None
     try:
         world.run(main)
     except KeyboardInterrupt:
         interrupted = True
+        stopping_now()
     finally:
+        if reporter is not None:
+            reporter.stop()
         run_log.close()
     wall = time.perf_counter() - target.started
     host = hosts[0] if hosts else None
     system = host.system if host is not None else None
     injector = host.injector if host is not None else None
-    verdicts: dict[str, Verdict] = {}
-    if system is not None and not interrupted:
-        system.steady_state_verdict = record.steady_state_verdict(phases.recovery_s)
-        for name in experiment.checkers:
-            verdicts[name] = run_checker(system.check, name)
+    verdicts = judge_run(experiment, system, record, world) if system is not None and not interrupted else {}
     result = RunResult(
         experiment=experiment,
         seed=target.seed,

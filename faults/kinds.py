@@ -115,14 +115,14 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
 from chaoskube.faults import grudge as grudges
-from chaoskube.faults.targets import ProcessInfo, resolve
+from chaoskube.faults.targets import ProcessInfo, parse_target, resolve
 from chaoskube.sim.network import ANY
 
 if TYPE_CHECKING:
@@ -289,6 +289,56 @@ def roles_of(value: str) -> tuple[str, ...] | None:
     if value == "control-plane":
         return CONTROL_PLANE_ROLES
     return tuple(sorted({part.strip() for part in value.split(",")}))
+
+
+class _NoAdmin:
+    """Stands in for a system's :class:`Admin` when a fault is planned before the run."""
+
+    async def drain(self, node: str) -> None:  # pragma: no cover - never run
+        raise AssertionError("planning only")
+
+    async def uncordon(self, node: str) -> None:  # pragma: no cover - never run
+        raise AssertionError("planning only")
+
+
+def check_planned(kind: str, target: str, params: Params, processes: Sequence[ProcessInfo], leader_roles: Collection[str], *, admin: bool) -> str | None:
+    """Why a fault of ``kind`` on ``target`` could never do anything to ``processes`` (the
+    processes a system will run, known before the run), in one line; None when it can.
+
+    Checked before a run (``chaoskube validate``, ``run --dry-run``, every ``run``), so a
+    typo in a target (``zone:zone-x``, ``role:etcd-member``, ``name:node-9``), a ``leader:``
+    of a role that elects none, or a kind whose targets must have a role the target cannot
+    match is refused instead of skipped at run time. ``leader_roles``: the roles whose
+    leader the system can name; ``admin``: whether it performs API-level faults (``drain``).
+    What is left to the run: whether a leader exists at that instant."""
+    selector, argument = parse_target(target)
+    names = sorted(process.name for process in processes)
+    roles = sorted({process.role for process in processes if process.role})
+    zones = sorted({process.zone for process in processes if process.zone})
+    if selector == "name" and argument not in names:
+        return f"no process named {argument!r} in this experiment (processes: {', '.join(names) or 'none'})"
+    if selector == "zone" and argument not in zones:
+        return f"no zone {argument!r} in this experiment ({'zones: ' + ', '.join(zones) if zones else 'its processes have no zone'})"
+    if selector in ("role", "random", "leader", "follower") and argument != "*" and argument not in roles:
+        return f"no process has role {argument!r} in this experiment (roles: {', '.join(roles) or 'none'})"
+    if selector in ("leader", "follower") and argument not in leader_roles:
+        elected = ", ".join(sorted(leader_roles)) or "none"
+        return f"{selector}:{argument} names the {'leader' if selector == 'leader' else 'followers'} of a group, but role {argument!r} elects no leader this system can name (roles with a leader: {elected})"
+    if selector == "follower" and sum(1 for process in processes if process.role == argument) < 2:
+        return f"follower:{argument}: role {argument!r} has a single process, so never a follower"
+
+    def leader_of(role: str) -> str | None:  # a stand-in: some member, as a leader would be
+        group = sorted(process.name for process in processes if process.role == role)
+        return group[0] if role in leader_roles and group else None
+
+    context = Context(processes, leader_of, _NoAdmin() if admin else None)
+    try:
+        planned = plan(kind, target, params, context, random.Random(0))
+    except FaultError as error:
+        return str(error)
+    if not planned.targets:
+        return planned.note or f"{target!r} matches no process"
+    return None
 
 
 def plan(kind: str, target: str, params: Params, context: Context, rng: random.Random) -> Plan:

@@ -41,6 +41,7 @@ from typing import Any, Literal, overload
 import msgspec
 import yaml
 
+from chaoskube.api.files import MANIFEST_MAX_BYTES, MANIFESTS_TOTAL_MAX_BYTES, TooLarge, human_bytes, read_limited
 from chaoskube.api.objects import KINDS, Object, validate_name
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "from_dict",
     "from_json",
     "load_manifests",
+    "load_yaml_value",
     "parse_manifests",
     "to_dict",
     "to_json",
@@ -225,8 +227,9 @@ class _Budget:
         self.values = 0
 
 
-def _plain(value: Any, path: str, depth: int, budget: _Budget) -> Any:
-    """The JSON value kubectl would send: string keys, no nulls in mappings, finite numbers.
+def _plain(value: Any, path: str, depth: int, budget: _Budget, keep_null: bool = False) -> Any:
+    """The JSON value kubectl would send: string keys, no nulls in mappings (unless
+    ``keep_null``), finite numbers.
 
     Raises ValueError naming the field for what JSON cannot hold.
     """
@@ -244,11 +247,11 @@ def _plain(value: Any, path: str, depth: int, budget: _Budget) -> Any:
                 key = "null"
             elif not isinstance(key, str):
                 key = str(key)
-            if item is not None:
-                out[key] = _plain(item, f"{path}.{key}" if path else key, depth + 1, budget)
+            if item is not None or keep_null:
+                out[key] = _plain(item, f"{path}.{key}" if path else key, depth + 1, budget, keep_null)
         return out
     if isinstance(value, list):
-        return [_plain(item, f"{path}[{index}]", depth + 1, budget) for index, item in enumerate(value)]
+        return [_plain(item, f"{path}[{index}]", depth + 1, budget, keep_null) for index, item in enumerate(value)]
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int):
@@ -354,7 +357,7 @@ def _decode(data: Any, source: str, document: int | None, item: int | None, out:
     out.append(obj)
 
 
-def _check_syntax(text: str, source: str) -> None:
+def _check_syntax(text: str, source: str, *, max_depth: int = MAX_DEPTH) -> None:
     """Parse the stream once as events: syntax errors and nesting depth, per document.
 
     libyaml's parser keeps its own stack, but PyYAML's C composer recurses on the C stack and
@@ -369,9 +372,9 @@ def _check_syntax(text: str, source: str) -> None:
                 document += 1
             elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 depth += 1
-                if depth > MAX_DEPTH:
+                if depth > max_depth:
                     line = event.start_mark.line + 1 if event.start_mark is not None else "?"
-                    raise ManifestError(source, f"nested more than {MAX_DEPTH} deep (line {line})", document=document)
+                    raise ManifestError(source, f"nested more than {max_depth} deep (line {line})", document=document)
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 depth -= 1
     except yaml.YAMLError as error:
@@ -439,6 +442,50 @@ def parse_manifests(text: str | bytes, source: str = "<string>", *, skip_unsuppo
     return (objects, issues) if skip_unsupported else objects
 
 
+def load_yaml_value(text: str | bytes, source: str, *, max_depth: int = MAX_DEPTH) -> Any:
+    """The one YAML document of ``text`` as a JSON value, read with the same guards as a
+    manifest: syntax and nesting depth checked before anything is composed, duplicate
+    mapping keys refused (the ``field`` of the error names the path), aliases bounded, no
+    implicit timestamps; ``null`` stays ``None`` (in an experiment file it can be a value:
+    a step argument, an unbounded duration). An empty document gives None. Every failure is a :class:`ManifestError` (one line); more than one
+    document is one too. For files that are not manifests (experiment files)."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8-sig")
+        except UnicodeDecodeError as error:
+            raise ManifestError(source, f"not UTF-8 text (byte {error.start})") from None
+    text = text.removeprefix("\ufeff")
+    _check_syntax(text, source, max_depth=max_depth)
+    loader = _Loader(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except yaml.composer.ComposerError as error:
+            if "but found another document" in str(error):
+                raise ManifestError(source, "holds more than one YAML document (`---`); give one") from None
+            raise ManifestError(source, _yaml_problem(error)) from None
+        except yaml.YAMLError as error:
+            raise ManifestError(source, _yaml_problem(error)) from None
+        if node is None:
+            return None
+        duplicate = _check_duplicates(node, "", 0, set())
+        if duplicate:
+            raise ManifestError(source, "duplicate key (each key once: YAML keeps only the last value)", field=duplicate)
+        try:
+            data = loader.construct_document(node)
+        except yaml.YAMLError as error:
+            raise ManifestError(source, _yaml_problem(error)) from None
+        except (RecursionError, ValueError, TypeError, OverflowError) as error:
+            raise ManifestError(source, f"not valid YAML: {type(error).__name__}: {error}") from None
+    finally:
+        loader.dispose()
+    try:
+        return _plain(data, "", 0, _Budget(), keep_null=True)
+    except ValueError as error:
+        field, _, reason = str(error).removeprefix("field `").partition("`: ")
+        raise ManifestError(source, reason, field=field) from None
+
+
 def _files(path: Path, recursive: bool) -> list[Path]:
     if not path.is_dir():
         return [path]
@@ -459,11 +506,17 @@ def load_manifests(path: str | Path, *, skip_unsupported: bool = False, duplicat
     path = Path(path)
     objects: list[Object] = []
     issues: list[ManifestIssue] = []
+    total = 0
     for file in _files(path, recursive):
         try:
-            data = file.read_bytes()
+            data = read_limited(file, MANIFEST_MAX_BYTES, "a manifest file (split a larger workload into several files)")
+        except TooLarge as error:
+            raise ManifestError(str(file), str(error).removeprefix(f"{file}: ")) from None
         except OSError as error:
             raise ManifestError(str(file), f"cannot read: {error.strerror or error}") from None
+        total += len(data)
+        if total > MANIFESTS_TOTAL_MAX_BYTES:
+            raise ManifestError(str(file), f"the manifests read so far are larger than {human_bytes(MANIFESTS_TOTAL_MAX_BYTES)} in all, the most chaoskube reads for one workload")
         if skip_unsupported:
             found, skipped = parse_manifests(data, str(file), skip_unsupported=True, duplicate_keys=duplicate_keys)
             issues.extend(skipped)

@@ -31,6 +31,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from chaoskube.api.files import HISTORY_MAX_BYTES, TooLarge, read_limited
+
 __all__ = [
     "UNKNOWN",
     "HistoryFormatError",
@@ -124,10 +126,14 @@ def load_history(path: Any, fmt: str) -> list[Op]:
             str(path), 0, f"unknown history format {fmt!r} (expected one of {sorted(parsers)})"
         )
     try:
-        with open(path, encoding="utf-8") as file:
-            lines = file.read().splitlines()
-    except (OSError, UnicodeDecodeError) as error:
-        raise HistoryFormatError(str(path), 0, f"cannot read history: {error}") from None
+        data = read_limited(path, HISTORY_MAX_BYTES, "a history")
+        lines = data.decode("utf-8").splitlines()
+    except TooLarge as error:
+        raise HistoryFormatError(str(path), 0, str(error).removeprefix(f"{path}: ")) from None
+    except UnicodeDecodeError as error:
+        raise HistoryFormatError(str(path), 0, f"cannot read history: not UTF-8 text (byte {error.start})") from None
+    except OSError as error:
+        raise HistoryFormatError(str(path), 0, f"cannot read history: {error.strerror or error}") from None
     return parsers[fmt](lines, source=str(path))
 
 

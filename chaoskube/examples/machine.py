@@ -1,12 +1,12 @@
 """The pdb-guard example under Hypothesis: a :class:`~chaoskube.testing.ClusterMachine`
 that runs a user's controller next to the cluster and checks its promise after every step.
 
-How a user adds their own controller process: override the ``boot`` rule (an
-``@initialize`` rule, so it stays the first step), call ``super().boot(seed)`` to start
-the World and the cluster, then spawn the controller in the World from inside the
-simulation (:meth:`ClusterMachine.run_sync`) with ``world.spawn(name, main, role=...)``.
-The process is part of the World: the machine's ``heal_all`` (and the teardown) restarts
-it if a fault killed it, and its role names it for the user's own fault rules.
+How a user adds their own controller process: override
+:meth:`ClusterMachine.start_processes`, which the machine calls once per example inside the
+simulation, after the cluster booted, and spawn the controller there with
+``world.spawn(name, main, role=...)``. The process is part of the World: fault rules can
+target it, the machine's ``heal_all`` (and the teardown) restarts it if a fault killed it,
+and its role names it for the user's own fault rules.
 
 :class:`PdbGuardMachine` adds:
 
@@ -33,8 +33,9 @@ from hypothesis.stateful import initialize, invariant, precondition, rule
 
 from chaoskube.checkers.verdict import Verdict
 from chaoskube.client.client import ApiError
-from chaoskube.cluster import ClusterSpec, NodeGroup
+from chaoskube.cluster import Cluster, ClusterSpec, NodeGroup
 from chaoskube.examples.pdb_guard import DEPLOYMENT_UID_ANNOTATION, GUARD_FOR_LABEL, pdb_guard_main
+from chaoskube.sim import World
 from chaoskube.testing import ClusterMachine, focus, step
 
 __all__ = ["FixedPdbGuardMachine", "GUARD_PROCESS", "PdbGuardMachine", "PdbGuardStories"]
@@ -51,14 +52,9 @@ class PdbGuardMachine(ClusterMachine):
         super().__init__()
         self.guarded: dict[str, tuple[str, str]] = {}  # guard uid -> (guard name, Deployment uid)
 
-    @initialize(seed=st.integers(min_value=0, max_value=2**32 - 1))
-    def boot(self, seed: int) -> None:
-        super().boot(seed)
-        self.run_sync(self._start_guard)
-
-    def _start_guard(self) -> None:
-        main = pdb_guard_main(self.cluster.api_server_names, fixed=self.guard_fixed)
-        self.world.spawn(GUARD_PROCESS, main, role="pdb-guard")
+    def start_processes(self, world: World, cluster: Cluster) -> None:
+        main = pdb_guard_main(cluster.api_server_names, fixed=self.guard_fixed)
+        world.spawn(GUARD_PROCESS, main, role="pdb-guard")
 
     @rule()
     @step

@@ -8,7 +8,7 @@ from chaoskube.sim.journal import Journal, journal_sha256, read_journal
 from chaoskube.sim.network import LinkProfile, Network
 from chaoskube.sim.outcomes import Failed, Ok, Outcome, Unknown
 from chaoskube.sim.process import Inbox, Main, Process, State
-from chaoskube.sim.randomness import RandomTree, derive_seed
+from chaoskube.sim.randomness import MAX_SEED, RandomTree, derive_seed, seed_error
 from chaoskube.sim.world import SimulationStuck, World
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "Inbox",
     "Journal",
     "LinkProfile",
+    "MAX_SEED",
     "Main",
     "Message",
     "Network",
@@ -33,4 +34,5 @@ __all__ = [
     "journal_sha256",
     "make_trio_deterministic",
     "read_journal",
+    "seed_error",
 ]

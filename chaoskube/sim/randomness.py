@@ -16,6 +16,20 @@ from __future__ import annotations
 import hashlib
 import random
 
+#: The largest run seed. The journal records the seed as a JSON integer, and orjson writes
+#: integers up to 2**64 - 1 (an unsigned 64-bit integer); a larger seed could be drawn from
+#: (SHA-256 takes any integer) but not recorded, so runs take seeds 0 .. 2**64 - 1.
+MAX_SEED = 2**64 - 1
+
+
+def seed_error(seed: object) -> str | None:
+    """Why ``seed`` is not a run seed (one line), or None when it is one."""
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        return f"a seed is an integer, not {seed!r}"
+    if not 0 <= seed <= MAX_SEED:
+        return f"a seed is between 0 and 2**64 - 1 ({MAX_SEED}), not {seed}"
+    return None
+
 
 def derive_seed(seed: int, name: str) -> int:
     digest = hashlib.sha256(f"chaoskube\x00{seed}\x00{name}".encode()).digest()

@@ -44,7 +44,7 @@ from chaoskube.sim.journal import Journal
 from chaoskube.sim.live import MAX_IDLE_WAIT_S, WallPacer
 from chaoskube.sim.network import LinkProfile, Network
 from chaoskube.sim.process import Main, Process
-from chaoskube.sim.randomness import RandomTree, derive_seed
+from chaoskube.sim.randomness import RandomTree, derive_seed, seed_error
 
 T = TypeVar("T")
 
@@ -69,6 +69,9 @@ class World:
     ) -> None:
         if not isinstance(seed, int) or isinstance(seed, bool):
             raise TypeError(f"seed must be an int, not {seed!r}")
+        problem = seed_error(seed)
+        if problem is not None:
+            raise ValueError(problem)
         self.seed = seed
         self.random = RandomTree(seed)
         self.journal = journal if isinstance(journal, Journal) else Journal(journal)

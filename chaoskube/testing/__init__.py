@@ -13,10 +13,14 @@ from chaoskube.testing.machine import (
     LiveCluster,
     RunSummary,
     SimulationCrashed,
+    eventually,
     fault_rule_name,
     focus,
+    default_settings,
+    shrinking_bounded,
     small_cluster_spec,
     step,
+    workload_weight,
 )
 
 __all__ = [
@@ -29,8 +33,12 @@ __all__ = [
     "LiveCluster",
     "RunSummary",
     "SimulationCrashed",
+    "default_settings",
+    "eventually",
     "fault_rule_name",
     "focus",
+    "shrinking_bounded",
     "small_cluster_spec",
     "step",
+    "workload_weight",
 ]

@@ -6,16 +6,20 @@ file in the format ``chaoskube run`` reads (``experiments/model.py``): ``system:
 hypothesis``, the machine's cluster spec (``cluster``, camelCase as in
 :func:`chaoskube.cluster.load_cluster_spec`), ``workload: {machine: "module:QualName",
 steps: [[name, args], ...]}`` (the steps after ``boot``, without the automatic
-``teardown``), the example's seed as the file's default ``seed``, the checkers the example
-judged and the expected outcome. ``chaoskube run FILE`` replays the steps through that
+``teardown``; and ``import_path``, the directory, relative to the file, that holds the
+machine's top-level package, so a fresh process imports it without ``PYTHONPATH``), the
+example's seed as the file's default ``seed``, the checkers the example judged and the
+expected outcome. ``chaoskube run FILE`` replays the steps through that
 machine class (``experiments/systems/hypothesis.py``) and, with the same seed, gives the
 example's journal fingerprint. A failing example is saved as ``expected: fail`` with the
-failing checker: a regression experiment; once the bug is fixed, flip it to ``pass``.
+failing checker: a regression experiment; once the bug is fixed, ``chaoskube mark-fixed
+FILE`` replays it and, when every checker passes, rewrites it as ``expected: pass``.
 
 Checker names (:data:`CHECKER_OF_INVARIANT`, :data:`CHECKER_OF_VIOLATION`): each built-in
 invariant of the machine is the experiment checker of the same journal checker
 (``raft-safety``, ``leader-election``, ``pdb-eviction``, ``scheduling``); the teardown's
-liveness phase is ``convergence``; :data:`STEPS_CHECKER` (``steps``) stands for everything
+liveness phase is ``convergence`` (and ``eventually`` for the machine's ``@eventually``
+properties); :data:`STEPS_CHECKER` (``steps``) stands for everything
 else a replay can fail on: a subclass's own ``@invariant``, a rule that raises, a crashed
 simulation.
 
@@ -47,7 +51,9 @@ data (https://chaostoolkit.org/reference/api/experiment/).
 from __future__ import annotations
 
 import importlib
+import os
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -55,7 +61,7 @@ from typing import Any
 import msgspec
 
 from chaoskube.cluster import ClusterSpec
-from chaoskube.testing.machine import ClusterMachine, RunSummary
+from chaoskube.testing.machine import EVENTUALLY_MARKER, ClusterMachine, RunSummary
 
 __all__ = [
     "CHECKER_OF_INVARIANT",
@@ -65,6 +71,7 @@ __all__ = [
     "example_steps",
     "experiment_document",
     "failing_checkers",
+    "import_root",
     "machine_path",
     "resolve_machine",
     "save_experiment",
@@ -86,6 +93,7 @@ CHECKER_OF_VIOLATION: dict[str, str] = {
     "PDB-aware eviction": "pdb-eviction",
     "scheduling": "scheduling",
     "convergence": "convergence",
+    "eventually": "eventually",
 }
 #: The checker for any other failure of a replay (a subclass's invariant, a rule raising).
 STEPS_CHECKER = "steps"
@@ -110,15 +118,34 @@ def machine_path(machine: type) -> str:
     return path
 
 
-def resolve_machine(path: str) -> type[ClusterMachine]:
-    """The ClusterMachine class at ``"module:QualName"``; ValueError (one line) otherwise."""
+def import_root(machine: type) -> Path | None:
+    """The directory to put on ``sys.path`` to import ``machine``'s module by its name (the
+    directory above its top-level package), or None for a module that is not a file."""
+    module = sys.modules.get(machine.__module__)
+    file = getattr(module, "__file__", None)
+    if not file:
+        return None
+    path = Path(file).resolve()
+    depth = machine.__module__.count(".") + (1 if path.name == "__init__.py" else 0)
+    return path.parents[depth]
+
+
+def resolve_machine(path: str, search: Sequence[str | Path] = ()) -> type[ClusterMachine]:
+    """The ClusterMachine class at ``"module:QualName"``; ValueError (one line) otherwise.
+    ``search``: directories put first on ``sys.path`` (a saved example's ``import_path``),
+    so the module imports without ``PYTHONPATH``."""
     module_name, sep, qualname = path.partition(":")
     if not sep or not module_name or not qualname:
         raise ValueError(f"{path!r} is not of the form 'module:QualName'")
+    for directory in reversed([str(Path(item).resolve()) for item in search]):
+        if directory not in sys.path:
+            sys.path.insert(0, directory)
     try:
         found: Any = importlib.import_module(module_name)
     except ImportError as error:
         raise ValueError(f"cannot import module {module_name!r}: {error}") from None
+    except Exception as error:  # noqa: BLE001 - a module that fails to import is the file's problem, in one line
+        raise ValueError(f"importing module {module_name!r} failed: {type(error).__name__}: {error}") from None
     for part in qualname.split("."):
         found = getattr(found, part, None)
         if found is None:
@@ -133,6 +160,8 @@ def checkers_judged(machine: type[ClusterMachine], steps: Sequence[tuple[str, An
     found = [checker for method, checker in CHECKER_OF_INVARIANT.items() if getattr(machine, method, None) is not None]
     if any(name == "teardown" for name, _ in steps):
         found.append("convergence")
+        if any(getattr(getattr(machine, attribute, None), EVENTUALLY_MARKER, False) for attribute in dir(machine)):
+            found.append("eventually")
     found.append(STEPS_CHECKER)
     return found
 
@@ -240,9 +269,12 @@ def save_experiment(
     ValueError (one line naming the argument) for a machine that cannot be named by import
     path, a summary that is not a ClusterMachine example, or a failing checker not judged."""
     path = Path(path)
-    name = _NAME.sub("-", name or path.stem).strip("-") or "hypothesis-example"
+    name = _NAME.sub("-", name or path.stem).strip("-").lstrip(".") or "hypothesis-example"
     document = experiment_document(
         summary, machine=machine, name=name, title=title, description=description,
         failing=list(failing), failure_mode=failure_mode, broken=list(broken), checkers=checkers,
     )
+    root = import_root(machine)
+    if root is not None:  # how a fresh process imports the machine: no PYTHONPATH needed
+        document["workload"]["import_path"] = os.path.relpath(root, path.resolve().parent)
     return write_document(document, path)

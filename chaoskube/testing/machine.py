@@ -92,13 +92,17 @@ deleting a pod or a Deployment (bypasses PDBs, same page), the fault kinds' own 
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import datetime
 import functools
+import inspect
 import math
 import queue
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterable
+import unittest
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -106,8 +110,9 @@ from typing import Any, ClassVar
 import outcome
 import trio
 import trio.testing
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import INVARIANT_MARKER, RULE_MARKER, Bundle, RuleBasedStateMachine, consumes, initialize, invariant, precondition, rule
+from hypothesis.stateful import INVARIANT_MARKER, RULE_MARKER, Bundle, RuleBasedStateMachine, consumes, initialize, invariant, precondition, rule, run_state_machine_as_test
 
 from chaoskube.api.manifests import from_dict
 from chaoskube.checkers import check_convergence, check_leader_election, check_pdb_eviction, check_raft_safety, check_scheduling
@@ -129,10 +134,14 @@ __all__ = [
     "LiveCluster",
     "RunSummary",
     "SimulationCrashed",
+    "default_settings",
+    "eventually",
     "fault_rule_name",
     "focus",
+    "shrinking_bounded",
     "small_cluster_spec",
     "step",
+    "workload_weight",
 ]
 
 #: Fault kinds of faults/kinds.py the machine does not draw, and why: each would make a
@@ -390,6 +399,29 @@ def _node_ready(node: Any) -> bool:
 
 
 # ============================================================================ the machine
+EVENTUALLY_MARKER = "chaoskube_eventually"
+
+
+def eventually(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a method of a :class:`ClusterMachine` as an *eventually* property: something
+    that must hold once the faults are over, not after every step ("eventually every pod is
+    labelled", "eventually the operator's status is Ready"). It is judged in the liveness
+    phase of the teardown — after every fault is healed and the cluster converged, polled
+    every ``convergence_poll_s`` until it holds or ``convergence_deadline_s`` after the heal
+    passes — and a property that never held fails the example like an invariant
+    (``InvariantViolation("eventually", ...)``): the plugin prints the seed and the steps,
+    saves the example as an experiment (checker ``eventually``) and replays it.
+
+    The method is ``async def`` (awaited inside the simulation: use ``self.client``,
+    ``self.world``; do not call ``self.run``) or a plain ``def`` that only reads (the
+    journal, ``self`` state). It holds when it returns None, True or a true Verdict, and
+    fails when it returns False, a false Verdict, or raises AssertionError (its message is
+    the reason). Not judged when an earlier step failed (there is no liveness phase then)
+    or when ``liveness`` is False."""
+    setattr(function, EVENTUALLY_MARKER, True)
+    return function
+
+
 def step(function: Callable[..., Any]) -> Callable[..., Any]:
     """Decorate a rule of a :class:`ClusterMachine` (under ``@rule``) to journal it as a
     step before it runs, so the fingerprint and :meth:`ClusterMachine.replay` cover it.
@@ -487,6 +519,24 @@ class ClusterMachine(RuleBasedStateMachine):
     leader_overlap_tolerance_s: ClassVar[float] = 0.0
     #: When set, every run's journal is written to this file too (the last run's survives).
     journal_path: ClassVar[Path | None] = None
+    #: False: teardown only stops the world, without the liveness phase (heal, require
+    #: convergence and the ``@eventually`` properties): to search for safety bugs faster. A
+    #: failing example stops before teardown either way, so its replay with liveness on
+    #: gives the same journal.
+    liveness: ClassVar[bool] = True
+    #: The share of rule draws that are faults (every fault rule together, ``restart``
+    #: included), made by giving each other rule a weight (:meth:`setup_state`): 21 fault
+    #: rules drawn uniformly among 34 would make three steps in five faults and leave the
+    #: workload — and an invariant about it — little chance. 0.25 makes one in four; 1.0
+    #: gives every rule the same weight. A rule named in :attr:`rule_weights` keeps that
+    #: weight instead.
+    fault_share: ClassVar[float] = 0.25
+    #: Explicit integer weights by rule name (the others as ``fault_share`` makes them).
+    rule_weights: ClassVar[dict[str, int]] = {}
+    #: Wall seconds Hypothesis may spend shrinking one failure (its own bound is 300 s, a
+    #: private constant: :data:`SHRINK_TIME_LIMIT_NOTE`). Each shrink attempt replays an
+    #: example on a fresh cluster, so the shrink of a long example could run for hours.
+    shrink_time_limit_s: ClassVar[float] = 120.0
 
     deployments = Bundle("deployments")
 
@@ -495,6 +545,8 @@ class ClusterMachine(RuleBasedStateMachine):
         self.live: LiveCluster | None = None
         self.faults: FaultInjector | None = None
         self.tenants: Any = None  # chaoskube.tenants.Tenants, once start_tenants ran
+        self.user_processes: list[str] = []  # started by start_processes
+        self.eventually_verdict: Verdict | None = None  # the liveness phase's verdict on the @eventually properties
 
     # -- access -------------------------------------------------------------------------
     @property
@@ -544,6 +596,52 @@ class ClusterMachine(RuleBasedStateMachine):
     def summary(self) -> RunSummary:
         return self.live_cluster.summary()
 
+    # -- rule weights, default settings, bounded shrinking -----------------------------
+    @classmethod
+    def setup_state(cls) -> Any:
+        """Hypothesis's rules of the class, each listed as many times as its weight, so that
+        its uniform draw over the list (``st.sampled_from``) draws rules by weight: fault
+        rules (every kind's, and ``restart``) weight 1, every other rule the weight that
+        makes faults :attr:`fault_share` of the draws, or its :attr:`rule_weights` entry.
+        Relies on ``RuleBasedStateMachine.setup_state`` (not a documented extension point:
+        tests/testing/test_machine_settings.py checks the draws' proportions)."""
+        state = super().setup_state()
+        cached = _WEIGHTED.get(cls)
+        if cached is not None and cached[0] is state:
+            return cached[1]
+        names = [rule.function.__name__ for rule in state.rules]
+        faults = sum(1 for name in names if name in FAULT_RULE_NAMES and name not in cls.rule_weights)
+        others = sum(1 for name in names if name not in FAULT_RULE_NAMES and name not in cls.rule_weights)
+        weight = workload_weight(faults, others, cls.fault_share)
+        weighted = []
+        for each_rule, name in zip(state.rules, names, strict=True):
+            count = cls.rule_weights.get(name, 1 if name in FAULT_RULE_NAMES else weight)
+            assert isinstance(count, int) and count >= 0, f"rule_weights[{name!r}] must be an integer >= 0, not {count!r}"
+            weighted += [each_rule] * count
+        result = dataclasses.replace(state, rules=weighted or list(state.rules))
+        _WEIGHTED[cls] = (state, result)
+        return result
+
+    @classmethod
+    @functools.lru_cache
+    def _to_test_case(cls) -> type[unittest.TestCase]:
+        """``Machine.TestCase``: Hypothesis's, with the machine's default settings
+        (:func:`default_settings`) and shrinking bounded by :attr:`shrink_time_limit_s`."""
+
+        class StateMachineTestCase(unittest.TestCase):
+            settings = default_settings()
+
+            def runTest(self) -> None:
+                with shrinking_bounded(cls.shrink_time_limit_s):
+                    run_state_machine_as_test(cls, settings=self.settings)
+
+            runTest.is_hypothesis_test = True  # type: ignore[attr-defined]
+            runTest._hypothesis_state_machine_class = cls  # type: ignore[attr-defined]
+
+        StateMachineTestCase.__name__ = cls.__name__ + ".TestCase"
+        StateMachineTestCase.__qualname__ = cls.__qualname__ + ".TestCase"
+        return StateMachineTestCase
+
     # -- boot ---------------------------------------------------------------------------
     @initialize(seed=st.integers(min_value=0, max_value=2**32 - 1))
     def boot(self, seed: int) -> None:
@@ -554,6 +652,21 @@ class ClusterMachine(RuleBasedStateMachine):
         self.faults = FaultInjector(world, self.fault_context, rng=world.random("hypothesis/faults"))
         self.live.steps.append(("boot", {"seed": seed}))
         self.live.open()
+        self.run_sync(self._start_user_processes)
+
+    def start_processes(self, world: World, cluster: Cluster) -> None:
+        """Override to start your own processes (a controller, a webhook, an operator) in
+        the World, next to the cluster: ``world.spawn(name, main, role=...)``; their clients
+        reach the API servers ``cluster.api_server_names``. Called once per example, inside
+        the simulation, after the cluster booted (every node Ready) and before the first
+        step. The processes it starts are the machine's :attr:`user_processes`: fault rules
+        can target them (``name:<process>``, ``role:<role>``), ``heal_all`` and the teardown
+        restart those a fault killed, and their journal events are in the example's."""
+
+    def _start_user_processes(self) -> None:
+        before = set(self.world.processes)
+        self.start_processes(self.world, self.cluster)
+        self.user_processes = sorted(set(self.world.processes) - before)
 
     # -- faults: context and targets ------------------------------------------------------
     def fault_context(self) -> Context:
@@ -743,7 +856,7 @@ class ClusterMachine(RuleBasedStateMachine):
         if self.faults is not None:
             self.faults.heal_all()
         self.world.network.heal()
-        for name in self.cluster.processes():
+        for name in [*self.cluster.processes(), *self.user_processes]:
             process = self.world.processes[name]
             process.resume()
             process.reset_clock()
@@ -822,14 +935,16 @@ class ClusterMachine(RuleBasedStateMachine):
 
     # -- teardown: liveness -------------------------------------------------------------
     def teardown(self) -> None:
-        """Heal everything and require convergence within ``convergence_deadline_s`` —
-        unless the run is already failing (then only stop, and label the failure)."""
+        """The liveness phase: heal everything, then require convergence and every
+        ``@eventually`` property within ``convergence_deadline_s`` — unless the run is
+        already failing (then only stop, and label the failure) or ``liveness`` is False
+        (then only stop)."""
         if self.live is None:
             return
         failing = sys.exc_info()[1]
         verdict = None
         try:
-            if failing is None and self.live.running:
+            if failing is None and self.live.running and self.liveness:
                 self.live.record_step("teardown", {})
                 verdict = self.run(self._converge)
         finally:
@@ -840,6 +955,10 @@ class ClusterMachine(RuleBasedStateMachine):
             return
         if verdict is not None and verdict.valid is False:
             error = InvariantViolation("convergence", verdict)
+            _label(error, summary)
+            raise error
+        if self.eventually_verdict is not None and self.eventually_verdict.valid is False:
+            error = InvariantViolation("eventually", self.eventually_verdict)
             _label(error, summary)
             raise error
 
@@ -860,8 +979,45 @@ class ClusterMachine(RuleBasedStateMachine):
             cordoned = still
             verdict = run_checker(check_convergence, self.world.journal.events, healed_at=healed_at, deadline_s=self.convergence_deadline_s)
             converged = verdict.details.get("converged_at_end", False) and verdict.valid is not False
-            if (converged and not cordoned) or self.world.now > deadline:
+            if converged and not cordoned:
+                if not self._eventually():
+                    return verdict
+                self.eventually_verdict = await self._judge_eventually(healed_at)
+                if self.eventually_verdict.valid is not False:
+                    return verdict
+            if self.world.now > deadline:
+                if self._eventually() and self.eventually_verdict is None:  # never converged: judge them once anyway
+                    self.eventually_verdict = await self._judge_eventually(healed_at, final=True)
                 return verdict
+
+    def _eventually(self) -> list[tuple[str, Callable[..., Any]]]:
+        """The machine's ``@eventually`` properties, by name."""
+        found = []
+        for attribute in sorted(dir(type(self))):
+            function = getattr(type(self), attribute, None)
+            if getattr(function, EVENTUALLY_MARKER, False):
+                found.append((attribute, function))
+        return found
+
+    async def _judge_eventually(self, healed_at: float, *, final: bool = False) -> Verdict:
+        """Every ``@eventually`` property now; the first that does not hold makes the
+        verdict false (a verdict that may still turn true before the deadline: the caller
+        polls again unless ``final``)."""
+        held = []
+        for name, function in self._eventually():
+            try:
+                answer = function(self)
+                if inspect.isawaitable(answer):
+                    answer = await answer
+            except AssertionError as error:
+                answer = Verdict(False, str(error).strip().splitlines()[0] if str(error).strip() else "assertion failed")
+            verdict = answer if isinstance(answer, Verdict) else Verdict(answer is not False, "returned False" if answer is False else "held")
+            self.record("hypothesis-eventually", property=name, valid=verdict.label, reason=verdict.reason, final=final)
+            if verdict.valid is False:
+                after = self.world.now - healed_at
+                return Verdict(False, f"{name} did not hold {after:.1f} s after heal (deadline {self.convergence_deadline_s:g} s): {verdict.reason}", verdict.evidence, {"property": name})
+            held.append(name)
+        return Verdict(True, f"held {self.world.now - healed_at:.1f} s after heal: {', '.join(held)}", details={"properties": held})
 
     # -- replay ---------------------------------------------------------------------------
     @classmethod
@@ -947,6 +1103,59 @@ def focus(machine: type[ClusterMachine], name: str, *, rules: Iterable[str], inv
     namespace.update(attributes)
     namespace.setdefault("__module__", sys._getframe(1).f_globals.get("__name__", machine.__module__))  # where focus was called
     return type(name, (machine,), namespace)
+
+
+#: The fault rules (every kind's, and ``restart``): weight 1 in the draw (ClusterMachine.setup_state).
+FAULT_RULE_NAMES: frozenset[str] = frozenset([*FAULT_RULES.values(), "restart"])
+_WEIGHTED: dict[type, tuple[Any, Any]] = {}
+
+
+def workload_weight(faults: int, others: int, fault_share: float) -> int:
+    """The integer weight of each non-fault rule that brings the share of fault draws
+    nearest ``fault_share`` (fault rules weigh 1): ``faults / (faults + others * w)``."""
+    assert 0 < fault_share <= 1, f"fault_share must be in (0, 1], not {fault_share}"
+    if not faults or not others:
+        return 1
+    wanted = faults * (1 - fault_share) / (fault_share * others)
+    return max(1, round(wanted))
+
+
+#: What ``Machine.TestCase`` runs with unless you assign ``Machine.TestCase.settings``
+#: (:func:`default_settings`): 25 examples of up to 30 steps (each example boots a cluster:
+#: about 4 examples a second of CPU on the default small cluster, bench/stateful.py), no
+#: deadline (a step covers seconds of virtual time), every health check off (boots are slow
+#: by design); everything else from the current Hypothesis profile (the example database:
+#: a failure found once is tried first next time).
+DEFAULT_SETTINGS_ARGS: dict[str, Any] = {"max_examples": 25, "stateful_step_count": 30, "deadline": None, "suppress_health_check": list(HealthCheck)}
+
+
+def default_settings() -> settings:
+    """:data:`DEFAULT_SETTINGS_ARGS` over the current Hypothesis profile."""
+    return settings(**DEFAULT_SETTINGS_ARGS)
+#: How :func:`shrinking_bounded` bounds shrinking: Hypothesis stops shrinking after
+#: ``hypothesis.internal.conjecture.engine.MAX_SHRINKING_SECONDS`` of wall time (300 s, a
+#: module constant read when shrinking starts); the machine sets it for the duration of its
+#: test, and a test checks that the name still exists.
+SHRINK_TIME_LIMIT_NOTE = "hypothesis.internal.conjecture.engine.MAX_SHRINKING_SECONDS"
+
+
+@contextlib.contextmanager
+def shrinking_bounded(seconds: float) -> Iterator[None]:
+    """Within the block, Hypothesis shrinks a failure for at most ``seconds`` of wall time
+    (then reports the smallest failing example found so far); see
+    :data:`SHRINK_TIME_LIMIT_NOTE`."""
+    from hypothesis.internal.conjecture import engine
+
+    assert seconds > 0, seconds
+    previous = getattr(engine, "MAX_SHRINKING_SECONDS", None)
+    if previous is None:  # pragma: no cover - a Hypothesis without it; the test of this module says so
+        yield
+        return
+    engine.MAX_SHRINKING_SECONDS = seconds
+    try:
+        yield
+    finally:
+        engine.MAX_SHRINKING_SECONDS = previous
 
 
 def _label(error: BaseException, summary: RunSummary) -> None:

@@ -247,9 +247,9 @@ def save_failure(item: pytest.Item, summary: RunSummary, error: BaseException, r
 
 def _replay(item: pytest.Item, experiment: Path, run_dir: Path, fingerprint: str, machine: str) -> list[str]:
     """Replay the saved file in a fresh process; the lines that say what it gave."""
-    paths = [entry for entry in sys.path if entry and Path(entry).is_dir()]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    # No PYTHONPATH: the saved file records where its machine imports from (import_path),
+    # and this replay proves that `chaoskube run FILE` works as printed, from anywhere.
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     command = [sys.executable, "-m", REPLAY_MODULE, str(experiment), "--out", str(run_dir), "--judged-only"]
     try:
         completed = subprocess.run(command, capture_output=True, text=True, cwd=item.config.rootpath, env=env, timeout=REPLAY_TIMEOUT_S, check=False)

@@ -43,6 +43,7 @@ from chaoskube.checkers.history import from_client_records
 from chaoskube.checkers.linearizability import RegisterModel, check_linearizability
 from chaoskube.checkers.verdict import Verdict
 from chaoskube.etcd.client import OperationLog
+from chaoskube.experiments.real.cluster import REAL_KINDS
 from chaoskube.experiments.systems.base import System
 from chaoskube.experiments.systems.etcd import EtcdWorkload, run_register_workload
 
@@ -494,6 +495,16 @@ class RealEtcdSystem(System):
 
     name = "real-etcd"
     real_time: ClassVar[bool] = True
+    LEADER_ROLES = frozenset({"etcd"})
+    RUNS = ()  # real etcd processes: no gallery variant patches them
+    FAULT_KINDS = REAL_KINDS  # what real/cluster.py can apply to real processes
+
+    @classmethod
+    def process_infos(cls, cluster: Any, workload: Any) -> list[Any]:
+        """The members, as real/runner.py names them for fault planning (no zones)."""
+        from chaoskube.faults import ProcessInfo
+
+        return [ProcessInfo(f"etcd-{index}", "etcd", None) for index in range(1, cluster.members + 1)]
     Cluster = RealEtcdCluster
     Workload = EtcdWorkload
     CHECKERS = {

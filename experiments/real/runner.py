@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import functools
 import random
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +42,7 @@ from chaoskube.experiments.model import Experiment, ExperimentError
 from chaoskube.experiments.phases import PhaseRecord, drive_phases
 from chaoskube.experiments.real import cluster as real_cluster
 from chaoskube.experiments.real.cluster import REAL_KINDS, RealFault
+from chaoskube.experiments.real.workdir import open_workdir
 from chaoskube.experiments.real.etcd import (
     KEY_PREFIX,
     GatewayClient,
@@ -57,7 +57,8 @@ from chaoskube.experiments.real.etcd import (
     run_watcher,
 )
 from chaoskube.experiments.reports import render_markdown, write_reports
-from chaoskube.experiments.result import Progress, RunResult
+from chaoskube.experiments.signals import stopping_now
+from chaoskube.experiments.result import Progress, RunResult, write_atomic
 from chaoskube.experiments.simulated import run_simulated
 from chaoskube.experiments.systems.etcd import EtcdSystem, EtcdWorkload
 from chaoskube.faults import PARTITIONS, Context, FaultError, ProcessInfo, ScheduledFault
@@ -112,11 +113,12 @@ def run_real_experiment(experiment: Experiment, seed: int, out_dir: str | Path, 
     interrupted = False
     error: BaseException | None = None
     try:
-        with tempfile.TemporaryDirectory(prefix="chaoskube-real-etcd-") as workdir:
-            trio.run(functools.partial(_main, experiment, seed, cluster_options, workload, journal, Path(workdir), state, progress))
+        with open_workdir() as workdir:  # removed however the run ends (real/workdir.py)
+            trio.run(functools.partial(_main, experiment, seed, cluster_options, workload, journal, workdir, state, progress))
     except BaseException as caught:  # noqa: BLE001 - Trio wraps Ctrl-C in exception groups
         if _holds(caught, KeyboardInterrupt):
             interrupted = True
+            stopping_now()
         elif isinstance(caught, Exception):  # a broken run still leaves a result
             error = caught
         else:
@@ -145,6 +147,7 @@ def run_real_experiment(experiment: Experiment, seed: int, out_dir: str | Path, 
         metrics=metrics,
         phases=record.phases,
         faults=[{"id": f.id, "applied_at": f.applied_at, "healed_at": f.healed_at, **f.plan.to_json()} for f in faults],
+        skipped_faults=list(state["host"].skipped) if "host" in state else [],
         interrupted=interrupted,
         processes=state["processes"],
     )
@@ -178,6 +181,7 @@ class RealHost:
         self.progress = progress
         self.poller = LeaderPoller(http, cluster.client_urls, recorder, cluster.name_of_id)
         self.faults: list[RealFault] = []
+        self.skipped: list[str] = []  # scheduled faults not applied, and why (the run is then inconclusive)
         self.running = False
         self.workers = trio.CancelScope()
         self.injector = trio.CancelScope()
@@ -252,9 +256,11 @@ class RealHost:
             plan = plan_fault(entry.kind, entry.target, dict(entry.params), self._context(), rng)
         except FaultError as problem:
             self.record("fault", event="skip", id=fault_id, kind=entry.kind, target=entry.target, note=str(problem))
+            self.skipped.append(f"{entry.kind} {entry.target}: {problem}")
             return
         if not plan.targets:
             self.record("fault", event="skip", id=fault_id, **plan.to_json())
+            self.skipped.append(f"{entry.kind} {entry.target}: {plan.note}")
             return
         saved = await real_cluster.apply(self.cluster, plan, fault_id)
         active = RealFault(fault_id, plan, saved, round(self.now, 6))
@@ -411,7 +417,7 @@ def simulated_events(result: RunResult) -> list[dict[str, Any]]:
 
 def write_real_result(result: RealRunResult) -> None:
     payload = result.to_json()
-    (result.out_dir / "result.json").write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    write_atomic(result.out_dir / "result.json", orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
     lines = render_markdown(result).splitlines()
     lines = [
         f"- Real time: {result.simulated_seconds:.1f} s of a real 3-member etcd cluster ({result.wall_seconds:.2f} s wall, simulated comparison included); not reproducible to the byte: the seed fixes the workload and the fault plans"
@@ -434,4 +440,4 @@ def write_real_result(result: RealRunResult) -> None:
             lines.append(f"| verdict: {name}{'' if sim_name == name else f' (sim: {sim_name})'} | {label} | {simulated['verdicts'].get(sim_name, '—')} |")
         lines.append("")
         lines.append(f"Simulated twin: `{simulated['out_dir']}` (journal `{simulated['journal_sha256'][:16]}…`); it is deterministic, so the same `chaoskube run` command (seed {simulated['replay_seed']}) reproduces it byte for byte. Times are measured from the first fault; the real leader time has the 100 ms resolution of the status polls.")
-    (result.out_dir / "report.md").write_text("\n".join(lines) + "\n")
+    write_atomic(result.out_dir / "report.md", "\n".join(lines) + "\n")

@@ -8,6 +8,7 @@ checkers that are pure functions of the journal and the recorded history.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -15,6 +16,7 @@ import msgspec
 
 from chaoskube.checkers.verdict import Verdict
 from chaoskube.experiments.model import convert_options
+from chaoskube.experiments.probes import Probe, ProbeRunner, SteadyStateHypothesis
 from chaoskube.faults import Context, ProcessInfo
 from chaoskube.faults.kinds import Admin
 from chaoskube.sim import World
@@ -25,6 +27,18 @@ class System:
     Cluster: ClassVar[type[msgspec.Struct]]
     Workload: ClassVar[type[msgspec.Struct]]
     CHECKERS: ClassVar[dict[str, str]]  # checker name -> what it verifies (one line)
+    #: Roles whose group elects a leader the system can name (``leader:ROLE`` targets).
+    LEADER_ROLES: ClassVar[frozenset[str]] = frozenset()
+    #: The chaoskube packages whose code the run exercises: a gallery variant
+    #: (chaoskube/gallery.py) that patches anything else would change nothing in the run,
+    #: so ``--broken`` refuses it. None: any (a system that runs the user's own code).
+    RUNS: ClassVar[tuple[str, ...] | None] = ()
+    #: The fault kinds a schedule of this system may use (None: every kind of
+    #: faults/kinds.py); checked when the file loads.
+    FAULT_KINDS: ClassVar[frozenset[str] | None] = None
+    #: Whether experiment files of this system may have ``probes`` and a ``steady_state``
+    #: hypothesis (experiments/probes.py): they need an API and Services to probe.
+    PROBES: ClassVar[bool] = False
 
     def __init__(self, world: World, cluster: Any, workload: Any) -> None:
         self.world = world
@@ -42,10 +56,16 @@ class System:
         cls.options(cluster, workload)
 
     @classmethod
-    def process_names(cls, cluster: Any, workload: Any) -> list[str] | None:
-        """The names of the processes the system will run (for ``name:`` targets), or
-        None when they are not known before the run."""
+    def process_infos(cls, cluster: Any, workload: Any) -> list[ProcessInfo] | None:
+        """Every process the system will run, with its role and zone (what fault targets
+        can match, checked before the run), or None when they are not known before it."""
         return None
+
+    @classmethod
+    def process_names(cls, cluster: Any, workload: Any) -> list[str] | None:
+        """The names of :meth:`process_infos`, or None."""
+        infos = cls.process_infos(cluster, workload)
+        return None if infos is None else [info.name for info in infos]
 
     @classmethod
     def checkers(cls) -> dict[str, str]:
@@ -82,6 +102,12 @@ class System:
 
     def check(self, name: str) -> Verdict:
         raise NotImplementedError
+
+    def open_probes(self, probes: Sequence[Probe], hypothesis: SteadyStateHypothesis | None) -> ProbeRunner:
+        """The runner of an experiment's probes (experiments/probes.py), once the system
+        runs; only a system with ``PROBES = True`` has one (the loader refuses probes for
+        the others)."""
+        raise NotImplementedError(f"system {self.name!r} has no probes")
 
     def metrics(self) -> dict[str, Any]:
         return {}

@@ -35,6 +35,7 @@ from chaoskube.etcd.raft_broken import BROKEN_VARIANTS
 from chaoskube.etcd.requests import LeaseGrantRequest, PutRequest, RangeRequest, prefix_range_end
 from chaoskube.etcd.server import CLIENT_PORT, ClientReply, ClientRequest, EtcdConfig, KeepAlive, current_leader, spawn_cluster
 from chaoskube.experiments.systems.base import System
+from chaoskube.faults import ProcessInfo
 from chaoskube.sim import Ok, Process
 
 KEY_PREFIX = "key/"
@@ -115,14 +116,19 @@ class EtcdSystem(System):
         "etcd-leases": "keys of a lease live at least its TTL after the last acknowledged keep-alive (restarted by a new leader), vanish within a bound after it expires, and only the leader acknowledges keep-alives",
     }
 
+    LEADER_ROLES = frozenset({"etcd"})
+    RUNS = ("chaoskube.etcd",)
+
     @classmethod
-    def process_names(cls, cluster: EtcdCluster, workload: EtcdWorkload) -> list[str]:
+    def process_infos(cls, cluster: EtcdCluster, workload: EtcdWorkload) -> list[ProcessInfo]:
+        """As :meth:`start` spawns them: the members (``spawn_cluster``, no zones), the
+        probe, the clients and the watchers."""
         return (
-            [f"etcd-{index}" for index in range(1, cluster.members + 1)]
-            + [f"client-{index}" for index in range(1, workload.clients + 1)]
-            + [f"watcher-{index}" for index in range(1, workload.watchers + 1)]
-            + [f"lease-client-{index}" for index in range(1, workload.lease_clients + 1)]
-            + ["probe"]
+            [ProcessInfo(f"etcd-{index}", "etcd", None) for index in range(1, cluster.members + 1)]
+            + [ProcessInfo("probe", "probe", None)]
+            + [ProcessInfo(f"client-{index}", "client", None) for index in range(1, workload.clients + 1)]
+            + [ProcessInfo(f"watcher-{index}", "watcher", None) for index in range(1, workload.watchers + 1)]
+            + [ProcessInfo(f"lease-client-{index}", "client", None) for index in range(1, workload.lease_clients + 1)]
         )
 
     def __init__(self, world: Any, cluster: EtcdCluster, workload: EtcdWorkload) -> None:

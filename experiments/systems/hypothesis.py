@@ -11,8 +11,10 @@ as the ``kubernetes`` system reads it); empty means the machine class's own ``sp
 Workload options (:class:`HypothesisWorkload`):
 
 - ``machine``: ``"module:QualName"`` of a ClusterMachine subclass, imported when the
-  experiment loads (a test module's class needs the project root on ``sys.path``, as when
-  ``chaoskube run`` runs from that root).
+  experiment loads;
+- ``import_path``: the directory, relative to the file, put first on ``sys.path`` to import
+  it (``save_experiment`` records the project root of a test module there), so
+  ``chaoskube run FILE`` replays from any directory without ``PYTHONPATH``.
 - ``steps``: ``[[rule, {argument: value}], ...]``, the steps after ``boot``; each is a
   ``@rule`` of the machine, its arguments bound to the rule's signature and checked
   against its annotations when the experiment loads. ``boot`` is not a step here: the
@@ -61,6 +63,7 @@ from chaoskube.checkers.verdict import Verdict, run_checker
 from chaoskube.cluster import ClusterSpec
 from chaoskube.experiments.model import Experiment, ExperimentError, convert_options, experiment_dir
 from chaoskube.experiments.reports import write_result
+from chaoskube.experiments.signals import stopping_now
 from chaoskube.experiments.result import RunResult, close_run_log, open_run_log
 from chaoskube.experiments.systems.base import System
 from chaoskube.sim import Journal, World
@@ -78,6 +81,9 @@ class HypothesisWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=Tru
 
     machine: str
     steps: list[tuple[str, dict[str, Any]]] = []
+    #: The directory (relative to the experiment file) to import the machine's module from,
+    #: as save_experiment records it; empty: the module is importable already.
+    import_path: str = ""
 
 
 class HypothesisSystem(System):
@@ -91,6 +97,7 @@ class HypothesisSystem(System):
         "pdb-eviction": "the machine's evictions_respect_pdbs invariant: no voluntary disruption took a PodDisruptionBudget below desiredHealthy",
         "scheduling": "the machine's bindings_fit invariant: every binding respects resources, taints, node affinity; one node per pod",
         "convergence": "the teardown's liveness phase: after heal, every Deployment at its spec within the machine's convergence_deadline_s",
+        "eventually": "the teardown's liveness phase: every @eventually property of the machine held within its convergence_deadline_s of heal",
         STEPS_CHECKER: "the replay failed for no reason above: a subclass's own @invariant held, no rule raised, the simulation did not crash",
     }
 
@@ -98,8 +105,11 @@ class HypothesisSystem(System):
     def options(cls, cluster: dict[str, Any], workload: dict[str, Any], *, base_dir: Path | None = None) -> tuple[Any, Any]:
         """(ClusterSpec or None, HypothesisWorkload), every field checked (one-line errors)."""
         typed = convert_options(workload, HypothesisWorkload, "workload")
+        search = [Path(base_dir or ".") / typed.import_path] if typed.import_path else []
+        if search and not search[0].is_dir():
+            raise ExperimentError(f"field `workload.import_path`: {typed.import_path!r} is not a directory next to the file ({search[0]})")
         try:
-            machine = resolve_machine(typed.machine)
+            machine = resolve_machine(typed.machine, search)
         except ValueError as error:
             raise ExperimentError(f"field `workload.machine`: {error}") from None
         for index, (name, args) in enumerate(typed.steps):
@@ -111,9 +121,8 @@ class HypothesisSystem(System):
             spec = _cluster_options(cluster)
         return spec, typed
 
-    @classmethod
-    def process_names(cls, cluster: Any, workload: Any) -> list[str] | None:
-        return None
+    RUNS = None  # the user's machine and whatever it runs
+    FAULT_KINDS = frozenset()  # faults are steps of the example, not a schedule
 
 
 def _check_step(machine: type[ClusterMachine], index: int, name: str, args: dict[str, Any]) -> None:
@@ -156,7 +165,7 @@ def run_hypothesis_experiment(experiment: Experiment, seed: int, out_dir: str | 
         spec, workload = HypothesisSystem.options(experiment.cluster, experiment.workload, base_dir=experiment_dir(experiment))
     except ExperimentError as error:
         raise ExperimentError(f"{where}: {error}") from None
-    machine_class = resolve_machine(workload.machine)
+    machine_class = resolve_machine(workload.machine)  # importable: options() put its import_path on sys.path
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     steps: list[tuple[str, dict[str, Any]]] = [("boot", {"seed": seed}), *((name, dict(args)) for name, args in workload.steps)]
@@ -170,6 +179,7 @@ def run_hypothesis_experiment(experiment: Experiment, seed: int, out_dir: str | 
             replay_class.replay(steps)
     except KeyboardInterrupt:
         interrupted = True
+        stopping_now()
     except Exception as caught:  # noqa: BLE001 - the replay's failure is the run's verdict
         error = caught
     finally:
@@ -259,6 +269,11 @@ def _judge(name: str, machine: ClusterMachine, events: list[dict[str, Any]], err
         if verdict is not None:
             return verdict
         return Verdict(None, f"not judged: the replay stopped at {stopped} before the liveness phase: {_one_line(error)}")
+    if name == "eventually":
+        verdict = getattr(machine, "eventually_verdict", None)
+        if verdict is not None:
+            return verdict
+        return Verdict(None, f"not judged: the replay stopped at {stopped} before the @eventually properties were: {_one_line(error)}")
     assert name == STEPS_CHECKER, name
     if error is None:
         return Verdict(True, f"all {len(steps) - 1} steps ran and every invariant of the machine held")

@@ -81,6 +81,7 @@ observer process whatever the faults do to the node whose rules they read.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -92,9 +93,11 @@ from chaoskube.api.objects import Object
 from chaoskube.checkers.leader_election import check_leader_election
 from chaoskube.checkers.verdict import Verdict, run_checker, worst
 from chaoskube.client.client import ApiClient, ApiError
-from chaoskube.cluster import Cluster, ClusterSpec, ClusterSpecError, load_cluster_spec, open_cluster
+from chaoskube.cluster import Cluster, ClusterSpec, ClusterSpecError, load_cluster_spec, open_cluster, planned_processes
 from chaoskube.experiments.model import ExperimentError, convert_options, field_message
+from chaoskube.experiments.probes import Probe, ProbeAccess, ProbeRunner, SteadyStateHypothesis
 from chaoskube.experiments.systems.base import System
+from chaoskube.faults import ProcessInfo
 from chaoskube.node.proxy import SERVICE_NAME_LABEL, TrafficProbe
 from chaoskube.sim import Process, World
 
@@ -356,19 +359,21 @@ class KubernetesSystem(System):
                 raise ExperimentError(f"field `workload.deployments[{index}]`: {error}") from None
         return spec, msgspec.structs.replace(typed, manifests=resolved)
 
+    LEADER_ROLES = frozenset({"etcd", "kube-controller-manager", "kube-scheduler"})
+    RUNS = ("chaoskube.etcd", "chaoskube.apiserver", "chaoskube.client", "chaoskube.controllers", "chaoskube.scheduler", "chaoskube.node")
+    PROBES = True
+
     @classmethod
-    def process_names(cls, cluster: ClusterSpec, workload: KubernetesWorkload) -> list[str]:
-        names = [f"etcd-{index}" for index in range(1, cluster.etcd_members + 1)]
-        names += [f"kube-apiserver-{index}" for index in range(1, cluster.api_servers + 1)]
-        names += [f"kube-controller-manager-{index}" for index in range(1, cluster.controller_managers + 1)]
-        names += [f"kube-scheduler-{index}" for index in range(1, cluster.schedulers + 1)]
-        names += [hook.service for hook in cluster.webhooks] + (["cluster-bootstrap"] if cluster.webhooks else [])
-        names += [name for name, _, _ in cluster.nodes()]
-        names += ["kubectl"] + (["traffic"] if workload.traffic else [])
+    def process_infos(cls, cluster: ClusterSpec, workload: KubernetesWorkload) -> list[ProcessInfo]:
+        """The cluster's processes (:func:`chaoskube.cluster.planned_processes`), then
+        ``kubectl``, ``traffic`` when the workload sends traffic, and the adversarial
+        tenants' processes (role ``tenant``) when it has tenants."""
+        infos = [ProcessInfo(name, role, zone) for name, role, zone in planned_processes(cluster)]
+        infos += [ProcessInfo("kubectl", "kubectl", None)] + ([ProcessInfo("traffic", "traffic", None)] if workload.traffic else [])
         options = workload.tenant_options
         if options is not None:
-            names += [f"tenant-{name}" for name in options.spec().tenants] + ["tenant-admin"]
-        return names
+            infos += [ProcessInfo(f"tenant-{name}", "tenant", None) for name in options.spec().tenants] + [ProcessInfo("tenant-admin", "tenant", None)]
+        return infos
 
     def __init__(self, world: World, cluster: ClusterSpec, workload: KubernetesWorkload) -> None:
         super().__init__(world, cluster, workload)
@@ -628,6 +633,15 @@ class KubernetesSystem(System):
             if any(endpoint.conditions.ready is not False for endpoint in endpoint_slice.endpoints):
                 ready.add(service)
         return [f"Service {key} has no ready endpoint" for key in self.services if key not in ready]
+
+    def open_probes(self, probes: Sequence[Probe], hypothesis: SteadyStateHypothesis | None) -> ProbeRunner:
+        """The experiment's probes, run from the process ``probes`` (role ``probes``, no
+        zone: like ``traffic``, out of every fault domain) as ``kubectl`` would read, and
+        through the kube-proxy rule table of the first running node for ``http`` probes."""
+        assert self.handle is not None, "probes start once the cluster runs"
+        process = self.world.spawn("probes", _idle, role="probes")
+        client = self.handle.client(process, timeout_s=PROBE_TIMEOUT_S, attempts=PROBE_ATTEMPTS)
+        return ProbeRunner(ProbeAccess(self.world, process, client, _CurrentProxy(self.handle, self.nodes)), probes, hypothesis)
 
     def admin(self) -> KubectlAdmin | None:
         """The administrator of the ``drain`` fault, once the cluster (and ``kubectl``) runs."""

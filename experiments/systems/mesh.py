@@ -16,6 +16,7 @@ import trio
 
 from chaoskube.checkers.verdict import Verdict
 from chaoskube.experiments.systems.base import System
+from chaoskube.faults import ProcessInfo
 from chaoskube.sim import Failed, Ok, Process, read_journal
 
 
@@ -46,9 +47,11 @@ class MeshSystem(System):
         "steady-state": "after heal, every node reaches every other node",
     }
 
+    RUNS = ()  # the runtime only: no component of chaoskube's cluster
+
     @classmethod
-    def process_names(cls, cluster: MeshCluster, workload: MeshWorkload) -> list[str]:
-        return [f"node-{index}" for index in range(1, cluster.nodes + 1)]
+    def process_infos(cls, cluster: MeshCluster, workload: MeshWorkload) -> list[ProcessInfo]:
+        return [ProcessInfo(f"node-{index}", "node", None) for index in range(1, cluster.nodes + 1)]
 
     def __init__(self, world: Any, cluster: MeshCluster, workload: MeshWorkload) -> None:
         super().__init__(world, cluster, workload)

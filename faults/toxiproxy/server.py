@@ -3,14 +3,34 @@
 Endpoints, status codes, defaults and error bodies are those of Shopify/toxiproxy
 ``api.go`` (``{"error": "...", "status": N}``; 400 bad body or missing field, 404
 proxy/toxic not found, 409 already exists, 500 for errors Toxiproxy does not classify,
-such as a listen address already in use). Mutating requests are serialised by one lock,
-as Toxiproxy's collection mutex serialises them.
+such as a listen address that is malformed or already in use). Mutating requests are
+serialised by one lock, as Toxiproxy's collection mutex serialises them.
+
+Bodies are decoded as Go's ``encoding/json`` ``Decoder.Decode`` decodes them
+(:func:`decode_go_json`): one JSON value, what follows it ignored; ``NaN`` and
+``Infinity`` are not JSON; numbers into ``int64`` fields must be integer literals within
+64 bits and into ``float32`` fields within its range, else 400 with Go's "cannot unmarshal
+number N into Go struct field ..."; nesting deeper than Go's 10,000 levels is 400
+("exceeded max depth"), shallower nesting decodes (never a 500); invalid UTF-8 is
+replaced by U+FFFD. A body over :data:`MAX_REQUEST_BODY_BYTES` is answered 413 (Toxiproxy
+reads any size; a bound on memory here).
+
+Connections (``net/http.Server`` as api.go configures it): a request, headers and body,
+must arrive within :data:`REQUEST_READ_TIMEOUT_S` (``ReadTimeout``, 15 s); a keep-alive
+connection may wait :data:`IDLE_TIMEOUT_S` for its next request (``IdleTimeout``, 60 s);
+the answer must be written within :data:`WRITE_TIMEOUT_S` (``WriteTimeout``, 30 s); a
+handler that takes longer than :data:`HANDLER_TIMEOUT_S` is answered 503 (api.go's
+``TimeoutHandler``, 25 s). Each bound closes that one connection; nothing that happens on
+one connection — a timeout, a protocol error, a bug — reaches the server or any other
+connection: every connection runs in its own task that catches everything but
+cancellation.
 
 Entry points:
 
 * ``serve(host, port, *, rng)`` — run inside Trio; ``task_status.started((host, port))``
   reports the bound API address. Cancelling it closes every listener and connection.
-* ``run_forever(listen, seed)`` — blocking, for the command line; SIGINT/SIGTERM stop it.
+* ``run_forever(listen, seed)`` — blocking, for the command line; SIGINT/SIGTERM stop it;
+  :class:`ListenError` (one line) when it cannot listen there.
 * ``ToxiproxyServer`` — the same in a background thread with its own ``trio.run``, for
   tests and for code that is not async.
 """
@@ -21,8 +41,12 @@ import functools
 import json
 import logging
 import random
+import re
 import signal
+import socket
+import sys
 import threading
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -30,16 +54,23 @@ import h11
 import trio
 
 from chaoskube.faults.toxiproxy.proxy import AddressError, Proxy, bind_listener, close_stream_now, format_address, listener_address, parse_address
-from chaoskube.faults.toxiproxy.toxics import ATTRIBUTE_DEFAULTS, BLOCK_FROM, UPSTREAM, ToxicError, ToxicSpec, lookup_field, merge_attributes, parse_direction
+from chaoskube.faults.toxiproxy.toxics import ATTRIBUTE_DEFAULTS, BLOCK_FROM, UPSTREAM, ToxicError, ToxicSpec, go_float32, go_number, json_kind, lookup_field, merge_attributes, parse_direction
 
 LOGGER = logging.getLogger(__name__)
 
 VERSION = "2.12.0-chaoskube"  # the Toxiproxy API version this server follows
 
 MAX_REQUEST_BODY_BYTES = 1024 * 1024
-REQUEST_READ_TIMEOUT_S = 15.0  # Toxiproxy's http.Server ReadTimeout
+REQUEST_READ_TIMEOUT_S = 15.0  # Toxiproxy's http.Server ReadTimeout (api.go read_timeout)
 IDLE_TIMEOUT_S = 60.0  # and its IdleTimeout
+WRITE_TIMEOUT_S = 30.0  # and its WriteTimeout (api.go wait_timeout)
+HANDLER_TIMEOUT_S = 25.0  # api.go timeoutMiddleware: http.TimeoutHandler(next, 25*time.Second, "")
+GO_MAX_JSON_DEPTH = 10_000  # encoding/json scanner.go maxNestingDepth
 DEFAULT_LISTEN = "127.0.0.1:0"  # a proxy created without `listen`; never all interfaces
+
+
+class ListenError(Exception):
+    """The API cannot listen on the address given; ``str(error)`` is one line."""
 
 
 class ApiError(Exception):
@@ -63,16 +94,70 @@ ERR_INVALID_TOXIC_TYPE = ("invalid toxic type", 400)
 # --------------------------------------------------------------- request bodies
 
 
-def _decode_body(body: bytes, go_type: str, want: type) -> Any:
-    """json.NewDecoder(body).Decode(&v), error texts included as far as they matter."""
-    if not body.strip():
+_JSON_SPACE = re.compile(r"[ \t\r\n]*")
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"invalid character {name[0]!r} looking for beginning of value")
+
+
+_DECODER = json.JSONDecoder(parse_int=go_number, parse_float=go_number, parse_constant=_no_constants)
+
+
+def _depth(text: str) -> int:
+    """The deepest nesting of arrays and objects in ``text``, outside strings."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def decode_go_json(body: bytes) -> Any:
+    """The first JSON value of ``body``, as ``json.NewDecoder(body).Decode`` reads it
+    (module docstring); ApiError 400 ``bad request body: ...`` otherwise."""
+    text = body.decode("utf-8", "replace")
+    start = _JSON_SPACE.match(text).end()  # type: ignore[union-attr]
+    if start == len(text):
         raise _err("bad request body: EOF", 400)
     try:
-        value = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as error:
+        return _DECODER.raw_decode(text, start)[0]
+    except RecursionError:
+        pass  # deeper than Python's stack allows by default; Go allows 10,000 levels
+    except ValueError as error:
         raise _err(f"bad request body: {error}", 400) from None
+    depth = _depth(text[start:])
+    if depth > GO_MAX_JSON_DEPTH:
+        first = text[start:].lstrip()[:1] or "["
+        raise _err(f"bad request body: invalid character {first!r} exceeded max depth", 400)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, depth * 2 + 200))
+    try:
+        return _DECODER.raw_decode(text, start)[0]
+    except (ValueError, RecursionError) as error:
+        raise _err(f"bad request body: {error}", 400) from None
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _decode_body(body: bytes, go_type: str, want: type) -> Any:
+    """json.NewDecoder(body).Decode(&v), error texts included as far as they matter."""
+    value = decode_go_json(body)
     if value is not None and not isinstance(value, want):
-        kind = "array" if isinstance(value, list) else "object" if isinstance(value, dict) else type(value).__name__
+        kind = "array" if isinstance(value, list) else "object" if isinstance(value, dict) else json_kind(value)
         raise _err(f"bad request body: json: cannot unmarshal {kind} into Go value of type {go_type}", 400)
     return value
 
@@ -83,7 +168,7 @@ def _field(obj: dict[str, Any], name: str, kind: type, struct: str, default: Any
         return default
     if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
         go = {str: "string", bool: "bool", float: "float32"}[kind]
-        raise _err(f"bad request body: json: cannot unmarshal {type(value).__name__} into Go struct field {struct}.{name} of type {go}", 400)
+        raise _err(f"bad request body: json: cannot unmarshal {json_kind(value)} into Go struct field {struct}.{name} of type {go}", 400)
     return value
 
 
@@ -97,16 +182,14 @@ def _proxy_fields(obj: dict[str, Any], defaults: dict[str, Any]) -> dict[str, An
 
 
 def _check_addresses(fields: dict[str, Any], where: str = "") -> None:
-    for key in ("listen", "upstream"):
-        try:
-            parse_address(fields[key], default_host="127.0.0.1")
-        except AddressError as error:
-            raise _err(f"bad request body: invalid {key}{where}: {error}", 400) from None
+    """Toxiproxy checks neither address when a proxy is created: the listen address fails
+    when the proxy starts (``net.Listen``: 500, below) and the upstream when a client
+    connects (the client is dropped). Nothing to do here; kept as the one place to say so."""
 
 
-def _toxicity(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _err(f"bad request body: json: cannot unmarshal {type(value).__name__} into Go struct field ToxicWrapper.toxicity of type float32", 400)
+def _toxicity(value: Any, struct: str = "ToxicWrapper") -> float:
+    if not go_float32(value):
+        raise _err(f"bad request body: json: cannot unmarshal {json_kind(value, isinstance(value, (int, float)) and not isinstance(value, bool))} into Go struct field {struct}.toxicity of type float32", 400)
     return float(value)
 
 
@@ -129,10 +212,13 @@ class ToxiproxyApi:
         return proxy
 
     async def _start(self, proxy: Proxy) -> None:
+        """Listen (proxy.go ``listen``: ``net.Listen("tcp", proxy.Listen)``); an address
+        that is malformed, unresolvable or in use is an error Toxiproxy does not classify:
+        500."""
         try:
             await proxy.start(self.nursery)
         except AddressError as error:
-            raise _err(f"bad request body: {error}", 400) from None
+            raise _err(f"listen tcp: {error}", 500) from None
         except OSError as error:
             raise _err(f"listen tcp {proxy.listen}: {error.strerror or error}", 500) from None
 
@@ -214,7 +300,10 @@ class ToxiproxyApi:
             obj = _decode_body(body, "toxiproxy.Proxy", dict) or {}
             fields = _proxy_fields(obj, {"listen": proxy.listen, "upstream": proxy.upstream, "enabled": proxy.enabled})
             if fields["listen"] != proxy.listen or fields["upstream"] != proxy.upstream:
-                _check_addresses(fields)
+                try:  # proxy.go Differs: net.ResolveTCPAddr(listen) first; its error (500) changes nothing
+                    parse_address(fields["listen"], default_host="127.0.0.1")
+                except AddressError as error:
+                    raise _err(str(error), 500) from None
                 await proxy.stop()  # proxy.go Update: a new address restarts the proxy
                 proxy.listen, proxy.upstream = fields["listen"], fields["upstream"]
             if fields["enabled"] != proxy.enabled:
@@ -287,7 +376,7 @@ class ToxiproxyApi:
                 raise _err(*ERR_TOXIC_NOT_FOUND)
             obj = _decode_body(body, "struct { Attributes interface {}; Toxicity float32 }", dict) or {}
             found, toxicity = lookup_field(obj, "toxicity")
-            toxicity = old.toxicity if not found or toxicity is None else _toxicity(toxicity)
+            toxicity = old.toxicity if not found or toxicity is None else _toxicity(toxicity, "")
             try:
                 attributes = merge_attributes(old.type, old.attributes, lookup_field(obj, "attributes")[1])
             except ToxicError as error:
@@ -352,52 +441,105 @@ class ToxiproxyApi:
     # -- HTTP/1.1 connection handling
 
     async def serve_connection(self, stream: trio.SocketStream) -> None:
+        """One API connection (module docstring, "Connections"). Never raises but
+        Cancelled: whatever goes wrong costs this connection only."""
+        try:
+            await self._serve_requests(stream)
+        except trio.Cancelled:
+            raise
+        except Exception:  # noqa: BLE001 - a bug must cost one connection, not the server
+            LOGGER.exception("API connection failed")
+        finally:
+            close_stream_now(stream, reset=False)
+
+    async def _serve_requests(self, stream: trio.SocketStream) -> None:
         connection = h11.Connection(h11.SERVER, max_incomplete_event_size=64 * 1024)
+        first = True
         try:
             while True:
-                with trio.move_on_after(IDLE_TIMEOUT_S):
-                    request = await _next_event(stream, connection)
-                if not isinstance(request, h11.Request):
+                request = await self._read_request(stream, connection, first)
+                first = False
+                if request is None:
                     return
-                body = bytearray()
-                with trio.move_on_after(REQUEST_READ_TIMEOUT_S) as read_scope:
-                    while True:
-                        if connection.client_is_waiting_for_100_continue:
-                            await stream.send_all(connection.send(h11.InformationalResponse(status_code=100, headers=[])))
-                        event = await _next_event(stream, connection)
-                        if isinstance(event, h11.Data):
-                            body += event.data
-                            if len(body) > MAX_REQUEST_BODY_BYTES:
-                                await _respond(stream, connection, 413, "text/plain", b"request body too large\n", close=True)
-                                return
-                        elif isinstance(event, h11.EndOfMessage):
-                            break
-                        else:
-                            return
-                if read_scope.cancelled_caught:
-                    return
+                head, body = request
                 user_agent = ""
-                for header_name, value in request.headers:
+                for header_name, value in head.headers:
                     if header_name == b"user-agent":
                         user_agent = value.decode("latin-1")
-                status, content_type, payload = await self.dispatch(
-                    request.method.decode("ascii", "replace"), request.target.decode("latin-1"), user_agent, bytes(body)
-                )
-                await _respond(stream, connection, status, content_type, payload)
+                method, target = head.method.decode("ascii", "replace"), head.target.decode("latin-1")
+                with trio.move_on_after(HANDLER_TIMEOUT_S) as handler_scope:
+                    status, content_type, payload = await self.dispatch(method, target, user_agent, body)
+                if handler_scope.cancelled_caught:  # http.TimeoutHandler: 503 with its (empty) message
+                    status, content_type, payload = 503, "text/html; charset=utf-8", b""
+                with trio.move_on_after(WRITE_TIMEOUT_S) as write_scope:
+                    await _respond(stream, connection, status, content_type, payload)
+                if write_scope.cancelled_caught:
+                    return  # a client that does not read its answer: drop it
                 if connection.our_state is not h11.DONE or connection.their_state is not h11.DONE:
                     return
                 connection.start_next_cycle()
         except h11.RemoteProtocolError as error:
             if connection.our_state in (h11.IDLE, h11.SEND_RESPONSE):
                 payload = json.dumps({"error": f"bad request: {error}", "status": 400}).encode() + b"\n"
-                try:
-                    await _respond(stream, connection, 400, "application/json", payload, close=True)
-                except (trio.BrokenResourceError, trio.ClosedResourceError, h11.LocalProtocolError):
-                    pass
+                with trio.move_on_after(WRITE_TIMEOUT_S):
+                    try:
+                        await _respond(stream, connection, 400, "application/json", payload, close=True)
+                    except (trio.BrokenResourceError, trio.ClosedResourceError, h11.LocalProtocolError):
+                        pass
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return
-        finally:
-            close_stream_now(stream, reset=False)
+
+    async def _read_request(self, stream: trio.SocketStream, connection: h11.Connection, first: bool) -> tuple[h11.Request, bytes] | None:
+        """The next request and its body, or None when the connection should close (the
+        client left, sent something else, or ran out of time). A keep-alive connection waits
+        up to IDLE_TIMEOUT_S for the request's first byte; from then on (and from the
+        accept, for the first request) the whole request must arrive within
+        REQUEST_READ_TIMEOUT_S. A body over MAX_REQUEST_BODY_BYTES is answered 413."""
+        if not first:
+            with trio.move_on_after(IDLE_TIMEOUT_S) as idle:
+                started = await _wait_for_data(stream, connection)
+            if idle.cancelled_caught or not started:
+                return None
+        body = bytearray()
+        request: Any = None
+        with trio.move_on_after(REQUEST_READ_TIMEOUT_S) as read_scope:
+            request = await _next_event(stream, connection)
+            if not isinstance(request, h11.Request):
+                return None
+            while True:
+                if connection.client_is_waiting_for_100_continue:
+                    await stream.send_all(connection.send(h11.InformationalResponse(status_code=100, headers=[])))
+                event = await _next_event(stream, connection)
+                if isinstance(event, h11.Data):
+                    body += event.data
+                    if len(body) > MAX_REQUEST_BODY_BYTES:
+                        with trio.move_on_after(WRITE_TIMEOUT_S):
+                            await _respond(stream, connection, 413, "text/plain", b"request body too large\n", close=True)
+                        return None
+                elif isinstance(event, h11.EndOfMessage):
+                    break
+                else:
+                    return None
+        if read_scope.cancelled_caught or not isinstance(request, h11.Request):
+            return None
+        return request, bytes(body)
+
+
+async def _wait_for_data(stream: trio.SocketStream, connection: h11.Connection) -> bool:
+    """Wait until the next request has begun: bytes already buffered by h11 (a pipelined
+    request), or the first bytes from the socket, fed to h11. False when the client
+    closed instead."""
+    buffered, closed = connection.trailing_data
+    if buffered:
+        return True
+    if closed:
+        return False
+    try:
+        data = await stream.receive_some(64 * 1024)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        data = b""
+    connection.receive_data(data)
+    return bool(data)
 
 
 async def _next_event(stream: trio.SocketStream, connection: h11.Connection) -> Any:
@@ -412,6 +554,14 @@ async def _next_event(stream: trio.SocketStream, connection: h11.Connection) -> 
         connection.receive_data(data)
 
 
+def _reason(status: int) -> bytes:
+    """The reason phrase Go's net/http writes (``StatusText``): "200 OK", "404 Not Found"."""
+    try:
+        return HTTPStatus(status).phrase.encode()
+    except ValueError:
+        return b""
+
+
 async def _respond(
     stream: trio.SocketStream, connection: h11.Connection, status: int, content_type: str, payload: bytes, *, close: bool = False
 ) -> None:
@@ -422,7 +572,7 @@ async def _respond(
         headers.append(("Content-Length", str(len(payload))))
     if close:
         headers.append(("Connection", "close"))
-    data = connection.send(h11.Response(status_code=status, headers=headers))
+    data = connection.send(h11.Response(status_code=status, headers=headers, reason=_reason(status)))
     if payload:
         data += connection.send(h11.Data(data=payload))
     data += connection.send(h11.EndOfMessage())
@@ -464,7 +614,10 @@ def run_forever(listen: str = "127.0.0.1:8474", seed: int = 0) -> None:
     For ``chaoskube toxiproxy --listen ...``; must run in the main thread (signals).
     Prints the seed and the bound address first, so a run can be replayed.
     """
-    host, port = parse_address(listen, default_host="127.0.0.1")
+    try:
+        host, port = parse_address(listen, default_host="127.0.0.1")
+    except AddressError as error:
+        raise ListenError(str(error)) from None
     print(f"chaoskube toxiproxy: seed={seed} listen={format_address(host, port)}", flush=True)
 
     async def main() -> None:
@@ -477,7 +630,26 @@ def run_forever(listen: str = "127.0.0.1:8474", seed: int = 0) -> None:
                     nursery.cancel_scope.cancel()
                     break
 
-    trio.run(main)
+    try:
+        trio.run(main)
+    except BaseException as error:  # noqa: BLE001 - Trio wraps the bind error in exception groups
+        problem = _listen_problem(error)
+        if problem is None:
+            raise
+        raise ListenError(problem) from None
+
+
+def _listen_problem(error: BaseException) -> str | None:
+    """One line for a bind that failed (in use, not resolvable, not permitted), found in
+    ``error`` or its exception groups; None for anything else."""
+    if isinstance(error, BaseExceptionGroup):
+        found = [_listen_problem(member) for member in error.exceptions]
+        return next((item for item in found if item), None)
+    if isinstance(error, socket.gaierror):
+        return f"cannot resolve the host ({error.strerror or error})"
+    if isinstance(error, OSError):
+        return f"cannot listen there ({error.strerror or error})"
+    return None
 
 
 class ToxiproxyServer:

@@ -145,13 +145,53 @@ class ToxicSpec:
 # ---------------------------------------------------------------- parsing (pure)
 
 
-def _json_kind(value: Any) -> str:
+#: The Go struct each toxic's attributes decode into (Shopify/toxiproxy ``toxics/*.go``),
+#: as its JSON errors name it, and the Go type of each numeric attribute (``int64``, or
+#: ``int`` for the slicer's: 64 bits on the platforms Toxiproxy ships for).
+GO_STRUCTS: dict[str, str] = {
+    "noop": "NoopToxic", "latency": "LatencyToxic", "bandwidth": "BandwidthToxic", "slow_close": "SlowCloseToxic",
+    "timeout": "TimeoutToxic", "reset_peer": "ResetToxic", "slicer": "SlicerToxic", "limit_data": "LimitDataToxic",
+    BLOCK_FROM: "BlockFromToxic",
+}  # fmt: skip
+GO_INT_TYPES: dict[str, str] = {"slicer": "int"}
+INT64 = (-(2**63), 2**63 - 1)
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+class GoInt(int):
+    """An integer as decoded from a JSON body, with its literal (``literal``), so errors
+    can quote it as Go's encoding/json does ("number 9223372036854775808")."""
+
+    literal: str
+
+
+class GoFloat(float):
+    """A JSON number with a fraction or an exponent, with its literal."""
+
+    literal: str
+
+
+def go_number(literal: str) -> GoInt | GoFloat:
+    """``parse_int`` / ``parse_float`` of json.loads: the number and its literal."""
+    number: GoInt | GoFloat = GoFloat(literal) if any(c in literal for c in ".eE") else GoInt(literal)
+    number.literal = literal
+    return number
+
+
+def _literal(value: Any) -> str:
+    return getattr(value, "literal", None) or repr(value)
+
+
+def json_kind(value: Any, numeric_target: bool = False) -> str:
+    """How Go's UnmarshalTypeError names a JSON value: a number's literal is quoted only
+    when the target is numeric (``literalStore``: "number 1.5" into an int64, "number" into
+    a string)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, (int, float)):
-        return "number " + repr(value) if isinstance(value, float) else "number"
+        return f"number {_literal(value)}" if numeric_target else "number"
     if isinstance(value, str):
         return "string"
     if isinstance(value, list):
@@ -159,11 +199,26 @@ def _json_kind(value: Any) -> str:
     return "object"
 
 
+_json_kind = json_kind
+
+
 def _bad_field(struct: str, field: str, value: Any, go_type: str) -> ToxicError:
+    numeric = go_type in ("int64", "int", "float32")
     return ToxicError(
-        f"bad request body: json: cannot unmarshal {_json_kind(value)} into Go struct "
+        f"bad request body: json: cannot unmarshal {json_kind(value, numeric and isinstance(value, (int, float)) and not isinstance(value, bool))} into Go struct "
         f"field {struct}.{field} of type {go_type}"
     )
+
+
+def go_int64(value: Any) -> bool:
+    """Whether a decoded JSON value is what Go decodes into an int64: an integer literal
+    (no fraction, no exponent) within 64 bits."""
+    return isinstance(value, int) and not isinstance(value, bool) and INT64[0] <= value <= INT64[1]
+
+
+def go_float32(value: Any) -> bool:
+    """Whether a decoded JSON number fits a float32 (``strconv.ParseFloat(s, 32)``)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(float(value)) <= FLOAT32_MAX
 
 
 def lookup_field(obj: dict[str, Any], field: str) -> tuple[bool, Any]:
@@ -193,15 +248,15 @@ def merge_attributes(toxic_type: str, base: dict[str, Any], given: Any) -> dict[
             f"bad request body: json: cannot unmarshal {_json_kind(given)} into Go struct "
             f"field ToxicWrapper.attributes of type toxics.Toxic"
         )
-    struct = f"{toxic_type}.attributes"
+    struct = f"{GO_STRUCTS[toxic_type]}.attributes"
     for field, default in ATTRIBUTE_DEFAULTS[toxic_type].items():
         found, value = lookup_field(given, field)
         if not found or value is None:
             continue
         if isinstance(default, int):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise _bad_field(struct, field, value, "int64")
-            result[field] = value
+            if not go_int64(value):
+                raise _bad_field(struct, field, value, GO_INT_TYPES.get(toxic_type, "int64"))
+            result[field] = int(value)
         elif isinstance(default, str):
             if not isinstance(value, str):
                 raise _bad_field(struct, field, value, "string")

@@ -107,10 +107,22 @@ def test_fail_fast_stops_at_the_first_run_not_as_expected(tmp_path):
     assert sorted(path.name for path in out.iterdir() if path.is_dir()) == ["mesh-partition-seed1"]
 
 
+def test_a_broken_variant_for_another_system_is_refused(tmp_path):
+    # The webhook variant patches kube-apiserver admission: a mesh run never calls it, so
+    # "not caught" would be a green run that tested nothing.
+    for args in (["explore", "mesh-partition", "--seeds", "1..2"], ["run", "mesh-partition"], ["run", "etcd-leader-kill"]):
+        result = chaoskube(*args, "--broken", "webhook-ignores-failure-policy", "--out", str(tmp_path / "out"))
+        assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert "'webhook-ignores-failure-policy' breaks kube-apiserver admission (chaoskube.apiserver.webhooks), which a " in result.stderr
+        assert "use it with webhook-latency-fail-closed" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_broken_variant_that_no_checker_notices_is_reported_as_not_caught(tmp_path):
-    # The webhook variant patches kube-apiserver admission: a mesh run never calls it.
+    # The webhook variant patches kube-apiserver admission, which apiserver-crash runs, but
+    # that experiment has no webhook to call and no admission checker.
     out = tmp_path / "campaign"
-    result = chaoskube("explore", "mesh-partition", "--broken", "webhook-ignores-failure-policy", "--seeds", "1..2", "--jobs", "2", "--fail-fast", "--out", str(out))
+    result = chaoskube("explore", "apiserver-crash", "--broken", "webhook-ignores-failure-policy", "--seeds", "1..2", "--jobs", "2", "--fail-fast", "--out", str(out))
     assert result.returncode == 0, result.stderr + result.stdout
     summary = json.loads((out / "summary.json").read_text())
     (finding,) = summary["findings"]

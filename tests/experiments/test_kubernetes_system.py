@@ -175,7 +175,7 @@ def test_dry_run_prints_the_resolved_cluster_and_schedule():
     assert "'etcdMembers': 3" in out and "'apiServers': 2" in out and "'nodeMonitorGracePeriodS': 40.0" in out
     assert "'zones': ['zone-a', 'zone-b', 'zone-c']" in out and "'count': 6" in out
     assert "'deployments': [{'name': 'web', 'replicas': 6" in out
-    assert "at 2 s: zone-outage zone:zone-a for 420 s {'mode': 'power'}" in out
+    assert "at 2 s: zone-outage zone:zone-a -> etcd-1, kube-apiserver-1, kube-controller-manager-1, kube-scheduler-1, node-1, node-4 (every process of zone zone-a) for 420 s {'mode': 'power'}" in out
 
 
 def test_process_names_match_what_open_cluster_spawns(runs):
@@ -380,7 +380,7 @@ def test_a_control_plane_partition_evicts_nothing_and_the_pods_keep_serving(runs
     during = [event for event in events_of(result, "traffic") if fault["applied_at"] <= event["t"] <= fault["healed_at"]]
     assert len(during) > 700 and all(event["outcome"] == "ok" for event in during), "the data plane kept serving"
     assert result.verdicts["no-mass-eviction"].reason.startswith("taint-based evictions took 0 pod(s)")
-    assert "service-availability" in result.experiment.expected.may_fail  # kubernetes/kubernetes#77864, after the heal
+    assert "service-availability" not in result.experiment.checkers  # kubernetes/kubernetes#77864: measured, not judged (the expected outcome says why)
 
 
 def test_a_kubernetes_run_is_a_pure_function_of_its_seed(runs, tmp_path):

@@ -198,14 +198,32 @@ def test_junit_of_a_failing_experiment_has_one_testcase_per_checker_and_the_fail
     assert properties["as_expected"] == "true" and properties["expected_outcome"] == "fail"
     cases = {case.get("name"): case for case in suite.findall("testcase")}
     assert list(cases) == ["raft-safety", "linearizability", "watch", "steady-state"]
+    # The run met its expected outcome, so the suite has no failure (CI and the exit code
+    # agree); each expected false verdict keeps its reason in system-out and a property.
     for name, verdict in lost_fsync.verdicts.items():
-        failure = cases[name].find("failure")
-        assert (failure is not None) == (verdict.valid is False), name
-        assert cases[name].find("error") is None
-    failure = cases["raft-safety"].find("failure")
-    assert failure.get("message") == lost_fsync.verdicts["raft-safety"].reason
-    assert '"type":"client-op"' in failure.text  # the evidence, one JSON object per line
-    assert suite.get("tests") == "4" and suite.get("failures") == str(len(lost_fsync.failing)) and suite.get("errors") == "0"
+        assert cases[name].find("failure") is None and cases[name].find("error") is None, name
+        values = {prop.get("name"): prop.get("value") for prop in cases[name].find("properties")}
+        assert values["verdict"] == verdict.label
+        if verdict.valid is False:
+            assert cases[name].find("system-out").text.startswith("false, as the experiment allows")
+    assert lost_fsync.verdicts["raft-safety"].reason in cases["raft-safety"].find("system-out").text
+    assert suite.get("tests") == "4" and suite.get("failures") == "0" and suite.get("errors") == "0"
+
+
+def test_junit_fails_exactly_the_checkers_that_missed_their_expectation():
+    expected = {"outcome": "fail", "failing": ["a"], "may_fail": ["b"], "failure_mode": "a breaks"}
+    suite = junit_testsuite(payload(a="true", b="false", c="false") | {"expected": expected})
+    cases = {case.get("name"): case for case in suite.findall("testcase")}
+    assert cases["a"].find("failure").get("type") == "chaoskube.verdict.unexpected-pass"
+    assert "expected to fail (a breaks)" in cases["a"].find("failure").get("message")
+    assert cases["b"].find("failure") is None  # may fail
+    assert cases["c"].find("failure").get("type") == "chaoskube.verdict.false"
+    assert suite.get("failures") == "2"
+    broken = junit_testsuite(payload(a="false") | {"expected": {"outcome": "fail", "failing": ["a"]}, "broken": ["broken-raft"]})
+    assert broken.get("failures") == "1", "with --broken every false verdict is a finding"
+    inconclusive = junit_testsuite(payload(a="true") | {"skipped_faults": ["kill leader:etcd: no process matches 'leader:etcd' now"]})
+    faults = [case for case in inconclusive.findall("testcase") if case.get("name") == "faults"]
+    assert faults and faults[0].find("error").get("type") == "chaoskube.run.inconclusive" and inconclusive.get("errors") == "1"
 
 
 def payload(**verdicts):

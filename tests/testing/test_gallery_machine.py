@@ -13,8 +13,6 @@ seconds, not minutes. Settings are derandomized: the examples are the same on ev
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -61,16 +59,9 @@ def _shrunk(error: InvariantViolation) -> list[str]:
 
 # ----------------------------------------------------------------------- focused machines
 class SafetyOnlyWhileSearching(ClusterMachine):
-    """With ``liveness`` off (while searching for a safety violation) the teardown only
-    stops the world: a passing example then costs no convergence phase, and the shrinker
-    runs hundreds of them."""
-
-    liveness = True
-
-    def teardown(self) -> None:
-        if not self.liveness and self.live is not None and sys.exc_info()[1] is None:
-            self.live.stop()  # then ClusterMachine.teardown skips the liveness phase
-        super().teardown()
+    """With ``liveness`` off (ClusterMachine's flag; :func:`_found` sets it while searching
+    for a safety violation) the teardown only stops the world: a passing example then costs
+    no convergence phase, and the shrinker runs hundreds of them."""
 
 
 class SmallSeeds(SafetyOnlyWhileSearching):

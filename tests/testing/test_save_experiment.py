@@ -235,8 +235,9 @@ def test_bad_fields_fail_in_one_line_naming_the_field(tmp_path, changes, expecte
 
 def test_a_schedule_is_refused_and_the_command_line_exits_2(tmp_path, capsys):
     path = _write(tmp_path, schedule=[{"at_s": 1.0, "kind": "kill", "target": "role:etcd"}])
-    with pytest.raises(ExperimentError, match=r"field `schedule`: the hypothesis system replays steps"):
-        run_hypothesis_experiment(load_experiment(path), 1, tmp_path / "run")
+    # Refused when the file loads (registry: the system's FAULT_KINDS), before any run.
+    with pytest.raises(ExperimentError, match=r"field `schedule\[0\]\.kind`: 'kill' cannot be applied in a 'hypothesis' run \(kinds: none: its faults are steps of `workload.steps`\)"):
+        load_experiment(path)
     assert main([str(_write(tmp_path, workload_machine="nope:Nope")), "--out", str(tmp_path / "run")]) == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith("error: ") and "field `workload.machine`" in error and "\n" not in error
@@ -255,3 +256,25 @@ def test_save_experiment_refuses_what_a_file_cannot_name(tmp_path):
     with pytest.raises(ValueError, match="do not start with boot"):
         save_experiment(RunSummary(1, (("wait", {"seconds": 1.0}),), "0" * 64), tmp_path / "x.yaml")
     assert machine_path(EvictionOnly) == "tests.testing.test_save_experiment:EvictionOnly"
+
+
+def test_a_saved_example_replays_inside_a_project_with_its_own_faults_and_experiments_packages(tmp_path):
+    """Issue 18: chaoskube's own packages are ``chaoskube.faults`` and ``chaoskube.experiments``,
+    so a user's project with top-level ``faults`` / ``experiments`` packages (first on the
+    path, as when run from the project's root) cannot shadow them."""
+    project = tmp_path / "project"
+    for package in ("faults", "experiments", "tests/faults"):
+        (project / package).mkdir(parents=True)
+        (project / package / "__init__.py").write_text(f'raise ImportError("the user\'s own {package} package was imported")\n')
+    summary = ClusterMachine.replay(CLEAN_STEPS)
+    path = save_experiment(summary, project / "examples" / "clean-example.yaml")
+    environment = dict(__import__("os").environ, PYTHONPATH=str(project))
+    completed = subprocess.run(
+        [sys.executable, "-m", "chaoskube.experiments.cli", "run", str(path), "--out", str(tmp_path / "run")],
+        capture_output=True, text=True, cwd=project, env=environment, timeout=300, check=False,
+    )  # fmt: skip
+    assert completed.returncode in (0, 1), completed.stderr[-2000:] + completed.stdout[-2000:]
+    assert "the user's own" not in completed.stderr + completed.stdout
+    payload = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert payload["verdicts"]["convergence"]["valid"] == "true" and payload["verdicts"]["steps"]["valid"] == "true"
+    assert_replayed(summary, payload["journal_sha256"], path)

@@ -1,0 +1,67 @@
+"""SIGTERM is handled like SIGINT (exit 143, not 130): the run stops, is marked interrupted,
+its journal is flushed and closed, and what finished is written; SIGINT three times and
+SIGKILL leave no process behind. ``run`` and ``explore`` of simulated experiments, each in a
+session of its own; real runs: tests/real/test_real_signals.py."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import orjson
+import pytest
+
+from tests.signals import kill_session, left_behind, send, start, wait_for
+
+LONG = "random-nemesis"  # about 20 s of CPU: long enough to be signalled mid-run
+
+
+def journal_lines_whole(path) -> bool:
+    data = path.read_bytes()
+    if not data:
+        return True
+    if not data.endswith(b"\n"):
+        return False
+    for line in data.splitlines():
+        orjson.loads(line)
+    return True
+
+
+@pytest.mark.parametrize(("signals", "code", "word"), [([signal.SIGTERM], 143, "stopped by SIGTERM"), ([signal.SIGINT], 130, "interrupted"), ([signal.SIGTERM, signal.SIGTERM, signal.SIGTERM], 143, "stopped by SIGTERM")])
+def test_run_stops_on_a_signal_and_keeps_a_whole_record(tmp_path, signals, code, word):
+    out = tmp_path / "run"
+    process = start(["run", LONG, "--seed", "1", "--out", str(out)])
+    try:
+        wait_for(lambda: (out / "journal.jsonl").exists() and (out / "journal.jsonl").stat().st_size > 100_000, 120, "the run to get going")
+        send(process, signals)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        kill_session(process.pid)
+    assert process.returncode == code, (stdout.decode()[-2000:], stderr.decode()[-2000:])
+    assert stderr.decode().strip().splitlines()[-1] == f"chaoskube: {word}"
+    payload = json.loads((out / "result.json").read_text())
+    assert payload["interrupted"] is True and payload["outcome"] == "interrupted"
+    assert journal_lines_whole(out / "journal.jsonl"), "the journal ends on a whole line"
+    assert (out / "report.md").is_file() and (out / "junit.xml").is_file()
+    assert not left_behind(process.pid)
+
+
+@pytest.mark.parametrize(("signals", "code"), [([signal.SIGTERM], 143), ([signal.SIGINT, signal.SIGINT, signal.SIGINT], 130), ([signal.SIGKILL], -9)])
+def test_explore_stops_its_workers_on_a_signal(tmp_path, signals, code):
+    out = tmp_path / "campaign"
+    process = start(["explore", "mesh-partition", LONG, "--seeds", "1..40", "--jobs", "2", "--out", str(out)])
+    try:
+        wait_for(lambda: any(path.name.startswith(LONG) for path in out.glob("*")) if out.exists() else False, 120, "a worker to start a run")
+        send(process, signals)
+        stdout, stderr = process.communicate(timeout=90)
+    finally:
+        leftover = left_behind(process.pid)
+        kill_session(process.pid)
+    assert process.returncode == code, (stdout.decode()[-2000:], stderr.decode()[-2000:])
+    assert not leftover, f"processes left: {leftover}"
+    if code > 0:  # SIGINT/SIGTERM: the summary of what finished is written
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["interrupted"] is True and summary["outcome"] == "interrupted"
+        assert summary["finished_runs"] < summary["planned_runs"] == 80
+        for run in summary["runs"]:
+            assert (out / f"{run['experiment']}-seed{run['seed']}" / "result.json").is_file()
