@@ -315,7 +315,9 @@ def with_manifests(experiment: Experiment, directory: str | Path) -> Experiment:
     """``experiment`` with its workload replaced by the Kubernetes manifests in
     ``directory`` (``chaoskube run|explore --manifests DIR``: users bring their own
     workloads). The built-in ``deployments`` and the ``steps`` that name them are dropped;
-    the rest of the workload (traffic, converge_s, ...) stays. The manifests are loaded now,
+    the rest of the workload (traffic, converge_s, ...) stays. When steps were dropped, so
+    are the checkers the system says judge only what its steps do (``step_checkers``: with
+    no drain, rollout or delete they would judge nothing and answer unknown). The manifests are loaded now,
     so a missing directory or a malformed manifest is a one-line ExperimentError."""
     directory = Path(directory)
     if not directory.is_dir():
@@ -327,8 +329,13 @@ def with_manifests(experiment: Experiment, directory: str | Path) -> Experiment:
     workload = dict(experiment.workload)
     workload["manifests"] = [str(directory.resolve())]
     workload["deployments"] = []
-    workload["steps"] = [step for step in workload.get("steps", []) if not (isinstance(step, dict) and step.get("deployment"))]
-    replaced = msgspec.structs.replace(experiment, workload=workload)
+    steps = workload.get("steps", [])
+    workload["steps"] = [step for step in steps if not (isinstance(step, dict) and step.get("deployment"))]
+    checkers = list(experiment.checkers)
+    if len(workload["steps"]) < len(steps):
+        dropped = set(getattr(SYSTEMS[experiment.system], "step_checkers", ()))
+        checkers = [name for name in checkers if name not in dropped]
+    replaced = msgspec.structs.replace(experiment, workload=workload, checkers=checkers)
     try:
         SYSTEMS[experiment.system].options(replaced.cluster, replaced.workload, base_dir=experiment_dir(experiment))
     except ExperimentError as error:

@@ -30,7 +30,9 @@ served by the watch cache (:mod:`chaoskube.apiserver.watchcache`).
 Deletion (``registry/generic/registry/store.go`` ``Delete``): a scheduled pod that is not
 terminal is deleted gracefully — ``deletionTimestamp`` = now + grace (its
 ``terminationGracePeriodSeconds``, 30 by default), answered 200 with the object — and removed when its
-kubelet deletes it again with grace 0. Objects with finalizers get a ``deletionTimestamp``
+kubelet deletes it again with grace 0. ``propagationPolicy`` Orphan or Foreground adds the
+garbage collector's ``orphan`` or ``foregroundDeletion`` finalizer (Background removes
+them; :func:`deletion_finalizers`); objects with finalizers get a ``deletionTimestamp``
 and stay until an update removes the last finalizer. Everything else is removed at once.
 
 Subresources: ``status`` (update, patch), ``binding`` (the scheduler's write: 409 when the
@@ -52,8 +54,8 @@ patch metadata (:mod:`chaoskube.api.strategic`). Pagination (``limit``/``continu
 served by the HTTP front (:mod:`chaoskube.apiserver.http`) over consistent reads at a
 revision.
 
-Not modelled: server-side apply, ``deletecollection``, garbage collection and cascading deletion (controller-manager),
-priority and fairness, audit logging, aggregated APIs, CRDs.
+Not modelled: server-side apply, ``deletecollection``, the deprecated ``orphanDependents``
+option, priority and fairness, audit logging, aggregated APIs, CRDs.
 """
 
 from __future__ import annotations
@@ -84,6 +86,9 @@ from chaoskube.api.patch import PatchError, apply_patch, merge_patch
 from chaoskube.api.strategic import strategic_merge_patch
 from chaoskube.api.protocol import (
     API_PORT,
+    FOREGROUND_FINALIZER,
+    ORPHAN_FINALIZER,
+    PROPAGATION_POLICIES,
     Binding,
     Credentials,
     DeleteOptions,
@@ -124,6 +129,7 @@ from chaoskube.sim import Process, World
 __all__ = [
     "ApiServer",
     "ApiServerConfig",
+    "deletion_finalizers",
     "api_server_main",
     "spawn_api_servers",
 ]
@@ -202,6 +208,22 @@ def _set_disruption_allowed_condition(pdb: PodDisruptionBudget, now: float) -> N
     condition = Condition(type="DisruptionAllowed", status="False", reason="InsufficientPods", observed_generation=pdb.status.observed_generation, last_transition_time=timestamp(now))
     kept = [c for c in pdb.status.conditions if c.type != "DisruptionAllowed"]
     pdb.status.conditions = [*kept, condition]
+
+
+def deletion_finalizers(finalizers: list[str], policy: str) -> list[str]:
+    """The finalizers a delete with propagation ``policy`` leaves on the object
+    (``registry/generic/registry/store.go`` ``deletionFinalizersForGarbageCollection``):
+    Orphan adds ``orphan`` (and drops ``foregroundDeletion``), Foreground adds
+    ``foregroundDeletion`` (and drops ``orphan``), Background drops both; "" keeps them
+    (every kind served here defaults to background: ``DefaultGarbageCollectionPolicy``)."""
+    kept = [name for name in finalizers if name not in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)]
+    if policy == "Orphan":
+        return [*kept, ORPHAN_FINALIZER]
+    if policy == "Foreground":
+        return [*kept, FOREGROUND_FINALIZER]
+    if policy == "Background":
+        return kept
+    return list(finalizers)
 
 
 class ApiServer:
@@ -288,6 +310,8 @@ class ApiServer:
         }
         if response.status is not None:
             fields["reason"] = response.status.reason
+            if response.code == 500:  # an admission webhook's failure names the webhook here
+                fields["message"] = response.status.message[:300]
         if response.object is not None:
             fields["resource_version"] = response.object.metadata.resource_version
         self.world.record("api-request", **fields)
@@ -682,6 +706,8 @@ class ApiServer:
 
     async def _delete(self, request: Request, user: UserInfo, info: KindInfo, options: DeleteOptions | None = None) -> Response:
         options = options or request.delete_options or DeleteOptions()
+        if options.propagation_policy and options.propagation_policy not in PROPAGATION_POLICIES:
+            raise _refuse(invalid(info.resource, request.name, [f'propagationPolicy: Unsupported value: "{options.propagation_policy}": supported values: "Foreground", "Background", "Orphan"']))
         key = storage_key(info.resource, request.namespace, request.name)
         for _ in range(MAX_ATTEMPTS):
             stored = await self._stored(info.resource, request.namespace, request.name)
@@ -711,15 +737,22 @@ class ApiServer:
         current = stored.object
         now = self.process.now()
         grace = self._grace_period_s(current, options)
+        finalizers = deletion_finalizers(current.metadata.finalizers, options.propagation_policy)
         namespace_pending = isinstance(current, Namespace) and bool(current.spec.finalizers)
-        if grace == 0 and not current.metadata.finalizers and not namespace_pending:
+        if grace == 0 and not finalizers and not namespace_pending:
             return await self.store.delete(key, stored.mod_revision), None
         pending = copy_object(current)
         meta = pending.metadata
+        finalizers_changed = finalizers != list(meta.finalizers)
+        meta.finalizers = finalizers
         if meta.deletion_timestamp is not None:
-            # Already being deleted: a shorter grace period may bring the deadline forward.
+            # Already being deleted: a shorter grace period may bring the deadline forward,
+            # and a propagation policy may change the garbage collector's finalizers.
             if grace >= (meta.deletion_grace_period_seconds or 0) or parse_timestamp(meta.deletion_timestamp) <= now + grace:
-                return stored.mod_revision, current
+                if not finalizers_changed:
+                    return stored.mod_revision, current
+                grace = meta.deletion_grace_period_seconds or 0
+                now = parse_timestamp(meta.deletion_timestamp) - grace
         meta.deletion_timestamp = timestamp(now + grace)
         meta.deletion_grace_period_seconds = grace
         if isinstance(pending, Namespace):

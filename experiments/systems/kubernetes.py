@@ -20,7 +20,10 @@ Workload options (:class:`KubernetesWorkload`):
   (as a client on that node sees the Service), sent from the process ``traffic`` (role
   ``traffic``, no zone: the observer stays out of every fault domain; a partition of
   ``role:node`` from the control plane does not cut it off from the pods);
-  ``max_outage_s`` bounds the ``service-availability`` checker.
+  ``max_outage_s`` bounds the ``service-availability`` checker, ``error_budget`` (default
+  1 %) is the share of a Service's requests that may fail with nothing to explain them,
+  and ``expected_failures`` (``[{from_s, to_s}]``, seconds from the start of the fault
+  phase) are windows whose failures are not charged to it.
 - ``converge_s``: how long :meth:`KubernetesSystem.prepare_workload` waits for the workload
   to reach its steady state before the warm-up (the faults begin from a converged cluster).
 - ``steps``: administrator actions :class:`WorkloadStep` ``{after_s, action, deployment?,
@@ -30,8 +33,12 @@ Workload options (:class:`KubernetesWorkload`):
   annotation, ``staging/src/k8s.io/kubectl/pkg/polymorphichelpers/objectrestarter.go``),
   ``scale`` (``spec.replicas``), ``drain`` (``kubectl drain --ignore-daemonsets`` by
   :func:`chaoskube.node.kubelet.drain`, of ``node`` or else of the node holding most pods
-  of ``deployment``, first by name on ties) and ``uncordon``. Each is journaled as a
-  ``workload-step`` event {action, target, outcome}; an API error ends that step only.
+  of ``deployment``, first by name on ties), ``uncordon`` and ``delete`` (``kubectl delete
+  --cascade=background|foreground|orphan``: the Deployment with ``propagation``
+  Background, Foreground or Orphan; it leaves the steady state at once). Each is journaled
+  as a ``workload-step`` event {action, target, outcome}; an API error ends that step only.
+  When the workload stops, every running informer's cache is journaled
+  (:func:`chaoskube.client.informer.record_informer_caches`) for ``api-watch``.
 
 Random nemesis: not a workload option. An experiment's top-level ``nemesis``
 (:class:`chaoskube.faults.nemesis.NemesisSpec`) is injected by the runner with the run's own
@@ -70,7 +77,11 @@ while a candidate ran); ``no-mass-eviction`` (the node lifecycle controller's ta
 evictions took pods from fewer than :data:`MASS_EVICTION_FRACTION` of the nodes); and,
 imported when they run, the cluster checkers of :data:`CLUSTER_CHECKERS`
 (``pdb-eviction``, ``scheduling``, ``service-availability``, ``admission``,
-``convergence``) where their modules exist.
+``convergence``, and the detection-power checkers ``api-linearizability``, ``api-watch``,
+``workload-invariants``, ``admission-timing``, ``garbage-collection``,
+``graceful-termination``, ``differential``: docs/checkers.md) where their modules exist.
+``differential`` compares with the runner's fault-free reference run (``self.reference``,
+set by ``experiments/simulated.py``); without one it answers unknown.
 
 Non-guarantees: the steady state is what the API reports (a Deployment's status and the
 EndpointSlices trail the pods by the controllers' reaction time; a powered-off node's pods
@@ -90,6 +101,7 @@ import trio
 
 from chaoskube.api.manifests import ManifestError, from_dict, load_manifests
 from chaoskube.api.objects import Object
+from chaoskube.checkers.availability import DEFAULT_ERROR_BUDGET
 from chaoskube.checkers.leader_election import check_leader_election
 from chaoskube.checkers.verdict import Verdict, run_checker, worst
 from chaoskube.client.client import ApiClient, ApiError
@@ -132,6 +144,15 @@ CLUSTER_CHECKERS: dict[str, tuple[str, str, str]] = {
     "service-availability": ("chaoskube.checkers.availability", "check_service_availability", "the traffic probes saw no Service outage longer than the workload's max_outage_s"),
     "admission": ("chaoskube.checkers.admission", "check_admission", "every object stored passed the admission webhooks that applied to it, per their failurePolicy"),
     "convergence": ("chaoskube.checkers.convergence", "check_convergence", "after heal, the store shows every Deployment at its spec and every pod on a Ready node by the end of the run"),
+    # Detection power (docs/checkers.md): what the API's clients saw, the workloads, the
+    # webhooks' timing, garbage collection, termination, and a fault-free reference run.
+    "api-linearizability": ("chaoskube.checkers.api_linearizability", "check_api_linearizability", "every API client's requests, per object, linearizable against a model of the object store; lists and cached reads consistent with the store"),
+    "api-watch": ("chaoskube.checkers.api_watch", "check_api_watch", "every informer's watch events in resourceVersion order, without gaps (except after a 410) or duplicates, bookmarks never ahead; caches equal to the store"),
+    "workload-invariants": ("chaoskube.checkers.workloads", "check_workload_invariants", "at every store change: rollouts within maxSurge/maxUnavailable (or explained by faults), no ReplicaSet over-creation, observedGeneration sound; exact counts at the end"),
+    "admission-timing": ("chaoskube.checkers.admission_timing", "check_admission_timing", "every webhook call abandoned within timeoutSeconds + 1 s; a Fail call past its timeout never admits, an Ignore call never refuses"),
+    "garbage-collection": ("chaoskube.checkers.garbage_collection", "check_garbage_collection", "no dependent collected while its owner exists; background dependents go within 60 s, orphans stay, foreground owners wait for their blocking dependents"),
+    "graceful-termination": ("chaoskube.checkers.termination", "check_graceful_termination", "a deleted pod's containers get SIGTERM and no SIGKILL before the grace period; its endpoints stop being ready within 10 s"),
+    "differential": ("chaoskube.checkers.differential", "check_differential", "the end state equals a fault-free run's of the same experiment and seed, after normalization, but for differences the faults excuse"),
     # issue 19: security under faults (needs the workload's `tenants`)
     "timing-contracts": ("chaoskube.checkers.timing", "check_timing_contracts", "node monitor grace, NoExecute tolerationSeconds, zone eviction rates, termination grace periods and leader-election lease durations, each within its documented bound"),
     "authorization": ("chaoskube.checkers.authorization", "check_authorization", "no adversarial tenant's forbidden attempt succeeded and no permitted one was refused, by an oracle of the RBAC, Node, NodeRestriction, NamespaceLifecycle and token rules over the policy in the store (cache lag bounded and reported)"),
@@ -199,6 +220,7 @@ class WorkloadStep(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, fro
     deployment: str = ""
     replicas: int | None = None
     node: str = ""
+    propagation: Literal["Background", "Foreground", "Orphan"] = "Background"  # delete: kubectl delete --cascade
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.after_s) and 0 <= self.after_s <= 3600):
@@ -239,6 +261,19 @@ class TenantOptions(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, fr
 
     def __post_init__(self) -> None:
         self.spec()  # raises ValueError with the field's problem
+
+
+class ExpectedFailures(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    """A window of the run in which the experiment expects its Services to fail requests
+    (``service-availability`` does not charge them to the error budget): seconds from the
+    start of the fault phase, as a fault's ``at_s``."""
+
+    from_s: float
+    to_s: float
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.from_s) and math.isfinite(self.to_s) and 0 <= self.from_s <= self.to_s <= 7200):
+            raise ValueError(f"an expected-failures window needs 0 <= `from_s` <= `to_s` <= 7200, got {self.from_s}..{self.to_s}")
 
 
 class EndState(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
@@ -282,6 +317,8 @@ class KubernetesWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=Tru
     traffic: bool = False
     traffic_every_s: float = 0.5
     max_outage_s: float = 5.0
+    error_budget: float = DEFAULT_ERROR_BUDGET
+    expected_failures: list[ExpectedFailures] = []
     converge_s: float = 120.0
     #: Adversarial tenants (issue 19): ``true`` for the defaults, or their options.
     tenants: bool | TenantOptions = False
@@ -301,6 +338,8 @@ class KubernetesWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=Tru
             # a delete step may name any Deployment.
             if step.deployment and step.action != "delete" and step.deployment not in names and not self.manifests:
                 raise ValueError(f"step `{step.action}` names deployment {step.deployment!r}, not one of `deployments` ({', '.join(names) or 'none'})")
+        if not (math.isfinite(self.error_budget) and 0.0 <= self.error_budget <= 1.0):
+            raise ValueError(f"`error_budget` must be a fraction between 0 and 1, got {self.error_budget}")
         for name, value, low in (("traffic_every_s", self.traffic_every_s, 0.01), ("max_outage_s", self.max_outage_s, 0.0), ("converge_s", self.converge_s, 0.0)):
             if not (math.isfinite(value) and low <= value <= 3600):
                 raise ValueError(f"`{name}` must be a finite number between {low:g} and 3600, got {value}")
@@ -332,6 +371,10 @@ class KubernetesSystem(System):
         "end-state": "every assertion of workload.end_state (objects counted through the API when the workload stops) held",
         **{name: what for name, (module, _, what) in CLUSTER_CHECKERS.items() if _available(module)},
     }
+    #: Checkers that judge only what the workload's steps do (pods deleted by a drain, a
+    #: rollout or a scale-down, owners deleted): ``--manifests`` drops them with the steps
+    #: that name the built-in Deployments (``registry.with_manifests``).
+    step_checkers = ("graceful-termination", "garbage-collection")
 
     @classmethod
     def options(cls, cluster: dict[str, Any], workload: dict[str, Any], *, base_dir: Path | None = None) -> tuple[ClusterSpec, KubernetesWorkload]:
@@ -464,10 +507,14 @@ class KubernetesSystem(System):
             elif step.action == "uncordon":
                 await cordon(client, step.node, unschedulable=False)
                 outcome = "uncordoned"
-            elif step.action == "delete":  # kubectl delete deployment NAME (a Deployment of `deployments` or of the manifests)
-                await client.delete("deployments", namespace, step.deployment)
-                self.deployments = [key for key in self.deployments if key != f"{namespace}/{step.deployment}"]  # no longer expected
-                outcome = "deleted"
+            elif step.action == "delete":  # kubectl delete deployment NAME --cascade=... (a Deployment of `deployments` or of the manifests)
+                from chaoskube.api.protocol import DeleteOptions
+
+                key = f"{namespace}/{step.deployment}"
+                self.deployments = [name for name in self.deployments if name != key]  # no longer part of the steady state
+                self.services = [name for name in self.services if name != key]
+                await client.delete("deployments", namespace, step.deployment, options=DeleteOptions(propagation_policy=step.propagation))
+                outcome = f"deleted ({step.propagation})"
             else:
                 target = step.node or await self._busiest_node(step.deployment)
                 result = await drain(client, target, timeout_s=DRAIN_TIMEOUT_S)
@@ -550,6 +597,9 @@ class KubernetesSystem(System):
         self._traffic_on = False
         if self.tenants is not None:
             self.tenants.stop()
+        from chaoskube.client.informer import record_informer_caches
+
+        record_informer_caches(self.world)  # for api-watch: each informer's cache, now
         await self._check_end_state()
         verdict = await self.steady_state()
         ready, desired = await self._pods_ready()
@@ -680,7 +730,19 @@ class KubernetesSystem(System):
         module, function, _ = CLUSTER_CHECKERS[name]
         checker = getattr(importlib.import_module(module), function)
         if name == "service-availability":
-            return run_checker(checker, events, max_outage_s=self.workload.max_outage_s)
+            faults = next((event["t"] for event in events if event["type"] == "phase" and event["name"] == "faults"), None)
+            expected = [(faults + window.from_s, faults + window.to_s) for window in self.workload.expected_failures] if faults is not None else []
+            api_servers = [f"kube-apiserver-{index}" for index in range(1, self.spec.api_servers + 1)]
+            return run_checker(
+                checker, events, max_outage_s=self.workload.max_outage_s, error_budget=self.workload.error_budget,
+                expected=expected, nodes=self.nodes, api_servers=api_servers,
+            )
+        if name == "differential":
+            reference = getattr(self, "reference", None)  # the runner's fault-free run of the same seed
+            if reference is None:
+                return Verdict(None, "no reference run: the differential checker needs the runner's fault-free run of this experiment and seed")
+            verdict = run_checker(checker, events, reference.state)
+            return Verdict(verdict.valid, verdict.reason, verdict.evidence, {**verdict.details, "reference_journal_sha256": reference.journal_sha256, "reference_cached": reference.cached})
         if name == "timing-contracts":
             from chaoskube.checkers.timing import TimingConfig
 

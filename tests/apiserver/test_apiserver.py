@@ -397,3 +397,40 @@ def test_a_kubelet_may_evict_the_pods_bound_to_its_node_only():
     _, (own, other) = run_api(story)
     assert own.code == 201
     assert other.code == 403
+
+
+def test_propagation_policies_leave_the_garbage_collectors_finalizers():
+    """``deletionFinalizersForGarbageCollection``: Orphan adds ``orphan``, Foreground
+    ``foregroundDeletion`` (dropping the other), Background drops both; the object waits,
+    marked with grace 0, until its finalizers go; an unknown policy is 422."""
+    from chaoskube.apiserver.server import deletion_finalizers
+
+    assert deletion_finalizers(["a"], "Orphan") == ["a", "orphan"]
+    assert deletion_finalizers(["orphan"], "Foreground") == ["foregroundDeletion"]
+    assert deletion_finalizers(["orphan", "a"], "Background") == ["a"]
+    assert deletion_finalizers(["orphan"], "") == ["orphan"]
+
+    def service(name: str):
+        return obj({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": {"ports": [{"port": 80}]}})
+
+    async def story(world, api, registry):
+        answers = {}
+        for name, policy in (("orphan", "Orphan"), ("fg", "Foreground"), ("bg", "Background")):
+            await api("create", "services", namespace="default", body=service(name))
+            answers[name] = await api("delete", "services", namespace="default", name=name, delete_options=DeleteOptions(propagation_policy=policy))
+            answers[f"{name}-after"] = await api("get", "services", namespace="default", name=name)
+        await api("create", "services", namespace="default", body=service("bad"))
+        answers["bad"] = await api("delete", "services", namespace="default", name="bad", delete_options=DeleteOptions(propagation_policy="Sometimes"))
+        answers["switch"] = await api("delete", "services", namespace="default", name="orphan", delete_options=DeleteOptions(propagation_policy="Foreground"))
+        answers["release"] = await api("patch", "services", namespace="default", name="orphan", body={"metadata": {"finalizers": None}})
+        answers["gone"] = await api("get", "services", namespace="default", name="orphan")
+        return answers
+
+    _, answers = run_api(story)
+    orphaning = answers["orphan-after"].object.metadata
+    assert orphaning.finalizers == ["orphan"] and orphaning.deletion_timestamp and orphaning.deletion_grace_period_seconds == 0
+    assert answers["fg-after"].object.metadata.finalizers == ["foregroundDeletion"]
+    assert answers["bg-after"].code == 404
+    assert answers["bad"].code == 422 and "propagationPolicy" in answers["bad"].status.message
+    assert answers["switch"].object.metadata.finalizers == ["foregroundDeletion"]
+    assert answers["release"].code == 200 and answers["gone"].code == 404
