@@ -119,6 +119,19 @@ VARIANTS: dict[str, Variant] = {
 }
 
 
+# Issue 19: security boundaries and the control plane's timing and decision contracts,
+# kept in their own module (chaoskube/gallery_contracts.py) and registered here.
+def _register_contract_variants() -> None:
+    from chaoskube.gallery_contracts import CONTRACT_VARIANTS
+
+    for fields in CONTRACT_VARIANTS:
+        assert fields["name"] not in VARIANTS, fields["name"]
+        VARIANTS[fields["name"]] = Variant(**fields)
+
+
+_register_contract_variants()
+
+
 def _resolve(target: str) -> tuple[Any, str]:
     module_name, _, path = target.partition(":")
     owner: Any = importlib.import_module(module_name)

@@ -68,7 +68,7 @@ from typing import Any
 import msgspec
 import trio
 
-from chaoskube.api.identity import ADMIN_TOKEN, UserInfo, authenticated_user, service_account_user, superuser
+from chaoskube.api.identity import ADMIN_TOKEN, UserInfo, authenticated_user, parse_service_account_token, service_account_user, superuser
 from chaoskube.api.manifests import ManifestError, from_dict, to_dict
 from chaoskube.api.objects import (
     KINDS,
@@ -322,11 +322,14 @@ class ApiServer:
             user = self._tokens.get(credentials.token)
             if user is not None:
                 return user
-            if credentials.token.startswith("serviceaccount:"):
-                _, namespace, name = (credentials.token.split(":", 2) + ["", ""])[:3]
+            parsed = parse_service_account_token(credentials.token)
+            if parsed is not None:
+                namespace, name, uid = parsed
                 account = self.cacher.cache("serviceaccounts").get(storage_key("serviceaccounts", namespace, name))
                 if account is None:
-                    return None  # a bound token dies with its service account
+                    return None  # a token dies with its service account
+                if uid and account.metadata.uid != uid:
+                    return None  # a bound token names the account's uid: not a namesake's
                 return service_account_user(namespace, name, account.metadata.uid)
             return None
         if credentials.common_name:
@@ -606,6 +609,13 @@ class ApiServer:
         if subresource == "status":
             result = copy_object(current)
             result.status = new.status
+            if info.kind == "Pod":
+                # podStatusStrategy.PrepareForUpdate (pkg/registry/core/pod/strategy.go)
+                # keeps the spec, owner references and deletion fields but takes the new
+                # metadata: labels and annotations change through pods/status (which is why
+                # NodeRestriction forbids a kubelet's label changes there: KEP-1314).
+                result.metadata.labels = dict(new.metadata.labels)
+                result.metadata.annotations = dict(new.metadata.annotations)
             return result
         if subresource == "finalize":
             result = copy_object(current)

@@ -42,7 +42,9 @@ __all__ = [
     "latest_before",
     "parse_key",
     "pod_ready",
+    "RunHealth",
     "request_invokes",
+    "run_health",
     "scaled_value",
     "selector_matches",
 ]
@@ -232,6 +234,78 @@ def latest_before(times: list[float] | None, t: float) -> float | None:
         return None
     index = bisect.bisect_right(times, t)
     return times[index - 1] if index else None
+
+
+# =========================================================================== the run's health
+#: Processes of the control plane proper (the store and the API) by name prefix.
+CONTROL_PLANE_PREFIXES = ("etcd-", "kube-apiserver-")
+CLOCK_KINDS = frozenset({"clock-jump", "clock-drift", "clock-skew", "clock-jump-node"})
+
+
+@dataclass
+class RunHealth:
+    """When a component could be expected to act on time: intervals with a fault on the
+    control plane or on the component (``faulty``), intervals during which one of the
+    component's replicas acted as leader (``led``), and clock faults on it (``clocks``).
+    Upper bounds on a leader-elected controller's reaction are judged only where it was
+    :meth:`healthy`; lower bounds are voided where a clock fault touched it."""
+
+    faulty: list[tuple[float, float]]
+    led: list[tuple[float, float]]
+    clocks: list[tuple[float, float]]
+
+    def healthy(self, start: float, end: float) -> bool:
+        touched = any(a < end and start < b for a, b in self.faulty)
+        return not touched and any(a <= start and end <= b for a, b in self.led)
+
+    def clock_fault(self, start: float, end: float) -> bool:
+        return any(a < end and start < b for a, b in self.clocks)
+
+
+def run_health(events: Iterable[Event], end_t: float, component: str) -> RunHealth:
+    """:class:`RunHealth` of ``component`` ("kube-controller-manager", "kube-scheduler"):
+    from ``fault`` apply/heal events (their ``targets``) and the ``leader`` start/stop events
+    of the component's Lease."""
+    faulty: list[tuple[float, float]] = []
+    clocks: list[tuple[float, float]] = []
+    led: list[tuple[float, float]] = []
+    open_faults: dict[Any, tuple[float, list[str], str]] = {}
+    leading: dict[str, float] = {}
+    prefixes = (*CONTROL_PLANE_PREFIXES, f"{component}-")
+
+    def close(start: float, targets: list[str], kind: str, end: float) -> None:
+        if any(target.startswith(prefixes) for target in targets):
+            faulty.append((start, end))
+        if kind in CLOCK_KINDS and any(target.startswith(f"{component}-") for target in targets):
+            clocks.append((start, end))
+
+    for event in events:
+        kind = event.get("type")
+        if kind == "fault":
+            if event.get("event") == "apply":
+                open_faults[event.get("id")] = (event["t"], list(event.get("targets") or ()), event.get("kind", ""))
+            elif event.get("event") == "heal" and event.get("id") in open_faults:
+                close(*open_faults.pop(event["id"]), event["t"])
+        elif kind == "leader" and str(event.get("lease", "")).endswith(component):
+            process = event.get("process", "")
+            if event.get("event") == "start":
+                leading[process] = event["t"]
+            elif event.get("event") == "stop" and process in leading:
+                led.append((leading.pop(process), event["t"]))
+    for start, targets, fault_kind in open_faults.values():
+        close(start, targets, fault_kind, end_t)
+    led.extend((start, end_t) for start in leading.values())
+    return RunHealth(_merge(faulty), _merge(led), _merge(clocks))
+
+
+def _merge(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    merged: list[tuple[float, float]] = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 # =========================================================================== versions of objects

@@ -696,9 +696,12 @@ class PodWorker:
         if terminated.container_id in self._exits_seen:
             return
         self._exits_seen.add(terminated.container_id)
+        # exited_ago_s: how long before this record the container exited (on the node's own
+        # clock, so an offset clock does not shift it): the checkers' time of the exit.
         self.kubelet.world.record(
             "container-exit", pod=self.key, node=self.kubelet.spec.name, container=name,
             exit_code=terminated.exit_code, reason=terminated.reason, cause=terminated.cause,
+            exited_ago_s=round(max(0.0, self.process.now() - terminated.finished_at), 6),
         )
 
     # -- probes -------------------------------------------------------------------------

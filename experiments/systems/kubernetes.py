@@ -153,6 +153,9 @@ CLUSTER_CHECKERS: dict[str, tuple[str, str, str]] = {
     "garbage-collection": ("chaoskube.checkers.garbage_collection", "check_garbage_collection", "no dependent collected while its owner exists; background dependents go within 60 s, orphans stay, foreground owners wait for their blocking dependents"),
     "graceful-termination": ("chaoskube.checkers.termination", "check_graceful_termination", "a deleted pod's containers get SIGTERM and no SIGKILL before the grace period; its endpoints stop being ready within 10 s"),
     "differential": ("chaoskube.checkers.differential", "check_differential", "the end state equals a fault-free run's of the same experiment and seed, after normalization, but for differences the faults excuse"),
+    # issue 19: security under faults (needs the workload's `tenants`)
+    "timing-contracts": ("chaoskube.checkers.timing", "check_timing_contracts", "node monitor grace, NoExecute tolerationSeconds, zone eviction rates, termination grace periods and leader-election lease durations, each within its documented bound"),
+    "authorization": ("chaoskube.checkers.authorization", "check_authorization", "no adversarial tenant's forbidden attempt succeeded and no permitted one was refused, by an oracle of the RBAC, Node, NodeRestriction, NamespaceLifecycle and token rules over the policy in the store (cache lag bounded and reported)"),
 }
 
 
@@ -242,6 +245,24 @@ UNCORDON_RETRY_S = 1.0
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 
 
+class TenantOptions(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    """The adversarial tenants (:mod:`chaoskube.tenants`); ``tenants: true`` takes these
+    defaults."""
+
+    every_s: float = 4.0
+    revoke_after_s: float = 20.0
+    restore_after_s: float = 60.0
+    only: list[str] = []  # a subset of chaoskube.tenants.ALL_TENANTS; empty: all
+
+    def spec(self) -> Any:
+        from chaoskube.tenants import ALL_TENANTS, TenantSpec
+
+        return TenantSpec(every_s=self.every_s, revoke_after_s=self.revoke_after_s, restore_after_s=self.restore_after_s, tenants=tuple(self.only) or ALL_TENANTS)
+
+    def __post_init__(self) -> None:
+        self.spec()  # raises ValueError with the field's problem
+
+
 class ExpectedFailures(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     """A window of the run in which the experiment expects its Services to fail requests
     (``service-availability`` does not charge them to the error budget): seconds from the
@@ -299,13 +320,23 @@ class KubernetesWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=Tru
     error_budget: float = DEFAULT_ERROR_BUDGET
     expected_failures: list[ExpectedFailures] = []
     converge_s: float = 120.0
+    #: Adversarial tenants (issue 19): ``true`` for the defaults, or their options.
+    tenants: bool | TenantOptions = False
+
+    @property
+    def tenant_options(self) -> TenantOptions | None:
+        if self.tenants is True:
+            return TenantOptions()
+        return self.tenants or None
 
     def __post_init__(self) -> None:
         names = [deployment.name for deployment in self.deployments]
         if len(set(names)) != len(names):
             raise ValueError("`deployments` names must be distinct")
         for step in self.steps:
-            if step.deployment and step.action != "delete" and step.deployment not in names:
+            # A Deployment of the manifests may be named too (checked once they are loaded);
+            # a delete step may name any Deployment.
+            if step.deployment and step.action != "delete" and step.deployment not in names and not self.manifests:
                 raise ValueError(f"step `{step.action}` names deployment {step.deployment!r}, not one of `deployments` ({', '.join(names) or 'none'})")
         if not (math.isfinite(self.error_budget) and 0.0 <= self.error_budget <= 1.0):
             raise ValueError(f"`error_budget` must be a fraction between 0 and 1, got {self.error_budget}")
@@ -359,6 +390,11 @@ class KubernetesSystem(System):
             except (FileNotFoundError, ManifestError) as error:
                 raise ExperimentError(f"{where}: {error}") from None
             resolved.append(str(path))
+        if typed.manifests:
+            known = {d.name for d in typed.deployments} | {obj.metadata.name for path in resolved for obj in load_manifests(path) if obj.KIND == "Deployment"}
+            for index, step in enumerate(typed.steps):
+                if step.deployment and step.deployment not in known:
+                    raise ExperimentError(f"field `workload.steps[{index}]`: step `{step.action}` names deployment {step.deployment!r}, not one of the workload's ({', '.join(sorted(known)) or 'none'})")
         for index, deployment in enumerate(typed.deployments):
             try:
                 deployment.objects()
@@ -373,9 +409,14 @@ class KubernetesSystem(System):
     @classmethod
     def process_infos(cls, cluster: ClusterSpec, workload: KubernetesWorkload) -> list[ProcessInfo]:
         """The cluster's processes (:func:`chaoskube.cluster.planned_processes`), then
-        ``kubectl`` and, when the workload sends traffic, ``traffic``."""
+        ``kubectl``, ``traffic`` when the workload sends traffic, and the adversarial
+        tenants' processes (role ``tenant``) when it has tenants."""
         infos = [ProcessInfo(name, role, zone) for name, role, zone in planned_processes(cluster)]
-        return infos + [ProcessInfo("kubectl", "kubectl", None)] + ([ProcessInfo("traffic", "traffic", None)] if workload.traffic else [])
+        infos += [ProcessInfo("kubectl", "kubectl", None)] + ([ProcessInfo("traffic", "traffic", None)] if workload.traffic else [])
+        options = workload.tenant_options
+        if options is not None:
+            infos += [ProcessInfo(f"tenant-{name}", "tenant", None) for name in options.spec().tenants] + [ProcessInfo("tenant-admin", "tenant", None)]
+        return infos
 
     def __init__(self, world: World, cluster: ClusterSpec, workload: KubernetesWorkload) -> None:
         super().__init__(world, cluster, workload)
@@ -392,6 +433,7 @@ class KubernetesSystem(System):
         self._traffic_on = False
         self._workload_created = False
         self._admin = KubectlAdmin(self)
+        self.tenants: Any = None
 
     def _workload_objects(self) -> list[Object]:
         objects: list[Object] = []
@@ -439,6 +481,7 @@ class KubernetesSystem(System):
             return
         if self.workload.traffic and self.services:
             self._start_traffic()
+        await self._start_tenants()
         for step in sorted(self.workload.steps, key=lambda step: step.after_s):
             self.world.call_later(step.after_s, self._start_step, step)
 
@@ -536,8 +579,24 @@ class KubernetesSystem(System):
                 await probe.probe_once()
             await probe.process.sleep(max(0.0, started + probe.every_s - probe.process.now()))
 
+    async def _start_tenants(self) -> None:
+        """The adversarial tenants (workload ``tenants``): their objects, created by the
+        administrator, then their attempt loops and lifecycle (``chaoskube.tenants``)."""
+        options = self.workload.tenant_options
+        if options is None:
+            return
+        from chaoskube.tenants import Tenants
+
+        assert self.handle is not None
+        self.tenants = Tenants(self.world, self.handle.api_server_names, self.nodes, options.spec())
+        failures = await self.tenants.setup()
+        self.world.record("kubernetes", event="tenants-started", failures=len(failures))
+        self.tenants.start()
+
     async def stop_workload(self) -> None:
         self._traffic_on = False
+        if self.tenants is not None:
+            self.tenants.stop()
         from chaoskube.client.informer import record_informer_caches
 
         record_informer_caches(self.world)  # for api-watch: each informer's cache, now
@@ -684,6 +743,12 @@ class KubernetesSystem(System):
                 return Verdict(None, "no reference run: the differential checker needs the runner's fault-free run of this experiment and seed")
             verdict = run_checker(checker, events, reference.state)
             return Verdict(verdict.valid, verdict.reason, verdict.evidence, {**verdict.details, "reference_journal_sha256": reference.journal_sha256, "reference_cached": reference.cached})
+        if name == "timing-contracts":
+            from chaoskube.checkers.timing import TimingConfig
+
+            timings = self.spec.timings
+            config = TimingConfig(node_monitor_grace_period_s=timings.node_monitor_grace_period_s, node_monitor_period_s=timings.node_monitor_period_s)
+            return run_checker(checker, events, config)
         if name == "convergence":
             healed = [event["t"] for event in events if event["type"] == "phase" and event["name"] == "heal"]
             if not healed:
