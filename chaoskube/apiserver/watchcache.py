@@ -982,9 +982,12 @@ class Cacher:
 
     def probe(self, message: Message) -> None:
         """A ``WatchProbe`` the server forwarded: is the client's stream open?"""
-        alive = (message.src, message.body.watch_id) in self._watchers
+        watcher = self._watchers.get((message.src, message.body.watch_id))
         if message.call_id:
-            self.process.reply(message, {"alive": alive})
+            # ``sent``: the sequence number of the last message sent on the stream, so the
+            # client can tell a message the network lost (TCP would have retransmitted it)
+            # from a quiet stream (chaoskube.client.client, "Watches").
+            self.process.reply(message, {"alive": watcher is not None, "sent": watcher.sequence if watcher is not None else 0})
 
     def stop(self, message: Message) -> None:
         """A ``WatchStop`` the server forwarded: the client closes its stream."""

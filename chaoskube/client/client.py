@@ -68,7 +68,11 @@ sends a :class:`~chaoskube.api.protocol.WatchProbe`; a refused probe (the server
 is gone: a real kernel resets the TCP connection at once; the simulation notices within
 one probe period, a trade of fidelity for speed: a probe per idle stream per second was a
 third of a 50-node cluster's messages) or ``{"alive": False}`` breaks
-the stream at once; an unanswered probe breaks it only after ``read_idle_s + ping_s``
+the stream at once; so does a message the server had already sent at the previous probe
+(its answer carries ``sent``, the last sequence number) that has still not arrived: the
+network lost it, and a real stream is TCP, which retransmits it or resets the connection
+but never skips it — without this, a lost last message (a pod's deletion, with nothing
+after it on a kubelet's stream) would go unnoticed for ever; an unanswered probe breaks it only after ``read_idle_s + ping_s``
 (30 s + 15 s) of silence, the HTTP/2 health check of ``apimachinery/pkg/util/net/http.go``
 (``HTTP2_READ_IDLE_TIMEOUT_SECONDS`` 30, ``HTTP2_PING_TIMEOUT_SECONDS`` 15).
 
@@ -603,6 +607,7 @@ class WatchStream:
         self._ended = False
         self._stopped = False
         self._last_heard = client.process.now()
+        self._sent_at_last_probe = 0  # the server's ``sent`` at the previous probe
 
     @property
     def stopped(self) -> bool:
@@ -682,6 +687,9 @@ class WatchStream:
         if isinstance(outcome, Ok):
             if isinstance(outcome.value, dict) and outcome.value.get("alive"):
                 self._last_heard = client.process.now()
+                if self._sent_at_last_probe >= self._expected and not self._messages:
+                    self._break(f"lost watch message {self._expected} ({self.server} had sent {self._sent_at_last_probe} a probe ago)")
+                self._sent_at_last_probe = int(outcome.value.get("sent", 0))
             elif not self._messages:
                 self._break(f"{self.server} no longer has watch {self.watch_id}")
         elif isinstance(outcome, Failed):
