@@ -119,6 +119,19 @@ VARIANTS: dict[str, Variant] = {
 }
 
 
+# Issue 19: security boundaries and the control plane's timing and decision contracts,
+# kept in their own module (chaoskube/gallery_contracts.py) and registered here.
+def _register_contract_variants() -> None:
+    from chaoskube.gallery_contracts import CONTRACT_VARIANTS
+
+    for fields in CONTRACT_VARIANTS:
+        assert fields["name"] not in VARIANTS, fields["name"]
+        VARIANTS[fields["name"]] = Variant(**fields)
+
+
+_register_contract_variants()
+
+
 def _resolve(target: str) -> tuple[Any, str]:
     module_name, _, path = target.partition(":")
     owner: Any = importlib.import_module(module_name)
@@ -157,3 +170,825 @@ def _grant_any_vote() -> Any:
     from chaoskube.etcd.raft_broken import VoteWithoutLogCheck
 
     return VoteWithoutLogCheck._candidate_log_ok
+
+
+# =========================================================================== detection power (issue 13)
+# Each variant below is modelled on a public bug report, cited in its builder's docstring;
+# docs/checkers.md lists them with the checker that must catch them and the seeds to the
+# first catch (`chaoskube explore EXPERIMENT --broken NAME --seeds 1..50 --fail-fast`).
+
+
+def _monitor_busy_loop() -> Any:
+    """NodeLifecycleController.run whose health monitor runs again at once instead of
+    every ``--node-monitor-period``: a controller loop with no period, the hot loop of a
+    rate limiter whose backoff overflowed to zero (kubernetes/kubernetes#31396, "Fixed
+    integer overflow bug in rate limiter": "would previously cause hotlooping behavior
+    after a few failures") and of kube-controller-manager spinning at 100 % CPU on an idle
+    cluster (kubernetes/kubernetes#126704, #118706). Nothing in the loop waits for time
+    to pass, so virtual time stands still: the livelock watchdog must end the run."""
+    import trio
+
+    from chaoskube.controllers import nodelifecycle as nlc
+
+    async def run(self: Any) -> None:
+        for informer in (self.leases, self.nodes, self.pods):
+            await informer.wait_for_sync()
+        async with trio.open_nursery() as nursery:
+            if self.taint_manager is not None:
+                nursery.start_soon(self.taint_manager.run)
+            for _ in range(nlc.NODE_UPDATE_WORKER_SIZE):
+                nursery.start_soon(nlc._work, self.node_update_queue, self._no_schedule_tainting_pass, False)
+            for _ in range(nlc.POD_UPDATE_WORKER_SIZE):
+                nursery.start_soon(nlc._work, self.pod_update_queue, self._process_pod, True)
+            nursery.start_soon(self._tainting_loop)
+            while True:
+                await self.monitor_node_health()
+                await self.process.sleep(0.0)  # the bug: no --node-monitor-period between passes
+
+    return run
+
+
+
+# -- kube-apiserver: storage ----------------------------------------------------------------------
+def _cas_without_precondition() -> Any:
+    """ApiServer._update that drops the client's resourceVersion precondition (an update's
+    ``metadata.resourceVersion``, a patch's), so a stale compare-and-set is applied as a
+    GuaranteedUpdate instead of failing with 409: the lost update optimistic concurrency
+    exists to prevent (kubernetes/kubernetes#656, "Complete atomic update code for all
+    objects and create"; #28749, a pod status patch path that mishandled conflicts)."""
+    import msgspec
+
+    from chaoskube.apiserver.server import ApiServer
+
+    original = ApiServer._update
+
+    async def update(self: Any, request: Any, user: Any, info: Any) -> Any:
+        body = request.body
+        if request.verb == "update" and body is not None and getattr(getattr(body, "metadata", None), "resource_version", ""):
+            body = msgspec.structs.replace(body, metadata=msgspec.structs.replace(body.metadata, resource_version=""))
+        elif request.verb == "patch" and isinstance(body, dict) and (body.get("metadata") or {}).get("resourceVersion"):
+            body = {**body, "metadata": {key: value for key, value in body["metadata"].items() if key != "resourceVersion"}}
+        from dataclasses import replace
+
+        return await original(self, replace(request, body=body), user, info)
+
+    return update
+
+
+def _create_compare_always_true() -> Any:
+    """MVCC ``_compare_kv`` for which a ``CREATE == 0`` / ``VERSION == 0`` compare holds
+    whatever the key's revision: etcd-io/etcd#13035 ("Etcd Txn compare version==0 always
+    succeeds"). The API server's create-if-absent transaction then overwrites an
+    existing object instead of answering 409 AlreadyExists."""
+    from chaoskube.etcd import mvcc
+
+    original = mvcc._compare_kv
+
+    def compare(compare: Any, kv: Any) -> bool:
+        if compare.target in ("CREATE", "VERSION") and compare.result == "=" and compare.operand == 0:
+            return True
+        return original(compare, kv)
+
+    return compare
+
+
+def _quorum_get_from_cache() -> Any:
+    """ApiServer._get serving a get without resourceVersion from the watch cache, as
+    resourceVersion=0: the stale reads of kubernetes/kubernetes#59848 ("stale reads from
+    the watch cache"; #60478 "Prevent read anomalies from the watch cache", #97294 "First
+    kube-apiserver in the HA setup has out-of-date watch cache")."""
+    from dataclasses import replace
+
+    from chaoskube.apiserver.server import ApiServer
+
+    original = ApiServer._get
+
+    async def get(self: Any, request: Any, info: Any) -> Any:
+        if request.resource_version == "":
+            request = replace(request, resource_version="0")
+        return await original(self, request, info)
+
+    return get
+
+
+def _quorum_list_from_cache() -> Any:
+    """ApiServer._list serving a list without resourceVersion from the watch cache (the
+    same class of bug as the get: kubernetes/kubernetes#59848; KEP-2340, "Consistent reads
+    from cache", exists because a cache-served list may be stale)."""
+    from dataclasses import replace
+
+    from chaoskube.apiserver.server import ApiServer
+
+    original = ApiServer._list
+
+    async def list_(self: Any, request: Any, info: Any) -> Any:
+        if request.resource_version == "" and request.resource_version_match != "Exact":
+            request = replace(request, resource_version="0")
+        return await original(self, request, info)
+
+    return list_
+
+
+# -- kube-apiserver: watch cache ------------------------------------------------------------------
+def _watch_replays_start_revision() -> Any:
+    """ResourceCache.events_after that includes the event *at* the resourceVersion the
+    watch starts from: Kubernetes' watch is exclusive ("changes after N"), etcd's
+    ``start_revision`` inclusive, and mixing the two sends the last event again on every
+    re-watch (kubernetes/kubernetes#24004, "apiserver returns different starting event for
+    resourceVersion with etcd watch cache enabled": "with the cache, watching from
+    resourceVersion N, the first delivered event is resourceVersion N")."""
+    from chaoskube.apiserver.watchcache import TooOldResourceVersion
+
+    def events_after(self: Any, resource_version: int) -> list[Any]:
+        oldest = self.oldest_resource_version
+        if resource_version < oldest:
+            raise TooOldResourceVersion(resource_version, oldest)
+        newer: list[Any] = []
+        for event in reversed(self._history):
+            if event.resource_version < resource_version:  # the bug: < instead of <=
+                break
+            newer.append(event)
+        newer.reverse()
+        return newer
+
+    return events_after
+
+
+def _watch_filter_skips_entering() -> Any:
+    """WatchFilter.convert that sends nothing when an update makes an object start to match
+    the watcher's selectors (it should be ADDED), as ``cacheWatcher.convertToWatchEvent``
+    did before it compared old and new objects: a filtered watch (a kubelet's pods by
+    ``spec.nodeName``) misses the pod bound to it (kubernetes-client/python#2228 documents
+    the transitions a filtered watch must carry)."""
+    from chaoskube.api.protocol import WatchEvent
+    from chaoskube.apiserver.watchcache import with_resource_version
+
+    def convert(self: Any, event: Any, fields: Any = None) -> Any:
+        current = event.type != "DELETED" and self.matches(event.object, fields)
+        previous = event.prev_object is not None and self.matches(event.prev_object, fields)
+        if current and previous:
+            return WatchEvent("MODIFIED", event.object, str(event.resource_version))
+        if current and event.prev_object is None:
+            return WatchEvent("ADDED", event.object, str(event.resource_version))
+        if previous and not current:
+            return WatchEvent("DELETED", with_resource_version(event.prev_object, event.resource_version), str(event.resource_version))
+        return None  # the bug: an object that starts to match is not sent
+
+    return convert
+
+
+# -- client-go ------------------------------------------------------------------------------------
+def _informer_ignores_deletes() -> Any:
+    """SharedInformer.apply that keeps an object after its DELETED watch event: the stale
+    informer caches of kubernetes/kubernetes#60478's discussion and client-go's
+    DeletedFinalStateUnknown handling exist for; handlers still hear of the deletion."""
+
+    def apply(self: Any, event: Any) -> None:
+        obj = event.object
+        old = self.indexer.get(obj)
+        if event.type == "DELETED":
+            self._notify_delete(obj)  # the bug: the indexer keeps it
+        elif old is None:
+            self.indexer.add(obj)
+            self._notify_add(obj)
+        else:
+            self.indexer.update(obj)
+            self._notify_update(old, obj)
+
+    return apply
+
+
+def _renew_past_deadline() -> Any:
+    """LeaderElector._renew that keeps retrying past the renew deadline instead of giving
+    up leadership: the client keeps acting as leader while another acquires the lease
+    (client-go documents that it "does not guarantee that only one client is acting as a
+    leader"; kubernetes/kubernetes#67651 discusses leaders outliving their lease)."""
+
+    async def renew(self: Any) -> None:
+        config, process = self.config, self.process
+        while True:
+            while not await self.try_acquire_or_renew():  # the bug: no renew deadline
+                await process.sleep(config.retry_period_s)
+            await process.sleep(config.retry_period_s)
+
+    return renew
+
+
+# -- etcd -----------------------------------------------------------------------------------------
+def _watch_start_exclusive() -> Any:
+    """Store.events_since treating ``start_revision`` as exclusive: a watch resumed at
+    "last revision + 1" misses that revision's events -- the lost events of resumed
+    watches (python-etcd3#729; etcd-io/etcd#8411, "The rejoined node can not send out the
+    events for watchers"; etcd-io/etcd#18089, "Watch dropping an event")."""
+    from chaoskube.etcd.mvcc import Store
+
+    original = Store.events_since
+
+    def events_since(self: Any, key: str, range_end: Any, start_revision: int) -> Any:
+        events = original(self, key, range_end, start_revision)
+        return tuple(event for event in events if event.kv.mod_revision != start_revision)
+
+    return events_since
+
+
+def _linearizable_read_served_locally() -> Any:
+    """EtcdMember._start_read answering a linearizable read from the member's own store,
+    without ReadIndex: a partitioned or lagging member serves stale data (Jepsen, "Call me
+    maybe: etcd and Consul", 2014: etcd 0.4 reads were not linearizable; etcd-io/etcd#741
+    added quorum reads)."""
+    from chaoskube.etcd.server import EtcdMember
+
+    def start_read(self: Any, message: Any) -> None:
+        self._reply_range(message, message.body.request)
+
+    return start_read
+
+
+# -- kube-controller-manager ----------------------------------------------------------------------
+def _max_unavailable_rounded_up() -> Any:
+    """deployment.max_unavailable rounding a percentage up instead of down, so 25 % of 3
+    replicas allows one pod down where upstream allows none: the bug fixed by
+    kubernetes/kubernetes#21957 (issues #21922 and #21872, "preserve availability when
+    maxUnavailability is not 100%"; #37083 on the rounding)."""
+    import math
+
+    from chaoskube.controllers import deployment as module
+
+    def max_unavailable(d: Any) -> int:
+        if not module._is_rolling_update(d) or module.replicas_of(d) == 0:
+            return 0
+        rolling = d.spec.strategy.rolling_update
+        value = rolling.max_unavailable if rolling is not None and rolling.max_unavailable is not None else "25%"
+        replicas = module.replicas_of(d)
+        if isinstance(value, str) and value.endswith("%"):
+            return min(replicas, math.ceil(int(value[:-1]) * replicas / 100))  # the bug: ceil
+        return min(replicas, int(value))
+
+    return max_unavailable
+
+
+def _keeps_unreachable_taints() -> Any:
+    """NodeLifecycleController._no_schedule_tainting_pass that adds condition taints but
+    never removes them: a node that comes back Ready keeps
+    ``node.kubernetes.io/unreachable:NoSchedule`` (kubernetes/kubernetes#67733: "if the
+    node gets recovered, the taint should be removed"; #89012, #113134)."""
+    from chaoskube.controllers import nodelifecycle as nlc
+
+    async def pass_(self: Any, name: str) -> None:
+        node = self.nodes.indexer.get_by_key(name)
+        if node is None:
+            return
+        to_add, _ = nlc.taint_set_diff(nlc.condition_taints(node), nlc._controller_no_schedule_taints(node))
+        if to_add:
+            await self._swap_taints(node, to_add, [])
+
+    return pass_
+
+
+def _never_marks_pods_not_ready() -> Any:
+    """NodeLifecycleController._mark_pods_not_ready that does nothing: the pods of an
+    unreachable node stay Ready, so their endpoints keep receiving traffic
+    (kubernetes/kubernetes#67733: pods on a lost node kept serving; the node controller's
+    MarkPodsNotReady exists for this)."""
+
+    async def mark(self: Any, pods: Any, node_name: str) -> bool:
+        return True
+
+    return mark
+
+
+def _endpoint_ready_while_terminating() -> Any:
+    """endpointslice.pod_to_endpoint whose ``ready`` ignores ``terminating``: a deleted pod
+    stays a ready endpoint until it is gone (kubernetes/kubernetes#116991 and the
+    terminating-endpoints bugs it duplicates; KEP-1672 "ready = serving and not
+    terminating")."""
+    from chaoskube.api.objects import EndpointConditions
+    from chaoskube.controllers import endpointslice as module
+
+    original = module.pod_to_endpoint
+
+    def pod_to_endpoint(pod: Any, node: Any, service: Any, address_type: str = "IPv4") -> Any:
+        endpoint = original(pod, node, service, address_type)
+        conditions = endpoint.conditions
+        endpoint.conditions = EndpointConditions(ready=bool(conditions.serving), serving=conditions.serving, terminating=conditions.terminating)
+        return endpoint
+
+    return pod_to_endpoint
+
+
+def _pdb_counts_terminating() -> Any:
+    """disruption.count_healthy_pods counting pods being deleted as healthy, so the budget
+    allows more evictions than it should (kubernetes/kubernetes#34546: "we approve an
+    eviction, decrement the counter, but the pod remains in a state where it appears
+    healthy ... we could easily evict every single pod")."""
+    from chaoskube.controllers import disruption as module
+
+    def count(pods: Any, disrupted: Any, now: float) -> int:
+        return sum(1 for pod in pods if module.is_pod_ready(pod))  # the bug: deleting and disrupted pods count
+
+    return count
+
+
+def _gc_ignores_orphan() -> Any:
+    """GarbageCollector._orphan_dependents that deletes the dependents instead of orphaning
+    them: ``propagationPolicy: Orphan`` loses the ReplicaSet and its pods
+    (kubernetes/kubernetes#26120, the GC's known issues: "DeleteOptions.OrphanDependents=true
+    not orphan all dependents"; microsoft/pai#4117, "Dependent objects are unexpectedly
+    deleted")."""
+    from chaoskube.controllers.garbagecollector import GarbageCollector
+
+    async def orphan(self: Any, resource: str, owner: Any) -> None:
+        from chaoskube.api.protocol import ORPHAN_FINALIZER, DeleteOptions
+
+        for dependent_resource, dependent in await self._dependents_of(owner):
+            if dependent.metadata.deletion_timestamp is None:
+                await self.client.delete(dependent_resource, dependent.metadata.namespace, dependent.metadata.name, options=DeleteOptions(propagation_policy="Background"))
+                self.process.world.record(
+                    "gc-delete", resource=dependent_resource, namespace=dependent.metadata.namespace, name=dependent.metadata.name,
+                    uid=dependent.metadata.uid, owners=[reference.uid for reference in dependent.metadata.owner_references], controller=self.name, policy="Background",
+                )
+        await GarbageCollector._remove_finalizer(self, resource, owner, ORPHAN_FINALIZER)
+
+    return orphan
+
+
+def _gc_foreground_does_not_wait() -> Any:
+    """GarbageCollector._delete_dependents that removes the foregroundDeletion finalizer as
+    soon as it has asked for the dependents' deletion, without waiting for the blocking
+    ones to go: the owner disappears first (kubernetes/kubernetes#87473 on foreground
+    deletion telling when the GC is done; the "Use Cascading Deletion" task page)."""
+    from chaoskube.controllers.garbagecollector import GarbageCollector
+
+    original = GarbageCollector._delete_dependents
+
+    async def delete_dependents(self: Any, resource: str, owner: Any) -> None:
+        from chaoskube.api.protocol import FOREGROUND_FINALIZER
+        from chaoskube.controllers.replicaset import ControllerError
+
+        try:
+            await original(self, resource, owner)
+        except ControllerError:
+            await GarbageCollector._remove_finalizer(self, resource, owner, FOREGROUND_FINALIZER)  # the bug: no wait
+
+    return delete_dependents
+
+
+# -- kubelet and kube-proxy -----------------------------------------------------------------------
+def _kill_without_grace() -> Any:
+    """kubelet.stop_plan that SIGKILLs at once whatever the grace period: a deleted pod's
+    containers get no time to shut down (kubernetes/kubernetes#52154's probers aside, the
+    class of bug where terminationGracePeriodSeconds is not honoured, e.g. #112442)."""
+    from chaoskube.node.runtime import SIGKILL_EXIT_CODE
+
+    return lambda behaviour, grace_s: (0.0, SIGKILL_EXIT_CODE)
+
+
+def _proxy_uses_not_ready() -> Any:
+    """proxy.usable_endpoints that keeps endpoints whose ``ready`` is false: kube-proxy goes
+    on sending traffic to pods the control plane marked not ready (deckhouse#22686: "a pod
+    which lost its readiness stays published as ready"; kubernetes/kubernetes#116991)."""
+    return lambda endpoints, *, node, local_only: tuple(endpoint for endpoint in endpoints if not local_only or endpoint.node == node)
+
+
+# -- admission webhooks and eviction --------------------------------------------------------------
+def _webhook_call_without_timeout() -> Any:
+    """WebhookDispatcher._call that waits for the API server's request timeout (30 s, the
+    webhook client's old default) instead of the webhook's ``timeoutSeconds``:
+    kubernetes/kubernetes#60914 ("Should support webhook timeout configuration": every
+    call used a default 30 s) and #71508 (calls outliving the client's own timeout)."""
+    from chaoskube.apiserver import webhooks as module
+    from chaoskube.sim.outcomes import Ok
+
+    async def call(self: Any, hook: Any, request: Any, *, mutating: bool) -> Any:
+        endpoint = module.resolve_endpoint(hook.webhook)
+        timeout = module.timeout_seconds(hook.webhook)
+        uid = self._new_uid()
+        body = {"path": endpoint.path, "review": module.admission_review(request, uid)}
+        started = self.process.now()
+        outcome = await self.process.call(endpoint.process, body, port=module.WEBHOOK_PORT, timeout_s=30.0)  # the bug
+        latency = self.process.now() - started
+        if not isinstance(outcome, Ok):
+            return module._Reply(uid, latency, error=module._call_error_reason(outcome, endpoint, timeout))
+        try:
+            response = module.verify_admission_response(outcome.value, uid, mutating=mutating)
+        except module.InvalidWebhookResponse as error:
+            return module._Reply(uid, latency, error=f"received invalid webhook response: {error}")
+        return module._Reply(uid, latency, response=response)
+
+    return call
+
+
+def _ignore_policy_fails_closed() -> Any:
+    """WebhookDispatcher._verdict that refuses a request for the failed call of an
+    Ignore-policy validating webhook, as for Fail: an Ignore webhook that times out blocks
+    writes (kubernetes/kubernetes#71508, "Admission controller fails on timeout when
+    failurePolicy set to Ignore")."""
+    from dataclasses import replace
+
+    from chaoskube.api.protocol import internal_error
+    from chaoskube.apiserver import webhooks as module
+
+    def verdict(self: Any, phase: Any, relevant: Any, replies: Any) -> Any:
+        refusal = None
+        for hook, reply in zip(relevant, replies):
+            name = hook.webhook.name
+            if reply.response is None:
+                if refusal is None:  # the bug: whatever the failurePolicy
+                    refusal = phase.refuse(internal_error(f'failed calling webhook "{name}": {reply.error}'), name)
+                continue
+            self._collect(phase, hook, reply.response)
+            if not reply.response.allowed and refusal is None:
+                refusal = phase.refuse(module.denial_status(name, reply.response.status), name)
+        if refusal is not None:
+            return replace(refusal, warnings=tuple(phase.warnings), annotations=tuple(phase.annotations))
+        return module.WebhookResult(True, phase.request.object, None, (), "", tuple(phase.warnings), tuple(phase.annotations))
+
+    return verdict
+
+
+def _spend_without_precondition() -> Any:
+    """ApiServer._spend_disruption whose PDB status update carries no resourceVersion, so
+    two concurrent evictions both spend the last allowed disruption (the race the
+    resourceVersion guard of eviction.go's checkAndDecrement prevents:
+    kubernetes/kubernetes#94381, "To protect against race conditions, a ResourceVersion
+    constraint is enforced"; #34546)."""
+    import msgspec
+
+    from chaoskube.api.protocol import Request, forbidden, timeout, timestamp, too_many_requests
+    from chaoskube.apiserver import server as module
+
+    async def spend(self: Any, request: Any, pod: Any, pdb: Any) -> None:
+        name = pdb.metadata.name
+        for attempt in range(self.config.eviction_attempts):
+            if attempt:
+                await self.process.sleep(self.config.eviction_retry_s)
+                pdb = (await self._stored("poddisruptionbudgets", request.namespace, name)).object
+            status = pdb.status
+            if status.observed_generation < pdb.metadata.generation:
+                self._refused_eviction(request, name, "status not observed")
+                raise module._refuse(self._budget_busy(name))
+            if status.disruptions_allowed < 0:
+                raise module._refuse(forbidden(f'poddisruptionbudget.policy "{name}" is forbidden: pdb disruptions allowed is negative'))
+            if status.disruptions_allowed == 0:
+                self._refused_eviction(request, name, "no disruption allowed")
+                raise module._refuse(too_many_requests("Cannot evict pod as it would violate the pod's disruption budget.", 0, (f"The disruption budget {name} needs {status.desired_healthy} healthy pods and has {status.current_healthy} currently",)))
+            status.disruptions_allowed -= 1
+            if status.disruptions_allowed == 0:
+                module._set_disruption_allowed_condition(pdb, self.process.now())
+            if request.dry_run:
+                return
+            status.disrupted_pods = {**status.disrupted_pods, pod.metadata.name: timestamp(self.process.now())}
+            body = msgspec.structs.replace(pdb, metadata=msgspec.structs.replace(pdb.metadata, resource_version=""))  # the bug: no guard
+            update = Request(verb="update", resource="poddisruptionbudgets", subresource="status", namespace=request.namespace, name=name, body=body, credentials=self.loopback, id=f"{request.id}/pdb")
+            response = await self.handle(update)
+            if response.ok:
+                return
+            if response.code != 409:
+                raise module._refuse(response.status)
+        raise module._refuse(timeout(f'couldn\'t update PodDisruptionBudget "{name}" due to conflicts', 10))
+
+    return spend
+
+
+# -- more controllers, kube-proxy, the scheduler, etcd Raft and the kubelet -------------------------
+def _endpoint_always_ready() -> Any:
+    """endpointslice.pod_to_endpoint that publishes every pod as ready: the EndpointSlice
+    never follows a pod's readiness (deckhouse/deckhouse#22686: "a pod which lost its
+    readiness stays published as ready ... the endpoints comparison ignores
+    conditions.ready")."""
+    from chaoskube.api.objects import EndpointConditions
+    from chaoskube.controllers import endpointslice as module
+
+    original = module.pod_to_endpoint
+
+    def pod_to_endpoint(pod: Any, node: Any, service: Any, address_type: str = "IPv4") -> Any:
+        endpoint = original(pod, node, service, address_type)
+        terminating = endpoint.conditions.terminating
+        endpoint.conditions = EndpointConditions(ready=not terminating, serving=True, terminating=terminating)
+        return endpoint
+
+    return pod_to_endpoint
+
+
+
+def _scale_down_ready_first() -> Any:
+    """replicaset.get_pods_to_delete with the ranking reversed: a scale-down deletes the
+    ready, long-running pods first and keeps the pending and not-ready ones
+    (kubernetes/kubernetes#14396: "I hope that the controller-manager will delete the two
+    failed pods, but it didn't"; the documented order, kubernetes/website#26993)."""
+    import functools
+
+    from chaoskube.controllers import replicaset as module
+
+    def get_pods_to_delete(filtered: Any, related: Any, diff: int, now: Any) -> list[Any]:
+        if diff == len(filtered):
+            return list(filtered)
+        on_node: dict[str, int] = {}
+        for pod in related:
+            if module.is_pod_active(pod):
+                on_node[pod.spec.node_name] = on_node.get(pod.spec.node_name, 0) + 1
+        ranked = [(pod, on_node.get(pod.spec.node_name, 0)) for pod in filtered]
+
+        def compare(a: Any, b: Any) -> int:
+            if module.pods_ranked_less(a[0], b[0], a[1], b[1], now):
+                return 1  # the bug: the order is reversed
+            if module.pods_ranked_less(b[0], a[0], b[1], a[1], now):
+                return -1
+            return 0
+
+        ranked.sort(key=functools.cmp_to_key(compare))
+        return [pod for pod, _ in ranked[:diff]]
+
+    return get_pods_to_delete
+
+def _surge_counts_new_rs_only() -> Any:
+    """deployment.new_rs_new_replicas measuring the surge against the new ReplicaSet alone,
+    not every ReplicaSet of the Deployment: a rollout scales the new ReplicaSet to full size
+    while the old one still runs every pod, so the Deployment runs up to twice its replicas
+    (kubernetes/kubernetes#28271, "Total replicas number will over max"; the
+    "[minUnavailable/maxSurge violated]" rollout bugs #21810 and #19299)."""
+    from chaoskube.controllers import deployment as module
+
+    def new_rs_new_replicas(d: Any, all_rss: Any, new_rs: Any) -> int:
+        if not module._is_rolling_update(d):
+            return module.replicas_of(d)
+        ceiling = module.replicas_of(d) + module.max_surge(d)
+        current = module.replicas_of(new_rs)  # the bug: the old ReplicaSets are not counted
+        if current >= ceiling:
+            return module.replicas_of(new_rs)
+        return module.replicas_of(new_rs) + min(ceiling - current, module.replicas_of(d) - module.replicas_of(new_rs))
+
+    return new_rs_new_replicas
+
+
+def _read_index_without_quorum_check() -> Any:
+    """Raft._start_read answering a ReadIndex at once with the leader's commit index, without
+    the heartbeat round that confirms it still leads: a deposed leader that has not heard of
+    its successor serves stale reads (hashicorp/consul#54, "Document potential stale read
+    situation", fixed by hashicorp/raft#4 "VerifyLeader"; the Raft paper section 8: "a leader
+    must check whether it has been deposed before processing a read-only request")."""
+
+    def start_read(self: Any, m: Any) -> None:
+        self._answer_read(m, self._log.committed)
+
+    return start_read
+
+
+def _toleration_ignores_effect() -> Any:
+    """plugins.toleration_tolerates_taint that matches keys and values but not effects: the
+    default ``unreachable:NoExecute`` toleration every pod gets (DefaultTolerationSeconds)
+    then tolerates ``unreachable:NoSchedule`` too, and replacements of evicted pods land on
+    the dead node (kubernetes/kubernetes#63197, "Taints and Tolerations not respected";
+    #41068 fixed the scheduler's taint filter ignoring one effect; "Taints and
+    Tolerations": "the effect still needs to be matched")."""
+
+    def tolerates(toleration: Any, taint: Any) -> bool:
+        if toleration.key and toleration.key != taint.key:
+            return False
+        operator = toleration.operator or "Equal"
+        if operator == "Equal":
+            return toleration.value == taint.value
+        return operator == "Exists"
+
+    return tolerates
+
+
+def _proxy_misses_condition_updates() -> Any:
+    """proxy.compute_rules that reuses a Service's rules while its EndpointSlices hold the
+    same addresses, whatever their conditions: an endpoint that turns not ready keeps
+    receiving traffic until it leaves the slice (deckhouse/deckhouse#22686: "the endpoints
+    comparison ignores conditions.ready"; kubernetes/kubernetes#28674, "Inconsistent State
+    in Kube-Proxy after Missed Updates", rules that "point to non-existing containers")."""
+    from chaoskube.node import proxy as module
+
+    original = module.compute_rules
+
+    def addresses(slices: Any) -> list[Any]:
+        return [(s.metadata.name, sorted(tuple(e.addresses) for e in s.endpoints)) for s in slices]
+
+    def compute_rules(services: Any, slices: Any, node: str, *, memo: Any = None) -> Any:
+        if memo is None:
+            return original(services, slices, node)
+        previous = dict(memo)
+        table = dict(original(services, slices, node, memo=memo))
+        for key, (service, mine, _) in list(memo.items()):
+            old = previous.get(key)
+            if old is not None and old[0] is service and addresses(old[1]) == addresses(mine):
+                memo[key] = old  # the bug: the same addresses, so the old rules stay
+                for rule in old[2]:
+                    table[(key, rule.port_name)] = rule
+        return {key: table[key] for key in sorted(table)}
+
+    return compute_rules
+
+
+def _housekeeping_hot_loop() -> Any:
+    """Kubelet._housekeeping that cleans up again at once instead of every
+    ``housekeeping`` period (2 s): the kubelet spins at 100 % CPU in a loop that never waits
+    (kubernetes/kubernetes#57626, "kubelet occupy high cpu and fall into the dead cycle";
+    #27884, "kubelet 1.2.3 stuck at 100% CPU"). Virtual time stands still: the livelock
+    watchdog must end the run."""
+
+    async def housekeeping(self: Any) -> None:
+        from chaoskube.node.kubelet import PodWorker
+
+        await self.pods.wait_for_sync()
+        while True:
+            known = {pod.metadata.uid for pod in self.pods.indexer.list()}
+            for record in self.runtime.sandboxes():
+                if record.uid not in self.workers and record.uid not in known:
+                    self.world.record("kubelet", event="orphan", node=self.spec.name, pod=f"{record.namespace}/{record.name}", uid=record.uid)
+                    self._spawn(PodWorker(self, None, uid=record.uid, namespace=record.namespace, name=record.name))
+            await self.process.sleep(0.0)  # the bug: no housekeeping period
+
+    return housekeeping
+
+
+def _orphan_finalizer_never_removed() -> Any:
+    """GarbageCollector._orphan_dependents that removes the owner references from the
+    dependents but never the ``orphan`` finalizer from the owner: a Deployment deleted with
+    ``propagationPolicy: Orphan`` stays Terminating for ever (kubernetes/kubernetes#89503,
+    "orphan finalizer is not properly processed"; #48261, "Fix removing finalizer for
+    garbage collector")."""
+
+    async def orphan_dependents(self: Any, resource: str, owner: Any) -> None:
+        from chaoskube.client.client import ApiError
+        from chaoskube.controllers.replicaset import owner_references_patch
+
+        for dependent_resource, dependent in await self._dependents_of(owner):
+            remaining = [reference for reference in dependent.metadata.owner_references if reference.uid != owner.metadata.uid]
+            try:
+                await self.client.patch(dependent_resource, dependent.metadata.namespace, dependent.metadata.name, owner_references_patch(dependent, remaining))
+            except ApiError as error:
+                if error.code == 404:
+                    continue
+                raise
+            self.process.world.record(
+                "gc-orphan", resource=dependent_resource, namespace=dependent.metadata.namespace, name=dependent.metadata.name,
+                uid=dependent.metadata.uid, owner=owner.metadata.uid, controller=self.name,
+            )
+        # the bug: no removeFinalizer(orphan)
+
+    return orphan_dependents
+
+
+def _delete_ignores_default_grace() -> Any:
+    """ApiServer._grace_period_s that honours only a grace period the delete gives
+    explicitly: a delete without ``gracePeriodSeconds`` (an eviction, a controller's
+    scale-down) removes a running pod at once instead of using its
+    ``terminationGracePeriodSeconds`` (kubernetes/kubernetes#14266, "Pods are not
+    gracefully terminated when their namespace is deleted": "the grace period for all the
+    pods are 0s"; #120671 on the field being the delete's default)."""
+    from chaoskube.api.objects import Pod
+
+    def grace_period_s(current: Any, options: Any) -> int:
+        if not isinstance(current, Pod):
+            return 0
+        if not current.spec.node_name or current.status.phase in ("Succeeded", "Failed"):
+            return 0
+        grace = options.grace_period_seconds
+        if grace is None:
+            return 0  # the bug: terminationGracePeriodSeconds is not the default
+        return 1 if grace < 0 else grace
+
+    return staticmethod(grace_period_s)
+
+
+DETECTION_VARIANTS: tuple[Variant, ...] = (
+    # -- etcd
+    Variant(
+        "etcd-linearizable-read-served-locally", "etcd server", "a linearizable read is answered from the member's own store, without ReadIndex (Jepsen 2014, etcd 0.4; etcd-io/etcd#741)",
+        "linearizability", "etcd-leader-isolation", "chaoskube.etcd.server:EtcdMember._start_read", _linearizable_read_served_locally,
+    ),
+    Variant(
+        "etcd-watch-start-exclusive", "etcd MVCC watch", "a watch resumed at a start revision misses that revision's events (python-etcd3#729; etcd-io/etcd#8411, #18089)",
+        "api-watch", "etcd-failover-under-kubernetes", "chaoskube.etcd.mvcc:Store.events_since", _watch_start_exclusive,
+    ),
+    Variant(
+        "etcd-create-compare-always-true", "etcd MVCC txn", "a CREATE/VERSION == 0 compare holds for an existing key (etcd-io/etcd#13035): create-if-absent overwrites",
+        "api-linearizability", "node-failure", "chaoskube.etcd.mvcc:_compare_kv", _create_compare_always_true,
+    ),
+    Variant(
+        "raft-read-index-without-quorum-check", "etcd Raft", "a leader answers ReadIndex without confirming by a heartbeat round that it still leads: a deposed leader serves stale reads (hashicorp/consul#54, hashicorp/raft#4)",
+        "linearizability", "etcd-leader-isolation", "chaoskube.etcd.raft:Raft._start_read", _read_index_without_quorum_check,
+    ),
+    # -- kube-apiserver
+    Variant(
+        "apiserver-cas-ignores-resourceversion", "kube-apiserver storage", "an update or patch with a stale resourceVersion is applied instead of answering 409 Conflict: a lost update (kubernetes#656, #28749)",
+        "api-linearizability", "node-drain-with-pdb", "chaoskube.apiserver.server:ApiServer._update", _cas_without_precondition,
+    ),
+    Variant(
+        "apiserver-delete-ignores-default-grace", "kube-apiserver storage", "a pod delete without gracePeriodSeconds removes the pod at once instead of using its terminationGracePeriodSeconds (kubernetes#14266, #120671)",
+        "graceful-termination", "node-drain-with-pdb", "chaoskube.apiserver.server:ApiServer._grace_period_s", _delete_ignores_default_grace,
+    ),
+    Variant(
+        "apiserver-quorum-get-from-cache", "kube-apiserver watch cache", "a get without resourceVersion is served from the watch cache: stale reads (kubernetes#59848, #60478, #97294)",
+        "api-linearizability", "etcd-failover-under-kubernetes", "chaoskube.apiserver.server:ApiServer._get", _quorum_get_from_cache,
+    ),
+    Variant(
+        "apiserver-quorum-list-from-cache", "kube-apiserver watch cache", "a list without resourceVersion is served from the watch cache (kubernetes#59848; KEP-2340)",
+        "api-linearizability", "apiserver-crash", "chaoskube.apiserver.server:ApiServer._list", _quorum_list_from_cache,
+    ),
+    Variant(
+        "watchcache-replays-start-revision", "kube-apiserver watch cache", "a watch from resourceVersion N sends the event at N again (kubernetes#24004: the watch cache's first event was N itself)",
+        "api-watch", "node-failure", "chaoskube.apiserver.watchcache:ResourceCache.events_after", _watch_replays_start_revision,
+    ),
+    Variant(
+        "watchcache-filter-skips-entering", "kube-apiserver watch cache", "a filtered watch sends nothing when an object starts to match its selectors (a kubelet misses the pod bound to it)",
+        "api-watch", "scheduler-leader-failover", "chaoskube.apiserver.watchcache:WatchFilter.convert", _watch_filter_skips_entering,
+    ),
+    Variant(
+        "eviction-spend-without-precondition", "kube-apiserver eviction", "the eviction's PDB status update carries no resourceVersion, so concurrent evictions both spend the last disruption (kubernetes#94381, #34546)",
+        "pdb-eviction", "node-drain-with-pdb", "chaoskube.apiserver.server:ApiServer._spend_disruption", _spend_without_precondition,
+    ),
+    Variant(
+        "webhook-call-without-timeout", "kube-apiserver admission", "a webhook call waits 30 s (the old default) instead of its timeoutSeconds (kubernetes#60914, #71508)",
+        "admission-timing", "webhook-latency-fail-closed", "chaoskube.apiserver.webhooks:WebhookDispatcher._call", _webhook_call_without_timeout,
+    ),
+    Variant(
+        "webhook-ignore-policy-fails-closed", "kube-apiserver admission", "a failed call of an Ignore-policy webhook refuses the request (kubernetes#71508)",
+        "admission-timing", "webhook-latency-fail-open", "chaoskube.apiserver.webhooks:WebhookDispatcher._verdict", _ignore_policy_fails_closed,
+    ),
+    # -- client-go
+    Variant(
+        "informer-ignores-deletes", "client-go informer", "an informer keeps an object in its cache after its DELETED event (stale caches: kubernetes#60478)",
+        "api-watch", "node-drain-with-pdb", "chaoskube.client.informer:SharedInformer.apply", _informer_ignores_deletes,
+    ),
+    Variant(
+        "leader-election-renews-past-deadline", "client-go leader election", "a leader whose renewals fail keeps acting past its renew deadline (client-go does not fence; kubernetes#67651)",
+        "leader-election", "apiserver-crash", "chaoskube.client.leaderelection:LeaderElector._renew", _renew_past_deadline,
+    ),
+    # -- kube-controller-manager
+    Variant(
+        "replicaset-scale-down-deletes-ready-first", "kube-controller-manager ReplicaSet", "a scale-down deletes ready pods before pending and not-ready ones (kubernetes#14396; website#26993)",
+        "workload-invariants", "scale-down-during-node-outage", "chaoskube.controllers.replicaset:get_pods_to_delete", _scale_down_ready_first,
+    ),
+    Variant(
+        "deployment-max-unavailable-rounded-up", "kube-controller-manager Deployment", "maxUnavailable percentages are rounded up, so a rollout takes one pod too many (kubernetes#21922, #21872, #37083)",
+        "workload-invariants", "rolling-update-under-partition", "chaoskube.controllers.deployment:max_unavailable", _max_unavailable_rounded_up,
+    ),
+    Variant(
+        "deployment-surge-counts-new-rs-only", "kube-controller-manager Deployment", "the rollout's surge is measured against the new ReplicaSet alone, so the Deployment runs old and new pods at full size (kubernetes#28271, #21810, #19299)",
+        "workload-invariants", "rolling-update-under-partition", "chaoskube.controllers.deployment:new_rs_new_replicas", _surge_counts_new_rs_only,
+    ),
+    Variant(
+        "node-controller-keeps-unreachable-taint", "kube-controller-manager node lifecycle", "a node that comes back Ready keeps node.kubernetes.io/unreachable:NoSchedule (kubernetes#67733, #89012)",
+        "differential", "node-failure", "chaoskube.controllers.nodelifecycle:NodeLifecycleController._no_schedule_tainting_pass", _keeps_unreachable_taints,
+    ),
+    Variant(
+        "node-controller-never-marks-pods-not-ready", "kube-controller-manager node lifecycle", "the pods of an unreachable node stay Ready, so their endpoints keep receiving traffic (kubernetes#67733)",
+        "service-availability", "node-failure", "chaoskube.controllers.nodelifecycle:NodeLifecycleController._mark_pods_not_ready", _never_marks_pods_not_ready,
+    ),
+    Variant(
+        "endpointslice-terminating-still-ready", "kube-controller-manager EndpointSlice", "a terminating pod's endpoint stays ready until the pod is gone (kubernetes#116991; KEP-1672)",
+        "graceful-termination", "node-drain-with-pdb", "chaoskube.controllers.endpointslice:pod_to_endpoint", _endpoint_ready_while_terminating,
+    ),
+    Variant(
+        "endpointslice-ignores-readiness", "kube-controller-manager EndpointSlice", "endpoints are published ready whatever the pod's readiness (deckhouse#22686)",
+        "service-availability", "node-failure", "chaoskube.controllers.endpointslice:pod_to_endpoint", _endpoint_always_ready,
+    ),
+    Variant(
+        "disruption-counts-terminating-pods", "kube-controller-manager disruption", "the PDB counts pods being deleted or just evicted as healthy, allowing too many evictions (kubernetes#34546)",
+        "pdb-eviction", "node-drain-with-pdb", "chaoskube.controllers.disruption:count_healthy_pods", _pdb_counts_terminating,
+    ),
+    Variant(
+        "gc-deletes-orphaned-dependents", "kube-controller-manager garbage collector", "propagationPolicy Orphan deletes the dependents instead of orphaning them (kubernetes#26120; microsoft/pai#4117)",
+        "garbage-collection", "cascading-deletion-under-failover", "chaoskube.controllers.garbagecollector:GarbageCollector._orphan_dependents", _gc_ignores_orphan,
+    ),
+    Variant(
+        "gc-foreground-does-not-wait", "kube-controller-manager garbage collector", "foreground deletion removes the owner's finalizer before its blocking dependents are gone (kubernetes#87473)",
+        "garbage-collection", "cascading-deletion-under-failover", "chaoskube.controllers.garbagecollector:GarbageCollector._delete_dependents", _gc_foreground_does_not_wait,
+    ),
+    Variant(
+        "gc-orphan-finalizer-never-removed", "kube-controller-manager garbage collector", "orphaning removes the owner references but never the orphan finalizer: the owner stays Terminating for ever (kubernetes#89503, #48261)",
+        "garbage-collection", "cascading-deletion-under-failover", "chaoskube.controllers.garbagecollector:GarbageCollector._orphan_dependents", _orphan_finalizer_never_removed,
+    ),
+    Variant(
+        "node-controller-monitor-busy-loop", "kube-controller-manager node lifecycle",
+        "the node health monitor runs again at once instead of every --node-monitor-period: a hot loop in which virtual time stands still (kubernetes#31396, #126704)",
+        "livelock", "controller-manager-leader-kill", "chaoskube.controllers.nodelifecycle:NodeLifecycleController.run", _monitor_busy_loop,
+    ),
+    # -- kube-scheduler
+    Variant(
+        "scheduler-toleration-ignores-effect", "kube-scheduler", "a toleration tolerates a taint of its key whatever the effect, so pods land on unreachable nodes (kubernetes#63197, #41068)",
+        "scheduling", "node-failure", "chaoskube.scheduler.plugins:toleration_tolerates_taint", _toleration_ignores_effect,
+    ),
+    # -- kubelet and kube-proxy
+    Variant(
+        "kubelet-kills-without-grace", "kubelet", "a deleted pod's containers are SIGKILLed at once instead of after the grace period (terminationGracePeriodSeconds not honoured)",
+        "graceful-termination", "node-drain-with-pdb", "chaoskube.node.kubelet:stop_plan", _kill_without_grace,
+    ),
+    Variant(
+        "kubelet-housekeeping-hot-loop", "kubelet", "the kubelet's pod cleanup runs again at once instead of every 2 s, a loop that never waits (kubernetes#57626, #27884)",
+        "livelock", "node-drain-with-pdb", "chaoskube.node.kubelet:Kubelet._housekeeping", _housekeeping_hot_loop,
+    ),
+    Variant(
+        "kube-proxy-routes-not-ready-endpoints", "kube-proxy", "kube-proxy keeps sending traffic to endpoints that are not ready (deckhouse#22686; kubernetes#116991)",
+        "service-availability", "node-failure", "chaoskube.node.proxy:usable_endpoints", _proxy_uses_not_ready,
+    ),
+    Variant(
+        "kube-proxy-misses-condition-updates", "kube-proxy", "kube-proxy keeps a Service's rules while its EndpointSlices hold the same addresses, routing to endpoints that turned not ready (deckhouse#22686; kubernetes#28674)",
+        "service-availability", "node-failure", "chaoskube.node.proxy:compute_rules", _proxy_misses_condition_updates,
+    ),
+)
+VARIANTS.update((variant.name, variant) for variant in DETECTION_VARIANTS)

@@ -128,6 +128,7 @@ class Job:
     broken: tuple[str, ...] = ()  # --broken NAME: gallery variants added to the experiment
     manifests: str | None = None  # --manifests DIR: the workload replaced by these manifests
     boot_seed: int | None = None  # --boot-seed N: None is the experiment's own
+    max_wall_s: float | None = None  # --max-wall: the watchdog ends the run after this much wall-clock time
     skip_unsupported: bool = False  # --skip-unsupported
 
     @property
@@ -143,7 +144,13 @@ class Job:
     @property
     def boot_key(self) -> tuple[Any, ...]:
         """Jobs with the same key share one boot (forking.py)."""
-        return (self.target, self.name, self.broken, self.manifests, self.skip_unsupported, self.boot_seed)
+        return (self.target, self.name, self.broken, self.manifests, self.skip_unsupported, self.boot_seed, self.max_wall_s)
+
+    @property
+    def reference_cache(self) -> Path:
+        """Where the differential checker's fault-free runs are shared: the campaign
+        directory's ``references/`` (every job of a campaign has the same parent)."""
+        return Path(self.out_dir).parent / "references"
 
     def experiment(self) -> Experiment:
         """The experiment this job runs: the target, with its variants and manifests."""
@@ -166,17 +173,19 @@ def plan_jobs(
     broken: Sequence[str] = (),
     manifests: Path | None = None,
     skip_unsupported: bool = False,
-    boot_seed: int | None = None,
+    boot_seed: int | str | None = None,
+    max_wall_s: float | None = None,
 ) -> list[Job]:
     """One job per (experiment, seed), experiments in the given order, seeds ascending;
     each with the gallery variants ``broken``, the manifests directory ``manifests`` and
-    the boot seed ``boot_seed`` (None: each experiment's own)."""
+    the boot seed ``boot_seed`` (None: each experiment's own; ``"seed"``: each job's run seed,
+    so no two jobs share a boot)."""
     assert seeds, "no seeds"
     names = [experiment.name for _, experiment in experiments]
     assert len(names) == len(set(names)), f"an experiment is listed twice: {names}"
     directory = str(manifests.resolve()) if manifests is not None else None
     return [
-        Job(target, experiment.name, seed, str(out / f"{experiment.name}-seed{seed}"), tuple(dict.fromkeys(broken)), directory, boot_seed, skip_unsupported)
+        Job(target, experiment.name, seed, str(out / f"{experiment.name}-seed{seed}"), tuple(dict.fromkeys(broken)), directory, seed if boot_seed == "seed" else boot_seed, max_wall_s, skip_unsupported)
         for target, experiment in experiments
         for seed in seeds
     ]
@@ -193,7 +202,7 @@ def run_job(job: Job) -> dict[str, Any]:
     started = time.perf_counter()
     try:
         experiment = job.experiment()
-        result = run_experiment(experiment, job.seed, job.out_dir, boot_seed=job.boot_seed)
+        result = run_experiment(experiment, job.seed, job.out_dir, boot_seed=job.boot_seed, reference_cache=job.reference_cache, max_wall_s=job.max_wall_s)
     except Exception as error:  # noqa: BLE001 - one broken run must not end the campaign
         return _error_record(job, f"{type(error).__name__}: {error}") | {"job_seconds": round(time.perf_counter() - started, 3)}
     return job_record(job, time.perf_counter() - started, result)
@@ -277,7 +286,10 @@ class BootGroup:
 
         experiment = self.template.experiment()
         with gallery.applied(experiment.broken):
-            result = run_simulated(experiment, SYSTEMS[experiment.system], self.template.seed, scratch, boot_seed=self.template.boot_seed, fork=fork)
+            result = run_simulated(
+                experiment, SYSTEMS[experiment.system], self.template.seed, scratch, boot_seed=self.template.boot_seed, fork=fork,
+                reference_cache=self.template.reference_cache, max_wall_s=self.template.max_wall_s,
+            )
         return experiment, result
 
     def finish(self, job: Job, outcome: Any, seconds: float) -> dict[str, Any]:

@@ -214,6 +214,20 @@ BROKEN_HELP = "Patch in a deliberately broken component of the gallery (`chaosku
 BOOT_SEED_HELP = "The seed of the boot (start-up to the steady state); the run seed drives the rest [default: the experiment's `boot_seed`, else 0]."
 MANIFESTS_HELP = "A directory of Kubernetes YAML/JSON manifests that replaces the experiment's workload."
 SKIP_HELP = "Leave out the manifests' documents of kinds chaoskube cannot serve (listed once in the output, result.json and the report) instead of refusing the run."
+MAX_WALL_HELP = "End a simulated run that takes longer than this many wall-clock seconds with a `livelock` verdict (the watchdog also ends one whose virtual time stands still through 1,000,000 events, or whose journal passes 1 GiB)."
+
+
+def _explore_boot_seed(ctx: click.Context, param: click.Parameter, value: str | None) -> int | str | None:
+    """``explore --boot-seed``: a seed (0 or more), or ``seed`` (each run's own)."""
+    if value is None or value == "seed":
+        return value
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if not 0 <= number <= MAX_SEED:
+        raise click.BadParameter(f"{value!r} is neither a seed (0 to 2**64-1) nor the word `seed`")
+    return number
 
 
 def _resolve(experiment: str, broken: tuple[str, ...], manifests: Path | None, skip_unsupported: bool = False) -> Any:
@@ -261,8 +275,10 @@ def _print_skipped(found: Any) -> None:
 @click.option("--skip-unsupported", is_flag=True, help=SKIP_HELP)
 @click.option("--out", "out_dir", type=OutDir(), default=None, help="Result directory [default: runs/NAME-seedN].")
 @click.option("--dry-run", is_flag=True, help="Print the resolved cluster, schedule (every target checked against the processes the experiment builds) and checkers without running.")
+@click.option("--max-wall", "max_wall_s", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS", help=MAX_WALL_HELP)
 def run(
-    experiment: str, seed: int | None, boot_seed: int | None, broken: tuple[str, ...], manifests: Path | None, skip_unsupported: bool, out_dir: Path | None, dry_run: bool
+    experiment: str, seed: int | None, boot_seed: int | None, broken: tuple[str, ...], manifests: Path | None, skip_unsupported: bool, out_dir: Path | None, dry_run: bool,
+    max_wall_s: float | None,
 ) -> None:
     """Run EXPERIMENT (a catalogue name or a YAML file) with one seed."""
     from chaoskube.experiments.runner import run_experiment
@@ -278,7 +294,7 @@ def run(
     _writable_directory(out)
     stderr.print(f"chaoskube {__version__}: {found.name} seed {seed} -> {out}", markup=False)
     with _progress(found.name) as progress:
-        result = run_experiment(found, seed, out, progress=progress, boot_seed=boot_seed)
+        result = run_experiment(found, seed, out, progress=progress, boot_seed=boot_seed, max_wall_s=max_wall_s)
     _print_result(result)
     if result.interrupted:
         stderr.print(f"interrupted: kept {out / 'journal.jsonl'} and a partial result.json", markup=False)
@@ -493,13 +509,14 @@ def _print_result(result: Any) -> None:
 @click.option("--skip-unsupported", is_flag=True, help=SKIP_HELP)
 @click.option("--fail-fast", is_flag=True, help="Stop at the first run not as expected (with --broken: the first finding); runs already going finish, no more start.")
 @click.option("--keep", type=click.Choice(["all", "failed", "none"]), default="all", show_default=True, help="Run directories to keep: all; failed (runs with a finding, a violation, an error, an unknown verdict or a skipped fault); none (the summary only).")
-@click.option("--boot-seed", type=SEED, default=None, help=BOOT_SEED_HELP)
+@click.option("--boot-seed", callback=_explore_boot_seed, default=None, metavar="N|seed", help=BOOT_SEED_HELP + " `seed`: each run boots with its own run seed (no shared boot: for bugs that need a particular boot state, docs/campaigns.md).")
 @click.option("--no-fork", is_flag=True, help="Run every seed whole instead of forking it from one boot per experiment (same journals, more CPU).")
 @click.option("--dask", "dask_address", default=None, metavar="ADDRESS", help="Run on a Dask cluster: tcp://HOST:8786 (a running scheduler) or local:N (a LocalCluster of N workers); see docs/campaigns.md.")
 @click.option("--out", "out_dir", type=OutDir(), default=Path("runs/explore"), show_default=True, help="Campaign directory: a run directory per seed, and the summary.")
+@click.option("--max-wall", "max_wall_s", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS", help=MAX_WALL_HELP)
 def explore(
     experiments: tuple[str, ...], all_experiments: bool, seeds_text: str, jobs: int | None, broken: tuple[str, ...], manifests: Path | None, skip_unsupported: bool,
-    fail_fast: bool, keep: str, boot_seed: int | None, no_fork: bool, dask_address: str | None, out_dir: Path,
+    fail_fast: bool, keep: str, boot_seed: int | str | None, no_fork: bool, dask_address: str | None, out_dir: Path, max_wall_s: float | None,
 ) -> None:
     """Run experiments over many seeds in parallel processes and summarize what the faults did.
 
@@ -544,7 +561,7 @@ def explore(
     if len({found.name for _, found in targets}) != len(targets):
         fail("two of the experiments named have the same name; give each once")
     _writable_directory(out_dir)
-    job_list = plan_jobs(targets, seeds, out_dir, broken=broken, manifests=manifests, skip_unsupported=skip_unsupported, boot_seed=boot_seed)
+    job_list = plan_jobs(targets, seeds, out_dir, broken=broken, manifests=manifests, skip_unsupported=skip_unsupported, boot_seed=boot_seed, max_wall_s=max_wall_s)
     workers = min(jobs or os.cpu_count() or 1, len(job_list))
     with_broken = f" with {', '.join(broken)} broken on purpose" if broken else ""
     pool, where = None, f"{workers} process(es)"

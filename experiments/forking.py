@@ -10,7 +10,9 @@ rest of the experiment into the job's directory (``simulated.run_simulated``'s `
 hook). The child's journal is byte for byte what ``chaoskube run NAME --seed N`` writes
 (``tests/experiments/test_forking.py`` compares them). A group whose system cannot be
 forked there (a saved Hypothesis example) or a pool made with ``fork=False`` runs every
-job whole in a child forked from a booter that did not boot.
+job whole in a child forked from a booter that did not boot; so does a group whose boot
+ended without reaching its end (the livelock watchdog tripped in the boot: each seed then
+gets its own ``livelock`` verdict).
 
 Contract of the pool (:class:`ForkPool`):
 
@@ -119,8 +121,12 @@ def booter_main(conn: multiprocessing.connection.Connection, group: Group, scrat
                     raise
                 server.boot_failed(f"{type(error).__name__}: {error}")
             if server.job is None:
-                server.boot_failed("the run ended before its boot did")
-            record = group.finish(server.job, outcome, time.perf_counter() - server.forked_at)
+                # The run ended before its boot did (the livelock watchdog ended it in the
+                # boot): nothing to fork; each job runs whole, and says so in its own record.
+                conn.send(("booted", time.perf_counter() - server.started[0], time.process_time() - server.started[1]))
+                record = group.run(server.serve())
+            else:
+                record = group.finish(server.job, outcome, time.perf_counter() - server.forked_at)
         else:
             conn.send(("booted", 0.0, 0.0))
             record = group.run(server.serve())

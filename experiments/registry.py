@@ -323,14 +323,17 @@ def with_manifests(experiment: Experiment, directory: str | Path, *, skip_unsupp
     workloads). The built-in ``deployments`` are dropped, except those marked
     ``infrastructure`` (part of the experiment's setup, such as a webhook's own pods); a
     step that names a dropped Deployment acts on its ``workload`` role instead (the
-    workloads of the manifests it selects: "every workload with a PodDisruptionBudget").
-    When the manifests cannot give the experiment its meaning — a step's role selects
-    nothing — the run is refused in one line saying what is missing
-    (``node-drain-with-pdb: no workload with a PodDisruptionBudget in ./app``); a checker
-    that would have nothing to judge (``service-availability`` without a Service) is left
-    out, and the experiment's ``notes`` say so (printed, in result.json and the report). The manifests are loaded now, so a missing directory or
-    a malformed manifest is a one-line ExperimentError too. With ``skip_unsupported``,
-    documents of kinds chaoskube cannot serve are left out and listed instead."""
+    workloads of the manifests it selects: "every workload with a PodDisruptionBudget"); a
+    step with no role is dropped, and with it the checkers the system says judge only what
+    its steps do (``step_checkers``: with no drain, rollout or delete they would judge
+    nothing), which the notes say. When the manifests cannot give the experiment its
+    meaning — a step's role selects nothing — the run is refused in one line saying what is
+    missing (``node-drain-with-pdb: no workload with a PodDisruptionBudget in ./app``); a
+    checker that would have nothing to judge (``service-availability`` without a Service)
+    is left out, and the experiment's ``notes`` say so (printed, in result.json and the
+    report). The manifests are loaded now, so a missing directory or a malformed manifest
+    is a one-line ExperimentError too. With ``skip_unsupported``, documents of kinds
+    chaoskube cannot serve are left out and listed instead."""
     directory = Path(directory)
     if not directory.is_dir():
         raise ExperimentError(f"--manifests {directory}: not a directory; give a directory of Kubernetes YAML/JSON files")
@@ -343,10 +346,12 @@ def with_manifests(experiment: Experiment, directory: str | Path, *, skip_unsupp
     kept = [deployment for deployment in workload.get("deployments", []) if isinstance(deployment, dict) and deployment.get("infrastructure")]
     kept_names = {deployment.get("name") for deployment in kept}
     steps = []
+    dropped_steps: list[str] = []  # steps with no `workload` role: nothing of the manifests to act on
     for index, step in enumerate(workload.get("steps", [])):
         if isinstance(step, dict) and step.get("deployment") and step["deployment"] not in kept_names:
             if not step.get("workload"):
-                raise ExperimentError(f"{experiment.name}: step `{step.get('action')}` (workload.steps[{index}]) names the built-in Deployment {step['deployment']!r} and no `workload` role to apply to {directory}'s manifests")
+                dropped_steps.append(f"`{step.get('action')}` of the built-in Deployment {step['deployment']!r}")
+                continue
             step = {key: value for key, value in step.items() if key != "deployment"}
         steps.append(step)
     workload["manifests"] = [str(directory.resolve())]
@@ -370,6 +375,10 @@ def with_manifests(experiment: Experiment, directory: str | Path, *, skip_unsupp
                 raise ExperimentError(f"{experiment.name}: {missing} in {directory} (fault `{entry.kind}`, schedule[{index}], targets `{entry.target}`)")
     idle_checkers = getattr(system, "idle_checkers", None)
     idle = idle_checkers(list(experiment.checkers), cluster, typed) if idle_checkers is not None else {}
+    if dropped_steps:
+        for name in getattr(system, "step_checkers", ()):
+            if name in experiment.checkers and name not in idle:
+                idle[name] = f"it judges only the steps, and the step(s) {', '.join(dropped_steps)} were dropped (no `workload` role for the manifests)"
     if idle:
         checkers = [name for name in experiment.checkers if name not in idle]
         if not checkers:

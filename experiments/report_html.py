@@ -681,7 +681,7 @@ svg .axis line, svg .phase line { stroke: #999; } svg .phase line { stroke-dasha
 def render_html(result: RunResult, events: Sequence[Mapping[str, Any]]) -> str:
     payload = result.to_json()
     experiment = result.experiment
-    timeline = build_timeline(events, result.simulated_seconds)
+    timeline = build_timeline(events, round(result.simulated_seconds, 6))  # as result.json records it
     title = f"{experiment.name} — seed {result.seed}"
     outcome_class = result.outcome
     words = {"as-expected": "as expected", "not-as-expected": "NOT as expected", "inconclusive": "INCONCLUSIVE", "interrupted": "interrupted"}
@@ -769,8 +769,9 @@ def _facts(result: RunResult, payload: Mapping[str, Any]) -> str:
         ("seed", f'<span id="seed">{result.seed}</span>'),
         ("journal sha256", f'<code id="fingerprint">{esc(result.journal_sha256)}</code>'),
         ("replay", f'<code id="replay">{esc(result.replay)}</code>'),
-        (f"{clock} time", f"{result.simulated_seconds:.3f} s"),
-        ("wall time", f"{result.wall_seconds:.2f} s"),
+        # as result.json records them (rounded first), so a report made again is the same
+        (f"{clock} time", f"{round(result.simulated_seconds, 6):.3f} s"),
+        ("wall time", f"{round(result.wall_seconds, 3):.2f} s"),
         ("chaoskube", esc(payload.get("chaoskube_version", ""))),
         ("source", esc(result.experiment.source)),
     ]

@@ -67,7 +67,7 @@ def render_markdown(result: RunResult, answers: Any = None) -> str:
         *([f"- **Inconclusive**: {len(result.skipped_faults)} fault(s) were not applied when they fell due, so the run did not test what the experiment says (see Faults)"] if result.inconclusive else []),
         *([f"- Broken on purpose (gallery variants patched in, chaoskube/gallery.py): {', '.join(f'`{name}`' for name in experiment.broken)}"] if experiment.broken else []),
         f"- Journal sha256: `{result.journal_sha256}`",
-        f"- Simulated {result.simulated_seconds:.1f} s in {result.wall_seconds:.2f} s of wall time",
+        f"- Simulated {round(result.simulated_seconds, 6):.1f} s in {round(result.wall_seconds, 3):.2f} s of wall time",  # as result.json rounds them
         f"- Replay: `{result.replay}`",
         *[f"- Note: {note}" for note in experiment.notes],
         "",

@@ -15,6 +15,7 @@ the run, whatever its kind.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from chaoskube import gallery
 from chaoskube.experiments.model import Experiment
@@ -27,15 +28,22 @@ from chaoskube.experiments.systems.hypothesis import run_hypothesis_experiment
 __all__ = ["Progress", "RunResult", "run_experiment"]
 
 
-def run_experiment(experiment: Experiment, seed: int, out_dir: str | Path, *, progress: Progress | None = None, boot_seed: int | None = None) -> RunResult:
+def run_experiment(
+    experiment: Experiment, seed: int, out_dir: str | Path, *, progress: Progress | None = None, boot_seed: int | None = None,
+    reference_cache: str | Path | None = None, max_wall_s: float | None = None, watchdog: Any = None,
+) -> RunResult:
     """Run ``experiment`` with ``seed`` into ``out_dir``, with its gallery variants
     (``experiment.broken``) patched in for the duration of the run. A simulated run boots
     with ``boot_seed`` (default: the experiment's ``boot_seed``) and runs on ``seed``
-    after the boot (docs/campaigns.md); other kinds of run have no separate boot."""
+    after the boot (docs/campaigns.md); other kinds of run have no separate boot.
+    ``reference_cache``: where the differential checker's fault-free runs are kept and
+    shared (a campaign's). ``max_wall_s``: a simulated run the watchdog ends with a
+    ``livelock`` verdict after that much wall-clock time (``--max-wall``); ``watchdog`` (a
+    :class:`chaoskube.sim.Watchdog`) replaces its default bounds."""
     system_class = SYSTEMS[experiment.system]
     with gallery.applied(experiment.broken):
         if getattr(system_class, "replays_steps", False):  # a saved Hypothesis example
             return run_hypothesis_experiment(experiment, seed, out_dir, progress=progress)
         if getattr(system_class, "real_time", False):  # real processes, real clock
             return run_real_experiment(experiment, seed, out_dir, progress=progress)
-        return run_simulated(experiment, system_class, seed, out_dir, progress, boot_seed=boot_seed)
+        return run_simulated(experiment, system_class, seed, out_dir, progress, boot_seed=boot_seed, reference_cache=reference_cache, max_wall_s=max_wall_s, watchdog=watchdog)

@@ -18,6 +18,8 @@ a forked run writes byte for byte what an unforked run of the same seeds writes.
 from __future__ import annotations
 
 import gc
+import hashlib
+import os
 import shutil
 import threading
 import time
@@ -26,6 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+import orjson
+
+from chaoskube import __version__
 from chaoskube.checkers.verdict import Verdict, run_checker, worst
 from chaoskube.experiments.model import Experiment, experiment_dir
 from chaoskube.experiments.phases import PhaseRecord, drive_phases
@@ -35,7 +41,7 @@ from chaoskube.experiments.signals import stopping_now
 from chaoskube.experiments.result import Progress, RunResult, close_run_log, open_run_log
 from chaoskube.experiments.systems.base import System
 from chaoskube.faults import FaultInjector, ScheduledFault
-from chaoskube.sim import Journal, World
+from chaoskube.sim import Journal, Livelock, Watchdog, World
 
 #: The (shortest, longest) wait between two steady-state probes, in virtual seconds.
 STEADY_STATE_POLL_S = (0.1, 1.0)
@@ -140,6 +146,7 @@ class SimulatedHost:
                 self.fork(self.world, self.target)
             if self.target.forked:
                 self.world.journal.redirect(self.target.out / "journal.jsonl")
+                self.world.restart_wall_clock()  # --max-wall counts this run's own time, not the shared boot's
             if run_log is not None:
                 run_log.reopen(self.target.out)
             # The young generation's count restarts here in every copy (a forking parent
@@ -231,6 +238,91 @@ def judge_run(experiment: Experiment, system: System, record: PhaseRecord, world
     return verdicts
 
 
+# -- the differential checker's reference run ----------------------------------------------
+#: Bumped when what a reference end state holds changes (cached states of an older format
+#: are recomputed).
+REFERENCE_FORMAT = 3  # 3: booted with the boot seed, run with the run seed
+#: How long a reference run's fault phase lasts after its last workload step (without
+#: faults the rest of that phase is idle time; the recovery phase then ends as soon as the
+#: steady state holds, and the settle phase follows as in the run).
+REFERENCE_AFTER_LAST_STEP_S = 30.0
+
+
+def fault_free(experiment: Experiment) -> Experiment:
+    """``experiment`` without its faults (schedule and random nemesis) and checkers: the
+    differential checker's reference, the same workload actions at the same times. Its
+    fault phase, idle without faults, is cut to :data:`REFERENCE_AFTER_LAST_STEP_S` after
+    the last workload step (steps start ``after_s`` after the workload converged, the
+    fault phase ``warmup_s`` after it)."""
+    phases = experiment.phases
+    steps = experiment.workload.get("steps") or [] if isinstance(experiment.workload, dict) else []
+    last = max((float(step.get("after_s", 0.0)) for step in steps if isinstance(step, dict)), default=0.0)
+    faults_s = min(phases.faults_s, max(0.0, last - phases.warmup_s) + REFERENCE_AFTER_LAST_STEP_S)
+    return msgspec.structs.replace(
+        experiment, schedule=[], nemesis=None, checkers=[], phases=msgspec.structs.replace(phases, faults_s=faults_s),
+    )
+
+
+def reference_key(experiment: Experiment, seed: int, boot_seed: int = 0) -> str:
+    """What identifies a reference run: the fault-free experiment's cluster, workload,
+    phases and gallery variants, the boot seed and run seed and the code version (not its
+    name: experiments that differ only in their faults share one)."""
+    reference = fault_free(experiment)
+    payload = {
+        "cluster": reference.cluster, "workload": reference.workload, "phases": msgspec.to_builtins(reference.phases),
+        "broken": sorted(reference.broken), "system": reference.system, "path": reference.path if reference.path and "/catalog/" not in reference.path else "",
+        "seed": seed, "boot_seed": boot_seed, "version": __version__, "format": REFERENCE_FORMAT,
+    }
+    return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class ReferenceRun:
+    """The normalized end state of a fault-free run (chaoskube.checkers.differential)."""
+
+    state: dict[str, Any]
+    journal_sha256: str
+    key: str
+    cached: bool
+
+
+def reference_run(experiment: Experiment, system_class: type[System], seed: int, cache_dir: Path, *, boot_seed: int | None = None) -> ReferenceRun:
+    """The fault-free run of ``experiment`` with run seed ``seed`` (booted, as the run, with
+    ``boot_seed``: default the experiment's): read from ``cache_dir`` when a run with the
+    same :func:`reference_key` left it there (a campaign shares one directory among its
+    runs), else run now (its journal in ``cache_dir/<key>/journal.jsonl``) and cached.
+    Gallery variants are the caller's to apply, as for the run itself. In a forked
+    campaign it runs, whole, in the child of the seed that first needs it."""
+    from chaoskube.checkers.differential import end_state
+
+    boot_seed = experiment.boot_seed if boot_seed is None else boot_seed
+    key = reference_key(experiment, seed, boot_seed)
+    cached = cache_dir / f"{key}.json"
+    if cached.exists():
+        try:
+            data = orjson.loads(cached.read_bytes())
+            return ReferenceRun(data["end_state"], data["journal_sha256"], key, True)
+        except (OSError, orjson.JSONDecodeError, KeyError):
+            pass  # written by a run that died half-way: run it again
+    reference = fault_free(experiment)
+    cluster, workload = system_class.options(reference.cluster, reference.workload, base_dir=experiment_dir(experiment))
+    (cache_dir / key).mkdir(parents=True, exist_ok=True)
+    world = World(boot_seed, journal=Journal(cache_dir / key / "journal.jsonl"))
+    target = RunTarget(seed, cache_dir / key)
+
+    async def main(world: World) -> None:
+        system = system_class(world, cluster, workload)
+        system.recovery_s = reference.phases.recovery_s
+        await drive_phases(SimulatedHost(world, reference, system, None, target), reference.phases, PhaseRecord(), poll_s=STEADY_STATE_POLL_S)
+
+    world.run(main)
+    state = end_state(world.journal.events)
+    temporary = cached.with_suffix(f".{os.getpid()}.tmp")
+    temporary.write_bytes(orjson.dumps({"experiment": experiment.name, "seed": seed, "boot_seed": boot_seed, "journal_sha256": world.fingerprint, "end_state": state}, option=orjson.OPT_SORT_KEYS))
+    temporary.replace(cached)  # atomic: a campaign's workers may race for one key
+    return ReferenceRun(state, world.fingerprint, key, False)
+
+
 def run_simulated(
     experiment: Experiment,
     system_class: type[System],
@@ -240,18 +332,30 @@ def run_simulated(
     *,
     boot_seed: int | None = None,
     fork: Fork | None = None,
+    reference_cache: str | Path | None = None,
+    max_wall_s: float | None = None,
+    watchdog: Watchdog | None = None,
 ) -> RunResult:
     """Run ``experiment`` on ``system_class`` into ``out_dir``: the boot with ``boot_seed``
     (default: the experiment's), the rest with ``seed``. Gallery variants are the
     caller's to apply (runner.run_experiment). With ``fork`` (a campaign's booter), the
     booted process is forked once per seed and this returns in each child, with that
-    child's result (module doc)."""
+    child's result (module doc). With the ``differential`` checker, its fault-free
+    reference comes from ``reference_cache`` (a campaign's shared directory), else the
+    run directory's ``reference/``.
+
+    A run the World's livelock watchdog ends (chaoskube.sim.world: virtual time stood
+    still through a million events, the journal passed its budget, or ``max_wall_s`` of
+    wall-clock time went by -- counted from the fork in a forked run) answers one
+    verdict, ``livelock``: False, with where it stuck; the other checkers do not run
+    (their history stops mid-run); the journal is kept. ``watchdog`` replaces the
+    default bounds (tests use a smaller one)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     boot_seed = experiment.boot_seed if boot_seed is None else boot_seed
     cluster, workload = system_class.options(experiment.cluster, experiment.workload, base_dir=experiment_dir(experiment))
     phases = experiment.phases
-    world = World(boot_seed, journal=Journal(out / "journal.jsonl"))
+    world = World(boot_seed, journal=Journal(out / "journal.jsonl"), watchdog=watchdog or Watchdog(max_wall_s=max_wall_s))
     record = PhaseRecord()
     hosts: list[SimulatedHost] = []
     target = RunTarget(seed, out, time.perf_counter(), time.process_time())
@@ -265,12 +369,15 @@ def run_simulated(
         await drive_phases(host, phases, record, poll_s=STEADY_STATE_POLL_S)
 
     interrupted = False
+    livelock: Livelock | None = None
     reporter = _ProgressReporter(world, phases.warmup_s + phases.faults_s + phases.settle_s + 2.0, progress) if progress is not None else None
     try:
         world.run(main)
     except KeyboardInterrupt:
         interrupted = True
         stopping_now()
+    except Livelock as error:
+        livelock = error
     finally:
         if reporter is not None:
             reporter.stop()
@@ -279,7 +386,15 @@ def run_simulated(
     host = hosts[0] if hosts else None
     system = host.system if host is not None else None
     injector = host.injector if host is not None else None
-    verdicts = judge_run(experiment, system, record, world) if system is not None and not interrupted else {}
+    verdicts: dict[str, Verdict] = {}
+    if livelock is not None:
+        verdicts["livelock"] = Verdict(False, f"livelock: {livelock.reason}", (livelock.where,), {"where": livelock.where})
+        system = None  # its checkers would judge half a run
+    if system is not None and not interrupted and "differential" in experiment.checkers:
+        cache = Path(reference_cache) if reference_cache is not None else target.out / "reference"
+        system.reference = reference_run(experiment, system_class, target.seed, cache, boot_seed=boot_seed)
+    if system is not None and not interrupted:
+        verdicts = judge_run(experiment, system, record, world)
     result = RunResult(
         experiment=experiment,
         seed=target.seed,
@@ -288,7 +403,7 @@ def run_simulated(
         journal_sha256=world.fingerprint,
         simulated_seconds=world.now,
         wall_seconds=wall,
-        metrics=(system.metrics() if system is not None else {}) | record.metrics(),
+        metrics=(system.metrics() if system is not None else {}) | record.metrics() | ({"events_run": world.events_run} if livelock is not None else {}),
         phases=record.phases,
         faults=[{"id": f.id, "applied_at": f.applied_at, "healed_at": f.healed_at, **f.plan.to_json()} for f in injector.faults] if injector else [],
         skipped_faults=list(injector.skipped) if injector else [],

@@ -39,6 +39,7 @@ __all__ = [
     "node_name_of",
     "node_user",
     "parse_service_account",
+    "parse_service_account_token",
     "scheduler_user",
     "service_account_credentials",
     "service_account_user",
@@ -170,6 +171,23 @@ def user_credentials(name: str, groups: Iterable[str] = ()) -> Credentials:
     return Credentials(common_name=name, organizations=tuple(groups))
 
 
-def service_account_credentials(namespace: str, name: str) -> Credentials:
-    """A service account's (bound) token: valid while the account exists."""
-    return Credentials(token=f"serviceaccount:{namespace}:{name}")
+def service_account_credentials(namespace: str, name: str, uid: str = "") -> Credentials:
+    """A service account's token: valid while the account exists. With ``uid`` it is a
+    *bound* token (what the TokenRequest API issues, KEP-1205): it names the account's
+    ``metadata.uid`` too, so it dies with that account and does not come back to life when
+    an account of the same name is created again (the API server compares the uid, as
+    ``pkg/serviceaccount/claims.go`` ``Validate`` does: kubernetes/kubernetes#62993 fixed
+    a comparison that let such tokens through). Without ``uid`` it is a legacy token,
+    valid for any account of that name."""
+    return Credentials(token=f"serviceaccount:{namespace}:{name}" + (f":{uid}" if uid else ""))
+
+
+def parse_service_account_token(token: str) -> tuple[str, str, str] | None:
+    """``(namespace, name, uid)`` of a token made by :func:`service_account_credentials`
+    (``uid`` "" for a legacy token), or None for any other token."""
+    if not token.startswith("serviceaccount:"):
+        return None
+    parts = token.split(":")
+    if len(parts) not in (3, 4) or not parts[1] or not parts[2]:
+        return None
+    return parts[1], parts[2], parts[3] if len(parts) == 4 else ""

@@ -129,11 +129,14 @@ class Credentials:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeleteOptions:
     """``metav1.DeleteOptions``: ``grace_period_seconds`` None means the kind's default (a
-    pod's ``terminationGracePeriodSeconds``); preconditions fail the delete with 409."""
+    pod's ``terminationGracePeriodSeconds``); preconditions fail the delete with 409;
+    ``propagation_policy`` is "Orphan", "Background" or "Foreground" ("" = the resource's
+    default, background for every kind served here), as ``kubectl delete --cascade``."""
 
     grace_period_seconds: int | None = None
     preconditions_uid: str = ""
     preconditions_resource_version: str = ""
+    propagation_policy: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -345,3 +348,10 @@ def service_unavailable(message: str) -> Status:
 def timeout(message: str, retry_after_seconds: int = 0) -> Status:
     """``NewTimeoutError``: 504, "Timeout: <message>"."""
     return Status(504, "Timeout", f"Timeout: {message}", retry_after_seconds)
+
+
+#: ``metav1.DeletionPropagation`` values, and the finalizers the garbage collector acts on
+#: (``metav1.FinalizerOrphanDependents``, ``metav1.FinalizerDeleteDependents``).
+PROPAGATION_POLICIES = ("Orphan", "Background", "Foreground")
+ORPHAN_FINALIZER = "orphan"
+FOREGROUND_FINALIZER = "foregroundDeletion"

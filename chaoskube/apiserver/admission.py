@@ -890,6 +890,17 @@ _KUBELET_LABELS = frozenset({
 _KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
 
 
+def _relabels_through_status(new: Object | None, old: Pod) -> bool:
+    """A kubelet's pods/status update that changes the pod's labels (refused since
+    Kubernetes 1.17: KEP-1314, kubernetes/kubernetes#84260)."""
+    return isinstance(new, Pod) and new.metadata.labels != old.metadata.labels
+
+
+def _same_owner_references(new: Node, old: Node | None) -> bool:
+    """A kubelet's Node keeps the owner references it had (none on create)."""
+    return list(new.metadata.owner_references) == (list(old.metadata.owner_references) if old is not None else [])
+
+
 def node_identity(user: UserInfo) -> tuple[str, bool]:
     """``nodeidentifier.NodeIdentity``: (node name, is a node); see ``auth.node_name_of``."""
     name = node_name_of(user)
@@ -916,7 +927,7 @@ class NodeRestrictionPlugin:
 
     Limits what a kubelet (user ``system:node:<name>`` in group ``system:nodes``) may do:
     Node — only its own (``node "a" is not allowed to modify node "b"``), without changing
-    taints, and without setting ``node-restriction.kubernetes.io/`` labels or kubernetes.io
+    taints or owner references (CVE-2025-5187), and without setting ``node-restriction.kubernetes.io/`` labels or kubernetes.io
     labels outside the kubelet's own set; pods — create only mirror pods bound to itself,
     delete and update status (``status``) and evict (``eviction``) only pods bound to itself,
     status updates may not change labels; Leases — only its own, in kube-node-lease. Other
@@ -969,8 +980,7 @@ class NodeRestrictionPlugin:
                 return _forbidden(self.name, request, f'unexpected operation "{request.operation}"')
             if old is None or old.spec.node_name != node:
                 return _forbidden(self.name, request, f'node "{node}" can only update pod status for pods with spec.nodeName set to itself')
-            new = request.object
-            if isinstance(new, Pod) and new.metadata.labels != old.metadata.labels:
+            if _relabels_through_status(request.object, old):
                 return _forbidden(self.name, request, f'node "{node}" cannot update labels through pod status')
             return _allowed(request)
         if request.subresource == "eviction":
@@ -986,6 +996,12 @@ class NodeRestrictionPlugin:
         if requested != node:
             return _forbidden(self.name, request, f'node "{node}" is not allowed to modify node "{requested}"')
         new = request.object if isinstance(request.object, Node) else None
+        old_node = request.old_object if isinstance(request.old_object, Node) else None
+        if new is not None and not _same_owner_references(new, old_node):
+            # CVE-2025-5187 (kubernetes/kubernetes#133471): an owner reference to a missing
+            # object gets the Node garbage-collected, so a kubelet could delete and recreate
+            # its Node with other taints and labels; fixed kube-apiservers refuse it.
+            return _forbidden(self.name, request, f'node "{node}" is not allowed to modify ownerReferences')
         if request.operation == "CREATE" and new is not None:
             if new.spec.config_source is not None:
                 return _forbidden(self.name, request, f'node "{node}" is not allowed to create pods with a non-nil configSource')

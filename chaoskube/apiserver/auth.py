@@ -10,8 +10,8 @@ module holds the first two as data and pure functions; the API server builds
 - ``plugin/pkg/auth/authorizer/rbac/rbac.go``, ``pkg/apis/rbac/v1/evaluation_helpers.go``
   and ``pkg/registry/rbac/validation/rule.go``: RBAC (:func:`rule_allows`,
   :func:`authorize_rbac`);
-- ``plugin/pkg/auth/authorizer/node/node_authorizer.go``: the Node authorizer, simplified
-  (:func:`authorize_node`);
+- ``plugin/pkg/auth/authorizer/node/node_authorizer.go`` and ``bootstrappolicy.NodeRules()``:
+  the Node authorizer (:func:`authorize_node`);
 - ``staging/src/k8s.io/apiserver/pkg/authorization/union/union.go`` and the API server's
   ``--authorization-mode=Node,RBAC`` with the ``system:masters`` privileged group in front:
   the union (:func:`authorize`);
@@ -36,10 +36,11 @@ Non-guarantees / simplifications:
   "default", as :func:`chaoskube.api.objects.registry_key` stores it.
 - ClusterRole aggregation (``aggregationRule``) is not evaluated here: the controller that
   fills an aggregated ClusterRole's rules would, and this module reads ``rules`` only.
-- The Node authorizer is the simplification "a kubelet may only touch its own node and
-  pods" (see :func:`authorize_node`), not Kubernetes' object graph. Like Kubernetes, it
-  cannot see the body of a create: a node may create a Node or a Lease whose name the
-  request does not carry, and checking the body's name is NodeRestriction admission's job.
+- The Node authorizer follows upstream's static node rules (see :func:`authorize_node`):
+  it lets a kubelet write any pod's status and any Node, and leaves limiting it to its
+  own to the NodeRestriction admission plugin, as Kubernetes does; the object graph that
+  upstream checks for secrets, config maps and volumes is not modelled (those kinds are
+  not served).
 - The union joins the authorizers' reasons with "; " (Kubernetes joins them with a newline):
   every error in this project is one line.
 """
@@ -336,9 +337,26 @@ def authorize_rbac(
 
 # =========================================================================== Node authorizer
 
-#: What every node may read (get, list, watch), by (API group, resource).
-_NODE_READABLE = frozenset({("", "nodes"), ("", "pods"), ("", "services"), ("", "endpoints"), ("discovery.k8s.io", "endpointslices")})
-_READ_VERBS = frozenset({"get", "list", "watch"})
+#: ``bootstrappolicy.NodeRules()`` (``plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go``)
+#: reduced to the resources the simulated API serves, plus what kube-proxy reads (it runs
+#: with its node's credentials here; upstream it has the ``system:node-proxier`` role):
+#: (verbs, API group, resources). Writes to pods and nodes are allowed for *any* pod or
+#: node, as upstream: the NodeRestriction admission plugin is what limits a kubelet to its
+#: own Node and the pods bound to it (``node_authorizer_test.go``: "update unrelated pod
+#: status ... guarded by NodeRestriction admission").
+_NODE_RULES: tuple[tuple[frozenset[str], str, frozenset[str]], ...] = (
+    (frozenset({"get", "list", "watch"}), "", frozenset({"services", "pods"})),
+    (frozenset({"create", "get", "list", "watch", "update", "patch"}), "", frozenset({"nodes"})),
+    (frozenset({"update", "patch"}), "", frozenset({"nodes/status", "pods/status"})),
+    (frozenset({"create", "update", "patch"}), "", frozenset({"events"})),
+    (frozenset({"create", "update", "patch"}), "events.k8s.io", frozenset({"events"})),
+    (frozenset({"create", "delete"}), "", frozenset({"pods"})),
+    (frozenset({"create"}), "", frozenset({"pods/eviction"})),
+    (frozenset({"get"}), "", frozenset({"endpoints"})),
+    # kube-proxy's reads (system:node-proxier): endpoints and EndpointSlices
+    (frozenset({"list", "watch"}), "", frozenset({"endpoints"})),
+    (frozenset({"get", "list", "watch"}), "discovery.k8s.io", frozenset({"endpointslices"})),
+)
 _LEASE_VERBS = ("get", "create", "update", "patch", "delete")
 
 
@@ -348,7 +366,13 @@ _NODE_REFERENCED = frozenset({("", "configmaps"), ("", "secrets"), ("", "persist
 
 
 def _node(attributes: Attributes, pod: Pod | None, references: frozenset[tuple[str, str, str]] = frozenset()) -> tuple[bool, str]:
-    """The Node authorizer's (allowed, reason): reason empty for non-nodes (no opinion)."""
+    """The Node authorizer's (allowed, reason): reason empty for non-nodes (no opinion).
+
+    ``NodeAuthorizer.Authorize`` (``node_authorizer.go``) with ``AuthorizeNodeWithSelectors``
+    off: leases by name, the graph-checked kinds (config maps, secrets, claims, volumes) by
+    ``references`` (what the pods bound to the node reference), and everything else by the
+    static node rules."""
+    del pod  # pods and nodes go by the static rules (NodeRestriction admission narrows writes)
     node_name = node_name_of(attributes.user)
     if node_name is None:
         return False, ""
@@ -356,100 +380,50 @@ def _node(attributes: Attributes, pod: Pod | None, references: frozenset[tuple[s
         return False, f"unknown node for user {_quote(attributes.user.name)}"
     if not attributes.resource_request:
         return False, f"node '{node_name}' may only make resource requests"
-    verb, group, resource, subresource = attributes.verb, attributes.api_group, attributes.resource, attributes.subresource
-    if (group, resource) in _NODE_READABLE and verb in _READ_VERBS and not subresource:
-        return True, ""
-    if (group, resource) == ("", "nodes"):
-        return _node_object(node_name, attributes)
-    if (group, resource) == ("", "pods"):
-        return _node_pod(node_name, attributes, pod)
-    if (group, resource) == ("coordination.k8s.io", "leases"):
+    if (attributes.api_group, attributes.resource) == ("coordination.k8s.io", "leases"):
         return _node_lease(node_name, attributes)
-    if (group, resource) in _NODE_REFERENCED:
-        if verb == "get" and not subresource and (resource, attributes.namespace, attributes.name) in references:
+    if (attributes.api_group, attributes.resource) in _NODE_REFERENCED:
+        if attributes.verb == "get" and not attributes.subresource and (attributes.resource, attributes.namespace, attributes.name) in references:
             return True, ""
         return False, f"no relationship found between node '{node_name}' and this object"
-    return False, f"node '{node_name}' may only touch its own node and the pods bound to it"
-
-
-def _node_object(node_name: str, attributes: Attributes) -> tuple[bool, str]:
-    """A node may create, update and patch its own Node and update and patch its status."""
-    if attributes.subresource == "":
-        verbs: tuple[str, ...] = ("create", "update", "patch")
-    elif attributes.subresource == "status":
-        verbs = ("update", "patch")
-    else:
-        verbs = ()
-    if attributes.verb not in verbs:
-        return False, f"node '{node_name}' can only create, update or patch its own Node and update or patch its status"
-    # A create names no object (the name is in the body): Kubernetes allows it and leaves
-    # the name to NodeRestriction admission. A request that does name one must be our own.
-    if attributes.name and attributes.name != node_name:
-        return False, f"node {_quote(node_name)} is not allowed to modify node {_quote(attributes.name)}"
-    if not attributes.name and attributes.verb != "create":
-        return False, "No Object name found"
-    return True, ""
-
-
-def _node_pod(node_name: str, attributes: Attributes, pod: Pod | None) -> tuple[bool, str]:
-    """A node may update and patch the status of, evict and delete the pods bound to it."""
-    if attributes.subresource == "status":
-        verbs: tuple[str, ...] = ("update", "patch")
-    elif attributes.subresource == "eviction":
-        verbs = ("create",)
-    elif attributes.subresource == "":
-        verbs = ("delete",)
-    else:
-        verbs = ()
-    if attributes.verb not in verbs:
-        return False, f"node '{node_name}' can only update or patch the status of, evict or delete pods bound to it"
-    if not attributes.name:
-        return False, "No Object name found"
-    # The pod must be the one the request names, and bound to this node; without it we
-    # cannot tell, and fail safe.
-    if (
-        pod is None
-        or pod.metadata.name != attributes.name
-        or (pod.metadata.namespace or "default") != (attributes.namespace or "default")
-        or pod.spec.node_name != node_name
-    ):
-        return False, f"no relationship found between node '{node_name}' and this object"
-    return True, ""
+    combined = attributes.resource + ("/" + attributes.subresource if attributes.subresource else "")
+    for verbs, group, resources in _NODE_RULES:
+        if attributes.verb in verbs and attributes.api_group == group and combined in resources:
+            return True, ""
+    return False, f"node '{node_name}' may not {attributes.verb} {combined}"
 
 
 def _node_lease(node_name: str, attributes: Attributes) -> tuple[bool, str]:
-    """``authorizeLease``: a node's own Lease in kube-node-lease."""
+    """``authorizeLease``: a node's own Lease in kube-node-lease. A create is not checked
+    by name (the authorizer does not see the body): NodeRestriction admission checks it."""
     if attributes.verb not in _LEASE_VERBS or attributes.subresource:
         return False, "can only get, create, update, patch, or delete a node lease"
     if attributes.namespace != NODE_LEASE_NAMESPACE:
         return False, f"can only access leases in the {_quote(NODE_LEASE_NAMESPACE)} system namespace"
-    # As Kubernetes: a create may carry no name (NodeRestriction admission checks the body).
-    if not (attributes.verb == "create" and not attributes.name) and attributes.name != node_name:
+    if attributes.verb != "create" and attributes.name != node_name:
         return False, "can only access node lease with the same name as the requesting node"
     return True, ""
 
 
 def authorize_node(attributes: Attributes, pod: Pod | None = None, references: frozenset[tuple[str, str, str]] = frozenset()) -> AuthorizationDecision:
-    """The Node authorizer, simplified: a kubelet may only touch its own node and pods.
+    """The Node authorizer, as ``node_authorizer.go`` with ``AuthorizeNodeWithSelectors`` off.
 
     For a user that :func:`node_name_of` identifies as node N (anyone else is denied, with
     no node-specific reason):
 
-    - get, list, watch of nodes, pods, services, endpoints and endpointslices (not their
-      subresources) are allowed. (Kubernetes 1.32's ``AuthorizeNodeWithSelectors`` narrows
-      node and pod reads to N's own; we keep the older, broader rule.)
-    - create, update, patch of Node N; update, patch of ``nodes/status`` of N.
-    - update, patch of ``pods/status``, create of ``pods/eviction`` and delete of a pod only
-      when ``pod`` (the stored object the request names) is bound to N (``spec.nodeName ==
-      N``); without ``pod`` the answer is no. Creating (mirror) pods is not allowed.
-    - get, create, update, patch, delete of the Lease N in ``kube-node-lease`` (Kubernetes'
-      ``authorizeLease``; the kubelet reads its lease before renewing it).
+    - the static node rules (:data:`_NODE_RULES`): read services, pods, nodes, endpoints
+      and EndpointSlices; create, update, patch any Node and its status; create and delete
+      any pod, update and patch any pod's status, evict any pod; events. Which Node and
+      which pods a kubelet may *write* is the NodeRestriction admission plugin's job, as
+      upstream (:class:`chaoskube.apiserver.admission.NodeRestrictionPlugin`);
+    - get, create, update, patch, delete of the Lease N in ``kube-node-lease``
+      (``authorizeLease``; a create is not checked by name);
     - get of a ConfigMap, Secret, PersistentVolumeClaim or PersistentVolume that a pod bound
       to N references (``references``: (resource, namespace, name) triples the caller
-      computed from its cache; a PV by the claims of those pods).
-    - everything else is denied. What Kubernetes grants nodes beyond this (events, the
-      ``system:node`` ClusterRole) is left to RBAC.
-    """
+      computed from its cache; a PV by the claims of those pods), as upstream's graph;
+    - everything else is denied.
+
+    ``pod`` is accepted for the callers' convenience and not needed."""
     allowed, reason = _node(attributes, pod, references)
     return AuthorizationDecision(True, reason) if allowed else AuthorizationDecision(False, forbidden_message(attributes, reason))
 

@@ -30,7 +30,9 @@ served by the watch cache (:mod:`chaoskube.apiserver.watchcache`).
 Deletion (``registry/generic/registry/store.go`` ``Delete``): a scheduled pod that is not
 terminal is deleted gracefully — ``deletionTimestamp`` = now + grace (its
 ``terminationGracePeriodSeconds``, 30 by default), answered 200 with the object — and removed when its
-kubelet deletes it again with grace 0. Objects with finalizers get a ``deletionTimestamp``
+kubelet deletes it again with grace 0. ``propagationPolicy`` Orphan or Foreground adds the
+garbage collector's ``orphan`` or ``foregroundDeletion`` finalizer (Background removes
+them; :func:`deletion_finalizers`); objects with finalizers get a ``deletionTimestamp``
 and stay until an update removes the last finalizer. Everything else is removed at once.
 
 Subresources: ``status`` (update, patch), ``binding`` (the scheduler's write: 409 when the
@@ -52,8 +54,8 @@ patch metadata (:mod:`chaoskube.api.strategic`). Pagination (``limit``/``continu
 served by the HTTP front (:mod:`chaoskube.apiserver.http`) over consistent reads at a
 revision.
 
-Not modelled: server-side apply, ``deletecollection``, garbage collection and cascading deletion (controller-manager),
-priority and fairness, audit logging, aggregated APIs, CRDs.
+Not modelled: server-side apply, ``deletecollection``, the deprecated ``orphanDependents``
+option, priority and fairness, audit logging, aggregated APIs, CRDs.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ from typing import Any
 import msgspec
 import trio
 
-from chaoskube.api.identity import ADMIN_TOKEN, UserInfo, authenticated_user, service_account_user, superuser
+from chaoskube.api.identity import ADMIN_TOKEN, UserInfo, authenticated_user, parse_service_account_token, service_account_user, superuser
 from chaoskube.api.manifests import ManifestError, from_dict, to_dict
 from chaoskube.api.objects import (
     KINDS,
@@ -97,6 +99,9 @@ from chaoskube.api.patch import PatchError, apply_patch, merge_patch
 from chaoskube.api.strategic import strategic_merge_patch
 from chaoskube.api.protocol import (
     API_PORT,
+    FOREGROUND_FINALIZER,
+    ORPHAN_FINALIZER,
+    PROPAGATION_POLICIES,
     Binding,
     Credentials,
     DeleteOptions,
@@ -138,6 +143,7 @@ from chaoskube.sim import Process, World
 __all__ = [
     "ApiServer",
     "ApiServerConfig",
+    "deletion_finalizers",
     "api_server_main",
     "spawn_api_servers",
 ]
@@ -236,6 +242,22 @@ def _set_disruption_allowed_condition(pdb: PodDisruptionBudget, now: float) -> N
     pdb.status.conditions = [*kept, condition]
 
 
+def deletion_finalizers(finalizers: list[str], policy: str) -> list[str]:
+    """The finalizers a delete with propagation ``policy`` leaves on the object
+    (``registry/generic/registry/store.go`` ``deletionFinalizersForGarbageCollection``):
+    Orphan adds ``orphan`` (and drops ``foregroundDeletion``), Foreground adds
+    ``foregroundDeletion`` (and drops ``orphan``), Background drops both; "" keeps them
+    (every kind served here defaults to background: ``DefaultGarbageCollectionPolicy``)."""
+    kept = [name for name in finalizers if name not in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)]
+    if policy == "Orphan":
+        return [*kept, ORPHAN_FINALIZER]
+    if policy == "Foreground":
+        return [*kept, FOREGROUND_FINALIZER]
+    if policy == "Background":
+        return kept
+    return list(finalizers)
+
+
 class ApiServer:
     """One kube-apiserver replica inside ``process``. See the module docstring."""
 
@@ -328,8 +350,10 @@ class ApiServer:
         }
         if response.status is not None:
             fields["reason"] = response.status.reason
-            if response.code in (403, 422) and response.status.message:
-                fields["message"] = response.status.message  # what a user reads: why the write was refused
+            if response.code in (403, 422, 500) and response.status.message:
+                # 403/422: what a user reads, why the write was refused; 500: an admission
+                # webhook's failure names the webhook here
+                fields["message"] = response.status.message[:300]
         if response.object is not None:
             fields["resource_version"] = response.object.metadata.resource_version
         self.world.record("api-request", **fields)
@@ -340,11 +364,14 @@ class ApiServer:
             user = self._tokens.get(credentials.token)
             if user is not None:
                 return user
-            if credentials.token.startswith("serviceaccount:"):
-                _, namespace, name = (credentials.token.split(":", 2) + ["", ""])[:3]
+            parsed = parse_service_account_token(credentials.token)
+            if parsed is not None:
+                namespace, name, uid = parsed
                 account = self.cacher.cache("serviceaccounts").get(storage_key("serviceaccounts", namespace, name))
                 if account is None:
-                    return None  # a bound token dies with its service account
+                    return None  # a token dies with its service account
+                if uid and account.metadata.uid != uid:
+                    return None  # a bound token names the account's uid: not a namesake's
                 return service_account_user(namespace, name, account.metadata.uid)
             return None
         if credentials.common_name:
@@ -948,6 +975,13 @@ class ApiServer:
                     result.content["status"] = new.content["status"]
                 return result
             result.status = new.status
+            if info.kind == "Pod":
+                # podStatusStrategy.PrepareForUpdate (pkg/registry/core/pod/strategy.go)
+                # keeps the spec, owner references and deletion fields but takes the new
+                # metadata: labels and annotations change through pods/status (which is why
+                # NodeRestriction forbids a kubelet's label changes there: KEP-1314).
+                result.metadata.labels = dict(new.metadata.labels)
+                result.metadata.annotations = dict(new.metadata.annotations)
             return result
         if subresource == "finalize":
             result = copy_object(current)
@@ -1042,6 +1076,8 @@ class ApiServer:
 
     async def _delete(self, request: Request, user: UserInfo, info: KindInfo, options: DeleteOptions | None = None) -> Response:
         options = options or request.delete_options or DeleteOptions()
+        if options.propagation_policy and options.propagation_policy not in PROPAGATION_POLICIES:
+            raise _refuse(invalid(info.resource, request.name, [f'propagationPolicy: Unsupported value: "{options.propagation_policy}": supported values: "Foreground", "Background", "Orphan"']))
         key = storage_key(info.resource, request.namespace, request.name)
         for _ in range(MAX_ATTEMPTS):
             stored = await self._stored(info.resource, request.namespace, request.name)
@@ -1071,15 +1107,22 @@ class ApiServer:
         current = stored.object
         now = self.process.now()
         grace = self._grace_period_s(current, options)
+        finalizers = deletion_finalizers(current.metadata.finalizers, options.propagation_policy)
         namespace_pending = isinstance(current, Namespace) and bool(current.spec.finalizers)
-        if grace == 0 and not current.metadata.finalizers and not namespace_pending:
+        if grace == 0 and not finalizers and not namespace_pending:
             return await self.store.delete(key, stored.mod_revision), None
         pending = copy_object(current)
         meta = pending.metadata
+        finalizers_changed = finalizers != list(meta.finalizers)
+        meta.finalizers = finalizers
         if meta.deletion_timestamp is not None:
-            # Already being deleted: a shorter grace period may bring the deadline forward.
+            # Already being deleted: a shorter grace period may bring the deadline forward,
+            # and a propagation policy may change the garbage collector's finalizers.
             if grace >= (meta.deletion_grace_period_seconds or 0) or parse_timestamp(meta.deletion_timestamp) <= now + grace:
-                return stored.mod_revision, current
+                if not finalizers_changed:
+                    return stored.mod_revision, current
+                grace = meta.deletion_grace_period_seconds or 0
+                now = parse_timestamp(meta.deletion_timestamp) - grace
         meta.deletion_timestamp = timestamp(now + grace)
         meta.deletion_grace_period_seconds = grace
         if isinstance(pending, Namespace):

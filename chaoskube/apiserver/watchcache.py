@@ -21,7 +21,10 @@ Cacher contract (what the server may rely on):
    etcd message (a gap in the stream's sequence numbers) or a dead stream (no message for
    ``probe_every_s`` and a ``WatchProgress`` probe that does not answer "alive") makes it
    watch again on the next endpoint from the last revision seen + 1, as etcd's client does;
-   API watchers do not notice. An idle stream whose member reports a revision past the
+   API watchers do not notice. Streams are opened ``WithRequireLeader``, as kube-apiserver's
+   (``storage/etcd3/watcher.go``): a member that has had no leader for three election
+   timeouts answers "not alive", so a cache fed by a member cut off from the quorum moves
+   on instead of going stale for as long as the partition lasts. An idle stream whose member reports a revision past the
    last one seen is suspected of having lost its tail and is re-watched too, once per
    such revision (:meth:`Cacher._suspect`). When etcd answers that the start revision was compacted,
    ``ready`` goes false, every API watcher is closed (``WatchMessage(closed=True)``), the
@@ -684,7 +687,9 @@ class Cacher:
         member = self.etcd.endpoint
         stream = _EtcdStream(f"{process.name}/cacher/{process.incarnation}/{self._streams}", member)
         self._stream = stream  # before the call: the catch-up follows the reply at once
-        create = WatchCreate(stream.watch_id, REGISTRY_PREFIX, prefix_range_end(REGISTRY_PREFIX), start_revision)
+        # WithRequireLeader, as kube-apiserver's etcd3 watcher: a member cut off from the
+        # quorum stops answering "alive", and the stream moves to another member.
+        create = WatchCreate(stream.watch_id, REGISTRY_PREFIX, prefix_range_end(REGISTRY_PREFIX), start_revision, require_leader=True)
         created = await process.call(member, create, port=ETCD_WATCH_PORT, timeout_s=self.etcd.timeout_s)
         answer = created.value if isinstance(created, Ok) and isinstance(created.value, dict) else {}
         if not answer.get("created"):
@@ -977,9 +982,12 @@ class Cacher:
 
     def probe(self, message: Message) -> None:
         """A ``WatchProbe`` the server forwarded: is the client's stream open?"""
-        alive = (message.src, message.body.watch_id) in self._watchers
+        watcher = self._watchers.get((message.src, message.body.watch_id))
         if message.call_id:
-            self.process.reply(message, {"alive": alive})
+            # ``sent``: the sequence number of the last message sent on the stream, so the
+            # client can tell a message the network lost (TCP would have retransmitted it)
+            # from a quiet stream (chaoskube.client.client, "Watches").
+            self.process.reply(message, {"alive": watcher is not None, "sent": watcher.sequence if watcher is not None else 0})
 
     def stop(self, message: Message) -> None:
         """A ``WatchStop`` the server forwarded: the client closes its stream."""

@@ -70,8 +70,10 @@ What is modelled:
 Guarantees: deterministic for a seed (uids from the process's generator; the validating
 verdict is chosen in configuration order, not in order of arrival); nothing here mutates
 its arguments; every call is journaled as ``{"type": "webhook-call", "server", "webhook",
-"configuration", "uid", "operation", "kind", "outcome", "reason", "latency_s", "round"}``
-with outcome allowed | denied | patched | error | ignored-error.
+"configuration", "uid", "operation", "kind", "outcome", "reason", "latency_s", "round",
+"timeout_s", "policy"}`` with outcome allowed | denied | patched | error | ignored-error
+(``timeout_s`` and ``policy``: the webhook's ``timeoutSeconds`` and ``failurePolicy`` as
+called, for the admission-timing checker).
 
 Non-guarantees and differences, on purpose:
 
@@ -881,6 +883,7 @@ class WebhookDispatcher:
             uid=uid, operation=request.operation, kind=request.kind, outcome=outcome, reason=reason,
             latency_s=round(latency_s, 9), round=round_, request=request.request_id,
             namespace=request.namespace, name=request.name, subresource=request.subresource,
+            timeout_s=timeout_seconds(hook.webhook), policy=failure_policy(hook.webhook),
         )
 
     # -- one call -------------------------------------------------------------------------

@@ -24,22 +24,73 @@ of record times, when given), and True otherwise; the reason always carries the 
 Evidence: the first and last failures of the outage and the success that ended it, or the
 first and last failures for a fraction over its bound.
 
+**Error budget** (``error_budget``, a fraction of each Service's requests; the
+kubernetes system's default is :data:`DEFAULT_ERROR_BUDGET`, 1 %): only *unexplained*
+failures count against it. A failure is explained when it ended inside a window the
+experiment declares as expected (``expected``, absolute (from, to) times), or when it was
+sent to an endpoint whose node could not reach the control plane, for as long as
+Kubernetes lets such an endpoint stay ready (below) plus :data:`PROXY_SYNC_S` for
+kube-proxy to drop it -- the documented window ("the Service may fail requests to the dead
+endpoint until it is dropped"). So a Service rotating over three endpoints with one dead
+for five minutes fails about a third of its requests for those five minutes, and only the
+first minute or so is explained.
+
+**Dead endpoints** (with ``nodes``): an EndpointSlice endpoint that stays ready while its
+node is down or cut off from every API server (its process killed or paused, its kubelet
+stopped, or the grudge dropping its messages to each API server or theirs to it) for
+longer than the node lifecycle controller's ``--node-monitor-grace-period`` (40 s) plus
+its ``--node-monitor-period`` (5 s) plus :data:`ENDPOINT_SYNC_BOUND_S` for the
+EndpointSlice controller to write the change is a finding (the node controller marks the
+pods of an unreachable node NotReady: ``pkg/controller/nodelifecycle`` ``MarkPodsNotReady``;
+the EndpointSlice controller then marks their endpoints not ready). The grace counts from
+the later of the node's loss and the current kube-controller-manager leader's start (a new
+leader gives every node a full grace period), and only while a leader acts. Evidence: the
+endpoint, the node, since when it was unreachable and until when the endpoint stayed ready.
+
 Non-guarantees: the figures are only as dense as the probes (an outage shorter than the
 probe interval can fall between two requests), and requests from several nodes interleave:
-one node's success ends another node's run of failures.
+one node's success ends another node's run of failures. Endpoints are tied to nodes by
+their ``nodeName`` and traffic failures by the pod IP (each node's pod IPs come from its
+own range).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from chaoskube.checkers.replay import StoreReplay, acting_intervals, deadline_under_leader, endpoint_ready_intervals
 from chaoskube.checkers.verdict import Verdict
 
-__all__ = ["ServiceFigures", "check_service_availability", "service_figures"]
+__all__ = [
+    "DEFAULT_ERROR_BUDGET",
+    "ServiceFigures",
+    "check_service_availability",
+    "dead_endpoints",
+    "node_unreachable",
+    "service_figures",
+]
 
 Event = dict[str, Any]
+
+#: The kubernetes system's default error budget: 1 % of a Service's requests may fail
+#: without an explanation (a blip at heal when kube-proxies relist, a request racing a
+#: graceful termination). A quarter of requests failing for minutes is far beyond it.
+DEFAULT_ERROR_BUDGET = 0.01
+#: kube-controller-manager ``--node-monitor-grace-period`` (40 s) and
+#: ``--node-monitor-period`` (5 s).
+NODE_MONITOR_GRACE_S = 40.0
+NODE_MONITOR_PERIOD_S = 5.0
+#: The EndpointSlice controller's reaction to a pod turning NotReady: informer delivery,
+#: ``endpointSliceChangeMinSyncDelay`` (1 s), a retry after its 1 s initial backoff, the
+#: write: bounded by 10 s here.
+ENDPOINT_SYNC_BOUND_S = 10.0
+#: kube-proxy applying an EndpointSlice change (informer delivery and ``minSyncPeriod`` 1 s).
+PROXY_SYNC_S = 5.0
+DEAD_ENDPOINT_BOUND_S = NODE_MONITOR_GRACE_S + NODE_MONITOR_PERIOD_S + ENDPOINT_SYNC_BOUND_S
+CONTROLLER_MANAGER_LEASE = "kube-system/kube-controller-manager"
 
 
 @dataclass(slots=True)
@@ -130,21 +181,47 @@ def _unique(records: tuple[Event, ...]) -> tuple[Event, ...]:
 
 
 def check_service_availability(
-    events: Iterable[Event],
+    events: Sequence[Event],
     *,
     max_failed_fraction: float | None = None,
     max_outage_s: float | None = None,
     between: tuple[float, float] | None = None,
+    error_budget: float | None = None,
+    expected: Sequence[tuple[float, float]] = (),
+    nodes: Sequence[str] = (),
+    api_servers: Sequence[str] = (),
 ) -> Verdict:
-    """Judge what the traffic probes saw against the caller's bounds (module docstring)."""
+    """Judge what the traffic probes saw against the caller's bounds (module docstring):
+    the longest outage, the failed fraction, the error budget of unexplained failures, and
+    (with ``nodes``) dead endpoints."""
     assert max_failed_fraction is None or 0.0 <= max_failed_fraction <= 1.0, max_failed_fraction
     assert max_outage_s is None or max_outage_s >= 0.0, max_outage_s
+    assert error_budget is None or 0.0 <= error_budget <= 1.0, error_budget
     figures = service_figures(events, between)
-    if not figures:
+    dead: list[dict[str, Any]] = []
+    unreachable: dict[str, list[tuple[float, float]]] = {}
+    if nodes:
+        unreachable = node_unreachable(events, nodes, api_servers)
+        dead = dead_endpoints(events, unreachable)
+    if not figures and not dead:
         window = f" between t={between[0]} and t={between[1]}" if between is not None else ""
         return Verdict(None, f"no traffic record{window}: no Service was probed")
-    details = {service: row.to_json() for service, row in figures.items()}
-    summary = "; ".join(row.text() for row in figures.values())
+    details: dict[str, Any] = {service: row.to_json() for service, row in figures.items()}
+    unexplained: dict[str, list[Event]] = {}
+    if error_budget is not None and figures:
+        unexplained = _unexplained_failures(events, figures, expected, unreachable, between)
+        for service, rows in unexplained.items():
+            details[service]["unexplained"] = len(rows)
+            details[service]["unexplained_fraction"] = len(rows) / figures[service].requests if figures[service].requests else 0.0
+    summary = "; ".join(row.text() + (f", {len(unexplained.get(service, ()))} unexplained" if error_budget is not None else "") for service, row in figures.items())
+    if dead:
+        details["dead_endpoints"] = dead
+        first = dead[0]
+        return Verdict(
+            False,
+            f"dead endpoint: {first['endpoint']} of {first['service']} stayed ready from t={first['ready_until_s']:.3f} while its node {first['node']} was unreachable since t={first['unreachable_since_s']:.3f} (bound {DEAD_ENDPOINT_BOUND_S:g} s); {summary}",
+            tuple(dead[:4]), details,
+        )
     for service, row in figures.items():
         if max_outage_s is not None and row.longest_outage_s > max_outage_s:
             return Verdict(False, f"outage over {max_outage_s} s: {summary}", row.outage_evidence, details)
@@ -152,4 +229,126 @@ def check_service_availability(
             assert row.first_failure is not None and row.last_failure is not None
             evidence = _unique((row.first_failure, row.last_failure))
             return Verdict(False, f"failed fraction over {100 * max_failed_fraction:.1f}%: {summary}", evidence, details)
+        rows = unexplained.get(service, [])
+        if error_budget is not None and row.requests and len(rows) / row.requests > error_budget:
+            return Verdict(False, f"error budget of {100 * error_budget:g}% spent: {service} failed {len(rows)} of {row.requests} requests without an explanation; {summary}", _unique((rows[0], rows[-1])), details)
     return Verdict(True, summary, (), details)
+
+
+# =========================================================================== nodes and endpoints
+def node_unreachable(events: Iterable[Event], nodes: Sequence[str], api_servers: Sequence[str] = ()) -> dict[str, list[tuple[float, float]]]:
+    """Per node, the intervals [from, to) during which it could not heartbeat to the control
+    plane: its process killed, exited or paused, its kubelet stopped, or every API server
+    cut from it (either direction) by the grudge. ``api_servers`` empty: every process whose
+    name starts with "kube-apiserver". An interval open at the end closes at infinity."""
+    wanted = set(nodes)
+    servers = set(api_servers)
+    down: dict[str, set[str]] = {node: set() for node in nodes}  # node -> reasons now
+    since: dict[str, float] = {}
+    intervals: dict[str, list[tuple[float, float]]] = {node: [] for node in nodes}
+
+    def update(node: str, t: float, reason: str, on: bool) -> None:
+        reasons = down[node]
+        was = bool(reasons)
+        if on:
+            reasons.add(reason)
+        else:
+            reasons.discard(reason)
+        if not was and reasons:
+            since[node] = t
+        elif was and not reasons:
+            intervals[node].append((since.pop(node), t))
+
+    for event in events:
+        kind = event["type"]
+        if kind == "process":
+            name = event.get("process", "")
+            if not api_servers and name.startswith("kube-apiserver"):
+                servers.add(name)
+            if name not in wanted:
+                continue
+            what = event.get("event")
+            if what in ("kill", "exit"):
+                update(name, event["t"], "down", True)
+            elif what in ("start", "restart"):
+                update(name, event["t"], "down", False)
+                update(name, event["t"], "paused", False)
+            elif what == "pause":
+                update(name, event["t"], "paused", True)
+            elif what == "resume":
+                update(name, event["t"], "paused", False)
+        elif kind == "kubelet" and event.get("node") in wanted:
+            if event.get("event") == "stop":
+                update(event["node"], event["t"], "kubelet", True)
+            elif event.get("event") == "start":
+                update(event["node"], event["t"], "kubelet", False)
+        elif kind == "partition":
+            grudge = {dst: set(sources) for dst, sources in (event.get("grudge") or {}).items()}
+            for node in nodes:
+                cut = bool(servers) and all(node in grudge.get(server, ()) or server in grudge.get(node, ()) for server in servers)
+                update(node, event["t"], "partitioned", cut)
+    for node, start in since.items():
+        intervals[node].append((start, math.inf))
+    return {node: sorted(rows) for node, rows in intervals.items()}
+
+
+def dead_endpoints(events: Sequence[Event], unreachable: dict[str, list[tuple[float, float]]], *, bound_s: float = DEAD_ENDPOINT_BOUND_S) -> list[dict[str, Any]]:
+    """The dead endpoints of the module docstring, by when they should have turned not
+    ready."""
+    acting = acting_intervals(events, CONTROLLER_MANAGER_LEASE)
+    found = []
+    for row in endpoint_ready_intervals(events):
+        for start, end in unreachable.get(row["node"], ()):
+            if end <= row["from"] or start >= row["to"]:
+                continue
+            deadline = deadline_under_leader(start, acting, bound_s)
+            if deadline < min(end, row["to"]) and deadline >= row["from"]:
+                found.append({
+                    "type": "dead-endpoint", "service": row["service"], "endpoint": row["address"], "pod": row["pod"], "node": row["node"],
+                    "unreachable_since_s": start, "ready_until_s": deadline, "ready_to_s": row["to"], "unreachable_to_s": end,
+                })
+    return sorted(found, key=lambda item: (item["ready_until_s"], item["service"], item["endpoint"]))
+
+
+def _unexplained_failures(
+    events: Sequence[Event], figures: dict[str, ServiceFigures], expected: Sequence[tuple[float, float]],
+    unreachable: dict[str, list[tuple[float, float]]], between: tuple[float, float] | None,
+) -> dict[str, list[Event]]:
+    """Per Service, its failed requests that no expected window or allowed dead endpoint
+    explains (module docstring, "Error budget")."""
+    acting = acting_intervals(events, CONTROLLER_MANAGER_LEASE) if unreachable else []
+    allowed: dict[str, list[tuple[float, float]]] = {
+        node: [(start, min(end, deadline_under_leader(start, acting, DEAD_ENDPOINT_BOUND_S) + PROXY_SYNC_S)) for start, end in rows]
+        for node, rows in unreachable.items()
+    }
+    found: dict[str, list[Event]] = {service: [] for service in figures}
+    node_of_ip: dict[str, str] | None = None
+    for event in events:
+        if event.get("type") != "traffic" or event.get("outcome") == "ok" or event["service"] not in found:
+            continue
+        t = event["t"]
+        if between is not None and not between[0] <= t <= between[1]:
+            continue
+        if any(low <= t <= high for low, high in expected):
+            continue
+        sent = t - float(event.get("latency_s", 0.0))
+        ip = str(event.get("endpoint", "")).rpartition(":")[0]
+        if node_of_ip is None:
+            node_of_ip = _pod_ip_nodes(events)
+        node = node_of_ip.get(ip, "")
+        if node and any(start <= sent <= end for start, end in allowed.get(node, ())):
+            continue
+        found[event["service"]].append(event)
+    return {service: rows for service, rows in found.items()}
+
+
+def _pod_ip_nodes(events: Sequence[Event]) -> dict[str, str]:
+    """Pod IP -> the node of the pod that had it (pods' ``status.podIP`` in the store)."""
+    table: dict[str, str] = {}
+    replay = StoreReplay(["pods"])
+    for event in events:
+        for change in replay.apply(event):
+            pod = change.after
+            if pod is not None and pod.get("status", {}).get("podIP") and pod.get("spec", {}).get("nodeName"):
+                table[pod["status"]["podIP"]] = pod["spec"]["nodeName"]
+    return table

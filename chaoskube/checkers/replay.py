@@ -30,14 +30,21 @@ import orjson
 __all__ = [
     "Change",
     "REGISTRY_PREFIX",
+    "StoreHistory",
+    "acting_intervals",
+    "deadline_under_leader",
+    "endpoint_ready_intervals",
     "StoreReplay",
+    "Version",
     "condition_status",
     "is_deleting",
     "labels_of",
     "latest_before",
     "parse_key",
     "pod_ready",
+    "RunHealth",
     "request_invokes",
+    "run_health",
     "scaled_value",
     "selector_matches",
 ]
@@ -227,3 +234,250 @@ def latest_before(times: list[float] | None, t: float) -> float | None:
         return None
     index = bisect.bisect_right(times, t)
     return times[index - 1] if index else None
+
+
+# =========================================================================== the run's health
+#: Processes of the control plane proper (the store and the API) by name prefix.
+CONTROL_PLANE_PREFIXES = ("etcd-", "kube-apiserver-")
+CLOCK_KINDS = frozenset({"clock-jump", "clock-drift", "clock-skew", "clock-jump-node"})
+
+
+@dataclass
+class RunHealth:
+    """When a component could be expected to act on time: intervals with a fault on the
+    control plane or on the component (``faulty``), intervals during which one of the
+    component's replicas acted as leader (``led``), and clock faults on it (``clocks``).
+    Upper bounds on a leader-elected controller's reaction are judged only where it was
+    :meth:`healthy`; lower bounds are voided where a clock fault touched it."""
+
+    faulty: list[tuple[float, float]]
+    led: list[tuple[float, float]]
+    clocks: list[tuple[float, float]]
+
+    def healthy(self, start: float, end: float) -> bool:
+        touched = any(a < end and start < b for a, b in self.faulty)
+        return not touched and any(a <= start and end <= b for a, b in self.led)
+
+    def clock_fault(self, start: float, end: float) -> bool:
+        return any(a < end and start < b for a, b in self.clocks)
+
+
+def run_health(events: Iterable[Event], end_t: float, component: str) -> RunHealth:
+    """:class:`RunHealth` of ``component`` ("kube-controller-manager", "kube-scheduler"):
+    from ``fault`` apply/heal events (their ``targets``) and the ``leader`` start/stop events
+    of the component's Lease."""
+    faulty: list[tuple[float, float]] = []
+    clocks: list[tuple[float, float]] = []
+    led: list[tuple[float, float]] = []
+    open_faults: dict[Any, tuple[float, list[str], str]] = {}
+    leading: dict[str, float] = {}
+    prefixes = (*CONTROL_PLANE_PREFIXES, f"{component}-")
+
+    def close(start: float, targets: list[str], kind: str, end: float) -> None:
+        if any(target.startswith(prefixes) for target in targets):
+            faulty.append((start, end))
+        if kind in CLOCK_KINDS and any(target.startswith(f"{component}-") for target in targets):
+            clocks.append((start, end))
+
+    for event in events:
+        kind = event.get("type")
+        if kind == "fault":
+            if event.get("event") == "apply":
+                open_faults[event.get("id")] = (event["t"], list(event.get("targets") or ()), event.get("kind", ""))
+            elif event.get("event") == "heal" and event.get("id") in open_faults:
+                close(*open_faults.pop(event["id"]), event["t"])
+        elif kind == "leader" and str(event.get("lease", "")).endswith(component):
+            process = event.get("process", "")
+            if event.get("event") == "start":
+                leading[process] = event["t"]
+            elif event.get("event") == "stop" and process in leading:
+                led.append((leading.pop(process), event["t"]))
+    for start, targets, fault_kind in open_faults.values():
+        close(start, targets, fault_kind, end_t)
+    led.extend((start, end_t) for start in leading.values())
+    return RunHealth(_merge(faulty), _merge(led), _merge(clocks))
+
+
+def _merge(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    merged: list[tuple[float, float]] = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+# =========================================================================== versions of objects
+@dataclass(frozen=True, slots=True)
+class Version:
+    """One version of one object: written at store ``revision`` (first applied at ``t``);
+    ``value`` is the stored JSON text, None for a delete."""
+
+    revision: int
+    t: float
+    value: str | None
+
+    @property
+    def deleted(self) -> bool:
+        return self.value is None
+
+
+class StoreHistory:
+    """Every version of every object under ``/registry/``, by (resource, key), and when
+    each store revision was first applied (by any member): the store's own order, from the
+    ``raft-apply`` events. Values are decoded on demand (:meth:`object`) and kept.
+
+    ``revision_at(t)`` is the highest revision applied at or before ``t``: what a
+    linearizable read invoked after ``t`` must at least see. Revisions that wrote no
+    ``/registry/`` key (the API servers' compaction key) count too: they are revisions."""
+
+    def __init__(self, events: Iterable[Event]) -> None:
+        self._versions: dict[tuple[str, str], list[Version]] = {}
+        self._times: list[float] = []
+        self._revisions: list[int] = []
+        self._decoded: dict[tuple[str, str, int], Obj] = {}
+        seen: set[int] = set()
+        for event in events:
+            if event.get("type") != "raft-apply" or not event.get("events"):
+                continue
+            revision = event.get("revision")
+            if revision is None or revision in seen:
+                continue
+            seen.add(revision)
+            if not self._revisions or revision > self._revisions[-1]:
+                self._revisions.append(revision)
+                self._times.append(event["t"])
+            for entry in event["events"]:
+                parsed = parse_key(entry[1])
+                if parsed is None:
+                    continue
+                value = None if entry[0] == "DELETE" else entry[2]
+                self._versions.setdefault(parsed, []).append(Version(revision, event["t"], value))
+        self._numbers: dict[tuple[str, str], list[int]] = {}
+        for key, versions in self._versions.items():
+            versions.sort(key=lambda version: version.revision)
+            self._numbers[key] = [version.revision for version in versions]
+
+    @property
+    def last_revision(self) -> int:
+        return self._revisions[-1] if self._revisions else 0
+
+    def __bool__(self) -> bool:
+        return bool(self._revisions)
+
+    def revision_at(self, t: float) -> int:
+        index = bisect.bisect_right(self._times, t)
+        return self._revisions[index - 1] if index else 0
+
+    def revision_before(self, t: float) -> int:
+        """The highest revision applied strictly before ``t``."""
+        index = bisect.bisect_left(self._times, t)
+        return self._revisions[index - 1] if index else 0
+
+    def versions(self, resource: str, key: str) -> list[Version]:
+        return self._versions.get((resource, key), [])
+
+    def keys(self, resource: str) -> list[str]:
+        return sorted(key for kind, key in self._versions if kind == resource)
+
+    def at(self, resource: str, key: str, revision: int) -> Version | None:
+        """The version of the object at ``revision`` (None: it never existed by then;
+        a version whose ``deleted`` is true: it was deleted then)."""
+        versions = self._versions.get((resource, key))
+        if not versions:
+            return None
+        index = bisect.bisect_right(self._numbers[(resource, key)], revision)
+        return versions[index - 1] if index else None
+
+    def live_at(self, resource: str, key: str, revision: int) -> Version | None:
+        """The version of the object at ``revision`` if it existed then, else None."""
+        version = self.at(resource, key, revision)
+        return version if version is not None and not version.deleted else None
+
+    def object(self, resource: str, key: str, version: Version) -> Obj | None:
+        """The decoded object of ``version`` (None for a delete); decoded once."""
+        if version.value is None:
+            return None
+        cache_key = (resource, key, version.revision)
+        obj = self._decoded.get(cache_key)
+        if obj is None:
+            obj = self._decoded[cache_key] = _loads(version.value)
+        return obj
+
+    def uid(self, resource: str, key: str, version: Version) -> str:
+        obj = self.object(resource, key, version)
+        return (obj or {}).get("metadata", {}).get("uid", "")
+
+
+# =========================================================================== leaders and endpoints
+def acting_intervals(events: Iterable[Event], lease: str) -> list[tuple[float, float]]:
+    """When some process acted as leader of ``lease`` (``leader`` start / stop; a killed
+    or exited process stops at once)."""
+    acting: dict[str, float] = {}
+    rows: list[tuple[float, float]] = []
+    for event in events:
+        kind = event["type"]
+        if kind == "leader" and event.get("lease") == lease:
+            process = event.get("process", "")
+            if event.get("event") == "start":
+                acting.setdefault(process, event["t"])
+            elif event.get("event") == "stop" and process in acting:
+                rows.append((acting.pop(process), event["t"]))
+        elif kind == "process" and event.get("event") in ("kill", "exit") and event.get("process") in acting:
+            rows.append((acting.pop(event["process"]), event["t"]))
+    rows += [(start, math.inf) for start in acting.values()]
+    return sorted(rows)
+
+
+def deadline_under_leader(start: float, acting: list[tuple[float, float]], bound: float) -> float:
+    """The first time a node unreachable since ``start`` has been so for ``bound`` seconds
+    under one acting controller-manager leader (a new leader restarts the grace)."""
+    moment = start
+    for begin, end in acting:
+        if end <= moment:
+            continue
+        moment = max(moment, begin)
+        if moment + bound < end:
+            return moment + bound
+    return math.inf
+
+
+def _target(endpoint: Obj, namespace: str) -> str:
+    reference = endpoint.get("targetRef") or {}
+    name = reference.get("name", "")
+    return f"{reference.get('namespace') or namespace}/{name}" if name else ""
+
+
+def endpoint_ready_intervals(events: Iterable[Event]) -> list[dict[str, Any]]:
+    """Every interval during which an EndpointSlice of the store held a ready endpoint
+    (``conditions.ready`` not false: unset means ready): {service, slice, address, node,
+    pod (``namespace/name`` of its targetRef), from, to} (``to`` infinite while open)."""
+    replay = StoreReplay(["endpointslices"])
+    open_: dict[tuple[str, str], dict[str, Any]] = {}
+    done: list[dict[str, Any]] = []
+    last_t = 0.0
+    for event in events:
+        for change in replay.apply(event):
+            last_t = change.t
+            now: dict[tuple[str, str], dict[str, Any]] = {}
+            if change.after is not None:
+                service = (change.after.get("metadata", {}).get("labels") or {}).get("kubernetes.io/service-name", "")
+                namespace = change.key.partition("/")[0]
+                for endpoint in change.after.get("endpoints") or ():
+                    if (endpoint.get("conditions") or {}).get("ready") is False:
+                        continue
+                    for address in endpoint.get("addresses") or ():
+                        now[(change.key, address)] = {
+                            "service": f"{namespace}/{service}", "slice": change.key, "address": address,
+                            "node": endpoint.get("nodeName", ""), "pod": _target(endpoint, namespace),
+                        }
+            for item, row in list(open_.items()):
+                if item[0] == change.key and (item not in now or now[item]["node"] != row["node"]):
+                    done.append(row | {"to": change.t})
+                    del open_[item]
+            for item, row in now.items():
+                if item not in open_:
+                    open_[item] = row | {"from": change.t}
+    done += [row | {"to": math.inf} for row in open_.values()]
+    return done

@@ -41,6 +41,27 @@ request started (the scheduler's ``api-op`` invoke of ``pods/binding``; the bind
 revision when not journaled) to the binding. Shorter ones are listed as races in
 ``details``.
 
+5. **Preemption decisions** (issue 19; "Pod Priority and Preemption",
+   https://kubernetes.io/docs/concepts/scheduling-eviction/pod-priority-preemption/;
+   ``framework/preemption/preemption.go``): from the snapshot the scheduler recorded with
+   each ``preemption-decision`` (the preemptor, the nodes whose filters failed only on what
+   preemption frees, their pods and nominated pods, the PodDisruptionBudgets) the checker
+   recomputes, independently, each node's minimal victims (remove every lower-priority
+   pod; the pod must then fit; put them back most important first -- PDB-violating ones
+   first -- keeping as victims those that do not fit) and upstream's choice
+   (``pickOneNodeForPreemption``: fewest PDB violations, then the lowest highest-victim
+   priority, the smallest sum of priorities, the fewest victims, the latest start of the
+   highest-priority victims). The node preempted must be one of the best, with exactly its
+   minimal victims. Resources (CPU, memory, pod count) are what is recomputed; other
+   filters passed on those nodes by construction.
+6. **No pod left Pending while it fits** (issue 19): a pod unbound, not being deleted, for
+   which some node was feasible all along -- Ready, schedulable, taints tolerated, node
+   selector and required affinity matched, its requests within the node's allocatable less
+   what the pods bound there request -- for longer than :data:`PENDING_BOUND_S` (the
+   scheduler's ``podMaxBackoffSeconds`` 10 s + ``podInitialBackoffSeconds`` 1 s + the
+   cache lag + 3 s) is a finding, judged only while a kube-scheduler led and neither the
+   store, the API nor the scheduler was under a fault.
+
 Answers False with the first violation in time (evidence: the binding's store change and
 what it broke), unknown when the journal has no store history or no binding, True
 otherwise. Limits: inter-pod (anti-)affinity, topology spread, ports, volumes and
@@ -56,11 +77,14 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from chaoskube.checkers.replay import Change, StoreReplay, labels_of, request_invokes
+from chaoskube.checkers.replay import Change, StoreReplay, labels_of, pod_ready, request_invokes, run_health, selector_matches
 from chaoskube.checkers.verdict import Verdict
 
 __all__ = [
+    "PENDING_BOUND_S",
     "check_scheduling",
+    "check_scheduling_decisions",
+    "preemption_victims",
     "node_affinity_matches",
     "parse_quantity",
     "pod_requests",
@@ -304,14 +328,19 @@ def check_scheduling(events: Iterable[Event], *, cache_lag_s: float = 1.0) -> Ve
                 return _details(verdict, bindings, races, unchecked, direct)
     if not store.revisions_applied:
         return Verdict(None, "the journal has no store history (raft-apply events): bindings cannot be reconstructed")
+    decisions = check_scheduling_decisions(events)
+    if decisions.valid is False:
+        verdict = _details(decisions, bindings, races, unchecked, direct)
+        return Verdict(False, decisions.reason, decisions.evidence, {**verdict.details, **decisions.details})
     if not bindings:
         return _details(Verdict(None, "no pod was bound by a scheduler in the journal"), bindings, races, unchecked, direct)
     nodes = len({binding.node for binding in bindings})
-    return _details(
+    verdict = _details(
         Verdict(True, f"{len(bindings)} binding(s) on {nodes} node(s): within allocatable, taints tolerated, node affinity met, no pod bound twice"
-                      f" ({len(races)} race(s) within the {cache_lag_s} s cache lag, {len(unchecked)} unchecked)"),
+                      f" ({len(races)} race(s) within the {cache_lag_s} s cache lag, {len(unchecked)} unchecked); {decisions.reason}"),
         bindings, races, unchecked, direct,
     )
+    return Verdict(True, verdict.reason, details={**verdict.details, **decisions.details})
 
 
 def _judge_binding(
@@ -378,3 +407,242 @@ def _details(verdict: Verdict, bindings: list[_Binding], races: list[dict[str, A
         per_node[binding.node] = per_node.get(binding.node, 0) + 1
     details = {"bindings": len(bindings), "bindings_per_node": dict(sorted(per_node.items())), "created_bound": direct, "races": races, "unchecked": unchecked}
     return Verdict(verdict.valid, verdict.reason, verdict.evidence, details)
+
+
+# =========================================================================== decisions (issue 19)
+#: ``podMaxBackoffSeconds`` (10) + ``podInitialBackoffSeconds`` (1) + cache lag (1) + 3 s.
+PENDING_BOUND_S = 15.0
+#: A pod is looked at only once it has been Pending this long (most are bound at once), and
+#: feasibility is re-evaluated at most this often (journal time): bounded work in big runs.
+PENDING_GRACE_S = 2.0
+EVALUATE_EVERY_S = 0.1
+_INT32 = 2**31
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    node: str
+    victims: tuple[Obj, ...]  # most important first
+    violations: int
+
+
+def _requests_of(record: Obj) -> dict[str, Fraction]:
+    total: dict[str, Fraction] = {}
+    for container in record.get("requests") or ():
+        _add(total, {name: parse_quantity(value) for name, value in container.items()})
+    return total
+
+
+def _fits(pods: list[Obj], preemptor: Obj, allocatable: Obj) -> bool:
+    """``noderesources`` fit for the resources the preemptor requests, and the pod count."""
+    if len(pods) + 1 > parse_quantity(allocatable.get("pods", 110)):
+        return False
+    wanted = {name: value for name, value in _requests_of(preemptor).items() if value > 0}
+    for name, value in wanted.items():
+        used = sum((_requests_of(pod).get(name, Fraction(0)) for pod in pods), Fraction(0))
+        if used + value > parse_quantity(allocatable.get(name, 0)):
+            return False
+    return True
+
+
+def _start_key(record: Obj) -> str:
+    return record.get("start") or "9999"  # a pod not started counts as the latest
+
+
+def _pdb_split(pods: list[Obj], pdbs: list[Obj]) -> tuple[list[Obj], list[Obj]]:
+    """``filterPodsWithPDBViolation``: a PDB whose (non-empty) selector matches the pod, unless
+    it is in ``disruptedPods``, spends one of its ``disruptionsAllowed``; below zero the pod
+    violates it."""
+    allowed = [pdb.get("disruptions_allowed", 0) for pdb in pdbs]
+    violating, fine = [], []
+    for pod in pods:
+        violated = False
+        for index, pdb in enumerate(pdbs):
+            selector = pdb.get("selector")
+            if pdb.get("namespace") != pod.get("namespace") or not selector or not (selector.get("matchLabels") or selector.get("matchExpressions")):
+                continue
+            if not pod.get("labels") or not selector_matches(selector, pod.get("labels") or {}):
+                continue
+            if pod["key"].partition("/")[2] in (pdb.get("disrupted_pods") or ()):
+                continue
+            allowed[index] -= 1
+            if allowed[index] < 0:
+                violated = True
+        (violating if violated else fine).append(pod)
+    return violating, fine
+
+
+def preemption_victims(node: Obj, preemptor: Obj, pdbs: list[Obj]) -> _Candidate | None:
+    """``SelectVictimsOnNode`` over resources: None when the pod does not fit even with every
+    lower-priority pod gone (or there is none)."""
+    priority = preemptor.get("priority", 0)
+    nominated = [pod for pod in node.get("nominated") or () if pod.get("priority", 0) >= priority]
+    keep = [pod for pod in node.get("pods") or () if pod.get("priority", 0) >= priority] + nominated
+    lower = [pod for pod in node.get("pods") or () if pod.get("priority", 0) < priority]
+    allocatable = node.get("allocatable") or {}
+    if not lower or not _fits(keep, preemptor, allocatable):
+        return None
+    lower.sort(key=lambda pod: (-pod.get("priority", 0), _start_key(pod)))
+    violating, fine = _pdb_split(lower, pdbs)
+    victims: list[Obj] = []
+    violations = 0
+    for group, counts in ((violating, True), (fine, False)):
+        for pod in group:
+            if _fits([*keep, pod], preemptor, allocatable):
+                keep.append(pod)
+            else:
+                victims.append(pod)
+                violations += 1 if counts else 0
+    if not victims:
+        return None
+    victims.sort(key=lambda pod: (-pod.get("priority", 0), _start_key(pod)))
+    return _Candidate(node["name"], tuple(victims), violations)
+
+
+def _best(candidates: list[_Candidate]) -> list[_Candidate]:
+    """``pickOneNodeForPreemption``'s criteria in order; the survivors (ties)."""
+    def earliest_start(candidate: _Candidate) -> str:
+        highest = max(pod.get("priority", 0) for pod in candidate.victims)
+        return min(_start_key(pod) for pod in candidate.victims if pod.get("priority", 0) == highest)
+
+    criteria = (
+        lambda c: -c.violations,
+        lambda c: -max(pod.get("priority", 0) for pod in c.victims),
+        lambda c: -sum(pod.get("priority", 0) + _INT32 for pod in c.victims),
+        lambda c: -len(c.victims),
+        earliest_start,  # later is better
+    )
+    survivors = list(candidates)
+    for criterion in criteria:
+        best = max(criterion(c) for c in survivors)
+        survivors = [c for c in survivors if criterion(c) == best]
+        if len(survivors) == 1:
+            break
+    return survivors
+
+
+def _judge_preemption(event: Event) -> tuple[bool, str, dict[str, Any]] | None:
+    chosen = event.get("chosen")
+    if not chosen:
+        return None
+    preemptor, pdbs = event.get("preemptor") or {}, event.get("pdbs") or []
+    candidates = [c for c in (preemption_victims(node, preemptor, pdbs) for node in event.get("nodes") or ()) if c is not None]
+    if not candidates:
+        return False, f"the scheduler preempted on {chosen['node']} for {preemptor.get('key')} at t={event['t']:.3f}, but no node could take the pod by preempting lower-priority pods", {}
+    best = _best(candidates)
+    by_node = {c.node: c for c in candidates}
+    mine = by_node.get(chosen["node"])
+    summary = {c.node: {"victims": sorted(pod["key"] for pod in c.victims), "pdb_violations": c.violations} for c in candidates}
+    if mine is None or mine not in best:
+        names = ", ".join(sorted(c.node for c in best))
+        return False, (f"preemption for {preemptor.get('key')} at t={event['t']:.3f} chose {chosen['node']}, but upstream's ordering (fewest PDB violations, lowest highest"
+                       f" victim priority, smallest priority sum, fewest victims, latest start) picks {names}"), {"candidates": summary, "chosen": chosen}
+    if sorted(pod["key"] for pod in mine.victims) != sorted(chosen.get("victims") or ()):
+        return False, (f"preemption for {preemptor.get('key')} at t={event['t']:.3f} on {chosen['node']} evicted {sorted(chosen.get('victims') or ())},"
+                       f" not the minimal victims {sorted(pod['key'] for pod in mine.victims)}"), {"candidates": summary, "chosen": chosen}
+    return True, "", {}
+
+
+def _pod_fits_node(pod: Obj, node_name: str, node: Obj, used: dict[str, Fraction], count: int) -> bool:
+    if not node or (node.get("spec") or {}).get("unschedulable") and not any(
+            tolerates(t, {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"}) for t in (pod.get("spec") or {}).get("tolerations") or ()):
+        return False
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in (node.get("status") or {}).get("conditions") or ())
+    if not ready or scheduling_problems(pod, node_name, node):
+        return False
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    if count + 1 > parse_quantity(allocatable.get("pods", 110)):
+        return False
+    for name, value in pod_requests(pod).items():
+        if value > 0 and used.get(name, Fraction(0)) + value > parse_quantity(allocatable.get(name, 0)):
+            return False
+    return True
+
+
+def _pending(pod: Obj | None) -> bool:
+    if pod is None:
+        return False
+    spec, meta = pod.get("spec") or {}, pod.get("metadata") or {}
+    if spec.get("nodeName") or meta.get("deletionTimestamp"):
+        return False
+    if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+        return False
+    return spec.get("schedulerName", "default-scheduler") in ("", "default-scheduler")
+
+
+def check_scheduling_decisions(events: Iterable[Event], *, pending_bound_s: float = PENDING_BOUND_S) -> Verdict:
+    """Items 5 and 6 of the module docstring."""
+    events = list(events)
+    end_t = events[-1]["t"] if events else 0.0
+    health = run_health(events, end_t, "kube-scheduler")
+    store = StoreReplay(("pods", "nodes"))
+    used: dict[str, dict[str, Fraction]] = {}
+    counts: dict[str, int] = {}
+    feasible_since: dict[str, float] = {}
+    pending_since: dict[str, float] = {}
+    last_evaluation = -1.0
+    dirty = False
+    reported: set[str] = set()
+    preemptions = judged_pending = 0
+    findings: list[tuple[float, str, tuple[Any, ...]]] = []
+    unjudged_pending = 0
+    for event in events:
+        if event.get("type") == "preemption-decision":
+            outcome = _judge_preemption(event)
+            if outcome is not None:
+                preemptions += 1
+                ok, reason, extra = outcome
+                if not ok:
+                    findings.append((event["t"], reason, ({"type": "preemption-decision", "t": event["t"], "preemptor": (event.get("preemptor") or {}).get("key"), **extra},)))
+            continue
+        changes = store.apply(event)
+        for change in changes:
+            dirty = True
+            if change.resource != "pods":
+                continue
+            for obj, sign in ((change.before, -1), (change.after, 1)):
+                node = (obj or {}).get("spec", {}).get("nodeName", "") if obj else ""
+                if node and (obj.get("status") or {}).get("phase") not in TERMINAL_PHASES:
+                    totals = used.setdefault(node, {})
+                    for name, value in pod_requests(obj).items():
+                        totals[name] = totals.get(name, Fraction(0)) + sign * value
+                    counts[node] = counts.get(node, 0) + sign
+            if _pending(change.after):
+                pending_since.setdefault(change.key, change.t)
+            else:
+                pending_since.pop(change.key, None)
+                feasible_since.pop(change.key, None)
+        now = event["t"]
+        due = any(now > since + pending_bound_s for key, since in feasible_since.items() if key not in reported)
+        # Bounded work: only pods pending for a while, at most every EVALUATE_EVERY_S -- and
+        # always before a deadline is judged, so no change goes unseen.
+        if dirty and (now - last_evaluation >= EVALUATE_EVERY_S or due):
+            dirty = False
+            last_evaluation = now
+            nodes = sorted(store.objects("nodes").items())
+            for key, since in sorted(pending_since.items()):
+                if now - since < PENDING_GRACE_S:
+                    dirty = True  # look again once it is old enough
+                    continue
+                pod = store.get("pods", key)
+                if any(_pod_fits_node(pod, name, node, used.get(name, {}), counts.get(name, 0)) for name, node in nodes):
+                    feasible_since.setdefault(key, now)
+                else:
+                    feasible_since.pop(key, None)
+        for key, since in sorted(feasible_since.items()):
+            deadline = since + pending_bound_s
+            if key in reported or event["t"] <= deadline:
+                continue
+            reported.add(key)
+            if not health.healthy(since, deadline):
+                unjudged_pending += 1
+                continue
+            judged_pending += 1
+            findings.append((deadline, f"pod {key} stayed Pending from t={since:.3f} to past t={deadline:.3f} although a node could take it all along (beyond the {pending_bound_s:g} s back-off bound), with a scheduler leading and the control plane healthy",
+                             ({"type": "store", "t": since, "object": f"pods/{key}", "deadline_t": deadline},)))
+    details = {"preemptions_judged": preemptions, "pending_judged": judged_pending, "pending_unjudged": unjudged_pending}
+    if findings:
+        t, reason, evidence = min(findings, key=lambda finding: finding[0])
+        return Verdict(False, reason, evidence, details)
+    return Verdict(True, f"{preemptions} preemption decision(s) as upstream's ordering picks, no pod left Pending while it fit", details=details)
+

@@ -35,8 +35,22 @@ A refused connection that exhausted the attempts is a client-made 503 with cause
 Journal: each mutating request (create, update, patch, delete; evictions and bindings are
 creates of a subresource) is recorded as ``api-op`` events: ``invoke``, then exactly one
 of ``ok`` / ``fail`` (it definitely did not happen) / ``info`` (unknown), as
-:mod:`chaoskube.etcd.client` does. Reads and dry-run writes are not journaled. Request ids
-are ``<client>/<incarnation>/<n>``, one per attempt.
+:mod:`chaoskube.etcd.client` does. The invoke carries the request's preconditions when it
+has any (``precondition_rv``: an update's ``metadata.resourceVersion``, a merge patch's
+``metadata.resourceVersion``, a delete's ``preconditions.resourceVersion``;
+``precondition_uid``: a delete's ``preconditions.uid`` or an update's ``metadata.uid``),
+and a delete's ``grace_s`` and ``propagation``; an ``ok`` carries the answered object's
+``resource_version``, ``uid`` and (for a generated name) ``name``; a 404 or 409 ``fail``
+carries the Status ``message``. Each read (get, list; not watches) is one ``api-read``
+event at its end: ``call`` (when it was sent), ``phase`` ok / fail / info as above,
+``code``, ``request_rv`` and ``rv_match`` (the resourceVersion asked for: "" is a quorum
+read), ``label_selector`` and ``field_selector`` (when given), and on ``ok`` the
+object's ``resource_version`` and ``uid`` (get), or the list's ``resource_version`` and its
+``items`` as ``[key, resource_version]`` pairs (``key`` = ``namespace/name``, or ``name``
+for a cluster-scoped kind). The api-linearizability checker reads both
+(:mod:`chaoskube.checkers.api_linearizability`). Dry-run writes are not journaled. Request ids
+are ``<client>/<incarnation>/<n>``, one per attempt; ``op_id`` is ``<incarnation>.<n>``;
+both count per client name and process incarnation, so they never repeat in a run.
 
 Objects and the wire: the simulated network passes objects by reference; the API server
 copies every object it receives and every object it sends (:mod:`chaoskube.apiserver.watchcache`
@@ -54,7 +68,11 @@ sends a :class:`~chaoskube.api.protocol.WatchProbe`; a refused probe (the server
 is gone: a real kernel resets the TCP connection at once; the simulation notices within
 one probe period, a trade of fidelity for speed: a probe per idle stream per second was a
 third of a 50-node cluster's messages) or ``{"alive": False}`` breaks
-the stream at once; an unanswered probe breaks it only after ``read_idle_s + ping_s``
+the stream at once; so does a message the server had already sent at the previous probe
+(its answer carries ``sent``, the last sequence number) that has still not arrived: the
+network lost it, and a real stream is TCP, which retransmits it or resets the connection
+but never skips it — without this, a lost last message (a pod's deletion, with nothing
+after it on a kubelet's stream) would go unnoticed for ever; an unanswered probe breaks it only after ``read_idle_s + ping_s``
 (30 s + 15 s) of silence, the HTTP/2 health check of ``apimachinery/pkg/util/net/http.go``
 (``HTTP2_READ_IDLE_TIMEOUT_SECONDS`` 30, ``HTTP2_PING_TIMEOUT_SECONDS`` 15).
 
@@ -80,6 +98,7 @@ import outcome
 import trio
 
 from chaoskube.api.objects import Lease, LeaseSpec, Object, ObjectMeta, deep_copy
+from chaoskube.api.oplog import end_fields, op_fields, preconditions, read_fields
 from chaoskube.api.protocol import (
     API_PORT,
     WATCH_PORT,
@@ -103,12 +122,12 @@ from chaoskube.sim.process import Process
 
 __all__ = [
     "AMBIGUOUS",
+    "MAX_RETRY_AFTER_RETRIES",
+    "REFUSED",
     "ApiClient",
     "ApiError",
     "ApiLeaseLock",
-    "MAX_RETRY_AFTER_RETRIES",
     "ObjectList",
-    "REFUSED",
     "WatchBroken",
     "WatchEnded",
     "WatchStream",
@@ -139,6 +158,7 @@ PROBE_EVERY_S = 5.0
 MUTATING_VERBS = ("create", "update", "patch", "delete")
 IDEMPOTENT_READS = ("get", "list")
 _ROUTER_KEY = "chaoskube.client.client/watch-router"
+_COUNTERS_KEY = "chaoskube.client.client/counters"
 
 
 # =========================================================================== results
@@ -288,8 +308,17 @@ class ApiClient:
         """Use the next server from now on (round robin from a seeded random start)."""
         self._server_index += 1
 
+    def _count(self, what: str) -> int:
+        """The next number of ``what`` for this client name in this process incarnation:
+        shared by every ApiClient of that name (leader election builds a new client per
+        campaign), so request and operation ids never repeat within an incarnation."""
+        counters = self.process.memory.setdefault(_COUNTERS_KEY, {})
+        number = counters.get((self.name, what), 0) + 1
+        counters[(self.name, what)] = number
+        return number
+
     def next_id(self) -> str:
-        self._sequence += 1
+        self._sequence = self._count("request")
         return f"{self.name}/{self.process.incarnation}/{self._sequence}"
 
     def statistics(self) -> dict[str, int]:
@@ -302,11 +331,14 @@ class ApiClient:
         assert request.verb != "watch", "open watches with ApiClient.watch"
         self._statistics["requests"] += 1
         journaled = request.verb in MUTATING_VERBS and not request.dry_run
-        op_id = self._journal_invoke(request) if journaled else 0
+        op_id = self._journal_invoke(request) if journaled else ""
+        started = self.process.world.now
         state = _Attempts(tried=set())
         response = await self._with_retries(request, state)
         if journaled:
             self._journal_end(op_id, request, response, state.request_id)
+        elif request.verb in IDEMPOTENT_READS:
+            self._journal_read(request, response, started)
         return response
 
     async def _with_retries(self, request: Request, state: _Attempts) -> Response:
@@ -392,34 +424,22 @@ class ApiClient:
             state.wait_s = float(status.retry_after_seconds)
 
     # -- journal ------------------------------------------------------------------------
-    def _journal_invoke(self, request: Request) -> int:
+    def _journal_invoke(self, request: Request) -> str:
         self._op_ids += 1
-        self.process.world.record("api-op", phase="invoke", op_id=self._op_ids, **self._op_fields(request))
-        return self._op_ids
+        op_id = f"{self.process.incarnation}.{self._count('op')}"
+        fields = op_fields(self.name, request)
+        fields.update(preconditions(request))
+        self.process.world.record("api-op", phase="invoke", op_id=op_id, **fields)
+        return op_id
 
-    def _journal_end(self, op_id: int, request: Request, response: Response, request_id: str) -> None:
+    def _journal_read(self, request: Request, response: Response, started: float) -> None:
+        """One ``api-read`` event for a get or list (module docstring, "Journal")."""
         phase = "ok" if response.ok else "info" if is_ambiguous(response) else "fail"
-        fields = self._op_fields(request)
-        fields["code"] = response.code
-        fields["reason"] = response.status.reason if response.status is not None else ""
-        fields["request"] = request_id
-        fields["server"] = response.server
-        if response.ok and response.object is not None:
-            fields["resource_version"] = response.object.metadata.resource_version
-        self.process.world.record("api-op", phase=phase, op_id=op_id, **fields)
+        self.process.world.record("api-read", **read_fields(self.name, request, response, started, phase))
 
-    def _op_fields(self, request: Request) -> dict[str, Any]:
-        name = request.name
-        if not name and request.body is not None and hasattr(request.body, "metadata"):
-            name = request.body.metadata.name
-        return {
-            "client": self.name,
-            "verb": request.verb,
-            "resource": request.resource,
-            "subresource": request.subresource,
-            "namespace": request.namespace,
-            "name": name,
-        }
+    def _journal_end(self, op_id: str, request: Request, response: Response, request_id: str) -> None:
+        phase = "ok" if response.ok else "info" if is_ambiguous(response) else "fail"
+        self.process.world.record("api-op", phase=phase, op_id=op_id, **_end_record(self.name, request, response, request_id))
 
     # -- typed helpers (raise ApiError) -------------------------------------------------
     def _request(self, verb: str, resource: str, **fields: Any) -> Request:
@@ -540,6 +560,19 @@ class ApiClient:
                 stream.stop()
 
 
+def _end_record(client: str, request: Request, response: Response, request_id: str) -> dict[str, Any]:
+    """The fields of an ``api-op`` ok / fail / info (module docstring, "Journal"), in the
+    order the journal has always had them."""
+    fields = op_fields(client, request)
+    answered = end_fields(response)
+    name = answered.pop("answered_name", "")
+    fields.update(code=answered.pop("code"), reason=answered.pop("reason"), request=request_id, server=response.server)
+    fields.update(answered)
+    if not fields["name"] and name:
+        fields["name"] = name
+    return fields
+
+
 def _namespace_of(obj: Object) -> str:
     if not obj.NAMESPACED:
         return ""
@@ -574,6 +607,7 @@ class WatchStream:
         self._ended = False
         self._stopped = False
         self._last_heard = client.process.now()
+        self._sent_at_last_probe = 0  # the server's ``sent`` at the previous probe
 
     @property
     def stopped(self) -> bool:
@@ -653,6 +687,9 @@ class WatchStream:
         if isinstance(outcome, Ok):
             if isinstance(outcome.value, dict) and outcome.value.get("alive"):
                 self._last_heard = client.process.now()
+                if self._sent_at_last_probe >= self._expected and not self._messages:
+                    self._break(f"lost watch message {self._expected} ({self.server} had sent {self._sent_at_last_probe} a probe ago)")
+                self._sent_at_last_probe = int(outcome.value.get("sent", 0))
             elif not self._messages:
                 self._break(f"{self.server} no longer has watch {self.watch_id}")
         elif isinstance(outcome, Failed):

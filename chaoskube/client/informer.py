@@ -44,9 +44,17 @@ synced first gets ``on_add`` for every cached object (``AddEventHandler``). A ha
 not block; an exception in a handler propagates and fails the informer's task (client-go
 crashes the process on a handler panic).
 
-Journal (sparse): ``{"type": "informer", "name", "resource", "event", "resource_version"}``
+Journal: ``{"type": "informer", "name", "resource", "event", "resource_version"}``
 with event "synced" (first list done), "relist" (a later list), "rewatch" (a new watch
-after a stream ended or broke; ``reason``), "gone" (a 410 from a list or a watch).
+after a stream ended or broke; ``reason``), "gone" (a 410 from a list or a watch). For the
+api-watch checker (:mod:`chaoskube.checkers.api_watch`): ``watch-open`` {name, watch,
+server, resource, namespace, from_rv, label_selector and field_selector when given} when
+a watch is answered, ``watch-recv``
+{name, watch, events} per message received, each event ``[type, key, resourceVersion]``
+(BOOKMARK: key ""; ERROR: key "", the Status code as a string), and, when asked
+(:func:`record_informer_caches`, at the end of a run), ``informer-cache`` {name,
+resource, namespace, resource_version, items, and the selectors} with the cache as ``[key,
+resourceVersion]`` pairs, for every informer running then.
 
 Non-guarantees: no pagination; handlers are not decoupled by per-listener buffers (a slow
 handler delays the others and the watch); no per-handler resync periods; no watch-list
@@ -75,6 +83,7 @@ __all__ = [
     "SharedInformerFactory",
     "meta_namespace_index",
     "meta_namespace_key",
+    "record_informer_caches",
     "split_meta_namespace_key",
 ]
 
@@ -378,12 +387,22 @@ class Reflector:
             if reason == "throttled":
                 await self._backoff()
 
+    def selectors(self) -> dict[str, str]:
+        """The label and field selectors, as the journal spells them (only those given)."""
+        found = {}
+        if self.label_selector:
+            found["label_selector"] = self.label_selector
+        if self.field_selector:
+            found["field_selector"] = self.field_selector
+        return found
+
     async def _open_watch(self) -> WatchStream | None:
         timeout_seconds = int(MIN_WATCH_TIMEOUT_S * (self._random.random() + 1.0))
+        from_rv = self.last_sync_resource_version
         try:
             stream = await self.client.watch(
                 self.resource, self.namespace, label_selector=self.label_selector, field_selector=self.field_selector,
-                resource_version=self.last_sync_resource_version, allow_watch_bookmarks=True, timeout_seconds=timeout_seconds,
+                resource_version=from_rv, allow_watch_bookmarks=True, timeout_seconds=timeout_seconds,
             )
         except ApiError as error:
             if error.refused or error.code == 429:  # isWatchErrorRetriable
@@ -392,6 +411,10 @@ class Reflector:
                 self._record("gone", reason=error.message)
             raise _ListAndWatchEnded(str(error)) from error
         self.watches += 1
+        self.process.world.record(
+            "watch-open", name=self.name, watch=stream.watch_id, server=stream.server, resource=self.resource,
+            namespace=self.namespace, from_rv=from_rv, **self.selectors(),
+        )
         return stream
 
     async def _follow(self, stream: WatchStream) -> str:
@@ -410,6 +433,8 @@ class Reflector:
                     self.client.rotate()
                     reason = f"broken: {broken}"
                     break
+                if batch:
+                    self.process.world.record("watch-recv", name=self.name, watch=stream.watch_id, events=[_event_summary(event) for event in batch])
                 try:
                     for event in batch:
                         self._handle(event)
@@ -441,7 +466,44 @@ class Reflector:
             self.last_sync_resource_version = resource_version
 
 
+def _event_summary(event: WatchEvent) -> list[str]:
+    """``[type, key, resourceVersion]`` of one watch event, for the journal."""
+    if event.type == "ERROR":
+        return ["ERROR", "", str(event.status.code if event.status is not None else "")]
+    if event.object is None:
+        return [event.type, "", event.resource_version]
+    meta = event.object.metadata
+    key = f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+    return [event.type, key, event.resource_version or meta.resource_version]
+
+
 # =========================================================================== informer
+#: Where a process keeps its informers (``process.memory``: lost with the process).
+_INFORMERS_KEY = "chaoskube.client.informer/informers"
+
+
+def record_informer_caches(world: Any) -> int:
+    """Journal an ``informer-cache`` event for every informer running in ``world`` now
+    (processes by name, informers in order of creation): its last synced resourceVersion
+    and its cache as ``[key, resourceVersion]`` pairs. Returns how many were recorded."""
+    recorded = 0
+    for name in sorted(world.processes):
+        process = world.processes[name]
+        if not process.alive:
+            continue
+        for informer in process.memory.get(_INFORMERS_KEY, ()):
+            if not informer.running or not informer.has_synced():
+                continue
+            reflector = informer.reflector
+            world.record(
+                "informer-cache", name=informer.name, resource=informer.resource, namespace=informer.namespace,
+                resource_version=reflector.last_sync_resource_version, **reflector.selectors(),
+                items=[[key, informer.indexer.get_by_key(key).metadata.resource_version] for key in informer.indexer.list_keys()],
+            )
+            recorded += 1
+    return recorded
+
+
 @dataclass(slots=True)
 class _Handlers:
     on_add: Handler | None = None
@@ -489,6 +551,8 @@ class SharedInformer:
         self._counters = _Counters()
         self._synced = trio.Event()
         self.started = False
+        self.running = False
+        client.process.memory.setdefault(_INFORMERS_KEY, []).append(self)
 
     # -- handlers -----------------------------------------------------------------------
     def add_event_handler(self, on_add: Handler | None = None, on_update: Handler | None = None, on_delete: Handler | None = None) -> object:
@@ -565,11 +629,17 @@ class SharedInformer:
 
     async def run(self) -> None:
         assert not self.started, f"informer {self.name} runs once"
-        self.started = True
-        async with trio.open_nursery() as nursery:
-            if self.resync_s > 0:
-                nursery.start_soon(self._resync_loop)
-            await self.reflector.run()
+        self.started = self.running = True
+        try:
+            async with trio.open_nursery() as nursery:
+                if self.resync_s > 0:
+                    nursery.start_soon(self._resync_loop)
+                await self.reflector.run()
+        finally:
+            self.running = False
+            registry = self.client.process.memory.get(_INFORMERS_KEY)
+            if registry is not None and self in registry:
+                registry.remove(self)
 
     async def _resync_loop(self) -> None:
         while True:

@@ -34,16 +34,35 @@ cache can delay a collection but never cause a wrong one.
 Contract: as the other controllers (handlers only enqueue; ``await run()`` waits for the
 caches and runs the workers; errors requeue with rate limiting).
 
-Journal: ``{"type": "gc-delete", "resource", "namespace", "name", "uid", "owners"}`` for
-each dependent deleted, ``{"type": "gc-orphan-refs", ...}`` for each removal of dangling
-references.
+Owners deleted with ``propagationPolicy`` Orphan or Foreground (the API server leaves the
+``orphan`` or ``foregroundDeletion`` finalizer on them, with a ``deletionTimestamp``) are
+handled as upstream's ``attemptToOrphan`` / ``processDeletingDependentsItem`` do
+(``garbagecollector.go``, ``operations.go`` ``removeFinalizer``):
 
-Non-guarantees: foreground deletion (the ``foregroundDeletion`` finalizer and
-``blockOwnerDeletion``) is not modelled: an owner carrying that finalizer stays until
-something else removes it, and counts as a solid owner meanwhile; orphan propagation (the
-``orphan`` finalizer) is not modelled either. Owners of kinds not watched (Nodes,
-ConfigMaps, ...) are never treated as absent: their dependents are not collected. The absent-owner cache is keyed by uid and, as upstream's,
-is only a cache: an owner never comes back with the same uid.
+- **orphan**: every dependent (a live list of each dependent resource in the owner's
+  namespace: the decision is never taken on a cache) loses its reference to the owner (a
+  resourceVersion-guarded merge patch), then the ``orphan`` finalizer is removed from the
+  owner, which the API server then deletes;
+- **foreground**: every dependent not yet being deleted is deleted -- with propagation
+  Foreground when it is itself an owner kind with dependents of its own (a ReplicaSet
+  with pods), else Background, as ``attemptToDeleteItem`` does for an item whose owner is
+  ``waitingForDependentsDeletion`` --, and once no dependent with ``blockOwnerDeletion``
+  on its reference to the owner exists any more (terminating ones still block), the
+  ``foregroundDeletion`` finalizer is removed. Until then the owner is looked at again
+  when a dependent goes, and with the rate limiter's backoff.
+
+Journal: ``{"type": "gc-delete", "resource", "namespace", "name", "uid", "owners",
+"policy"}`` for each dependent deleted, ``{"type": "gc-orphan-refs", ...}`` for each removal
+of dangling references, ``{"type": "gc-orphan", "resource", "namespace", "name", "uid",
+"owner"}`` for each reference to an orphaning owner removed, and ``{"type":
+"gc-finalizer", "resource", "namespace", "name", "uid", "finalizer"}`` when the collector
+removes its finalizer from an owner.
+
+Non-guarantees: owners of kinds not watched (Nodes, ConfigMaps, ...) are never treated as
+absent: their dependents are not collected, nor orphaned or deleted in the foreground. The absent-owner cache is keyed by uid and, as upstream's, is only a
+cache: an owner never comes back with the same uid. Upstream's step that sets
+``blockOwnerDeletion`` false on a dependent before deleting it in the foreground (to
+avoid deadlocks between owners) is not modelled.
 """
 
 from __future__ import annotations
@@ -55,7 +74,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from chaoskube.api.objects import KINDS, OwnerReference
-from chaoskube.api.protocol import DeleteOptions
+from chaoskube.api.protocol import FOREGROUND_FINALIZER, ORPHAN_FINALIZER, DeleteOptions
 from chaoskube.client.client import ApiClient, ApiError
 from chaoskube.client.informer import DeletedFinalStateUnknown, SharedInformer, SharedInformerFactory
 from chaoskube.client.workqueue import RateLimitingQueue
@@ -164,11 +183,16 @@ class GarbageCollector:
             informer.add_event_handler(
                 on_add=lambda obj, r=resource: self._dependent_changed(r, obj),
                 on_update=lambda old, new, r=resource: self._dependent_changed(r, new, old),
+                on_delete=self._dependent_deleted,
             )
         for resource in OWNER_RESOURCES:
             informer = self.owners[resource] = informers.informer(resource)
             add_index(informer, UID_INDEX, _uid)
-            informer.add_event_handler(on_update=self._owner_updated, on_delete=self._owner_deleted)
+            informer.add_event_handler(
+                on_add=lambda obj, r=resource: self._owner_changed(r, obj),
+                on_update=lambda old, new, r=resource: self._owner_updated(old, new, r),
+                on_delete=self._owner_deleted,
+            )
 
     # -- custom resources: watched as dependents and owners once their CRD is established --
     def _crd_changed(self, crd: Any) -> None:
@@ -185,9 +209,9 @@ class GarbageCollector:
         add_index(informer, OWNER_UID_INDEX, _owner_uids)
         add_index(informer, UID_INDEX, _uid)
         informer.add_event_handler(
-            on_add=lambda obj, r=resource: self._dependent_changed(r, obj),
-            on_update=lambda old, new, r=resource: (self._dependent_changed(r, new, old), self._owner_updated(old, new)),
-            on_delete=self._owner_deleted,
+            on_add=lambda obj, r=resource: (self._dependent_changed(r, obj), self._owner_changed(r, obj)),
+            on_update=lambda old, new, r=resource: (self._dependent_changed(r, new, old), self._owner_updated(old, new, r)),
+            on_delete=lambda obj: (self._dependent_deleted(obj), self._owner_deleted(obj)),
         )
         if self._nursery is not None:
             self._informers.start(self._nursery)
@@ -220,6 +244,8 @@ class GarbageCollector:
         self.queue.add((resource, meta.namespace, meta.name, meta.uid))
 
     def _dependent_changed(self, resource: str, obj: Any, old: Any = None) -> None:
+        if old is not None and old.metadata.owner_references:
+            self._wake_deleting_owners(old)  # a reference gone, or the dependent being deleted
         if not self._scanned or not obj.metadata.owner_references:
             return  # before the first scan (see run) or not a dependent
         if old is not None and old.metadata.owner_references == obj.metadata.owner_references and old.metadata.uid == obj.metadata.uid:
@@ -227,9 +253,31 @@ class GarbageCollector:
         if not all(self._owner_known(reference) for reference in obj.metadata.owner_references):
             self._enqueue(resource, obj)
 
-    def _owner_updated(self, old: Any, new: Any) -> None:
+    def _owner_updated(self, old: Any, new: Any, resource: str = "") -> None:
         if old.metadata.uid != new.metadata.uid:  # replaced while the watch was down
             self._owner_deleted(old)
+        if resource:
+            self._owner_changed(resource, new)
+
+    def _owner_changed(self, resource: str, obj: Any) -> None:
+        """An owner being deleted with the orphan or foregroundDeletion finalizer."""
+        meta = obj.metadata
+        if meta.deletion_timestamp is not None and (ORPHAN_FINALIZER in meta.finalizers or FOREGROUND_FINALIZER in meta.finalizers):
+            self.queue.add(("owner", resource, meta.namespace, meta.name, meta.uid))
+
+    def _dependent_deleted(self, obj: Any) -> None:
+        dependent = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        if dependent is not None:
+            self._wake_deleting_owners(dependent)
+
+    def _wake_deleting_owners(self, dependent: Any) -> None:
+        """A dependent went away or changed: its owners waiting in the foreground look again."""
+        for reference in dependent.metadata.owner_references:
+            resource = self._owner_resource(reference)
+            if resource is None or resource not in self.owners:
+                continue
+            for owner in self.owners[resource].indexer.by_index(UID_INDEX, reference.uid):
+                self._owner_changed(resource, owner)
 
     def _owner_deleted(self, obj: Any) -> None:
         owner = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
@@ -256,8 +304,11 @@ class GarbageCollector:
                 nursery.start_soon(work_loop, self.queue, self.sync)
 
     # -- the decision -----------------------------------------------------------------------
-    async def sync(self, item: tuple[str, str, str, str]) -> None:
-        """``attemptToDeleteItem`` for one dependent."""
+    async def sync(self, item: tuple[str, ...]) -> None:
+        """``attemptToDeleteItem`` for one dependent, or an owner's orphan / foreground step."""
+        if item[0] == "owner":
+            await self._sync_owner(item[1], item[2], item[3], item[4])
+            return
         resource, namespace, name, uid = item
         try:
             latest = await self.client.get(resource, namespace, name)
@@ -277,6 +328,88 @@ class GarbageCollector:
                 await self._remove_references(resource, latest, solid, dangling)
             return
         await self._delete(resource, latest, references)
+
+    # -- owners deleted with the orphan or foreground policy ------------------------------
+    async def _sync_owner(self, resource: str, namespace: str, name: str, uid: str) -> None:
+        try:
+            owner = await self.client.get(resource, namespace, name)
+        except ApiError as error:
+            if error.code == 404:
+                return
+            raise
+        meta = owner.metadata
+        if meta.uid != uid or meta.deletion_timestamp is None:
+            return
+        if ORPHAN_FINALIZER in meta.finalizers:
+            await self._orphan_dependents(resource, owner)
+        elif FOREGROUND_FINALIZER in meta.finalizers:
+            await self._delete_dependents(resource, owner)
+
+    async def _dependents_of(self, owner: Any) -> list[tuple[str, Any]]:
+        """Every object of :data:`DEPENDENT_RESOURCES` referencing ``owner``, by a live list
+        of the owner's namespace (dependents live in their owner's namespace)."""
+        found = []
+        for resource in sorted(self.dependents):  # the built-in dependents and every custom resource
+            listed = await self.client.list(resource, owner.metadata.namespace)
+            found += [(resource, obj) for obj in listed.items if any(reference.uid == owner.metadata.uid for reference in obj.metadata.owner_references)]
+        return found
+
+    async def _orphan_dependents(self, resource: str, owner: Any) -> None:
+        """``orphanDependents`` then ``removeFinalizer(orphan)``."""
+        for dependent_resource, dependent in await self._dependents_of(owner):
+            remaining = [reference for reference in dependent.metadata.owner_references if reference.uid != owner.metadata.uid]
+            try:
+                await self.client.patch(dependent_resource, dependent.metadata.namespace, dependent.metadata.name, owner_references_patch(dependent, remaining))
+            except ApiError as error:
+                if error.code == 404:
+                    continue
+                raise
+            self.process.world.record(
+                "gc-orphan", resource=dependent_resource, namespace=dependent.metadata.namespace, name=dependent.metadata.name,
+                uid=dependent.metadata.uid, owner=owner.metadata.uid, controller=self.name,
+            )
+        await self._remove_finalizer(resource, owner, ORPHAN_FINALIZER)
+
+    async def _delete_dependents(self, resource: str, owner: Any) -> None:
+        """``processDeletingDependentsItem`` with the deletion of the dependents that
+        ``attemptToDeleteItem`` does for an owner waiting for them."""
+        blocking = 0
+        for dependent_resource, dependent in await self._dependents_of(owner):
+            reference = next(reference for reference in dependent.metadata.owner_references if reference.uid == owner.metadata.uid)
+            if reference.block_owner_deletion:
+                blocking += 1
+            if dependent.metadata.deletion_timestamp is not None:
+                continue
+            policy = "Foreground" if dependent_resource in self.owners else "Background"
+            options = DeleteOptions(preconditions_uid=dependent.metadata.uid, propagation_policy=policy)
+            try:
+                await self.client.delete(dependent_resource, dependent.metadata.namespace, dependent.metadata.name, options=options)
+            except ApiError as error:
+                if error.code in (404, 409):
+                    continue
+                raise
+            self.process.world.record(
+                "gc-delete", resource=dependent_resource, namespace=dependent.metadata.namespace, name=dependent.metadata.name,
+                uid=dependent.metadata.uid, owners=[reference.uid for reference in dependent.metadata.owner_references],
+                controller=self.name, policy=policy,
+            )
+        if blocking:
+            raise ControllerError(f"{resource} {owner.metadata.namespace}/{owner.metadata.name}: waiting for {blocking} blocking dependent(s) to go")
+        await self._remove_finalizer(resource, owner, FOREGROUND_FINALIZER)
+
+    async def _remove_finalizer(self, resource: str, owner: Any, finalizer: str) -> None:
+        """``removeFinalizer``: a merge patch of ``metadata.finalizers`` guarded by the
+        owner's resourceVersion (a conflict requeues it)."""
+        meta = owner.metadata
+        remaining = [name for name in meta.finalizers if name != finalizer]
+        patch = {"metadata": {"finalizers": remaining or None, "resourceVersion": meta.resource_version, "uid": meta.uid}}
+        try:
+            await self.client.patch(resource, meta.namespace, meta.name, patch)
+        except ApiError as error:
+            if error.code == 404:
+                return
+            raise
+        self.process.world.record("gc-finalizer", resource=resource, namespace=meta.namespace, name=meta.name, uid=meta.uid, finalizer=finalizer, controller=self.name)
 
     async def _is_dangling(self, reference: OwnerReference, namespace: str) -> bool:
         """``isDangling``: a live GET of the owner (namespaced owners live in the

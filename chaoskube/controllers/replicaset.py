@@ -38,7 +38,9 @@ Guarantees, as upstream's:
   the ``ReplicaFailure`` condition).
 
 Journal (sparse): ``{"type": "replicaset-pods", "replicaset", "action": "create" |
-"delete", "want", "done"}`` once per ``manageReplicas`` decision.
+"delete", "want", "done"}`` once per ``manageReplicas`` decision; a delete also names the
+``pods`` it chose (``namespace/name``), so the workload-invariants checker can tell the
+controller's own deletions from evictions and faults.
 
 Non-guarantees and simplifications: no events (``record.EventRecorder``) and no metrics;
 ``status.terminatingReplicas`` (alpha feature gate) is not computed; adoption and release
@@ -902,7 +904,7 @@ class ReplicaSetController:
             async with trio.open_nursery() as nursery:
                 for pod in doomed:
                     nursery.start_soon(delete, pod)
-            self._record(key, "delete", wanted, wanted - len(errors))
+            self._record(key, "delete", wanted, wanted - len(errors), pods=[pod_key(pod) for pod in doomed])
             if errors:
                 raise errors[0]
 
@@ -938,8 +940,8 @@ class ReplicaSetController:
             current = await self.client.get(self.RESOURCE, rs.metadata.namespace, rs.metadata.name)
         raise AssertionError("unreachable")
 
-    def _record(self, key: str, action: str, want: int, done: int) -> None:
-        self.process.world.record("replicaset-pods", replicaset=key, action=action, want=want, done=done, controller=self.name)
+    def _record(self, key: str, action: str, want: int, done: int, **fields: object) -> None:
+        self.process.world.record("replicaset-pods", replicaset=key, action=action, want=want, done=done, controller=self.name, **fields)
 
 
 class ReplicationControllerManager(ReplicaSetController):

@@ -26,7 +26,8 @@ round at a time confirms the commit index for every read that was waiting when i
 and the reads that arrive during a round wait for the next one, which starts as soon as
 it ends. A round without an answer is re-sent every 500 ms (``readIndexRetryTime``) and
 fails its reads after the request timeout; a leader change fails the round's reads
-(``ErrLeaderChanged``).
+(``ErrLeaderChanged``). A keep-alive on the leader waits on the same notifier before it
+renews (``ensureLeadership``); when the round fails, it is answered NotPrimary.
 
 Client requests (:class:`ClientRequest`) carry a unique id. Writes are proposed as
 :class:`Proposal` (a follower forwards them to the leader inside Raft, as etcd does) and
@@ -88,6 +89,9 @@ ERROR_NO_LEADER = "etcdserver: no leader"
 ERROR_TIMEOUT = "etcdserver: request timed out"
 ERROR_LEADER_CHANGED = "etcdserver: leader changed"
 LEASE_CHECK_INTERVAL_S = 0.5
+#: etcd's ``monitorLeader`` cancels ``WithRequireLeader`` streams of a member that has had
+#: no leader for this many election timeouts (``maxNoLeaderCnt = 3``).
+REQUIRE_LEADER_ELECTIONS = 3
 #: ``readIndexRetryTime``: a ReadIndex round with no answer is sent again after this.
 READ_INDEX_RETRY_S = 0.5
 
@@ -169,6 +173,11 @@ class WatchCreate:
     key: str
     range_end: str | None
     start_revision: int
+    #: clientv3's ``WithRequireLeader``: the stream is only "alive" while this member has a
+    #: leader (see :data:`REQUIRE_LEADER_ELECTIONS`). kube-apiserver opens its watches so
+    #: (``apiserver/pkg/storage/etcd3/watcher.go``), so a cache fed by a member cut off from
+    #: the quorum does not go stale for ever.
+    require_leader: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,10 +201,20 @@ class WatchEvents:
     kind: str = "watch-events"
 
 
+@dataclass(frozen=True, slots=True)
+class _Renewal:
+    """A keep-alive waiting for its leader's leadership check (a ReadIndex round)."""
+
+    message: Any
+    keep_alive: KeepAlive
+    term: int
+
+
 @dataclass
 class _Stream:
     client: str
     sequence: int = 0
+    require_leader: bool = False
 
 
 class EtcdMember:
@@ -239,7 +258,9 @@ class EtcdMember:
         self._pending: Ready | None = None  # a Ready waiting for its fsync
         self._proposals: dict[str, Any] = {}  # proposal id -> the client's request message
         # linearizableReadLoop: reads waiting for the next round (the current "notifier"),
-        # the round in flight (its context and reads), rounds confirmed but not yet applied
+        # the round in flight (its context and reads), rounds confirmed but not yet applied.
+        # A read is a client's range request message, or a keep-alive's leadership check
+        # (a _Renewal: ensureLeadership waits on the same notifier).
         self._reads_waiting: list[Any] = []
         self._read_round: tuple[str, list[Any]] | None = None
         self._read_index_waiting: list[tuple[int, str, list[Any]]] = []  # (read index, context, reads)
@@ -255,6 +276,7 @@ class EtcdMember:
         self._role = Role.FOLLOWER
         self._term = hard_state.term
         self._lead = 0
+        self._leaderless_since: float | None = process.now()  # no leader known yet
         self._revoking: dict[int, float] = {}  # lease id -> when its revocation was proposed
         if snapshot is not None:
             self.world.record("etcd-snapshot", member=self.name, event="restore", index=snapshot.index, revision=self.store.revision)
@@ -371,7 +393,10 @@ class EtcdMember:
                     still.append((index, context, reads))
                     continue
                 for message in reads:  # unblock every read of the round
-                    self._reply_range(message, message.body.request)
+                    if isinstance(message, _Renewal):
+                        self._finish_renewal(message)
+                    else:
+                        self._reply_range(message, message.body.request)
             self._read_index_waiting = still
         if self._reads_waiting and self._read_round is None:
             self.process.call_later(0.0, self._next_read_round)
@@ -391,6 +416,10 @@ class EtcdMember:
             fields["last_index"] = empty.index if empty is not None else None
             fields["last_term"] = raft.log.last_term()
         self.world.record("raft-role", **fields)
+        if lead and self._leaderless_since is not None:
+            self._leaderless_since = None
+        elif not lead and self._leaderless_since is None:
+            self._leaderless_since = self.process.now()
         self.process.log.info("{} in term {} (leader: {})", role.name.lower(), term, fields["lead"] or "none")
         if was_leader and role is not Role.LEADER:
             self.store.lessor.demote()
@@ -408,7 +437,7 @@ class EtcdMember:
         self._read_round = None
         self._read_index_waiting = []
         for message in failed:
-            self._reply(message, ClientReply(ok=False, error=ERROR_LEADER_CHANGED, member=self.name))
+            self._fail_read(message, ERROR_LEADER_CHANGED)
 
     def _restore(self, snapshot: Snapshot) -> None:
         self.store = Store.restore(snapshot.data)
@@ -483,7 +512,7 @@ class EtcdMember:
                 self._start_read(message)
             return
         if isinstance(inner, KeepAlive):
-            self._reply(message, self._keep_alive(inner))
+            self._start_renewal(message, inner)
             return
         self._propose(message, request.id, inner)
 
@@ -513,7 +542,7 @@ class EtcdMember:
         reads, self._reads_waiting = self._reads_waiting, []
         if self.raft.lead == 0:
             for message in reads:
-                self._reply(message, ClientReply(ok=False, error=ERROR_NO_LEADER, member=self.name))
+                self._fail_read(message, ERROR_NO_LEADER)
             return
         self._read_counter += 1
         self.read_rounds += 1
@@ -522,7 +551,7 @@ class EtcdMember:
         if not self.raft.read_index(context):
             self._read_round = None
             for message in reads:
-                self._reply(message, ClientReply(ok=False, error=ERROR_NO_LEADER, member=self.name))
+                self._fail_read(message, ERROR_NO_LEADER)
             return
         self.drain()
         self.process.call_later(READ_INDEX_RETRY_S, self._retry_read_round, (context, self.process.now()))
@@ -537,7 +566,7 @@ class EtcdMember:
         if self.process.now() - started >= self.config.request_timeout_s:
             self._read_round = None
             for message in round_[1]:  # a read has no effect: its timeout is not ambiguous
-                self._reply(message, ClientReply(ok=False, error=ERROR_TIMEOUT, member=self.name))
+                self._fail_read(message, ERROR_TIMEOUT)
             if self._reads_waiting:
                 self._next_read_round()
             return
@@ -572,6 +601,36 @@ class EtcdMember:
     def _new_lease_id(self) -> int:
         # etcd draws lease ids from the member id and a clock; ours come from the seeded tree
         return self.process.random("lease-ids").randrange(1, 2**62)
+
+    def _start_renewal(self, message: Any, keep_alive: KeepAlive) -> None:
+        """A keep-alive. A follower answers NotPrimary (etcd's follower forwards it to the
+        leader; here the client tries the next member). The leader first makes sure it
+        still leads and only then renews: ``ensureLeadership`` in ``LeaseRenew``
+        (``server/etcdserver/v3_server.go``, added after etcd-io/etcd#15247) waits on the
+        linearizable read notifier -- the next ReadIndex round, a quorum's heartbeat
+        acknowledgements -- and checks it is still the leader, so a leader cut off from the
+        quorum that has not noticed yet cannot extend a lease the new leader will expire.
+        Any failure of that check (no leader, leader changed, timeout) is ErrNotPrimary."""
+        if not self.store.lessor.is_primary or self.raft.role is not Role.LEADER:
+            self._reply(message, self._keep_alive(keep_alive))
+            return
+        self._reads_waiting.append(_Renewal(message, keep_alive, self.raft.term))
+        if self._read_round is None:
+            self._next_read_round()
+
+    def _finish_renewal(self, renewal: _Renewal) -> None:
+        if self.raft.role is not Role.LEADER or self.raft.term != renewal.term:
+            self._reply(renewal.message, ClientReply(ok=False, error=str(NotPrimaryError()), member=self.name))
+            return
+        self._reply(renewal.message, self._keep_alive(renewal.keep_alive))
+
+    def _fail_read(self, read: Any, error: str) -> None:
+        """A read of a failed round: the client's read gets ``error``; a keep-alive whose
+        leadership check failed, NotPrimary (nothing was renewed)."""
+        if isinstance(read, _Renewal):
+            self._reply(read.message, ClientReply(ok=False, error=str(NotPrimaryError()), member=self.name))
+        else:
+            self._reply(read, ClientReply(ok=False, error=error, member=self.name))
 
     def _keep_alive(self, keep_alive: KeepAlive) -> ClientReply:
         try:
@@ -620,11 +679,21 @@ class EtcdMember:
             if isinstance(body, WatchCreate):
                 self._create_watch(message, body)
             elif isinstance(body, WatchProgress):
-                alive = body.watch_id in self._streams
+                stream = self._streams.get(body.watch_id)
+                alive = stream is not None and not (stream.require_leader and self._lost_leader())
                 self.process.reply(message, {"alive": alive, "revision": self.store.revision})
             elif isinstance(body, WatchCancel):
                 self._end_stream(body.watch_id)
                 self.process.reply(message, {"cancelled": True})
+
+    def _lost_leader(self) -> bool:
+        """No leader for :data:`REQUIRE_LEADER_ELECTIONS` election timeouts: etcd's
+        ``monitorLeader`` (``server/etcdserver/api/v3rpc/interceptor.go``) then cancels the
+        streams opened with ``WithRequireLeader`` ("no leader")."""
+        since = self._leaderless_since
+        if since is None:
+            return False
+        return self.process.now() - since >= REQUIRE_LEADER_ELECTIONS * self.config.election_ms / 1000.0
 
     def _create_watch(self, message: Any, create: WatchCreate) -> None:
         if create.watch_id in self._streams:
@@ -634,7 +703,7 @@ class EtcdMember:
         except CompactedError as error:
             self.process.reply(message, {"created": False, "error": str(error), "compact_revision": self.store.compact_revision})
             return
-        self._streams[create.watch_id] = _Stream(message.src)
+        self._streams[create.watch_id] = _Stream(message.src, require_leader=create.require_leader)
         self.process.reply(message, {"created": True, "revision": self.store.revision})
         if catch_up:
             self._push(create.watch_id, catch_up)

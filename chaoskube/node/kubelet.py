@@ -86,7 +86,9 @@ its own Node, Lease and pods). What it does, after ``pkg/kubelet``:
 Journal (sparse): ``kubelet`` (event start / stop / registered / adopted / orphan), ``pod-phase``
 (pod, node, phase) when a reported phase changes, ``container-start`` (pod, node,
 container, restart_count, container_id), ``container-exit`` (exit_code, reason, cause) once
-per instance, ``container-kill`` (cause liveness / startup, after_s), ``probe``
+per instance, ``container-term`` (pod, uid, node, container, grace_s, exit_after_s,
+exit_code: 137 when it is to be SIGKILLed at the end of the grace) when termination sends a
+running container SIGTERM, ``container-kill`` (cause liveness / startup, after_s), ``probe``
 (container, probe, result) when a running container's probe result changes,
 ``pod-deleted`` when the kubelet removes a terminated pod, ``drain`` per drain step.
 
@@ -752,9 +754,12 @@ class PodWorker:
         if terminated.container_id in self._exits_seen:
             return
         self._exits_seen.add(terminated.container_id)
+        # exited_ago_s: how long before this record the container exited (on the node's own
+        # clock, so an offset clock does not shift it): the checkers' time of the exit.
         self.kubelet.world.record(
             "container-exit", pod=self.key, node=self.kubelet.spec.name, container=name,
             exit_code=terminated.exit_code, reason=terminated.reason, cause=terminated.cause,
+            exited_ago_s=round(max(0.0, self.process.now() - terminated.finished_at), 6),
         )
 
     # -- probes -------------------------------------------------------------------------
@@ -891,6 +896,11 @@ class PodWorker:
                 stopped = runtime.stop_container(self.uid, record.name, after_s=after_s, exit_code=code, cause="deletion")
                 if stopped is not None and stopped.exit_at is not None:
                     latest = max(latest, stopped.exit_at)
+                    if stopped.exit_at != record.exit_at:  # SIGTERM sent now (not again)
+                        self.kubelet.world.record(
+                            "container-term", pod=self.key, uid=self.uid, node=self.kubelet.spec.name, container=record.name,
+                            grace_s=grace, exit_after_s=round(stopped.exit_at - now, 9), exit_code=stopped.exit_code,
+                        )
             if latest > now:
                 if pod is not None and not self.removed:
                     await self._report(self._status(now))

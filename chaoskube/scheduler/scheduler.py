@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import trio
 
 from chaoskube.api.objects import LabelSelector, Pod, PodCondition, deep_copy
@@ -371,8 +372,13 @@ class Scheduler:
         PostFilterMsg; returns the nomination to record (None: keep the pod's)."""
         if not self.framework.post_filter:
             return None
+        potential = fit_error.diagnosis.node_to_status.nodes_for_code(self._snapshot, Code.UNSCHEDULABLE) if self._snapshot is not None else []
+        recorded = _preemption_snapshot(pinfo.pod, potential, self.framework.handle, self.queue) if potential else None
         result, status = self.framework.run_post_filter_plugins(state, pinfo.pod, fit_error.diagnosis.node_to_status)
         nominating = result.nominating if result is not None else None
+        if recorded is not None:
+            chosen = {"node": result.nominating.node_name, "victims": sorted(pod_key(victim) for victim in result.victims)} if result is not None and result.victims and status.is_success() else None
+            self.process.world.record("preemption-decision", scheduler=self.process.name, **recorded, chosen=chosen)
         if result is not None and result.victims and status.is_success():
             self._counters["preemptions"] += 1
             node = result.nominating.node_name
@@ -494,3 +500,32 @@ class Scheduler:
     # -- inspection ------------------------------------------------------------------------------
     def statistics(self) -> dict[str, Any]:
         return {**self._counters, "queue": self.queue.statistics(), "nodes": self.cache.node_count(), "pods": self.cache.pod_count()}
+
+
+def _preemption_snapshot(pod: Pod, potential: list[Any], handle: Any, queue: Any) -> dict[str, Any]:
+    """What DefaultPreemption decides from, for the ``preemption-decision`` journal event
+    (issue 19): the preemptor, every node whose filters failed only on what preemption can
+    free, with its allocatable and its pods (priority, start, containers' requests, labels),
+    the pods nominated to it, and the PodDisruptionBudgets -- enough for the ``scheduling``
+    checker to recompute upstream's victim choice independently."""
+
+    def pod_record(candidate: Pod) -> dict[str, Any]:
+        return {
+            "key": pod_key(candidate), "namespace": candidate.metadata.namespace, "priority": pod_priority(candidate),
+            "start": candidate.status.start_time or "", "labels": dict(candidate.metadata.labels),
+            "requests": [{name: str(value) for name, value in {**c.resources.limits, **c.resources.requests}.items()} for c in candidate.spec.containers],
+        }
+
+    nodes = []
+    for info in potential:
+        node = info.node
+        allocatable = dict(node.status.allocatable) if node is not None else {}
+        nominated = [pod_record(other) for other in queue.nominated_pods_for_node(info.name) if pod_key(other) != pod_key(pod)]
+        nodes.append({"name": info.name, "allocatable": allocatable, "pods": [pod_record(entry.pod) for entry in info.pods], "nominated": nominated})
+    pdbs = [
+        {"namespace": pdb.metadata.namespace, "selector": msgspec.to_builtins(pdb.spec.selector) if pdb.spec.selector is not None else None,
+         "disruptions_allowed": pdb.status.disruptions_allowed, "disrupted_pods": sorted(pdb.status.disrupted_pods)}
+        for pdb in handle.pod_disruption_budgets()
+    ]
+    return {"preemptor": pod_record(pod), "nodes": nodes, "pdbs": pdbs}
+

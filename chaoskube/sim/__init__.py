@@ -9,7 +9,7 @@ from chaoskube.sim.network import LinkProfile, Network
 from chaoskube.sim.outcomes import Failed, Ok, Outcome, Unknown
 from chaoskube.sim.process import Inbox, Main, Process, State
 from chaoskube.sim.randomness import MAX_SEED, RandomTree, derive_seed, seed_error
-from chaoskube.sim.world import SimulationStuck, World
+from chaoskube.sim.world import Livelock, SimulationStuck, Watchdog, World
 
 __all__ = [
     "ANY",
@@ -18,6 +18,7 @@ __all__ = [
     "Inbox",
     "Journal",
     "LinkProfile",
+    "Livelock",
     "MAX_SEED",
     "Main",
     "Message",
@@ -29,6 +30,7 @@ __all__ = [
     "SimulationStuck",
     "State",
     "Unknown",
+    "Watchdog",
     "World",
     "derive_seed",
     "journal_sha256",

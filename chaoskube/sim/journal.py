@@ -45,14 +45,17 @@ class Journal:
         self._retain_network = retain_network
         self.events: list[dict[str, Any]] = []
         self.count = 0
+        self.bytes = 0  # bytes written so far (the World's livelock watchdog bounds it)
         self.closed = False
 
     def write(self, event: dict[str, Any]) -> None:
         assert not self.closed, "journal is closed"
         # Lines are hashed in batches (the digest of the concatenation is the same): one
         # ``update`` per batch instead of one per event.
-        self._buffer.append(orjson.dumps(event, option=_OPTIONS))
+        line = orjson.dumps(event, option=_OPTIONS)
+        self._buffer.append(line)
         self.count += 1
+        self.bytes += len(line)
         if self._retain_network or event["type"] not in NETWORK_EVENTS:
             self.events.append(event)
         if len(self._buffer) >= self._flush_every:

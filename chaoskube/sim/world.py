@@ -16,6 +16,23 @@ A run: ``World(seed).run(main)`` makes Trio deterministic for this seed (see
 ``main`` returns, every process is cancelled and the journal is closed. If every task is
 blocked and nothing is scheduled, the run is stuck: :class:`SimulationStuck` says when.
 
+The livelock watchdog (:class:`Watchdog`): a run whose components keep each other busy
+without letting virtual time move (two members bouncing zero-delay messages, a work queue
+requeueing at once) would never end, and its journal would grow without bound. The World
+counts the *events* since virtual time last moved on by :data:`PROGRESS_QUANTUM_S` (1 ms)
+-- the callbacks it runs from its heap (every wake-up, delivery and timer of every
+process goes through it) -- and ends the run with :class:`Livelock` when virtual time has
+not advanced through ``max_events_per_instant`` of them (default 1,000,000; a busy
+50-node run has a few thousand events in its busiest millisecond), when the journal passes ``max_journal_bytes`` (default 1 GiB:
+a livelock in which time does advance, such as a hot loop of requests), or when the run
+has taken ``max_wall_s`` seconds of wall-clock time (off by default; ``chaoskube
+run|explore --max-wall``: the one place the wall clock is read, so only *whether* a run
+ends early can depend on the machine; it is read every 4096 events of an instant and
+on every journal write). A ``livelock`` event is journaled first: where it stuck
+(virtual time, the callbacks and journal events that kept it busy); the journal so far
+is kept. Not caught: a task that never blocks (spinning on Trio checkpoints, or not
+awaiting at all) -- no component waits that way; counting Trio's scheduler passes to
+catch it cost 5-25 % of the runtime's speed (bench/runtime.py).
 Two seeds, one run. An experiment boots its cluster with a *boot seed* and runs the rest
 with a *run seed* (docs/campaigns.md): ``World(boot_seed)``, then, once booted,
 ``await world.wait_quiescent(switch)`` where ``switch`` calls :meth:`World.reseed`. A
@@ -29,7 +46,10 @@ from __future__ import annotations
 
 import gc
 import math
+import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from heapq import heappop, heappush
 from pathlib import Path
 from typing import Any, TypeVar
@@ -59,6 +79,36 @@ class SimulationStuck(RuntimeError):
     """Every task is blocked and nothing is scheduled: the run can never make progress."""
 
 
+class Livelock(RuntimeError):
+    """The watchdog ended the run (module docstring): ``reason`` says which bound, ``where``
+    what kept it busy."""
+
+    def __init__(self, reason: str, where: dict[str, Any]) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.where = where
+
+
+@dataclass(frozen=True)
+class Watchdog:
+    """The livelock watchdog's bounds (module docstring); None switches one off."""
+
+    max_events_per_instant: int | None = 1_000_000
+    max_journal_bytes: int | None = 1 << 30
+    max_wall_s: float | None = None
+
+
+#: Virtual time "advances" for the watchdog when it has moved by at least this much since
+#: the count began: a million events spread over less than a millisecond count as one
+#: instant. (A loop that moves time by a microsecond a turn does progress: it reaches the
+#: end of its experiment's phases; only the journal and wall-clock bounds apply to it.)
+PROGRESS_QUANTUM_S = 0.001
+#: Events between two readings of the wall clock (when ``max_wall_s`` is set).
+_WALL_EVERY = 4096
+#: How many of the last events before a bound are sampled to say what kept the run busy.
+_SAMPLE = 20_000
+
+
 class World:
     def __init__(
         self,
@@ -66,6 +116,7 @@ class World:
         *,
         journal: str | Path | Journal | None = None,
         link: LinkProfile | None = None,
+        watchdog: Watchdog | None = None,
     ) -> None:
         if not isinstance(seed, int) or isinstance(seed, bool):
             raise TypeError(f"seed must be an int, not {seed!r}")
@@ -94,6 +145,16 @@ class World:
         self.instants = 0  # distinct virtual instants the world moved to
         self.network = Network(self, link)
         self.finished = False
+        self.watchdog = watchdog if watchdog is not None else Watchdog()
+        self.livelock: Livelock | None = None
+        self._instant_events = 0  # callbacks run since virtual time last moved on
+        self._instant_start = 0.0  # when it last moved on (by PROGRESS_QUANTUM_S or more)
+        limit = self.watchdog.max_events_per_instant
+        # the count of this instant's events at which _check_watchdog looks next
+        self._first_check = min(_WALL_EVERY if self.watchdog.max_wall_s is not None else math.inf, max(0, limit - _SAMPLE) if limit is not None else math.inf)
+        self._next_check = self._first_check
+        self._sample: Counter[str] | None = None
+        self._wall_started = 0.0
         self.pacer: WallPacer | None = None  # set by go_live (chaoskube/sim/live.py)
 
     def _stamp(self, record: Any) -> None:
@@ -225,16 +286,73 @@ class World:
                     self.clock.jump(max(0.0, next_time - self.clock.current_time()))
                     self.now = next_time
                     self.instants += 1
+                    if next_time - self._instant_start >= PROGRESS_QUANTUM_S:  # time moved on
+                        self._instant_start = next_time
+                        self._instant_events = 0
+                        self._sample = None
+                        self._next_check = self._first_check
                 while heap and heap[0][0] <= next_time:
                     _, _, callback, argument = heappop(heap)
                     callback(argument)
                     self.events_run += 1
+                    self._instant_events += 1
+                    if self._instant_events >= self._next_check:
+                        self._check_watchdog(callback)
+                        if self.livelock is not None:
+                            return
                 if runnable() or not heap:
                     return
         except Exception as error:  # noqa: BLE001 - a bug in a callback or message handler
             # Raising here would crash Trio's run loop; fail the run through the watchdog.
             trio.lowlevel.reschedule(self._watchdog, outcome.Error(error))
 
+    # -- the livelock watchdog ------------------------------------------------------------
+    def _check_watchdog(self, callback: Any) -> None:
+        """Called from ``_advance`` when the events of this instant reach ``_next_check``:
+        sample what keeps the run busy near the bound, trip it at the bound, read the wall
+        clock every :data:`_WALL_EVERY` events (module docstring, "livelock watchdog")."""
+        watchdog, count = self.watchdog, self._instant_events
+        limit = watchdog.max_events_per_instant
+        next_check = count + _WALL_EVERY
+        if limit is not None:
+            if count >= limit:
+                self._trip(f"virtual time stood still at t={self.now:.6f} s (less than {PROGRESS_QUANTUM_S * 1000:g} ms of progress since t={self._instant_start:.6f}) through {count:,} events (bound {limit:,})")
+                return
+            if count >= limit - _SAMPLE:
+                if self._sample is None:
+                    self._sample = Counter()
+                self._sample[getattr(callback, "__qualname__", type(callback).__name__)] += 1
+                next_check = count + 1
+            else:
+                next_check = min(next_check, limit - _SAMPLE)
+        self._next_check = next_check
+        if watchdog.max_wall_s is not None and count % _WALL_EVERY == 0:
+            self._check_wall()
+
+    def _check_wall(self) -> None:
+        elapsed = time.perf_counter() - self._wall_started
+        if self.watchdog.max_wall_s is not None and elapsed > self.watchdog.max_wall_s:
+            self._trip(f"the run took more than {self.watchdog.max_wall_s:g} s of wall-clock time (at t={self.now:.6f} s of virtual time)")
+
+    def _trip(self, reason: str) -> None:
+        """End the run with :class:`Livelock`: journal where it stuck, wake the watchdog
+        task with the error (the nursery then cancels everything)."""
+        if self.livelock is not None or self._watchdog is None:
+            return
+        recent = [event for event in self.journal.events[-200:]]
+        types = Counter(event["type"] for event in recent)
+        where = {
+            "t": round(self.now, 9),
+            "events_at_this_instant": self._instant_events,
+            "journal_bytes": self.journal.bytes,
+            "busiest_callbacks": [[name, count] for name, count in (self._sample or Counter()).most_common(8)],
+            "recent_event_types": [[name, count] for name, count in types.most_common(8)],
+            "last_events": [{key: value for key, value in event.items() if key in ("t", "type", "event", "process", "name", "client", "verb", "resource")} for event in recent[-10:]],
+        }
+        self.livelock = Livelock(reason, where)
+        self.record("livelock", reason=reason, **where)
+        self.journal.flush()
+        trio.lowlevel.reschedule(self._watchdog, outcome.Error(self.livelock))
     async def wait_quiescent(self, callback: Callable[[], None]) -> None:
         """Block until the world is quiescent — every task blocked, every event due at
         this virtual time run, time about to move — call ``callback()`` there (from the
@@ -258,6 +376,11 @@ class World:
         make_trio_deterministic(derive_seed(seed, "run/trio-scheduler"))
         self.seed = seed
         self.record("world", event="reseed", seed=seed)
+
+    def restart_wall_clock(self) -> None:
+        """Count the watchdog's ``max_wall_s`` from now (a run forked from a shared boot
+        is charged its own wall-clock time only). Changes nothing in the journal."""
+        self._wall_started = time.perf_counter()
 
     async def _watch(self) -> None:
         """Parked for the whole run; woken with an error when the run is stuck."""
@@ -299,7 +422,13 @@ class World:
             self._stamped_t = round(now, 9)
         fields["t"] = self._stamped_t
         fields["type"] = type
-        self.journal.write(fields)
+        journal = self.journal
+        journal.write(fields)
+        watchdog = self.watchdog
+        if watchdog.max_journal_bytes is not None and journal.bytes > watchdog.max_journal_bytes and self.livelock is None:
+            self._trip(f"the journal passed {watchdog.max_journal_bytes:,} bytes at t={self.now:.6f} s")
+        elif watchdog.max_wall_s is not None and journal.count % _WALL_EVERY == 0 and self.livelock is None:
+            self._check_wall()
 
     # -- running ------------------------------------------------------------------------
     def run(self, main: Callable[[World], Awaitable[T]]) -> T:
@@ -349,6 +478,7 @@ class World:
             self._runnable = runnable_tasks()
             drive_virtual_time(self.clock, self._advance)
             nursery.start_soon(self._watch, name="chaoskube-watchdog")
+            self._wall_started = time.perf_counter()
             result = await main(self)
             self.record("world", event="stop", events=self.events_run)
             nursery.cancel_scope.cancel()

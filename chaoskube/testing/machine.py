@@ -19,10 +19,14 @@ randomness are explored and shrink with the steps. Then it draws rules:
   by ``heal_all`` or teardown). The machine's :class:`~chaoskube.faults.schedule.FaultInjector`
   plans, applies, journals and heals them, as in a catalogue experiment; ``restart`` is
   a kill healed at once. :data:`EXCLUDED_KINDS` lists the kinds left out, and why;
-- ``heal_all`` and ``wait(seconds)``.
+- ``heal_all`` and ``wait(seconds)``;
+- adversarial tenants (issue 19, :mod:`chaoskube.tenants`): ``start_tenants`` creates their
+  policy objects; ``tenant_attempt(tenant, action)`` makes one attempt of one tenant
+  (forbidden or allowed); ``tenant_revoke`` / ``tenant_restore`` delete and re-create the
+  ServiceAccount, the RoleBinding and the namespace of their lifecycle.
 
 After every step the safety checkers run on the journal so far (Raft safety, leader
-election, PDB-aware eviction, scheduling). Teardown heals everything and requires
+election, PDB-aware eviction, scheduling, and ``authorization`` once tenants exist). Teardown heals everything and requires
 convergence within ``convergence_deadline_s`` (:func:`~chaoskube.checkers.check_convergence`):
 the safety phase, then the liveness phase, as TigerBeetle's VOPR runs.
 
@@ -192,7 +196,7 @@ ANY_ROLE_SELECTORS = (
     "random:node", "random:kube-apiserver", "role:kube-apiserver", "role:etcd", "role:node",
 )
 #: Processes no fault targets: the machine's own client and the one-shot bootstrap.
-UNTARGETED_ROLES = frozenset({"client", "bootstrap"})
+UNTARGETED_ROLES = frozenset({"client", "bootstrap", "tenant"})
 CLIENT_PROCESS = "chaoskube-hypothesis"
 NAMESPACE = "default"
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"  # kubectl rollout restart's annotation
@@ -540,6 +544,7 @@ class ClusterMachine(RuleBasedStateMachine):
         super().__init__()
         self.live: LiveCluster | None = None
         self.faults: FaultInjector | None = None
+        self.tenants: Any = None  # chaoskube.tenants.Tenants, once start_tenants ran
         self.user_processes: list[str] = []  # started by start_processes
         self.eventually_verdict: Verdict | None = None  # the liveness phase's verdict on the @eventually properties
 
@@ -862,6 +867,50 @@ class ClusterMachine(RuleBasedStateMachine):
     @step
     def wait(self, seconds: float) -> None:
         self.run(self.world.sleep, seconds)
+
+    # -- adversarial tenants (issue 19) ---------------------------------------------------
+    @precondition(lambda self: self.live is not None and self.tenants is None)
+    @rule()
+    @step
+    def start_tenants(self) -> None:
+        """The adversarial tenants' objects, created by the administrator
+        (``chaoskube.tenants``); their attempts are then rules of their own."""
+        from chaoskube.tenants import Tenants
+
+        tenants = Tenants(self.world, self.cluster.api_server_names, [name for name, _, _ in self.spec.nodes()])
+        self.run(tenants.setup)
+        self.tenants = tenants
+
+    @precondition(lambda self: self.tenants is not None)
+    @rule(tenant=st.sampled_from(("kubelet", "service-account", "rolebinding-user", "deleted-service-account", "terminating-namespace")), action=st.integers(0, 31))
+    @step
+    def tenant_attempt(self, tenant: str, action: int) -> None:
+        """One attempt of one tenant: ``action`` indexes its actions (forbidden and allowed
+        ones alike), so Hypothesis picks which boundary to probe under which fault."""
+        names = [name for name, _ in self.tenants.actions[tenant]]
+        self.run(self.tenants.attempt, tenant, names[action % len(names)])
+
+    @precondition(lambda self: self.tenants is not None)
+    @rule()
+    @step
+    def tenant_revoke(self) -> None:
+        """The administrator deletes the ephemeral ServiceAccount, alice's RoleBinding and
+        the doomed namespace."""
+        self.run(self.tenants.revoke)
+
+    @precondition(lambda self: self.tenants is not None)
+    @rule()
+    @step
+    def tenant_restore(self) -> None:
+        """The administrator re-creates the ServiceAccount (a new uid) and the RoleBinding."""
+        self.run(self.tenants.restore)
+
+    @precondition(lambda self: self.tenants is not None)
+    @invariant()
+    def authorization_holds(self) -> None:
+        from chaoskube.checkers.authorization import check_authorization
+
+        self.require("authorization", run_checker(check_authorization, self.world.journal.events))
 
     # -- invariants: safety on the journal so far -----------------------------------------
     @precondition(_booted)

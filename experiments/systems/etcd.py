@@ -27,13 +27,13 @@ import trio
 from chaoskube.checkers.history import from_client_records
 from chaoskube.checkers.linearizability import RegisterModel, check_linearizability
 from chaoskube.checkers.raft_safety import check_raft_safety
-from chaoskube.checkers.verdict import Verdict
+from chaoskube.checkers.verdict import Verdict, run_checker
 from chaoskube.checkers.watch import check_watches
 from chaoskube.etcd.client import EtcdClient, Watcher
 from chaoskube.etcd.raft import Raft
 from chaoskube.etcd.raft_broken import BROKEN_VARIANTS
-from chaoskube.etcd.requests import PutRequest, RangeRequest, prefix_range_end
-from chaoskube.etcd.server import CLIENT_PORT, ClientReply, ClientRequest, EtcdConfig, current_leader, spawn_cluster
+from chaoskube.etcd.requests import LeaseGrantRequest, PutRequest, RangeRequest, prefix_range_end
+from chaoskube.etcd.server import CLIENT_PORT, ClientReply, ClientRequest, EtcdConfig, KeepAlive, current_leader, spawn_cluster
 from chaoskube.experiments.systems.base import System
 from chaoskube.faults import ProcessInfo
 from chaoskube.sim import Ok, Process
@@ -85,8 +85,14 @@ class EtcdWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, fro
     cas: float = 0.3
     timeout_s: float = 2.0
     watchers: int = 1
+    #: Lease clients (issue 19): each grants a lease of ``lease_ttl_s``, attaches a key,
+    #: keeps it alive a few times, abandons it and lets it expire, again and again.
+    lease_clients: int = 0
+    lease_ttl_s: int = 5
 
     def __post_init__(self) -> None:
+        if not (0 <= self.lease_clients <= 100 and 1 <= self.lease_ttl_s <= 3600):
+            raise ValueError("`lease_clients` must be 0..100 and `lease_ttl_s` 1..3600")
         if not (1 <= self.clients <= 1000 and 1 <= self.keys <= 10_000 and 0 <= self.watchers <= 100):
             raise ValueError("`clients` must be 1..1000, `keys` 1..10000 and `watchers` 0..100")
         if not (math.isfinite(self.rate_per_s) and 0 < self.rate_per_s <= 100_000):
@@ -107,6 +113,7 @@ class EtcdSystem(System):
         "linearizability": "the client history is linearizable (a register per key: read / write / cas)",
         "watch": "every watcher's events are ordered, gap-free and match the store's history",
         "steady-state": "before the faults and after heal: a leader, and a write and a read through every member",
+        "etcd-leases": "keys of a lease live at least its TTL after the last acknowledged keep-alive (restarted by a new leader), vanish within a bound after it expires, and only the leader acknowledges keep-alives",
     }
 
     LEADER_ROLES = frozenset({"etcd"})
@@ -121,6 +128,7 @@ class EtcdSystem(System):
             + [ProcessInfo("probe", "probe", None)]
             + [ProcessInfo(f"client-{index}", "client", None) for index in range(1, workload.clients + 1)]
             + [ProcessInfo(f"watcher-{index}", "watcher", None) for index in range(1, workload.watchers + 1)]
+            + [ProcessInfo(f"lease-client-{index}", "client", None) for index in range(1, workload.lease_clients + 1)]
         )
 
     def __init__(self, world: Any, cluster: EtcdCluster, workload: EtcdWorkload) -> None:
@@ -140,6 +148,8 @@ class EtcdSystem(System):
             self.world.spawn(f"client-{index}", self._client, role="client")
         for index in range(1, self.workload.watchers + 1):
             self.world.spawn(f"watcher-{index}", self._watcher, role="watcher")
+        for index in range(1, self.workload.lease_clients + 1):
+            self.world.spawn(f"lease-client-{index}", self._lease_client, role="client")
         await self.world.sleep(0.001)
 
     def leader_of(self, role: str) -> str | None:
@@ -150,6 +160,10 @@ class EtcdSystem(System):
         client = EtcdClient(process, self.config.names, timeout_s=self.workload.timeout_s)
         index = int(process.name.rsplit("-", 1)[1])
         await run_register_workload(client, self.workload, self.keys, index, process.random("workload"), process.sleep, lambda: self.running)
+
+    async def _lease_client(self, process: Process) -> None:
+        client = EtcdClient(process, self.config.names, timeout_s=self.workload.timeout_s, attempts=len(self.config.names) + 1)
+        await run_lease_workload(client, self.workload.lease_ttl_s, process.random("leases"), process.sleep, lambda: self.running)
 
     async def _watcher(self, process: Process) -> None:
         watcher = Watcher(process, self.config.names, KEY_PREFIX, prefix_range_end(KEY_PREFIX), start_revision=1, name=process.name)
@@ -216,6 +230,10 @@ class EtcdSystem(System):
         if name == "watch":
             watchers = {f"watcher-{index}": KEY_PREFIX for index in range(1, self.workload.watchers + 1)}
             return check_watches(events, watchers)
+        if name == "etcd-leases":
+            from chaoskube.checkers.etcd_leases import check_etcd_leases
+
+            return run_checker(check_etcd_leases, events, extend_s=self.config.election_ms / 1000.0)
         raise KeyError(name)
 
     def metrics(self) -> dict[str, Any]:
@@ -276,6 +294,53 @@ async def run_register_workload(
                 continue
             if await client.cas(key, expected, value) == "ok":
                 last_seen[key] = value
+
+
+LEASE_KEY_PREFIX = "lease/"
+
+
+async def run_lease_workload(client: EtcdClient, ttl_s: int, rng: random.Random, sleep: Callable[[float], Awaitable[None]], running: Callable[[], bool]) -> None:
+    """One lease client's loop: grant a lease (``ttl_s``), attach a key to it, keep it
+    alive every ttl/4 for 2 to 6 rounds, abandon it and let it expire, then start again.
+    Every step is journaled as ``lease-op`` {client, op (grant, attach, keepalive,
+    abandon), lease, phase (ok, fail), invoked (when it was sent), member (who answered),
+    ttl, key, reason}. A keep-alive answered NotPrimary or not at all is retried on the
+    next member (clientv3 reconnects), within the client's attempts."""
+    world = client.process.world
+    rounds = 0
+
+    def record(op: str, phase: str, invoked: float, **fields: Any) -> None:
+        world.record("lease-op", client=client.name, op=op, phase=phase, invoked=invoked, **fields)
+
+    while True:
+        if not running():
+            await sleep(1.0)
+            continue
+        rounds += 1
+        invoked = world.now
+        granted = await client.request(LeaseGrantRequest(id=0, ttl=ttl_s), idempotent=False)
+        if not granted.ok:
+            record("grant", granted.status, invoked, reason=granted.reason)
+            await sleep(1.0)
+            continue
+        lease, ttl = granted.reply.response.id, granted.reply.response.ttl
+        record("grant", "ok", invoked, lease=lease, ttl=ttl, member=granted.reply.member)
+        key = f"{LEASE_KEY_PREFIX}{client.name}/{rounds}"
+        invoked = world.now
+        attached = await client.request(PutRequest(key, "held", lease=lease), idempotent=False)
+        record("attach", attached.status, invoked, lease=lease, key=key, reason=attached.reason)
+        for _ in range(rng.randint(2, 6)):
+            await sleep(ttl / 4.0)
+            invoked = world.now
+            alive = await client.request(KeepAlive(lease), idempotent=True)
+            if alive.ok:
+                record("keepalive", "ok", invoked, lease=lease, ttl=alive.reply.response, member=alive.reply.member)
+            else:
+                record("keepalive", "fail", invoked, lease=lease, reason=alive.reason, member=alive.reply.member if alive.reply is not None else None)
+                if alive.reply is not None and "not found" in alive.reply.error:
+                    break  # expired already
+        record("abandon", "ok", world.now, lease=lease, key=key)
+        await sleep(ttl + 2.0)
 
 
 def _longest_leaderless_s(events: list[dict[str, Any]]) -> float:

@@ -20,7 +20,10 @@ Workload options (:class:`KubernetesWorkload`):
   (as a client on that node sees the Service), sent from the process ``traffic`` (role
   ``traffic``, no zone: the observer stays out of every fault domain; a partition of
   ``role:node`` from the control plane does not cut it off from the pods);
-  ``max_outage_s`` bounds the ``service-availability`` checker.
+  ``max_outage_s`` bounds the ``service-availability`` checker, ``error_budget`` (default
+  1 %) is the share of a Service's requests that may fail with nothing to explain them,
+  and ``expected_failures`` (``[{from_s, to_s}]``, seconds from the start of the fault
+  phase) are windows whose failures are not charged to it.
 - ``converge_s``: how long :meth:`KubernetesSystem.prepare_workload` waits for the workload
   to reach its steady state before the warm-up (the faults begin from a converged cluster).
 - ``steps``: administrator actions :class:`WorkloadStep` ``{after_s, action, deployment?,
@@ -30,8 +33,12 @@ Workload options (:class:`KubernetesWorkload`):
   annotation, ``staging/src/k8s.io/kubectl/pkg/polymorphichelpers/objectrestarter.go``),
   ``scale`` (``spec.replicas``), ``drain`` (``kubectl drain --ignore-daemonsets`` by
   :func:`chaoskube.node.kubelet.drain`, of ``node`` or else of the node holding most pods
-  of ``deployment``, first by name on ties) and ``uncordon``. Each is journaled as a
-  ``workload-step`` event {action, target, outcome}; an API error ends that step only.
+  of ``deployment``, first by name on ties), ``uncordon`` and ``delete`` (``kubectl delete
+  --cascade=background|foreground|orphan``: the Deployment with ``propagation``
+  Background, Foreground or Orphan; it leaves the steady state at once). Each is journaled
+  as a ``workload-step`` event {action, target, outcome}; an API error ends that step only.
+  When the workload stops, every running informer's cache is journaled
+  (:func:`chaoskube.client.informer.record_informer_caches`) for ``api-watch``.
 
 Random nemesis: not a workload option. An experiment's top-level ``nemesis``
 (:class:`chaoskube.faults.nemesis.NemesisSpec`) is injected by the runner with the run's own
@@ -70,7 +77,11 @@ while a candidate ran); ``no-mass-eviction`` (the node lifecycle controller's ta
 evictions took pods from fewer than :data:`MASS_EVICTION_FRACTION` of the nodes); and,
 imported when they run, the cluster checkers of :data:`CLUSTER_CHECKERS`
 (``pdb-eviction``, ``scheduling``, ``service-availability``, ``admission``,
-``convergence``) where their modules exist.
+``convergence``, and the detection-power checkers ``api-linearizability``, ``api-watch``,
+``workload-invariants``, ``admission-timing``, ``garbage-collection``,
+``graceful-termination``, ``differential``: docs/checkers.md) where their modules exist.
+``differential`` compares with the runner's fault-free reference run (``self.reference``,
+set by ``experiments/simulated.py``); without one it answers unknown.
 
 Non-guarantees: the steady state is what the API reports (a Deployment's status and the
 EndpointSlices trail the pods by the controllers' reaction time; a powered-off node's pods
@@ -90,6 +101,7 @@ import trio
 
 from chaoskube.api.manifests import ManifestError, from_dict, load_manifests
 from chaoskube.api.objects import Object
+from chaoskube.checkers.availability import DEFAULT_ERROR_BUDGET
 from chaoskube.checkers.leader_election import check_leader_election
 from chaoskube.checkers.verdict import Verdict, run_checker, worst
 from chaoskube.client.client import ApiClient, ApiError
@@ -132,6 +144,18 @@ CLUSTER_CHECKERS: dict[str, tuple[str, str, str]] = {
     "service-availability": ("chaoskube.checkers.availability", "check_service_availability", "the traffic probes saw no Service outage longer than the workload's max_outage_s"),
     "admission": ("chaoskube.checkers.admission", "check_admission", "every object stored passed the admission webhooks that applied to it, per their failurePolicy"),
     "convergence": ("chaoskube.checkers.convergence", "check_convergence", "after heal, the store shows every Deployment at its spec and every pod on a Ready node by the end of the run"),
+    # Detection power (docs/checkers.md): what the API's clients saw, the workloads, the
+    # webhooks' timing, garbage collection, termination, and a fault-free reference run.
+    "api-linearizability": ("chaoskube.checkers.api_linearizability", "check_api_linearizability", "every API client's requests, per object, linearizable against a model of the object store; lists and cached reads consistent with the store"),
+    "api-watch": ("chaoskube.checkers.api_watch", "check_api_watch", "every informer's watch events in resourceVersion order, without gaps (except after a 410) or duplicates, bookmarks never ahead; caches equal to the store"),
+    "workload-invariants": ("chaoskube.checkers.workloads", "check_workload_invariants", "at every store change: rollouts within maxSurge/maxUnavailable (or explained by faults), no ReplicaSet over-creation, observedGeneration sound; exact counts at the end"),
+    "admission-timing": ("chaoskube.checkers.admission_timing", "check_admission_timing", "every webhook call abandoned within timeoutSeconds + 1 s; a Fail call past its timeout never admits, an Ignore call never refuses"),
+    "garbage-collection": ("chaoskube.checkers.garbage_collection", "check_garbage_collection", "no dependent collected while its owner exists; background dependents go within 60 s, orphans stay, foreground owners wait for their blocking dependents"),
+    "graceful-termination": ("chaoskube.checkers.termination", "check_graceful_termination", "a deleted pod's containers get SIGTERM and no SIGKILL before the grace period; its endpoints stop being ready within 10 s"),
+    "differential": ("chaoskube.checkers.differential", "check_differential", "the end state equals a fault-free run's of the same experiment and seed, after normalization, but for differences the faults excuse"),
+    # issue 19: security under faults (needs the workload's `tenants`)
+    "timing-contracts": ("chaoskube.checkers.timing", "check_timing_contracts", "node monitor grace, NoExecute tolerationSeconds, zone eviction rates, termination grace periods and leader-election lease durations, each within its documented bound"),
+    "authorization": ("chaoskube.checkers.authorization", "check_authorization", "no adversarial tenant's forbidden attempt succeeded and no permitted one was refused, by an oracle of the RBAC, Node, NodeRestriction, NamespaceLifecycle and token rules over the policy in the store (cache lag bounded and reported)"),
 }
 
 
@@ -204,6 +228,7 @@ class WorkloadStep(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, fro
     replicas: int | None = None
     by: int | None = None  # scale: add this many replicas to each selected workload
     node: str = ""
+    propagation: Literal["Background", "Foreground", "Orphan"] = "Background"  # delete: kubectl delete --cascade
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.after_s) and 0 <= self.after_s <= 3600):
@@ -234,6 +259,37 @@ UNCORDON_RETRY_S = 1.0
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 #: The longest wait, after convergence, for kube-proxy to program the probed Services.
 PROXY_SYNC_WAIT_S = 5.0
+
+
+class TenantOptions(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    """The adversarial tenants (:mod:`chaoskube.tenants`); ``tenants: true`` takes these
+    defaults."""
+
+    every_s: float = 4.0
+    revoke_after_s: float = 20.0
+    restore_after_s: float = 60.0
+    only: list[str] = []  # a subset of chaoskube.tenants.ALL_TENANTS; empty: all
+
+    def spec(self) -> Any:
+        from chaoskube.tenants import ALL_TENANTS, TenantSpec
+
+        return TenantSpec(every_s=self.every_s, revoke_after_s=self.revoke_after_s, restore_after_s=self.restore_after_s, tenants=tuple(self.only) or ALL_TENANTS)
+
+    def __post_init__(self) -> None:
+        self.spec()  # raises ValueError with the field's problem
+
+
+class ExpectedFailures(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    """A window of the run in which the experiment expects its Services to fail requests
+    (``service-availability`` does not charge them to the error budget): seconds from the
+    start of the fault phase, as a fault's ``at_s``."""
+
+    from_s: float
+    to_s: float
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.from_s) and math.isfinite(self.to_s) and 0 <= self.from_s <= self.to_s <= 7200):
+            raise ValueError(f"an expected-failures window needs 0 <= `from_s` <= `to_s` <= 7200, got {self.from_s}..{self.to_s}")
 
 
 class EndState(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
@@ -284,15 +340,29 @@ class KubernetesWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=Tru
     traffic: bool = False
     traffic_every_s: float = 0.5
     max_outage_s: float = 5.0
+    error_budget: float = DEFAULT_ERROR_BUDGET
+    expected_failures: list[ExpectedFailures] = []
     converge_s: float = 120.0
+    #: Adversarial tenants (issue 19): ``true`` for the defaults, or their options.
+    tenants: bool | TenantOptions = False
+
+    @property
+    def tenant_options(self) -> TenantOptions | None:
+        if self.tenants is True:
+            return TenantOptions()
+        return self.tenants or None
 
     def __post_init__(self) -> None:
         names = [deployment.name for deployment in self.deployments]
         if len(set(names)) != len(names):
             raise ValueError("`deployments` names must be distinct")
         for step in self.steps:
-            if step.deployment and step.action != "delete" and step.deployment not in names:
+            # A Deployment of the manifests may be named too (checked once they are loaded);
+            # a delete step may name any Deployment.
+            if step.deployment and step.action != "delete" and step.deployment not in names and not self.manifests:
                 raise ValueError(f"step `{step.action}` names deployment {step.deployment!r}, not one of `deployments` ({', '.join(names) or 'none'})")
+        if not (math.isfinite(self.error_budget) and 0.0 <= self.error_budget <= 1.0):
+            raise ValueError(f"`error_budget` must be a fraction between 0 and 1, got {self.error_budget}")
         for name, value, low in (("traffic_every_s", self.traffic_every_s, 0.01), ("max_outage_s", self.max_outage_s, 0.0), ("converge_s", self.converge_s, 0.0)):
             if not (math.isfinite(value) and low <= value <= 3600):
                 raise ValueError(f"`{name}` must be a finite number between {low:g} and 3600, got {value}")
@@ -470,6 +540,10 @@ class KubernetesSystem(System):
         "end-state": "every assertion of workload.end_state (objects counted through the API when the workload stops) held",
         **{name: what for name, (module, _, what) in CLUSTER_CHECKERS.items() if _available(module)},
     }
+    #: Checkers that judge only what the workload's steps do (pods deleted by a drain, a
+    #: rollout or a scale-down, owners deleted): ``--manifests`` drops them with the steps
+    #: that name the built-in Deployments (``registry.with_manifests``).
+    step_checkers = ("graceful-termination", "garbage-collection")
 
     @classmethod
     def options(cls, cluster: dict[str, Any], workload: dict[str, Any], *, base_dir: Path | None = None) -> tuple[ClusterSpec, KubernetesWorkload]:
@@ -490,6 +564,11 @@ class KubernetesSystem(System):
                 raise ExperimentError(f"{where}: nothing to run in {path}: {why}")
             objects.extend(loaded)
             resolved.append(str(path))
+        if typed.manifests:
+            known = {d.name for d in typed.deployments} | {obj.metadata.name for obj in objects if obj.KIND == "Deployment"}  # as loaded (--skip-unsupported too)
+            for index, step in enumerate(typed.steps):
+                if step.deployment and step.deployment not in known:
+                    raise ExperimentError(f"field `workload.steps[{index}]`: step `{step.action}` names deployment {step.deployment!r}, not one of the workload's ({', '.join(sorted(known)) or 'none'})")
         for index, deployment in enumerate(typed.deployments):
             try:
                 objects.extend(deployment.objects())
@@ -553,9 +632,14 @@ class KubernetesSystem(System):
     @classmethod
     def process_infos(cls, cluster: ClusterSpec, workload: KubernetesWorkload) -> list[ProcessInfo]:
         """The cluster's processes (:func:`chaoskube.cluster.planned_processes`), then
-        ``kubectl`` and, when the workload sends traffic, ``traffic``."""
+        ``kubectl``, ``traffic`` when the workload sends traffic, and the adversarial
+        tenants' processes (role ``tenant``) when it has tenants."""
         infos = [ProcessInfo(name, role, zone) for name, role, zone in planned_processes(cluster)]
-        return infos + [ProcessInfo("kubectl", "kubectl", None)] + ([ProcessInfo("traffic", "traffic", None)] if workload.traffic else [])
+        infos += [ProcessInfo("kubectl", "kubectl", None)] + ([ProcessInfo("traffic", "traffic", None)] if workload.traffic else [])
+        options = workload.tenant_options
+        if options is not None:
+            infos += [ProcessInfo(f"tenant-{name}", "tenant", None) for name in options.spec().tenants] + [ProcessInfo("tenant-admin", "tenant", None)]
+        return infos
 
     def __init__(self, world: World, cluster: ClusterSpec, workload: KubernetesWorkload) -> None:
         super().__init__(world, cluster, workload)
@@ -576,6 +660,7 @@ class KubernetesSystem(System):
         self._traffic_on = False
         self._workload_created = False
         self._admin = KubectlAdmin(self)
+        self.tenants: Any = None
 
     def _workload_objects(self) -> list[Object]:
         objects: list[Object] = []
@@ -644,6 +729,7 @@ class KubernetesSystem(System):
             return
         if self.workload.traffic and any(_probeable(obj) for obj in self.objects):
             self._start_traffic()
+        await self._start_tenants()
         for step in sorted(self.workload.steps, key=lambda step: step.after_s):
             self.world.call_later(step.after_s, self._start_step, step)
 
@@ -687,16 +773,23 @@ class KubernetesSystem(System):
             elif step.action == "uncordon":
                 await cordon(client, step.node, unschedulable=False)
                 outcome = "uncordoned"
-            elif step.action == "delete":  # kubectl delete KIND NAME, for each workload selected
+            elif step.action == "delete":  # kubectl delete KIND NAME --cascade=..., for each workload selected
+                from chaoskube.api.protocol import DeleteOptions
+
+                options = DeleteOptions(propagation_policy=step.propagation)
                 if step.deployment and not selected:  # a Deployment the workload did not create (an operator's, say)
-                    await client.delete("deployments", namespace, step.deployment)
+                    await client.delete("deployments", namespace, step.deployment, options=options)
                 for obj in selected:
                     key = _key(obj)
-                    await client.delete(KINDS[obj.KIND].resource, obj.metadata.namespace or "default", obj.metadata.name)
+                    await client.delete(KINDS[obj.KIND].resource, obj.metadata.namespace or "default", obj.metadata.name, options=options)
                     self.workloads = [(kind, found) for kind, found in self.workloads if (kind, found) != (obj.KIND, key)]  # no longer expected
                     if obj.KIND == "Deployment":
                         self.deployments = [found for found in self.deployments if found != key]
-                outcome = "deleted"
+                if step.deployment:
+                    key = f"{namespace}/{step.deployment}"
+                    self.deployments = [name for name in self.deployments if name != key]  # no longer part of the steady state
+                    self.services = [name for name in self.services if name != key]
+                outcome = f"deleted ({step.propagation})"
             else:
                 target = step.node or await self._busiest_node(selected)
                 result = await drain(client, target, timeout_s=DRAIN_TIMEOUT_S)
@@ -786,8 +879,27 @@ class KubernetesSystem(System):
                 await probe.probe_once()
             await probe.process.sleep(max(0.0, started + probe.every_s - probe.process.now()))
 
+    async def _start_tenants(self) -> None:
+        """The adversarial tenants (workload ``tenants``): their objects, created by the
+        administrator, then their attempt loops and lifecycle (``chaoskube.tenants``)."""
+        options = self.workload.tenant_options
+        if options is None:
+            return
+        from chaoskube.tenants import Tenants
+
+        assert self.handle is not None
+        self.tenants = Tenants(self.world, self.handle.api_server_names, self.nodes, options.spec())
+        failures = await self.tenants.setup()
+        self.world.record("kubernetes", event="tenants-started", failures=len(failures))
+        self.tenants.start()
+
     async def stop_workload(self) -> None:
         self._traffic_on = False
+        if self.tenants is not None:
+            self.tenants.stop()
+        from chaoskube.client.informer import record_informer_caches
+
+        record_informer_caches(self.world)  # for api-watch: each informer's cache, now
         await self._check_end_state()
         verdict = await self.steady_state()
         ready, desired = await self._pods_ready()
@@ -973,7 +1085,25 @@ class KubernetesSystem(System):
         module, function, _ = CLUSTER_CHECKERS[name]
         checker = getattr(importlib.import_module(module), function)
         if name == "service-availability":
-            return run_checker(checker, events, max_outage_s=self.workload.max_outage_s)
+            faults = next((event["t"] for event in events if event["type"] == "phase" and event["name"] == "faults"), None)
+            expected = [(faults + window.from_s, faults + window.to_s) for window in self.workload.expected_failures] if faults is not None else []
+            api_servers = [f"kube-apiserver-{index}" for index in range(1, self.spec.api_servers + 1)]
+            return run_checker(
+                checker, events, max_outage_s=self.workload.max_outage_s, error_budget=self.workload.error_budget,
+                expected=expected, nodes=self.nodes, api_servers=api_servers,
+            )
+        if name == "differential":
+            reference = getattr(self, "reference", None)  # the runner's fault-free run of the same seed
+            if reference is None:
+                return Verdict(None, "no reference run: the differential checker needs the runner's fault-free run of this experiment and seed")
+            verdict = run_checker(checker, events, reference.state)
+            return Verdict(verdict.valid, verdict.reason, verdict.evidence, {**verdict.details, "reference_journal_sha256": reference.journal_sha256, "reference_cached": reference.cached})
+        if name == "timing-contracts":
+            from chaoskube.checkers.timing import TimingConfig
+
+            timings = self.spec.timings
+            config = TimingConfig(node_monitor_grace_period_s=timings.node_monitor_grace_period_s, node_monitor_period_s=timings.node_monitor_period_s)
+            return run_checker(checker, events, config)
         if name == "convergence":
             healed = [event["t"] for event in events if event["type"] == "phase" and event["name"] == "heal"]
             if not healed:

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chaoskube.api import ObjectMeta, Pod, deep_copy, from_dict, to_dict
-from chaoskube.api.objects import Toleration
+from chaoskube.api.objects import OwnerReference, Toleration
 from chaoskube.api.patch import apply_patch
 from chaoskube.apiserver import admission
 from chaoskube.apiserver.admission import (
@@ -392,6 +392,11 @@ def node(name, labels=None, taints=None):
     return from_dict({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels or {}}, "spec": {"taints": taints or []}})
 
 
+def owned(obj):
+    obj.metadata.owner_references = [OwnerReference(api_version="v1", kind="ConfigMap", name="gone", uid="u-1")]
+    return obj
+
+
 def pod_on(node_name, annotations=None, labels=None):
     return from_dict({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default", "annotations": annotations or {}, "labels": labels or {}}, "spec": {"nodeName": node_name, "containers": [{"name": "c"}]}})
 
@@ -418,6 +423,10 @@ NODE_RESTRICTION_CASES = [
     ("update a node-restriction label", lambda: request(node("n1", labels={"example.node-restriction.kubernetes.io/x": "1"}), "UPDATE", old=node("n1"), user=NODE1),
      "is not allowed to modify labels: example.node-restriction.kubernetes.io/x"),
     ("update its own labels", lambda: request(node("n1", labels={"mine": "1"}), "UPDATE", old=node("n1"), user=NODE1), None),
+    # CVE-2025-5187 (kubernetes/kubernetes#133471): an owner reference would get the Node garbage-collected
+    ("own itself by another object", lambda: request(owned(node("n1")), "UPDATE", old=node("n1"), user=NODE1), 'node "n1" is not allowed to modify ownerReferences'),
+    ("register owned", lambda: request(owned(node("n1")), user=NODE1), 'node "n1" is not allowed to modify ownerReferences'),
+    ("keep its owner references", lambda: request(owned(node("n1")), "UPDATE", old=owned(node("n1")), user=NODE1), None),
     ("create a mirror pod on itself", lambda: request(pod_on("n1", MIRROR), user=NODE1), None),
     ("create a mirror pod elsewhere", lambda: request(pod_on("n2", MIRROR), user=NODE1), 'node "n1" can only create pods with spec.nodeName set to itself'),
     ("create a plain pod", lambda: request(pod_on("n1"), user=NODE1), 'node "n1" can only create mirror pods'),

@@ -173,6 +173,30 @@ def test_service_account_tokens_die_with_the_account():
     assert after.code == 403 and 'User "system:serviceaccount:default:bot"' in after.status.message
 
 
+def test_a_bound_token_dies_with_its_account_and_does_not_return_with_a_namesake():
+    """A token bound to the account's uid (KEP-1205) is refused once the account is gone,
+    and stays refused when an account of the same name is created again (a new uid):
+    ``pkg/serviceaccount/claims.go``, kubernetes/kubernetes#62993. A legacy token (no uid)
+    works for the namesake."""
+    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "bot"}}
+
+    async def story(world, api, registry):
+        created = await api("create", "serviceaccounts", namespace="default", body=obj(account))
+        bound = api.as_(service_account_credentials("default", "bot", created.object.metadata.uid))
+        legacy = api.as_(service_account_credentials("default", "bot"))
+        alive = await bound.eventually("get", "namespaces", lambda r: r.code != 401, name="default")
+        await api("delete", "serviceaccounts", namespace="default", name="bot")
+        gone = await bound.eventually("get", "namespaces", lambda r: r.code == 401, name="default")
+        await api("create", "serviceaccounts", namespace="default", body=obj(account))
+        namesake = await legacy.eventually("get", "namespaces", lambda r: r.code != 401, name="default")
+        still_gone = await bound("get", "namespaces", name="default")
+        return alive, gone, namesake, still_gone
+
+    _, (alive, gone, namesake, still_gone) = run_api(story)
+    assert alive.code == 403 and gone.code == 401
+    assert namesake.code == 403 and still_gone.code == 401
+
+
 def test_node_authorizer_and_node_restriction_keep_a_kubelet_to_its_own():
     async def story(world, api, registry):
         for name in ("n1", "n2"):
@@ -189,8 +213,9 @@ def test_node_authorizer_and_node_restriction_keep_a_kubelet_to_its_own():
 
     _, (own_node, own_pod, other_pod, other_node_label, status) = run_api(story)
     assert own_node.code == 200 and own_pod.code == 200
-    assert other_pod.code == 403 and "no relationship found between node 'n1' and this object" in other_pod.status.message
-    assert other_node_label.code == 403
+    # the Node authorizer lets it through (as upstream); NodeRestriction admission refuses
+    assert other_pod.code == 403 and 'node "n1" can only delete pods with spec.nodeName set to itself' in other_pod.status.message
+    assert other_node_label.code == 403 and 'node "n1" is not allowed to modify node "n2"' in other_node_label.status.message
     assert status.code == 200 and status.object.status.phase == "Running"
 
 
@@ -372,3 +397,40 @@ def test_a_kubelet_may_evict_the_pods_bound_to_its_node_only():
     _, (own, other) = run_api(story)
     assert own.code == 201
     assert other.code == 403
+
+
+def test_propagation_policies_leave_the_garbage_collectors_finalizers():
+    """``deletionFinalizersForGarbageCollection``: Orphan adds ``orphan``, Foreground
+    ``foregroundDeletion`` (dropping the other), Background drops both; the object waits,
+    marked with grace 0, until its finalizers go; an unknown policy is 422."""
+    from chaoskube.apiserver.server import deletion_finalizers
+
+    assert deletion_finalizers(["a"], "Orphan") == ["a", "orphan"]
+    assert deletion_finalizers(["orphan"], "Foreground") == ["foregroundDeletion"]
+    assert deletion_finalizers(["orphan", "a"], "Background") == ["a"]
+    assert deletion_finalizers(["orphan"], "") == ["orphan"]
+
+    def service(name: str):
+        return obj({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": {"ports": [{"port": 80}]}})
+
+    async def story(world, api, registry):
+        answers = {}
+        for name, policy in (("orphan", "Orphan"), ("fg", "Foreground"), ("bg", "Background")):
+            await api("create", "services", namespace="default", body=service(name))
+            answers[name] = await api("delete", "services", namespace="default", name=name, delete_options=DeleteOptions(propagation_policy=policy))
+            answers[f"{name}-after"] = await api("get", "services", namespace="default", name=name)
+        await api("create", "services", namespace="default", body=service("bad"))
+        answers["bad"] = await api("delete", "services", namespace="default", name="bad", delete_options=DeleteOptions(propagation_policy="Sometimes"))
+        answers["switch"] = await api("delete", "services", namespace="default", name="orphan", delete_options=DeleteOptions(propagation_policy="Foreground"))
+        answers["release"] = await api("patch", "services", namespace="default", name="orphan", body={"metadata": {"finalizers": None}})
+        answers["gone"] = await api("get", "services", namespace="default", name="orphan")
+        return answers
+
+    _, answers = run_api(story)
+    orphaning = answers["orphan-after"].object.metadata
+    assert orphaning.finalizers == ["orphan"] and orphaning.deletion_timestamp and orphaning.deletion_grace_period_seconds == 0
+    assert answers["fg-after"].object.metadata.finalizers == ["foregroundDeletion"]
+    assert answers["bg-after"].code == 404
+    assert answers["bad"].code == 422 and "propagationPolicy" in answers["bad"].status.message
+    assert answers["switch"].object.metadata.finalizers == ["foregroundDeletion"]
+    assert answers["release"].code == 200 and answers["gone"].code == 404

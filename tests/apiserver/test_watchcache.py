@@ -456,7 +456,7 @@ def test_probe_and_stop_of_a_stream():
         return alive.value, stopped.value, after.value
 
     _, h, (alive, stopped, after) = _run_and_collect(story)
-    assert alive == {"alive": True} and stopped == {"stopped": True} and after == {"alive": False}
+    assert alive == {"alive": True, "sent": 0} and stopped == {"stopped": True} and after == {"alive": False, "sent": 0}
     assert h.events("w") == []
 
 

@@ -177,6 +177,8 @@ def test_bad_flags(tmp_path, in_process):
         (["explore", "mesh-partition", "--seeds", "1", "--out", blocker], f"Invalid value for '--out': Directory '{blocker}' is a file"),
         (["explore", "mesh-partition", "--seeds", "1", "--fail-fast=yes"], "--fail-fast"),
         (["list", "--brokn"], "No such option '--brokn'. Did you mean '--broken'?"),
+        (["explore", "mesh-partition", "--seeds", "1", "--boot-seed", "some"], "Invalid value for '--boot-seed': 'some' is neither a seed (0 to 2**64-1) nor the word `seed`"),
+        (["explore", "mesh-partition", "--seeds", "1", "--max-wall", "0"], "Invalid value for '--max-wall'"),
     ]
     for args, message in cases:
         line = one_line_error(in_process(*args))

@@ -241,7 +241,8 @@ class FakeStore:
         body = message.body
         if isinstance(body, WatchProbe):
             self.probes += 1
-            process.reply(message, {"alive": body.watch_id in self.streams[process.name]})
+            stream = self.streams[process.name].get(body.watch_id)
+            process.reply(message, {"alive": stream is not None, "sent": stream.sequence if stream is not None else 0})
             return
         if isinstance(body, WatchStop):
             self.streams[process.name].pop(body.watch_id, None)

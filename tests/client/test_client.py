@@ -221,7 +221,7 @@ def test_typed_helpers_and_the_journal_of_mutations():
         ("ok", "delete", "", "c"),
     ]
     assert all(e["client"] == "client" for e in ops)
-    assert [e["op_id"] for e in ops] == [n for n in range(1, 9) for _ in (0, 1)]
+    assert [e["op_id"] for e in ops] == [f"1.{n}" for n in range(1, 9) for _ in (0, 1)]
     assert ops[1]["request"].startswith("client/1/") and ops[1]["resource_version"] == "1"
     assert [request.id for _, request in store.requests][:3] == ["client/1/1", "client/1/2", "client/1/3"]
 

@@ -276,6 +276,26 @@ def test_a_lost_watch_message_rewatches_from_the_last_resource_version():
     assert rewatch["reason"] == "broken: lost watch message 1 (got 2)"
 
 
+def test_a_lost_last_watch_message_is_noticed_at_the_next_probe_and_replayed():
+    """The lost message is the last one for a while (a kubelet's only pod deleted): no
+    later message shows the gap, so the probe's ``sent`` must (TCP never skips a
+    segment; random-nemesis seed 7 left a pod Terminating for ever without it)."""
+
+    async def script(world, store, facts, log):
+        await world.sleep(0.5)
+        store.drop_watch_messages(1)
+        store.put(pod("x"))  # lost on the wire, and nothing follows it
+        facts["t"] = world.now
+        await world.sleep(4 * PROBE_EVERY_S)
+
+    world, store, facts, log = scenario(script, setup=two_pods)
+    (t, _, key, _), = [entry for entry in log if entry[2] == "default/x"]
+    assert t - facts["t"] <= 2 * PROBE_EVERY_S + 1.0  # the second probe after the loss at the latest
+    assert facts["informer"].reflector.lists == 1  # rewatched from the last version, no relist
+    rewatch = next(e for e in world.journal.of_type("informer") if e["event"] == "rewatch")
+    assert rewatch["reason"].startswith("broken: lost watch message 1 (")
+
+
 def test_a_killed_api_server_is_noticed_and_the_informer_watches_another():
     async def script(world, store, facts, log):
         facts["killed"] = watch_server(store)

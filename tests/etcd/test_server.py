@@ -7,7 +7,7 @@ from chaoskube.checkers.raft_safety import check_raft_safety
 from chaoskube.checkers.watch import check_watches
 from chaoskube.etcd.client import EtcdClient, Watcher
 from chaoskube.etcd.requests import CompactionRequest, LeaseGrantRequest, PutRequest, RangeRequest, prefix_range_end
-from chaoskube.etcd.server import CLIENT_PORT, WATCH_PORT, ClientRequest, EtcdConfig, KeepAlive, WatchCreate, current_leader, spawn_cluster
+from chaoskube.etcd.server import CLIENT_PORT, WATCH_PORT, ClientRequest, EtcdConfig, KeepAlive, WatchCreate, WatchProgress, current_leader, spawn_cluster
 from chaoskube.faults import isolate
 from chaoskube.sim import Ok, World
 
@@ -185,6 +185,29 @@ def test_watch_from_revision_one_is_complete_and_compacted_revisions_are_refused
     received = world.journal.of_type("watch-event")
     assert len(received) == 30
     assert isinstance(refusal, Ok) and refusal.value["created"] is False and "compacted" in refusal.value["error"]
+
+
+def test_a_require_leader_watch_dies_on_a_member_without_a_leader():
+    """clientv3's WithRequireLeader (kube-apiserver's watches): a member cut off from the
+    quorum answers its streams "not alive" once it has had no leader for three election
+    timeouts (etcd's ``monitorLeader``); a plain stream stays alive."""
+    async def story(world, registry, client, config):
+        leader = await wait_leader(world, registry)
+        follower = next(name for name in config.names if name != leader)
+        process = world.process("client")
+        for watch_id, require in (("plain", False), ("strict", True)):
+            created = await process.call(follower, WatchCreate(watch_id, "k", None, 1, require_leader=require), port=WATCH_PORT, timeout_s=2)
+            assert created.value["created"]
+        world.network.partition(isolate(follower, config.names))
+        answers = []
+        for wait_s in (1.0, 4.0):
+            await world.sleep(wait_s)
+            answers.append({w: (await process.call(follower, WatchProgress(w), port=WATCH_PORT, timeout_s=2)).value["alive"] for w in ("plain", "strict")})
+        return answers
+
+    _, (soon, later) = run_cluster(story)
+    assert soon == {"plain": True, "strict": True}
+    assert later == {"plain": True, "strict": False}
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

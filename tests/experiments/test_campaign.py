@@ -218,3 +218,18 @@ def test_replay_target_prefers_the_recorded_file_over_the_name():
     assert replay_target({"experiment": "x", "replay": "chaoskube run /some/dir/x.yaml --seed 3 --out 'a b'"}) == "/some/dir/x.yaml"
     assert replay_target({"experiment": "x", "replay": "chaoskube run x --seed 3"}) == "x"
     assert replay_target({"experiment": "x", "replay": "garbled 'quote"}) == "x"
+
+
+def test_boot_seed_seed_gives_each_job_its_own_boot(tmp_path):
+    """``explore --boot-seed seed``: each run boots with its run seed, so no two jobs share
+    a boot (docs/campaigns.md: bugs that need a particular boot state)."""
+    from chaoskube.experiments import registry
+    from chaoskube.experiments.campaign import boot_groups, plan_jobs
+
+    experiment = registry.find("etcd-leader-kill")
+    jobs = plan_jobs([("etcd-leader-kill", experiment)], [1, 2, 3], tmp_path, boot_seed="seed", max_wall_s=9.0)
+    assert [(job.seed, job.boot_seed, job.max_wall_s) for job in jobs] == [(1, 1, 9.0), (2, 2, 9.0), (3, 3, 9.0)]
+    assert "--boot-seed 2" in jobs[1].replay
+    assert len(boot_groups(jobs)) == 3
+    shared = plan_jobs([("etcd-leader-kill", experiment)], [1, 2, 3], tmp_path)
+    assert len(boot_groups(shared)) == 1 and {job.reference_cache for job in shared} == {tmp_path / "references"}

@@ -32,9 +32,13 @@ Shape (see docs/api-server.md, "The HTTP front"):
   kube-apiserver's ``errWatcher`` does.
 - Journal: every request is an ``http-request`` event (client process, replica, method,
   path, verb, resource, user, code, virtual duration); every mutating request is also an
-  ``api-op`` invoke -> ok / fail / info, in the simulated client's shape
-  (``chaoskube.client.client``), so the checkers judge what real clients did as they judge
-  the simulated ones.
+  ``api-op`` invoke -> ok / fail / info and every get or list an ``api-read``, in the
+  simulated client's shape (:mod:`chaoskube.api.oplog`: preconditions, a delete's grace
+  and propagation, answered versions and uids), so the checkers (``api-linearizability``,
+  ``graceful-termination``, ``garbage-collection``) judge what real clients did as they
+  judge the simulated ones. Watches are not judged per event (``api-watch`` reads the
+  simulated reflectors' ``watch-recv`` records; a real client's stream is only an
+  ``http-request``).
 
 Not served: HTTP/2, protobuf, ``exec``/``attach``/``port-forward``/``log`` (no upgrades),
 ``deletecollection``, server-side apply (``application/apply-patch+yaml`` is answered 415).
@@ -54,6 +58,7 @@ import orjson
 import trio
 
 from chaoskube.api.objects import CustomObject, KindInfo, ObjectMeta, Scale, ScaleSpec
+from chaoskube.api.oplog import end_fields, op_fields, preconditions, read_fields
 from chaoskube.api.protocol import (
     API_PORT,
     WATCH_PORT,
@@ -422,30 +427,42 @@ class ApiFront:
         raise _Stall()
 
     async def _api(self, replica: _Replica, client: Process, request: Request, record: dict[str, Any]) -> Response:
-        """A resource request, journaled as ``api-op`` when it mutates."""
+        """A resource request, journaled as ``api-op`` when it mutates and as ``api-read``
+        when it is a get or list, with the fields the simulated client journals
+        (:mod:`chaoskube.api.oplog`): preconditions, grace and propagation of a delete,
+        the answered version and uid, the versions a read returned (a paged list: the
+        whole list the server answered at its revision, of which the client got a page)."""
         state = self._clients.setdefault(client.name, _Client())
         journaled = request.verb in _MUTATING and not request.dry_run
+        read = request.verb in ("get", "list")
         op_id = 0
-        fields = {"client": client.name, "verb": request.verb, "resource": request.resource, "subresource": request.subresource, "namespace": request.namespace, "name": request.name or (getattr(getattr(request.body, "metadata", None), "name", "") or "")}
+        fields = op_fields(client.name, request)
+        started = self.world.now
         if journaled:
             state.ops += 1
             op_id = state.ops
-            self.world.record("api-op", phase="invoke", op_id=op_id, **fields)
+            self.world.record("api-op", phase="invoke", op_id=op_id, **fields, **preconditions(request))
         state.requests += 1
         request = replace(request, id=f"{client.name}/{client.incarnation}/http/{state.requests}")
         try:
             response = await self._call(client, replica.name, request)
         except (_Stall, _Drop) as error:
+            phase = "info" if isinstance(error, _Stall) else "fail"
             if journaled:
-                phase = "info" if isinstance(error, _Stall) else "fail"
                 self.world.record("api-op", phase=phase, op_id=op_id, **fields, code=0, reason="no answer" if phase == "info" else "connection refused", request=request.id, server=replica.name)
+            elif read:
+                self.world.record("api-read", **read_fields(client.name, request, None, started, phase, replica.name))
             raise
+        phase = "ok" if response.ok else "info" if response.code in (500, 504) else "fail"
         if journaled:
-            phase = "ok" if response.ok else "info" if response.code in (500, 504) else "fail"
-            end = {**fields, "code": response.code, "reason": response.status.reason if response.status is not None else "", "request": request.id, "server": response.server or replica.name}
-            if response.ok and response.object is not None:
-                end["resource_version"] = response.object.metadata.resource_version
+            answered = end_fields(response)
+            name = answered.pop("answered_name", "")
+            end = {**fields, "code": answered.pop("code"), "reason": answered.pop("reason"), "request": request.id, "server": response.server or replica.name, **answered}
+            if not end["name"] and name:
+                end["name"] = name
             self.world.record("api-op", phase=phase, op_id=op_id, **end)
+        elif read:
+            self.world.record("api-read", **read_fields(client.name, request, response, started, phase, replica.name))
         return response
 
     # ------------------------------------------------------------------ dispatch

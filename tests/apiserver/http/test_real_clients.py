@@ -161,6 +161,27 @@ def test_a_partitioned_api_server_stalls_requests(live):
     assert "node-1" in kubectl(live, "--context", "chaoskube-apiserver-2", "get", "nodes").stdout
 
 
+def test_outside_requests_are_journaled_as_the_simulated_clients_and_judged(live):
+    """The front journals what a real client did in the simulated client's shape
+    (chaoskube.api.oplog): the replace with a stale resourceVersion as a compare-and-set,
+    gets and lists as api-read; api-linearizability judges them with the cluster's own."""
+    from chaoskube.checkers.api_linearizability import check_api_linearizability
+
+    test_python_client_crud_conflict_and_watch_resumption(live)
+    events = live.call(lambda: list(live.world.journal.events))
+    outside_ops = [e for e in events if e.get("type") == "api-op" and e.get("client") == "outside" and e.get("resource") == "services" and e.get("name") == "py"]
+    replaces = [e for e in outside_ops if e["verb"] == "update" and e["phase"] == "invoke"]
+    assert replaces and all("precondition_rv" in e for e in replaces)
+    conflicts = [e for e in outside_ops if e["verb"] == "update" and e["phase"] == "fail" and e["code"] == 409]
+    assert conflicts and "message" in conflicts[0]
+    assert any(e["phase"] == "ok" and e["verb"] == "create" and e.get("uid") for e in outside_ops)
+    reads = [e for e in events if e.get("type") == "api-read" and e.get("client") == "outside" and e.get("resource") == "services"]
+    assert {e["verb"] for e in reads} >= {"get", "list"}
+    assert any(e["verb"] == "get" and e["code"] == 404 and e["phase"] == "fail" for e in reads)
+    verdict = check_api_linearizability(events)
+    assert verdict.valid is True, verdict.reason
+
+
 def test_every_outside_request_is_journaled(live):
     events = live.call(lambda: [e for e in live.world.journal.events if e.get("type") == "http-request"])
     assert events and all(event["client"] == "outside" for event in events)

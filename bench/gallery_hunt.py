@@ -1,0 +1,75 @@
+"""Detection power (issue 13): hunt every detection variant of the gallery with its
+catalogue experiment and print the table of docs/checkers.md.
+
+For each variant: ``chaoskube explore EXPERIMENT --broken NAME --seeds 1..N --fail-fast``
+(one shared boot, boot seed 0: the issue's command); a variant that command does not
+catch is hunted again with ``--boot-seed seed`` (each seed boots its own cluster: bugs
+that need a particular boot state, docs/campaigns.md). A row: the first seed that caught
+it, which boot, the checkers that failed there (the variant's ``caught_by`` first), and
+the replay command.
+
+    python3 bench/gallery_hunt.py [--seeds 50] [--jobs 1] [--only NAME ...] [--out runs/hunt]
+
+Not a speed benchmark: it measures what the checkers catch. It runs one campaign per
+variant (most stop at seed 1); the whole hunt takes about half an hour of one core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from chaoskube import gallery
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def hunt(name: str, experiment: str, seeds: int, jobs: int, out: Path, boot: str | None) -> dict | None:
+    directory = out / (name + ("-boot-seed" if boot else ""))
+    command = [sys.executable, "-m", "chaoskube.experiments.cli", "explore", experiment, "--broken", name, "--seeds", f"1..{seeds}", "--fail-fast", "--jobs", str(jobs), "--out", str(directory)]
+    if boot:
+        command += ["--boot-seed", boot]
+    subprocess.run(command, capture_output=True, text=True, check=False)
+    summary = json.loads((directory / "summary.json").read_text())
+    findings = summary.get("findings") or []
+    first = findings[0]["first"] if findings else None
+    if first is None:
+        return {"caught": False, "runs": summary.get("finished_runs"), "boot": boot or "0"}
+    return {"caught": True, "seed": first["seed"], "checkers": first["checkers"], "replay": first["replay"], "boot": boot or "0", "runs": summary.get("finished_runs")}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=50)
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--only", nargs="*", default=None)
+    parser.add_argument("--out", type=Path, default=Path("runs/hunt"))
+    args = parser.parse_args()
+    rows = []
+    for variant in gallery.DETECTION_VARIANTS:
+        if args.only and variant.name not in args.only:
+            continue
+        started = time.perf_counter()
+        found = hunt(variant.name, variant.experiment, args.seeds, args.jobs, args.out, None)
+        if found is not None and not found["caught"]:
+            found = hunt(variant.name, variant.experiment, args.seeds, args.jobs, args.out, "seed")
+        assert found is not None
+        found |= {"name": variant.name, "experiment": variant.experiment, "caught_by": variant.caught_by, "seconds": round(time.perf_counter() - started, 1)}
+        rows.append(found)
+        print(json.dumps(found), file=sys.stderr, flush=True)
+    print("| variant | experiment | expected checker | boot seed | seeds to first catch | checkers failed there |")
+    print("|---|---|---|---|---|---|")
+    for row in rows:
+        if row["caught"]:
+            checkers = sorted(row["checkers"], key=lambda name: (name != row["caught_by"], name))
+            print(f"| `{row['name']}` | {row['experiment']} | {row['caught_by']} | {row['boot'] if row['boot'] != 'seed' else '= seed'} | {row['seed']} | {', '.join(checkers)} |")
+        else:
+            print(f"| `{row['name']}` | {row['experiment']} | {row['caught_by']} | 0, then = seed | not in 1..{args.seeds} | -- |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,489 @@
+"""The detection-power checkers on hand-built journals (issue 13): each answers unknown when
+there is nothing to judge, true on a small healthy history, and false on a crafted
+violation, with the evidence pointing at it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from chaoskube.checkers.admission_timing import check_admission_timing
+from chaoskube.checkers.api_linearizability import check_api_linearizability
+from chaoskube.checkers.api_watch import check_api_watch
+from chaoskube.checkers.availability import check_service_availability, node_unreachable
+from chaoskube.checkers.differential import check_differential, end_state
+from chaoskube.checkers.garbage_collection import check_garbage_collection
+from chaoskube.checkers.termination import check_graceful_termination
+from chaoskube.checkers.workloads import check_workload_invariants
+
+UID = {"a": "uid-a", "b": "uid-b"}
+
+
+def obj(kind: str, name: str, *, namespace: str = "default", uid: str | None = None, **fields: Any) -> dict[str, Any]:
+    meta = {"name": name, "uid": uid or f"uid-{name}"}
+    if namespace:
+        meta["namespace"] = namespace
+    meta.update(fields.pop("metadata", {}))
+    return {"apiVersion": "v1", "kind": kind, "metadata": meta, **fields}
+
+
+def put(t: float, revision: int, resource: str, key: str, value: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "raft-apply", "t": t, "revision": revision, "member": "etcd-1", "events": [["PUT", f"/registry/{resource}/{key}", json.dumps(value), revision]]}
+
+
+def delete(t: float, revision: int, resource: str, key: str) -> dict[str, Any]:
+    return {"type": "raft-apply", "t": t, "revision": revision, "member": "etcd-1", "events": [["DELETE", f"/registry/{resource}/{key}", None, revision]]}
+
+
+def op(client: str, op_id: str, call: float, ret: float, verb: str, name: str, phase: str = "ok", *, resource: str = "pods", rv: str = "", uid: str = "", pre: str = "", code: int = 200, subresource: str = "", **extra: Any) -> list[dict[str, Any]]:
+    common = {"type": "api-op", "client": client, "op_id": op_id, "verb": verb, "resource": resource, "subresource": subresource, "namespace": "default", "name": name}
+    invoke = {**common, "t": call, "phase": "invoke", **({"precondition_rv": pre} if pre else {})}
+    end = {**common, "t": ret, "phase": phase, "code": code, **({"resource_version": rv, "uid": uid} if phase == "ok" else {}), **extra}
+    return [invoke, end]
+
+
+def read(client: str, call: float, ret: float, name: str, rv: str, *, uid: str = "uid-a", verb: str = "get", request_rv: str = "", items: list | None = None, code: int = 200) -> dict[str, Any]:
+    event = {"type": "api-read", "client": client, "verb": verb, "resource": "pods", "namespace": "default", "name": name, "call": call, "t": ret,
+             "phase": "ok" if code == 200 else "fail", "code": code, "server": "kube-apiserver-1", "request_rv": request_rv, "rv_match": ""}
+    if code == 200:
+        event["resource_version"] = rv
+        if verb == "get":
+            event["uid"] = uid
+        else:
+            event["items"] = items or []
+    return event
+
+
+POD_A = obj("Pod", "a", uid="uid-a")
+
+
+# =========================================================================== api-linearizability
+def base_history() -> list[dict[str, Any]]:
+    """A creates pod a (rev 2), then updates it with precondition 2 (rev 3)."""
+    return [
+        *op("A", "1.1", 1.0, 2.0, "create", "a", rv="2", uid="uid-a")[:1],
+        put(1.5, 2, "pods", "default/a", POD_A),
+        op("A", "1.1", 1.0, 2.0, "create", "a", rv="2", uid="uid-a")[1],
+        op("A", "1.2", 3.0, 4.0, "update", "a", rv="3", uid="uid-a", pre="2")[0],
+        put(3.5, 3, "pods", "default/a", POD_A),
+        op("A", "1.2", 3.0, 4.0, "update", "a", rv="3", uid="uid-a", pre="2")[1],
+    ]
+
+
+def test_api_linearizability_answers_unknown_with_nothing_judged():
+    assert check_api_linearizability([]).valid is None
+
+
+def test_api_linearizability_accepts_a_linearizable_history():
+    events = [*base_history(), read("B", 5.0, 6.0, "a", "3"), read("B", 3.2, 3.8, "a", "2")]
+    verdict = check_api_linearizability(events)
+    assert verdict.valid is True, verdict.reason
+
+
+def test_a_stale_quorum_get_is_not_linearizable():
+    events = [*base_history(), read("B", 5.0, 6.0, "a", "2")]  # rev 3 was applied at 3.5
+    verdict = check_api_linearizability(events)
+    assert verdict.valid is False and "pods default/a" in verdict.reason
+    assert any(item.f == "read" for item in verdict.evidence)
+
+
+def test_a_compare_and_set_from_a_stale_version_is_a_lost_update():
+    events = [*base_history(), *op("B", "2.1", 5.0, 6.0, "update", "a", rv="4", uid="uid-a", pre="2")]
+    events.insert(-1, put(5.5, 4, "pods", "default/a", POD_A))
+    verdict = check_api_linearizability(events)
+    assert verdict.valid is False
+    assert any(item.f == "write" for item in verdict.evidence)
+
+
+def test_a_create_that_overwrites_an_existing_object_is_not_linearizable():
+    events = [*base_history(), *op("B", "2.1", 5.0, 6.0, "create", "a", rv="4", uid="uid-a2")]
+    events.insert(-1, put(5.5, 4, "pods", "default/a", obj("Pod", "a", uid="uid-a2")))
+    assert check_api_linearizability(events).valid is False
+
+
+def test_a_404_naming_the_object_is_an_absence_and_a_namespace_404_is_not():
+    deleted = [*base_history(), delete(4.5, 4, "pods", "default/a")]
+    own = op("B", "2.1", 5.0, 6.0, "update", "a", phase="fail", code=404, message='pods "a" not found')
+    assert check_api_linearizability([*deleted, *own]).valid is True
+    early = op("B", "2.1", 3.6, 3.9, "update", "a", phase="fail", code=404, message='pods "a" not found')
+    assert check_api_linearizability([*deleted, *early]).valid is False  # a existed throughout
+    namespace = op("B", "2.1", 3.6, 3.9, "update", "a", phase="fail", code=404, message='namespaces "default" not found')
+    assert check_api_linearizability([*deleted, *namespace]).valid is True  # not about the object
+
+
+def test_a_stale_quorum_list_is_caught_and_a_cached_list_may_lag():
+    history = base_history()
+    stale = read("B", 5.0, 6.0, "", "2", verb="list", items=[["default/a", "2"]])
+    verdict = check_api_linearizability([*history, stale])
+    assert verdict.valid is False and "stale" in verdict.reason
+    cached = read("B", 5.0, 6.0, "", "2", verb="list", request_rv="0", items=[["default/a", "2"]])
+    assert check_api_linearizability([*history, cached]).valid is True
+    wrong = read("B", 5.0, 6.0, "", "3", verb="list", items=[["default/a", "2"]])
+    assert check_api_linearizability([*history, wrong]).valid is False  # a was at 3 then
+
+
+# =========================================================================== api-watch
+def informer(t: float, event: str, rv: str, name: str = "kubelet/pods") -> dict[str, Any]:
+    return {"type": "informer", "t": t, "name": name, "resource": "pods", "event": event, "resource_version": rv}
+
+
+def watch_open(t: float, watch: str, from_rv: str, name: str = "kubelet/pods") -> dict[str, Any]:
+    return {"type": "watch-open", "t": t, "name": name, "watch": watch, "server": "kube-apiserver-1", "resource": "pods", "namespace": "", "from_rv": from_rv}
+
+
+def recv(t: float, watch: str, *events: list[str], name: str = "kubelet/pods") -> dict[str, Any]:
+    return {"type": "watch-recv", "t": t, "name": name, "watch": watch, "events": [list(event) for event in events]}
+
+
+def watch_store() -> list[dict[str, Any]]:
+    return [put(1.0, 1, "pods", "default/z", obj("Pod", "z")), put(2.0, 2, "pods", "default/a", POD_A), put(3.0, 3, "pods", "default/b", obj("Pod", "b"))]
+
+
+def test_api_watch_answers_unknown_without_watches():
+    assert check_api_watch(watch_store()).valid is None
+
+
+def test_api_watch_accepts_ordered_gap_free_events_and_an_equal_cache():
+    events = [
+        *watch_store()[:1], informer(1.5, "synced", "1"), watch_open(1.5, "w1", "1"), *watch_store()[1:],
+        recv(2.1, "w1", ["ADDED", "default/a", "2"]), recv(3.1, "w1", ["ADDED", "default/b", "3"], ["BOOKMARK", "", "3"]),
+        {"type": "informer-cache", "t": 4.0, "name": "kubelet/pods", "resource": "pods", "namespace": "", "resource_version": "3",
+         "items": [["default/a", "2"], ["default/b", "3"], ["default/z", "1"]]},
+    ]
+    verdict = check_api_watch(events)
+    assert verdict.valid is True, verdict.reason
+
+
+def test_a_missed_event_a_duplicate_and_an_early_bookmark_are_caught():
+    start = [*watch_store()[:1], informer(1.5, "synced", "1"), watch_open(1.5, "w1", "1"), *watch_store()[1:]]
+    gap = check_api_watch([*start, recv(3.1, "w1", ["ADDED", "default/b", "3"])])
+    assert gap.valid is False and "missed the ADDED of default/a" in gap.reason
+    duplicate = check_api_watch([*start, recv(2.1, "w1", ["ADDED", "default/a", "2"]), recv(2.2, "w1", ["ADDED", "default/a", "2"])])
+    assert duplicate.valid is False and "duplicated or out of order" in duplicate.reason
+    early = check_api_watch([*start, recv(3.1, "w1", ["ADDED", "default/a", "2"], ["BOOKMARK", "", "3"])])
+    assert early.valid is False and "bookmark" in early.reason
+
+
+def test_a_410_excuses_the_gap_until_the_relist():
+    events = [
+        *watch_store()[:1], informer(1.5, "synced", "1"), watch_open(1.5, "w1", "1"), *watch_store()[1:],
+        recv(2.1, "w1", ["ERROR", "", "410"]), informer(3.5, "relist", "3"), watch_open(3.5, "w2", "3"),
+    ]
+    assert check_api_watch([*events, recv(3.6, "w2", ["BOOKMARK", "", "3"])]).valid is True
+
+
+def test_an_informer_cache_that_lacks_an_object_is_caught():
+    events = [*watch_store(), {"type": "informer-cache", "t": 4.0, "name": "x/pods", "resource": "pods", "namespace": "", "resource_version": "3", "items": [["default/a", "2"], ["default/z", "1"]]}]
+    verdict = check_api_watch(events)
+    assert verdict.valid is False and "lacks default/b" in verdict.reason
+
+
+# =========================================================================== workload-invariants
+def deployment(replicas: int = 3) -> dict[str, Any]:
+    return obj("Deployment", "web", spec={"replicas": replicas, "strategy": {"type": "RollingUpdate"}}, metadata={"generation": 1}, status={"observedGeneration": 1})
+
+
+def replica_set(replicas: int) -> dict[str, Any]:
+    return obj("ReplicaSet", "web-1", spec={"replicas": replicas}, metadata={"generation": 1, "ownerReferences": [{"uid": "uid-web", "controller": True, "kind": "Deployment", "name": "web"}]}, status={"observedGeneration": 1})
+
+
+def pod(name: str, *, ready: bool = True, node: str = "node-1", deleting: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"ownerReferences": [{"uid": "uid-web-1", "controller": True, "kind": "ReplicaSet", "name": "web-1"}]}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:10Z"
+    return obj("Pod", name, metadata=meta, spec={"nodeName": node}, status={"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]})
+
+
+def ready_node(name: str = "node-1", ready: str = "True") -> dict[str, Any]:
+    return obj("Node", name, namespace="", status={"conditions": [{"type": "Ready", "status": ready}]})
+
+
+def workload_base() -> list[dict[str, Any]]:
+    return [
+        put(0.5, 1, "nodes", "node-1", ready_node()),
+        put(1.0, 2, "deployments", "default/web", deployment()), put(1.1, 3, "replicasets", "default/web-1", replica_set(3)),
+        put(1.2, 4, "pods", "default/p1", pod("p1")), put(1.3, 5, "pods", "default/p2", pod("p2")), put(1.4, 6, "pods", "default/p3", pod("p3")),
+    ]
+
+
+def test_workload_invariants_answer_unknown_without_workloads():
+    assert check_workload_invariants([put(0.5, 1, "nodes", "node-1", ready_node())]).valid is None
+
+
+def test_a_replicaset_with_more_pods_than_replicas_over_creates():
+    verdict = check_workload_invariants([*workload_base(), put(2.0, 7, "pods", "default/p4", pod("p4"))])
+    assert verdict.valid is False and verdict.details["rule"] in ("replicaset-over-creation", "deployment-surge")
+
+
+def test_the_controller_deleting_an_available_pod_below_the_floor_is_caught_unless_explained():
+    deleting = [{"type": "replicaset-pods", "t": 2.5, "replicaset": "default/web-1", "action": "delete", "pods": ["default/p1"]}, put(2.0, 7, "pods", "default/p1", pod("p1", deleting=True))]
+    verdict = check_workload_invariants([*workload_base(), *deleting])
+    assert verdict.valid is False and "below replicas - maxUnavailable" in verdict.reason
+    # p2 unavailable because its node is not Ready explains one missing pod of the two
+    unready = [put(1.8, 8, "nodes", "node-2", ready_node("node-2", "Unknown")), put(1.9, 9, "pods", "default/p2", pod("p2", ready=False, node="node-2"))]
+    events = [*workload_base(), *unready, *deleting]
+    events.sort(key=lambda event: event["t"])
+    explained = check_workload_invariants(events)
+    assert explained.valid is False  # still one short: p1 was taken by the controller itself
+
+
+def test_an_eviction_explains_the_shortfall_it_causes():
+    evicted = [{"type": "eviction", "t": 2.0, "namespace": "default", "pod": "p1", "outcome": "evicted"}, put(2.0, 7, "pods", "default/p1", pod("p1", deleting=True))]
+    verdict = check_workload_invariants([*workload_base(), *evicted])
+    assert verdict.valid is True, verdict.reason
+
+
+def test_a_scale_down_that_keeps_a_not_ready_pod_and_deletes_a_ready_one_is_caught():
+    # p3 has been not ready since t=1.5 (settled); the controller deletes ready p1 at t=20
+    # (a bare ReplicaSet: no Deployment floor to judge first)
+    base = [event for event in workload_base() if "/deployments/" not in event["events"][0][1]] + [put(1.5, 7, "pods", "default/p3", pod("p3", ready=False))]
+    shrink = [put(19.0, 8, "replicasets", "default/web-1", replica_set(2)), put(20.0, 9, "pods", "default/p1", pod("p1", deleting=True))]
+    record = {"type": "replicaset-pods", "t": 20.0, "replicaset": "default/web-1", "action": "delete", "pods": ["default/p1"]}
+    verdict = check_workload_invariants([*base, *shrink, record])
+    assert verdict.valid is False and verdict.details["rule"] == "replicaset-scale-down-order", verdict.reason
+    assert "kept default/p3" in verdict.reason and "on ready" in verdict.reason
+    # deleting the not-ready one is the upstream order
+    right = [put(19.0, 8, "replicasets", "default/web-1", replica_set(2)), put(20.0, 9, "pods", "default/p3", pod("p3", ready=False, deleting=True))]
+    record_right = {**record, "pods": ["default/p3"]}
+    assert check_workload_invariants([*base, *right, record_right]).valid is True
+    # a rank that changed within the settling time is not judged (the controller's cache may lag)
+    late = [*base[:-1], put(19.5, 7, "pods", "default/p3", pod("p3", ready=False)), *shrink, record]
+    assert check_workload_invariants(late).valid is True
+
+
+def test_a_starting_pod_does_not_excuse_a_shortfall():
+    """Only a pod that was Ready once can have lost its readiness to its node: a new pod
+    still starting on a faulted node does not explain the controller deleting below the floor."""
+    fault = {"type": "fault", "event": "apply", "t": 1.6, "targets": ["node-1"]}
+    starting = put(1.7, 7, "pods", "default/p4", pod("p4", ready=False))
+    starting_rs = put(1.65, 8, "replicasets", "default/web-1", replica_set(4))
+    deleting = [put(2.0, 9, "pods", "default/p1", pod("p1", deleting=True)), {"type": "replicaset-pods", "t": 2.5, "replicaset": "default/web-1", "action": "delete", "pods": ["default/p1"]}]
+    verdict = check_workload_invariants([*workload_base(), fault, starting_rs, starting, *deleting])
+    assert verdict.valid is False and "below replicas - maxUnavailable" in verdict.reason, verdict.reason
+
+
+def test_observed_generation_above_generation_is_caught():
+    bad = deployment()
+    bad["status"]["observedGeneration"] = 2
+    verdict = check_workload_invariants([*workload_base(), put(3.0, 7, "deployments", "default/web", bad)])
+    assert verdict.valid is False and "observedGeneration" in verdict.reason
+
+
+# =========================================================================== admission-timing
+def call(latency: float, outcome: str, policy: str = "Fail", request: str = "r1", t: float = 10.0) -> dict[str, Any]:
+    return {"type": "webhook-call", "t": t, "server": "kube-apiserver-1", "webhook": "policy", "configuration": "c", "outcome": outcome, "reason": "",
+            "latency_s": latency, "timeout_s": 5, "policy": policy, "request": request}
+
+
+def test_admission_timing_answers_unknown_without_calls():
+    assert check_admission_timing([]).valid is None
+
+
+def test_admission_timing_accepts_calls_within_their_timeout():
+    events = [call(5.0, "error"), {"type": "api-request", "t": 10.0, "id": "r1", "code": 500, "message": 'failed calling webhook "policy": ...'}]
+    assert check_admission_timing(events).valid is True
+
+
+def test_a_call_past_its_timeout_and_an_admission_after_it_are_caught():
+    assert check_admission_timing([call(8.0, "allowed")]).valid is False
+    late = check_admission_timing([call(5.5, "allowed")])  # within the slack, but admitted
+    assert late.valid is False and "timed-out call admitted" in late.reason
+
+
+def test_a_paused_server_excuses_a_long_call():
+    events = [{"type": "process", "t": 6.0, "event": "resume", "process": "kube-apiserver-1"}, call(8.0, "error")]
+    assert check_admission_timing(events).valid is True
+
+
+def test_an_ignore_policy_call_never_refuses():
+    assert check_admission_timing([call(5.0, "error", policy="Ignore")]).valid is False
+    refused = [call(5.0, "ignored-error", policy="Ignore"), {"type": "api-request", "t": 10.0, "id": "r1", "code": 500, "message": 'failed calling webhook "policy": context deadline exceeded'}]
+    assert check_admission_timing(refused).valid is False
+    assert check_admission_timing([call(5.0, "ignored-error", policy="Ignore")]).valid is True
+
+
+# =========================================================================== garbage-collection
+def owned(name: str, owner: str, owner_uid: str, *, block: bool = True, **metadata: Any) -> dict[str, Any]:
+    return obj("Pod", name, metadata={"ownerReferences": [{"uid": owner_uid, "name": owner, "kind": "ReplicaSet", "blockOwnerDeletion": block}], **metadata})
+
+
+def rs(name: str = "rs", **metadata: Any) -> dict[str, Any]:
+    return obj("ReplicaSet", name, metadata=metadata)
+
+
+LEADER = [{"type": "leader", "t": 0.0, "event": "start", "lease": "kube-system/kube-controller-manager", "process": "kcm-1"}]
+
+
+def test_garbage_collection_answers_unknown_with_nothing_deleted():
+    assert check_garbage_collection([put(1.0, 1, "replicasets", "default/rs", rs())]).valid is None
+
+
+def test_background_deletion_collects_the_dependents_in_time():
+    events = [*LEADER, put(1.0, 1, "replicasets", "default/rs", rs()), put(2.0, 2, "pods", "default/p", owned("p", "rs", "uid-rs")),
+              delete(10.0, 3, "replicasets", "default/rs"), delete(12.0, 4, "pods", "default/p"),
+              {"type": "gc-delete", "t": 12.0, "resource": "pods", "namespace": "default", "name": "p", "uid": "uid-p", "owners": ["uid-rs"]},
+              {"type": "phase", "t": 100.0, "name": "check"}]
+    verdict = check_garbage_collection(events)
+    assert verdict.valid is True, verdict.reason
+
+
+def test_collecting_a_dependent_while_its_owner_exists_is_caught():
+    events = [*LEADER, put(1.0, 1, "replicasets", "default/rs", rs()), put(2.0, 2, "pods", "default/p", owned("p", "rs", "uid-rs")),
+              delete(10.0, 3, "pods", "default/p"),
+              {"type": "gc-delete", "t": 10.0, "resource": "pods", "namespace": "default", "name": "p", "uid": "uid-p", "owners": ["uid-rs"]}]
+    verdict = check_garbage_collection(events)
+    assert verdict.valid is False and "while its owner uid-rs existed" in verdict.reason
+
+
+def test_a_dependent_left_behind_by_background_deletion_is_caught():
+    events = [*LEADER, put(1.0, 1, "replicasets", "default/rs", rs()), put(2.0, 2, "pods", "default/p", owned("p", "rs", "uid-rs")),
+              delete(10.0, 3, "replicasets", "default/rs"), {"type": "phase", "t": 200.0, "name": "check"}]
+    verdict = check_garbage_collection(events)
+    assert verdict.valid is False and "was not deleted within 60 s" in verdict.reason
+
+
+def test_orphan_and_foreground_owners_leave_only_when_allowed():
+    orphaning = rs(finalizers=["orphan"], deletionTimestamp="2026-01-01T00:00:05Z")
+    events = [put(1.0, 1, "replicasets", "default/rs", rs()), put(2.0, 2, "pods", "default/p", owned("p", "rs", "uid-rs")),
+              put(5.0, 3, "replicasets", "default/rs", orphaning), delete(6.0, 4, "replicasets", "default/rs")]
+    verdict = check_garbage_collection(events)
+    assert verdict.valid is False and "Orphan" in verdict.reason
+    orphaned = [put(1.0, 1, "replicasets", "default/rs", rs()), put(2.0, 2, "pods", "default/p", owned("p", "rs", "uid-rs")),
+                put(5.0, 3, "replicasets", "default/rs", orphaning), put(5.5, 4, "pods", "default/p", obj("Pod", "p")), delete(6.0, 5, "replicasets", "default/rs")]
+    assert check_garbage_collection(orphaned).valid is True
+    foreground = rs(finalizers=["foregroundDeletion"], deletionTimestamp="2026-01-01T00:00:05Z")
+    early = [put(1.0, 1, "replicasets", "default/rs", rs()), put(2.0, 2, "pods", "default/p", owned("p", "rs", "uid-rs")),
+             put(5.0, 3, "replicasets", "default/rs", foreground), delete(6.0, 4, "replicasets", "default/rs")]
+    verdict = check_garbage_collection(early)
+    assert verdict.valid is False and "blocking dependent" in verdict.reason
+
+
+def test_an_owner_the_collector_never_releases_is_caught():
+    orphaning = rs(finalizers=["orphan"], deletionTimestamp="2026-01-01T00:00:05Z")
+    stuck = [*LEADER, put(1.0, 1, "replicasets", "default/rs", rs()), put(2.0, 2, "pods", "default/p", owned("p", "rs", "uid-rs")),
+             put(5.0, 3, "replicasets", "default/rs", orphaning), put(5.5, 4, "pods", "default/p", obj("Pod", "p")),
+             put(100.0, 5, "pods", "default/other", obj("Pod", "other"))]
+    verdict = check_garbage_collection(stuck)
+    assert verdict.valid is False and "still in the store 60 s after nothing held it" in verdict.reason, verdict.reason
+    # released in time: fine; and an owner another controller's finalizer holds is not the collector's to release
+    released = [*stuck[:-1], delete(30.0, 5, "replicasets", "default/rs"), put(100.0, 6, "pods", "default/other", obj("Pod", "other"))]
+    assert check_garbage_collection(released).valid is True
+    held = rs(finalizers=["orphan", "example.com/keep"], deletionTimestamp="2026-01-01T00:00:05Z")
+    foreign = [*stuck[:3], put(5.0, 3, "replicasets", "default/rs", held), *stuck[4:]]
+    assert check_garbage_collection(foreign).valid is not False
+
+
+# =========================================================================== graceful-termination
+def term(t: float, exit_after: float, code: int) -> dict[str, Any]:
+    return {"type": "container-term", "t": t, "pod": "default/a", "uid": "uid-a", "node": "node-1", "container": "app", "grace_s": 30, "exit_after_s": exit_after, "exit_code": code}
+
+
+def marked(t: float, revision: int, grace: int = 30) -> dict[str, Any]:
+    return put(t, revision, "pods", "default/a", obj("Pod", "a", uid="uid-a", metadata={"deletionTimestamp": "2026-01-01T00:00:40Z", "deletionGracePeriodSeconds": grace}))
+
+
+def test_graceful_termination_answers_unknown_without_deletions():
+    assert check_graceful_termination([put(1.0, 1, "pods", "default/a", POD_A)]).valid is None
+
+
+def test_a_kill_after_the_grace_period_is_fine_and_before_it_is_caught():
+    ok = [put(1.0, 1, "pods", "default/a", POD_A), marked(10.0, 2), term(11.0, 30.0, 137)]
+    assert check_graceful_termination(ok).valid is True
+    early = [put(1.0, 1, "pods", "default/a", POD_A), marked(10.0, 2), term(11.0, 0.0, 137)]
+    verdict = check_graceful_termination(early)
+    assert verdict.valid is False and "before the grace period" in verdict.reason
+    forced = [put(1.0, 1, "pods", "default/a", POD_A), delete(10.0, 2, "pods", "default/a"), term(11.0, 0.0, 137)]
+    assert check_graceful_termination(forced).valid is None  # a force deletion: exempt, nothing graceful to judge
+
+
+def test_a_running_pod_removed_without_being_marked_is_caught_unless_forced():
+    bound = obj("Pod", "a", uid="uid-a", spec={"nodeName": "node-1", "terminationGracePeriodSeconds": 30}, status={"phase": "Running"})
+    skipped = [put(1.0, 1, "pods", "default/a", bound), *op("C", "1.1", 9.9, 10.1, "delete", "a")[:1], delete(10.0, 2, "pods", "default/a")]
+    verdict = check_graceful_termination(skipped)
+    assert verdict.valid is False and "without being marked for deletion" in verdict.reason
+    forced_invoke = {**op("C", "1.1", 9.9, 10.1, "delete", "a")[0], "grace_s": 0}
+    assert check_graceful_termination([skipped[0], forced_invoke, skipped[2]]).valid is None
+    no_grace = obj("Pod", "a", uid="uid-a", spec={"nodeName": "node-1", "terminationGracePeriodSeconds": 0}, status={"phase": "Running"})
+    assert check_graceful_termination([put(1.0, 1, "pods", "default/a", no_grace), *skipped[1:]]).valid is None
+    done = obj("Pod", "a", uid="uid-a", spec={"nodeName": "node-1"}, status={"phase": "Succeeded"})
+    assert check_graceful_termination([put(1.0, 1, "pods", "default/a", done), *skipped[1:]]).valid is None
+
+
+def slice_with(ready: bool, revision: int, t: float) -> dict[str, Any]:
+    value = obj("EndpointSlice", "web-x", metadata={"labels": {"kubernetes.io/service-name": "web"}}, addressType="IPv4",
+                endpoints=[{"addresses": ["10.0.0.1"], "conditions": {"ready": ready}, "nodeName": "node-1", "targetRef": {"kind": "Pod", "name": "a", "namespace": "default"}}])
+    return put(t, revision, "endpointslices", "default/web-x", value)
+
+
+def test_an_endpoint_still_ready_after_the_deletion_is_caught():
+    base = [*LEADER, put(1.0, 1, "pods", "default/a", POD_A), slice_with(True, 2, 1.5), marked(10.0, 3)]
+    assert check_graceful_termination([*base, slice_with(False, 4, 11.0)]).valid is True
+    verdict = check_graceful_termination([*base, slice_with(False, 4, 30.0)])
+    assert verdict.valid is False and "still ready" in verdict.reason
+
+
+def test_an_endpoint_ready_and_terminating_at_once_is_caught():
+    both = obj("EndpointSlice", "web-x", metadata={"labels": {"kubernetes.io/service-name": "web"}}, addressType="IPv4",
+               endpoints=[{"addresses": ["10.0.0.1"], "conditions": {"ready": True, "serving": True, "terminating": True}, "nodeName": "node-1",
+                           "targetRef": {"kind": "Pod", "name": "a", "namespace": "default"}}])
+    events = [*LEADER, put(1.0, 1, "pods", "default/a", POD_A), slice_with(True, 2, 1.5), marked(10.0, 3), put(10.1, 4, "endpointslices", "default/web-x", both)]
+    verdict = check_graceful_termination(events)
+    assert verdict.valid is False and "ready and terminating at once" in verdict.reason
+
+
+# =========================================================================== differential
+def test_differential_answers_unknown_without_a_store():
+    assert check_differential([], end_state([])).valid is None
+
+
+def test_differential_ignores_what_normalization_removes_and_reports_the_rest():
+    def node(uid: str, taints: list[dict[str, Any]]) -> dict[str, Any]:
+        return obj("Node", "node-1", namespace="", uid=uid, spec={"taints": taints}, metadata={"creationTimestamp": uid},
+                   status={"conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": uid}]})
+
+    def generated(uid: str) -> dict[str, Any]:
+        return obj("Pod", f"web-{uid}", uid=uid, metadata={"generateName": "web-"}, spec={"nodeName": uid})
+
+    reference = [put(1.0, 1, "nodes", "node-1", node("x", [])), put(2.0, 2, "pods", "default/web-x", generated("x"))]
+    same = [put(1.0, 1, "nodes", "node-1", node("y", [])), put(2.0, 2, "pods", "default/web-y", generated("y"))]
+    assert check_differential(same, end_state(reference)).valid is True
+    tainted = [put(1.0, 1, "nodes", "node-1", node("y", [{"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule", "timeAdded": "t"}])),
+               put(2.0, 2, "pods", "default/web-y", generated("y"))]
+    verdict = check_differential(tainted, end_state(reference))
+    assert verdict.valid is False and verdict.evidence[0]["object"] == "nodes/node-1"
+
+
+# =========================================================================== service-availability
+def traffic(t: float, outcome: str, endpoint: str = "10.244.1.2:80") -> dict[str, Any]:
+    return {"type": "traffic", "t": t, "node": "node-1", "service": "default/web", "port": "80", "outcome": outcome, "latency_s": 0.0, "endpoint": endpoint}
+
+
+def test_the_error_budget_charges_unexplained_failures_only():
+    events = [traffic(float(t), "refused" if t % 4 == 0 else "ok") for t in range(100)]  # a quarter fail
+    assert check_service_availability(events, max_outage_s=5.0).valid is True  # no outage over 5 s
+    verdict = check_service_availability(events, max_outage_s=5.0, error_budget=0.01)
+    assert verdict.valid is False and "error budget" in verdict.reason
+    assert check_service_availability(events, max_outage_s=5.0, error_budget=0.01, expected=[(0.0, 100.0)]).valid is True
+
+
+def test_an_endpoint_ready_on_an_unreachable_node_past_the_bound_is_dead():
+    down = [*LEADER, {"type": "process", "t": 0.0, "event": "start", "process": "node-1"}, slice_with(True, 1, 1.0), {"type": "process", "t": 10.0, "event": "kill", "process": "node-1"}]
+    assert node_unreachable(down, ["node-1"]) == {"node-1": [(10.0, float("inf"))]}
+    in_time = [*down, slice_with(False, 2, 60.0), traffic(61.0, "ok")]
+    assert check_service_availability(in_time, nodes=["node-1"]).valid is True
+    late = [*down, slice_with(False, 2, 80.0), traffic(81.0, "ok")]
+    verdict = check_service_availability(late, nodes=["node-1"])
+    assert verdict.valid is False and "dead endpoint" in verdict.reason and verdict.evidence[0]["node"] == "node-1"
+
+
+def test_differential_excuses_a_difference_when_a_workload_step_failed_under_the_faults():
+    """A rollout refused under an etcd outage (500 no leader) leaves the run at the old
+    revision while the fault-free run rolled out: the faults excuse it (unknown)."""
+    ours = [put(1.0, 1, "configmaps", "default/c", obj("ConfigMap", "c", data={"k": "1"}))]
+    theirs = end_state([put(1.0, 1, "configmaps", "default/c", obj("ConfigMap", "c", data={"k": "2"}))])
+    assert check_differential(ours, theirs).valid is False
+    failed = {"type": "workload-step", "t": 17.2, "action": "rollout", "target": "default/web", "outcome": "error: 500 InternalError: etcdserver: no leader"}
+    verdict = check_differential([*ours, failed], theirs)
+    assert verdict.valid is None and "failed under the faults" in verdict.reason
+    patched = {**failed, "outcome": "patched"}
+    assert check_differential([*ours, patched], theirs).valid is False
