@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
+
 from chaoskube.checkers.replay import StoreReplay
 from chaoskube.experiments import registry
 from chaoskube.experiments.registry import with_manifests
@@ -42,9 +44,16 @@ def test_the_reference_run_cuts_the_idle_fault_phase_after_the_last_step():
 
 def test_manifests_drop_the_checkers_that_judge_only_the_dropped_steps(tmp_path):
     (tmp_path / "shop.yaml").write_text(SHOP)
-    drained = with_manifests(registry.find("node-drain-with-pdb"), tmp_path)
+    # A step that names the built-in Deployment and gives no `workload` role has nothing of
+    # the manifests to act on: dropped, with the checkers that judge only the steps (issue
+    # 14: a step with a role acts on the workloads it selects, or the run is refused).
+    experiment = registry.find("node-drain-with-pdb")
+    steps = [{key: value for key, value in step.items() if key != "workload"} for step in experiment.workload["steps"]]
+    roleless = msgspec.structs.replace(experiment, workload={**experiment.workload, "steps": steps})
+    drained = with_manifests(roleless, tmp_path)
     assert drained.workload["steps"] == [] and "graceful-termination" not in drained.checkers
     assert "api-linearizability" in drained.checkers
+    assert any("graceful-termination left out" in note for note in drained.notes)
     failed = with_manifests(registry.find("node-failure"), tmp_path)  # no step dropped: taint evictions still delete pods
     assert "graceful-termination" in failed.checkers
 
