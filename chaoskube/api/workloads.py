@@ -276,7 +276,10 @@ def find_untolerated_taint(taints: Any, tolerations: Any, effects: tuple[str, ..
     return None
 
 
-def _requirement_matches(requirement: Any, values: Mapping[str, str]) -> bool:
+def node_selector_requirement_matches(requirement: Any, values: Mapping[str, str]) -> bool:
+    """A node selector requirement against labels (or fields), as ``nodeaffinity``'s
+    ``nodeSelectorRequirementsAsSelector``: Gt/Lt compare integers (one value; a label
+    that is not an integer does not match)."""
     key, operator = requirement.key, requirement.operator
     present = key in values
     if operator == "In":
@@ -303,10 +306,10 @@ def node_selector_term_matches(term: Any, node_name: str, labels: Mapping[str, s
     matches nothing."""
     if not term.match_expressions and not term.match_fields:
         return False
-    if not all(_requirement_matches(expression, labels) for expression in term.match_expressions):
+    if not all(node_selector_requirement_matches(expression, labels) for expression in term.match_expressions):
         return False
     fields = {"metadata.name": node_name}
-    return all(requirement.key == "metadata.name" and _requirement_matches(requirement, fields) for requirement in term.match_fields)
+    return all(requirement.key == "metadata.name" and node_selector_requirement_matches(requirement, fields) for requirement in term.match_fields)
 
 
 def node_selector_matches(selector: Any, node_name: str, labels: Mapping[str, str]) -> bool:

@@ -25,7 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaoskube.api.objects import LabelSelector, Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, Taint, Toleration, matches
+from chaoskube.api.objects import LabelSelector, Node, NodeSelectorTerm, Pod, Taint, Toleration, matches
+from chaoskube.api.workloads import node_selector_requirement_matches
 from chaoskube.client.client import ApiError
 from chaoskube.scheduler.framework import (
     LABEL_HOSTNAME,
@@ -202,44 +203,19 @@ class TaintToleration:
 
 
 # =========================================================================== node affinity
-def _requirement_matches(requirement: NodeSelectorRequirement, values: dict[str, str]) -> bool:
-    """A node selector requirement against labels (or fields), as ``nodeaffinity``'s
-    ``nodeSelectorRequirementsAsSelector``: Gt/Lt compare integers (one value; a label
-    that is not an integer does not match)."""
-    key, operator = requirement.key, requirement.operator
-    present = key in values
-    if operator == "In":
-        return present and values[key] in requirement.values
-    if operator == "NotIn":
-        return not present or values[key] not in requirement.values
-    if operator == "Exists":
-        return present
-    if operator == "DoesNotExist":
-        return not present
-    if operator in ("Gt", "Lt"):
-        if not present or len(requirement.values) != 1:
-            return False
-        try:
-            label, bound = int(values[key]), int(requirement.values[0])
-        except ValueError:
-            return False
-        return label > bound if operator == "Gt" else label < bound
-    return False
-
-
 def node_selector_term_matches(term: NodeSelectorTerm, node: Node) -> bool:
     """A term ANDs its expressions (on labels) and fields (only ``metadata.name``); an
     empty term matches nothing (``nodeaffinity.nodeSelectorTerm``)."""
     if not term.match_expressions and not term.match_fields:
         return False
     labels = dict(node.metadata.labels)
-    if not all(_requirement_matches(expression, labels) for expression in term.match_expressions):
+    if not all(node_selector_requirement_matches(expression, labels) for expression in term.match_expressions):
         return False
     fields = {"metadata.name": node.metadata.name}
     for requirement in term.match_fields:
         if requirement.key != "metadata.name" or requirement.operator not in ("In", "NotIn"):
             return False
-        if not _requirement_matches(requirement, fields):
+        if not node_selector_requirement_matches(requirement, fields):
             return False
     return True
 
