@@ -26,7 +26,7 @@ The boundaries and their tenants (names are the ``tenant`` field of the journal)
   account at ``revoke_after_s`` and creates one of the same name at ``restore_after_s``.
   After the deletion both tokens must fail; after the re-creation the bound token must
   still fail (the uid differs: kubernetes/kubernetes#62993), the legacy one works again.
-- ``terminating-namespace`` -- user ``bob``, allowed to create Leases in
+- ``terminating-namespace`` -- user ``bob``, allowed (by a ClusterRoleBinding) to create Leases in
   ``tenant-doomed``, which the administrator deletes at ``revoke_after_s``: once it is
   Terminating, NamespaceLifecycle refuses every create in it
   (https://kubernetes.io/docs/reference/access-authn-authz/admission-controllers/#namespacelifecycle).
@@ -140,6 +140,17 @@ def _binding(namespace: str, name: str, role_kind: str, role: str, subject: dict
 
 ALICE_BINDING = _binding(NS_B, "alice-edit", "ClusterRole", "tenant-editor", {"kind": "User", "apiGroup": RBAC, "name": "alice"})
 EPHEMERAL_ACCOUNT = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "ephemeral", "namespace": NS_C}}
+#: A pod in the doomed namespace whose container takes 20 s to stop on SIGTERM (within its
+#: 30 s grace period): the namespace controller deletes it gracefully and, while it
+#: terminates, keeps the namespace Terminating with ``NamespaceContentRemaining``
+#: (``deletion/namespaced_resources_deleter.go`` requeues after the longest remaining grace
+#: period). That is the window in which NamespaceLifecycle admission must refuse creates; a
+#: namespace holding only Leases is finalized within a second, before the tenant's next try.
+DOOMED_WORKER = {
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "worker", "namespace": NS_DOOMED, "annotations": {"chaoskube.io/shutdown-s": "20s"}},
+    "spec": {"terminationGracePeriodSeconds": 30, "containers": [{"name": "worker", "image": "busybox:1.36", "resources": {"requests": {"cpu": "10m"}}}]},
+}
 
 
 def setup_objects() -> list[Object]:
@@ -161,10 +172,15 @@ def setup_objects() -> list[Object]:
         ALICE_BINDING,
         {"apiVersion": f"{RBAC}/v1", "kind": "Role", "metadata": {"name": "lister", "namespace": NS_C}, "rules": [_rule(["list"], [""], ["pods"])]},
         _binding(NS_C, "ephemeral-lister", "Role", "lister", {"kind": "ServiceAccount", "name": "ephemeral"}),
-        {"apiVersion": f"{RBAC}/v1", "kind": "Role", "metadata": {"name": "lease-writer", "namespace": NS_DOOMED}, "rules": [_rule(["create", "get", "list"], [COORDINATION], ["leases"])]},
-        _binding(NS_DOOMED, "bob-writer", "Role", "lease-writer", {"kind": "User", "apiGroup": RBAC, "name": "bob"}),
+        # bob's grant is cluster-wide (a ClusterRoleBinding, as an operator's account often
+        # has): the namespace's deletion removes its RoleBindings early, so with a
+        # namespaced grant RBAC would refuse bob before NamespaceLifecycle is ever asked.
+        {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRole", "metadata": {"name": "lease-writer"}, "rules": [_rule(["create", "get", "list"], [COORDINATION], ["leases"])]},
+        {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "bob-writer"},
+         "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "lease-writer"}, "subjects": [{"kind": "User", "apiGroup": RBAC, "name": "bob"}]},
         {"apiVersion": f"{COORDINATION}/v1", "kind": "Lease", "metadata": {"name": "app-lock", "namespace": NS_A}, "spec": {"holderIdentity": "app"}},
         {"apiVersion": f"{COORDINATION}/v1", "kind": "Lease", "metadata": {"name": "other-lock", "namespace": NS_A}, "spec": {"holderIdentity": "someone-else"}},
+        DOOMED_WORKER,
     ]
     return [_obj(item) for item in data]
 

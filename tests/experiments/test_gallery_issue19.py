@@ -48,11 +48,7 @@ def test_each_variant_names_an_experiment_that_runs_its_checker(name):
 
 
 #: Variants no seed catches since a change elsewhere, each with why (a detection gap, not a pass).
-NOT_CAUGHT_NOW = {
-    "namespace-lifecycle-ignores-terminating": "issue 14's namespace controller now deletes the tenant's Leases and "
-    "finalizes its namespace within the tenant's 2 s create period, so no create meets the Terminating phase (upstream "
-    "holds a namespace Terminating while pods with a grace period remain: the experiment needs such content)",
-}
+NOT_CAUGHT_NOW: dict[str, str] = {}
 
 
 @pytest.mark.slow
