@@ -1,0 +1,91 @@
+"""Detection with no hint (issue 16): hunt every detection variant of the gallery with ONE
+general experiment (``swarm`` by default), not the catalogue experiment written for it,
+plain seeds against ``--guided``, and print the table variant -> seeds to first catch ->
+seconds of CPU.
+
+For each variant: ``chaoskube explore EXPERIMENT --broken NAME --seeds 1..N --fail-fast``
+(one shared boot), then the same with ``--guided``. A variant counts as found when any
+checker that the unbroken experiment passes fails (``explore`` reports a finding only for
+runs that are not as expected, so a finding is a failure the unbroken run does not have).
+
+    python3 bench/swarm_hunt.py [--experiment swarm] [--seeds 100] [--only NAME ...]
+                                [--modes plain,guided] [--out runs/swarm-hunt]
+
+Not a speed benchmark: it measures what exploration finds. The seconds are the campaign's
+wall time (summary.json ``wall_seconds``; the runs happen in forked booter processes that
+the campaign does not reap, so their CPU time is not the caller's to read): compare them
+within one run of this script, on an otherwise idle machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from chaoskube import gallery
+
+
+def hunt(name: str, experiment: str, seeds: int, mode: str, out: Path) -> dict:
+    directory = out / mode / name
+    command = [sys.executable, "-m", "chaoskube.experiments.cli", "explore", experiment, "--broken", name,
+               "--seeds", f"1..{seeds}", "--fail-fast", "--jobs", "1", "--out", str(directory)]
+    if mode == "guided":
+        command.append("--guided")
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    summary_path = directory / "summary.json"
+    if not summary_path.exists():
+        return {"caught": None, "seconds": None, "error": (done.stderr or done.stdout).strip().splitlines()[-1:]}
+    summary = json.loads(summary_path.read_text())
+    findings = summary.get("findings") or []
+    first = findings[0]["first"] if findings else None
+    row = {"caught": first is not None, "runs": summary.get("finished_runs"), "seconds": summary.get("wall_seconds")}
+    if first is not None:
+        row |= {"seed": first["seed"], "checkers": first["checkers"], "replay": first["replay"]}
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--experiment", default="swarm")
+    parser.add_argument("--seeds", type=int, default=100)
+    parser.add_argument("--only", nargs="*", default=None)
+    parser.add_argument("--modes", default="plain,guided")
+    parser.add_argument("--out", type=Path, default=Path("runs/swarm-hunt"))
+    args = parser.parse_args()
+    modes = [mode for mode in args.modes.split(",") if mode]
+    rows = []
+    for variant in gallery.DETECTION_VARIANTS:
+        if args.only and variant.name not in args.only:
+            continue
+        row = {"name": variant.name, "caught_by": variant.caught_by}
+        for mode in modes:
+            row[mode] = hunt(variant.name, args.experiment, args.seeds, mode, args.out)
+        rows.append(row)
+        print(json.dumps(row), file=sys.stderr, flush=True)
+    header = " | ".join(f"{mode}: first seed | {mode}: seconds" for mode in modes)
+    print(f"| variant | {header} | checkers failed (first mode that caught) |")
+    print("|---|" + "---|---|" * len(modes) + "---|")
+    found = {mode: 0 for mode in modes}
+    for row in rows:
+        cells, checkers = [], ""
+        for mode in modes:
+            result = row[mode]
+            if result.get("caught"):
+                found[mode] += 1
+                cells += [str(result["seed"]), str(result["seconds"])]
+                checkers = checkers or ", ".join(result["checkers"])
+            elif result.get("caught") is None:
+                cells += ["error", "--"]
+            else:
+                cells += [f"not in 1..{args.seeds}", str(result["seconds"])]
+        print(f"| `{row['name']}` | " + " | ".join(cells) + f" | {checkers or '--'} |")
+    for mode in modes:
+        share = found[mode] / len(rows) if rows else 0.0
+        print(f"{mode}: {found[mode]} of {len(rows)} variants found within {args.seeds} seeds ({share:.0%}) by `{args.experiment}`")
+
+
+if __name__ == "__main__":
+    main()
