@@ -65,6 +65,7 @@ the best so far (sound, not known 1-minimal), and ``details['evidence_status']``
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Generator, Sequence
 from dataclasses import replace
 from operator import attrgetter
@@ -90,6 +91,12 @@ EVIDENCE_TIME_LIMIT_S = 10.0
 # bitsets as long as the partition, so memory grows with the square of its length (as in
 # porcupine). At the bound the answer is unknown rather than the machine running out.
 _SEARCH_BYTES_MAX = 512 * 2**20
+# Whether each search starts with the greedy just-in-time pass (:func:`_greedy`); tests turn
+# it off to compare against the plain search.
+_GREEDY_FIRST = True
+# The most pending state-changing operations the greedy pass weighs placing before the one
+# returning (more means contention, where the search does better than a guess).
+_GREEDY_GROUP_MAX = 8
 # Partitions up to this length get every candidate mask computed up front (at most 8 MiB).
 _PRECOMPUTED_MASKS_MAX = 4096
 
@@ -103,9 +110,15 @@ class Model(Protocol):
 
 
 def _partition_by_key(ops: Sequence[Op]) -> list[list[Op]]:
+    keys = list(map(_KEY, ops))
+    try:
+        if len(set(keys)) <= 1:  # one key (a file per key, or the single register)
+            return [list(ops)] if ops else []
+    except TypeError:  # an unhashable key: the dict below raises as before
+        pass
     groups: dict[Any, list[Op]] = {}
-    for op in ops:
-        groups.setdefault(op.key, []).append(op)
+    for op, key in zip(ops, keys):
+        groups.setdefault(key, []).append(op)
     return list(groups.values())  # in order of each key's first operation
 
 
@@ -324,6 +337,11 @@ _MISSING = object()
 _ILLEGAL = object()
 _BY_CALL = attrgetter("call", "index")
 _BY_RETURN = attrgetter("ret", "call", "index")
+_BY_INDEX = attrgetter("index")
+_KEY = attrgetter("key")
+_CALL = attrgetter("call")
+_RET = attrgetter("ret")
+_STATUS = attrgetter("status")
 
 
 def _search(ops: Sequence[Op], model: Any, deadline: float | None,
@@ -415,12 +433,164 @@ def _refuted(ops: Sequence[Op], model: Any) -> Op | None:
     return None
 
 
+def _greedy(ops: Sequence[Op], model: Any) -> bool:
+    """Whether a greedy just-in-time linearization of ``ops`` (one partition) succeeds: True
+    proves ``ops`` linearizable; False proves nothing (the search then decides).
+
+    Lowe's just-in-time linearization without backtracking: the operations are walked in
+    order of return; an operation is linearized only when it must be, at its return, after
+    every read-only operation legal in the current state (absorption, exact as in the
+    search); if it is illegal there, after one pending state-changing operation that makes it
+    legal (the earliest-invoked such, a determinate one before an 'info' one); and a
+    state-changing one after the determinate state-changing operations still pending when
+    the next read-only operations say so (:func:`_others_first`). Every operation so placed
+    was invoked by then and every one after it returns later, so a walk that reaches the end
+    is a linearization (pending 'info' operations left out). One step of the model per
+    operation and absorption, no memo, no stack: on the common history (little contention
+    per key) it is the whole check, at a fraction of the search's cost per operation; where
+    it guesses wrong it gives up at once.
+    """
+    read_only = getattr(model, "read_only", None)
+    step = model.step
+    # (ties in any order: each order of equal times is as valid a walk as another)
+    by_call = sorted(ops, key=_CALL)
+    by_return = sorted(ops, key=_RET)
+    del by_return[bisect_left(by_return, math.inf, key=_RET):]  # 'info' ones never return
+    state = model.init()
+    readers: dict[int, Op] = {}  # pending determinate read-only operations, by index
+    writers: dict[int, Op] = {}  # pending determinate state-changing operations
+    blind: dict[int, Op] = {}  # invoked 'info' state-changing operations not linearized
+    done: set[int] = set()  # determinate operations linearized before their return
+    position, count = 0, len(by_call)
+    # Invariant between returns: no pending reader is legal in the current state (each is
+    # tried on invocation and again at every change of state).
+    inf = math.inf
+    for turn, op in enumerate(by_return):
+        ret = op.ret
+        while position < count and by_call[position].call <= ret:
+            invoked = by_call[position]
+            position += 1
+            if read_only is not None and read_only(invoked):
+                if invoked.ret == inf:  # an 'info' read-only operation is left out
+                    continue
+                if step(state, invoked)[0]:  # absorbed at once
+                    done.add(invoked.index)
+                else:
+                    readers[invoked.index] = invoked
+            elif invoked.ret != inf:
+                writers[invoked.index] = invoked
+            else:
+                blind[invoked.index] = invoked
+        index = op.index
+        if index in done:
+            done.discard(index)
+            continue
+        if index in readers:
+            del readers[index]
+            writer = False
+        else:
+            del writers[index]
+            writer = True
+        legal, new = step(state, op)
+        if legal and writer and writers and len(writers) <= _GREEDY_GROUP_MAX:
+            # Other state-changing operations still pending may belong before this one
+            # (they return later but took effect earlier).
+            group = sorted(writers.values(), key=_BY_RETURN)
+            if _others_first(step, read_only, state, new, group, by_return, turn + 1, by_call, position, done):
+                for other in group:
+                    state = step(state, other)[1]
+                    del writers[other.index]
+                    done.add(other.index)
+                    for reader in list(readers.values()):
+                        if step(state, reader)[0]:
+                            del readers[reader.index]
+                            done.add(reader.index)
+                legal, new = step(state, op)
+                assert legal, op
+        if not legal:
+            for pool in (writers, blind):
+                for other in pool.values():
+                    legal_before, before = step(state, other)
+                    if legal_before:
+                        legal, new = step(before, op)
+                        if legal:
+                            del pool[other.index]
+                            if pool is writers:
+                                done.add(other.index)
+                            # what the intermediate state makes legal goes first
+                            for reader in list(readers.values()):
+                                if step(before, reader)[0]:
+                                    del readers[reader.index]
+                                    done.add(reader.index)
+                            break
+                if legal:
+                    break
+            if not legal:
+                return False
+        if new is not state and new != state:
+            state = new
+            for other in list(readers.values()):
+                if step(state, other)[0]:
+                    del readers[other.index]
+                    done.add(other.index)
+    return True
+
+
+def _others_first(step: Any, read_only: Any, state: Any, after: Any, group: list[Op],
+                  by_return: list[Op], start: int, by_call: list[Op], position: int, done: set[int]) -> bool:
+    """For :func:`_greedy`: whether the pending determinate state-changing operations
+    ``group`` (in order of return) should take effect before the one returning now (whose
+    effect takes ``state`` to ``after``) rather than after it,
+    judged by the first read-only operation that follows them all, returns before any other
+    state-changing operation is invoked, and is legal after one order and not the other.
+    A heuristic (a wrong guess only makes the greedy pass give up)."""
+    later = after
+    for other in group:
+        legal, later = step(later, other)
+        if not legal:
+            later = _ILLEGAL
+            break
+    earlier = state
+    for other in group:
+        legal, earlier = step(earlier, other)
+        if not legal:
+            return False
+    legal, earlier = step(earlier, by_return[start - 1])
+    if not legal or earlier == later:
+        return False
+    horizon = math.inf  # the invocation of the next state-changing operation
+    for upcoming in by_call[position:position + 64]:
+        if read_only is None or not read_only(upcoming):
+            horizon = upcoming.call
+            break
+    else:
+        if position + 64 < len(by_call):
+            return False
+    settled = max(other.ret for other in group)
+    members = {other.index for other in group}
+    for upcoming in by_return[start:start + 64]:
+        if upcoming.ret >= horizon:
+            return False
+        if upcoming.index in members:
+            continue
+        if read_only is None or not read_only(upcoming):
+            return False
+        if upcoming.index in done or upcoming.call <= settled:
+            continue
+        legal_earlier = step(earlier, upcoming)[0]
+        if legal_earlier != (later is not _ILLEGAL and step(later, upcoming)[0]):
+            return legal_earlier
+    return False
+
+
 def _search_steps(ops: Sequence[Op], model: Any, frontier: dict[str, Any] | None = None) -> Generator[None, None, bool]:
     """The search for :func:`_search`, as a generator: yields every _STEPS_PER_SLICE steps,
     returns whether ``ops`` is linearizable. On False, ``frontier["op"]`` is the operation
     the search got stuck at (see :func:`_first_violation`)."""
     if False:  # makes this a generator even when it returns before its first yield
         yield
+    if _GREEDY_FIRST and _greedy(ops, model):
+        return True
     determinate = sorted((op for op in ops if op.ret != math.inf), key=_BY_RETURN)
     if not determinate:
         return True  # every 'info' operation may be left out
@@ -853,11 +1023,14 @@ def check_linearizability(ops: Sequence[Op], model: Any, *,
     """
     started = perf_counter()
     deadline = None if time_limit_s is None else started + time_limit_s
-    kept = sorted((op for op in ops if op.status != "fail"), key=lambda op: op.index)
-    for op in kept:
-        assert op.status in ("ok", "info"), op
-        assert op.status == "ok" or op.ret == math.inf, f"info operation must be open: {op}"
-    partitions = [sorted(part, key=lambda op: op.index) for part in model.partition(kept)]
+    statuses = set(map(_STATUS, ops))
+    assert statuses <= {"ok", "info", "fail"}, f"statuses must be ok, info or fail: {statuses}"
+    kept = [op for op in ops if op.status != "fail"] if "fail" in statuses else list(ops)
+    kept.sort(key=_BY_INDEX)
+    if "info" in statuses:
+        for op in kept:
+            assert op.status == "ok" or op.ret == math.inf, f"info operation must be open: {op}"
+    partitions = [sorted(part, key=_BY_INDEX) for part in model.partition(kept)]
     details: dict[str, Any] = {"ops": len(kept), "partitions": len(partitions)}
 
     def finish(valid: bool | None, reason: str, evidence: tuple[Op, ...] = ()) -> Verdict:
