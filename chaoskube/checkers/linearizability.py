@@ -540,10 +540,11 @@ def _others_first(step: Any, read_only: Any, state: Any, after: Any, group: list
                   by_return: list[Op], start: int, by_call: list[Op], position: int, done: set[int]) -> bool:
     """For :func:`_greedy`: whether the pending determinate state-changing operations
     ``group`` (in order of return) should take effect before the one returning now (whose
-    effect takes ``state`` to ``after``) rather than after it,
-    judged by the first read-only operation that follows them all, returns before any other
-    state-changing operation is invoked, and is legal after one order and not the other.
-    A heuristic (a wrong guess only makes the greedy pass give up)."""
+    effect takes ``state`` to ``after``) rather than after it: yes when the usual order makes
+    one of them illegal and this one does not, or else when the first read-only operation
+    that must follow them all and may precede the next determinate state-changing
+    invocation is legal after this order and not after the usual one. A heuristic: a wrong
+    guess only makes the greedy pass give up."""
     later = after
     for other in group:
         legal, later = step(later, other)
@@ -558,27 +559,21 @@ def _others_first(step: Any, read_only: Any, state: Any, after: Any, group: list
     legal, earlier = step(earlier, by_return[start - 1])
     if not legal or earlier == later:
         return False
-    horizon = math.inf  # the invocation of the next state-changing operation
+    if later is _ILLEGAL:
+        return True
+    horizon = math.inf  # the next invocation of a determinate state-changing operation
     for upcoming in by_call[position:position + 64]:
-        if read_only is None or not read_only(upcoming):
+        if upcoming.ret != math.inf and (read_only is None or not read_only(upcoming)):
             horizon = upcoming.call
             break
-    else:
-        if position + 64 < len(by_call):
-            return False
     settled = max(other.ret for other in group)
-    members = {other.index for other in group}
     for upcoming in by_return[start:start + 64]:
-        if upcoming.ret >= horizon:
-            return False
-        if upcoming.index in members:
+        if upcoming.call >= horizon or upcoming.index in done or upcoming.call <= settled:
             continue
         if read_only is None or not read_only(upcoming):
-            return False
-        if upcoming.index in done or upcoming.call <= settled:
             continue
         legal_earlier = step(earlier, upcoming)[0]
-        if legal_earlier != (later is not _ILLEGAL and step(later, upcoming)[0]):
+        if legal_earlier != step(later, upcoming)[0]:
             return legal_earlier
     return False
 
