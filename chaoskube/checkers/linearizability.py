@@ -65,7 +65,7 @@ the best so far (sound, not known 1-minimal), and ``details['evidence_status']``
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Generator, Sequence
 from dataclasses import replace
 from operator import attrgetter
@@ -97,6 +97,10 @@ _GREEDY_FIRST = True
 # The most pending state-changing operations the greedy pass weighs placing before the one
 # returning (more means contention, where the search does better than a guess).
 _GREEDY_GROUP_MAX = 8
+# The longest sequence of pending operations, and the most model steps, the greedy pass tries
+# to make an illegal operation legal (:func:`_bridge`).
+_BRIDGE_DEPTH = 4
+_BRIDGE_NODES = 64
 # Partitions up to this length get every candidate mask computed up front (at most 8 MiB).
 _PRECOMPUTED_MASKS_MAX = 4096
 
@@ -170,6 +174,11 @@ class RegisterModel:
         do not reset it (for a register: none change it)."""
         return self.step(state, op)[0]
 
+    def observed(self, op: Op) -> Any:
+        """The state a determinate read-only ``op`` saw (a read's value), or _MISSING when
+        it does not say (a failed cas: only "not this value")."""
+        return op.output if op.f == "read" and op.output is not UNKNOWN else _MISSING
+
     def producers(self) -> _RegisterProducers:
         return _RegisterProducers()
 
@@ -235,6 +244,10 @@ class KVModel:
         """Whether get ``op`` can be legal after ``state`` and appends only: its output
         extends the state."""
         return op.output is UNKNOWN or (isinstance(op.output, str) and op.output.startswith(state))
+
+    def observed(self, op: Op) -> Any:
+        """The string a determinate get saw, or _MISSING."""
+        return op.output if op.f == "get" and isinstance(op.output, str) else _MISSING
 
     def producers(self) -> _KVProducers:
         return _KVProducers()
@@ -376,7 +389,23 @@ def _first_violation(partitions: Sequence[Sequence[Op]], model: Any, deadline: f
     configuration (porcupine reports the longest partial linearizations the same way).
     """
     frontiers: list[dict[str, Any]] = [{} for _ in partitions]
-    active = [(position, _search_steps(part, model, frontiers[position])) for position, part in enumerate(partitions)]
+    # 1. The greedy pass (linear): it proves most partitions of a correct history at once.
+    hard = [position for position, part in enumerate(partitions) if not (_GREEDY_FIRST and _greedy(part, model))]
+    if deadline is not None and perf_counter() > deadline:
+        raise _OutOfTime
+    # 2. Cheap refutations of the rest (n log n) before any search: a read of a value never
+    # written or written only later, then a read of the past.
+    for position in hard:
+        refuted = _refuted(partitions[position], model)
+        if refuted is None:
+            pair = _stale(partitions[position], model)
+            refuted = None if pair is None else pair[1]
+        if refuted is not None:
+            if stuck is not None:
+                stuck["op"] = refuted
+            return position
+    # 3. The searches, round-robin.
+    active = [(position, _search_steps(partitions[position], model, frontiers[position], greedy=False)) for position in hard]
     turns = 0
     while active:
         turns += 1
@@ -392,16 +421,57 @@ def _first_violation(partitions: Sequence[Sequence[Op]], model: Any, deadline: f
                         stuck["op"] = frontiers[position].get("op")
                     return position
                 continue
-            if turns == 1:  # not settled at once: a cheap refutation first, if there is one
-                refuted = _refuted(partitions[position], model)
-                if refuted is not None:
-                    if stuck is not None:
-                        stuck["op"] = refuted
-                    return position
             still.append((position, search))
         active = still
         if deadline is not None and perf_counter() > deadline:
             raise _OutOfTime
+    return None
+
+
+def _stale(ops: Sequence[Op], model: Any) -> tuple[Op, Op] | None:
+    """A read of the past in ``ops`` (one partition): ``(earlier, later)``, two determinate
+    read-only operations, ``earlier`` returned before ``later`` was invoked, no operation
+    that may reset the state (model ``resets``) can take effect between them (none is
+    invoked by ``later``'s return and returns after ``earlier``'s invocation), and what
+    ``later`` observes cannot be reached from the state ``earlier`` observed (model
+    ``observed``) without a reset (model ``may_reach``): a stale read. ``earlier`` is the
+    latest-returning observation before ``later`` (an incomplete scan, so sound: it may miss
+    a stale pair, never invent one). None when there is none or the model lacks the hooks."""
+    read_only = getattr(model, "read_only", None)
+    observed = getattr(model, "observed", None)
+    resets = getattr(model, "resets", None)
+    may_reach = getattr(model, "may_reach", None)
+    if read_only is None or observed is None or resets is None or may_reach is None:
+        return None
+    reads, reset_ops = [], []
+    for op in ops:
+        if read_only(op):
+            if op.ret != math.inf and op.output is not UNKNOWN:
+                reads.append(op)
+        elif resets(op):
+            reset_ops.append(op)
+    reset_ops.sort(key=_CALL)
+    reset_calls = [op.call for op in reset_ops]
+    latest_ret = []  # latest_ret[i]: the latest return among reset_ops[:i + 1]
+    latest = -math.inf
+    for op in reset_ops:
+        latest = max(latest, op.ret)
+        latest_ret.append(latest)
+    by_return = sorted(reads, key=_RET)
+    position, earlier = 0, None
+    for later in sorted(reads, key=_CALL):
+        while position < len(by_return) and by_return[position].ret < later.call:
+            candidate = by_return[position]
+            position += 1
+            if observed(candidate) is not _MISSING:
+                earlier = candidate
+        if earlier is None:
+            continue
+        count = bisect_right(reset_calls, later.ret)
+        if count and latest_ret[count - 1] >= earlier.call:
+            continue  # a reset may take effect between them
+        if not may_reach(observed(earlier), later):
+            return earlier, later
     return None
 
 
@@ -452,6 +522,8 @@ def _greedy(ops: Sequence[Op], model: Any) -> bool:
     """
     read_only = getattr(model, "read_only", None)
     step = model.step
+    resets, may_reach = getattr(model, "resets", None), getattr(model, "may_reach", None)
+    reach = None if read_only is None or resets is None or may_reach is None else (read_only, resets, may_reach)
     # (ties in any order: each order of equal times is as valid a walk as another)
     by_call = sorted(ops, key=_CALL)
     by_return = sorted(ops, key=_RET)
@@ -496,7 +568,7 @@ def _greedy(ops: Sequence[Op], model: Any) -> bool:
             # Other state-changing operations still pending may belong before this one
             # (they return later but took effect earlier).
             group = sorted(writers.values(), key=_BY_RETURN)
-            if _others_first(step, read_only, state, new, group, by_return, turn + 1, by_call, position, done):
+            if _others_first(step, read_only, reach, state, new, group, by_return, turn + 1, by_call, position, done):
                 for other in group:
                     state = step(state, other)[1]
                     del writers[other.index]
@@ -508,25 +580,23 @@ def _greedy(ops: Sequence[Op], model: Any) -> bool:
                 legal, new = step(state, op)
                 assert legal, op
         if not legal:
-            for pool in (writers, blind):
-                for other in pool.values():
-                    legal_before, before = step(state, other)
-                    if legal_before:
-                        legal, new = step(before, op)
-                        if legal:
-                            del pool[other.index]
-                            if pool is writers:
-                                done.add(other.index)
-                            # what the intermediate state makes legal goes first
-                            for reader in list(readers.values()):
-                                if step(before, reader)[0]:
-                                    del readers[reader.index]
-                                    done.add(reader.index)
-                            break
-                if legal:
-                    break
-            if not legal:
+            bridge = _bridge(step, reach, state, op, [*writers.values(), *blind.values()])
+            if bridge is None:
                 return False
+            for other in bridge:
+                state = step(state, other)[1]
+                if other.ret != math.inf:
+                    del writers[other.index]
+                    done.add(other.index)
+                else:
+                    del blind[other.index]
+                # what the intermediate state makes legal goes first
+                for reader in list(readers.values()):
+                    if step(state, reader)[0]:
+                        del readers[reader.index]
+                        done.add(reader.index)
+            legal, new = step(state, op)
+            assert legal, op
         if new is not state and new != state:
             state = new
             for other in list(readers.values()):
@@ -536,15 +606,54 @@ def _greedy(ops: Sequence[Op], model: Any) -> bool:
     return True
 
 
-def _others_first(step: Any, read_only: Any, state: Any, after: Any, group: list[Op],
+def _bridge(step: Any, reach: Any, state: Any, op: Op, pending: list[Op]) -> list[Op] | None:
+    """For :func:`_greedy`: a short sequence of ``pending`` state-changing operations (at
+    most _BRIDGE_DEPTH, determinate ones tried first) after which ``op``, illegal in
+    ``state``, is legal; None when none is found within _BRIDGE_NODES model steps. With the
+    model's ``resets`` and ``may_reach`` (``reach``), a branch is cut when a read-only ``op``
+    can no longer be reached and no pending operation may reset the state."""
+    prune = reach is not None and reach[0](op) and not any(map(reach[1], pending))
+    may_reach = reach[2] if prune else None
+    budget = [_BRIDGE_NODES]
+
+    def extend(state: Any, chosen: list[Op], depth: int) -> list[Op] | None:
+        """A bridge of exactly ``depth`` more operations after ``chosen``."""
+        for other in pending:
+            if budget[0] <= 0:
+                return None
+            if any(other is member for member in chosen):
+                continue
+            budget[0] -= 1
+            legal, after = step(state, other)
+            if not legal or (may_reach is not None and not may_reach(after, op)):
+                continue
+            if depth == 1:
+                if step(after, op)[0]:
+                    return [*chosen, other]
+            else:
+                found = extend(after, [*chosen, other], depth - 1)
+                if found is not None:
+                    return found
+        return None
+
+    for depth in range(1, min(_BRIDGE_DEPTH, len(pending)) + 1):  # the shortest bridge first
+        found = extend(state, [], depth)
+        if found is not None or budget[0] <= 0:
+            return found
+    return None
+
+
+def _others_first(step: Any, read_only: Any, reach: Any, state: Any, after: Any, group: list[Op],
                   by_return: list[Op], start: int, by_call: list[Op], position: int, done: set[int]) -> bool:
     """For :func:`_greedy`: whether the pending determinate state-changing operations
     ``group`` (in order of return) should take effect before the one returning now (whose
     effect takes ``state`` to ``after``) rather than after it: yes when the usual order makes
     one of them illegal and this one does not, or else when the first read-only operation
     that must follow them all and may precede the next determinate state-changing
-    invocation is legal after this order and not after the usual one. A heuristic: a wrong
-    guess only makes the greedy pass give up."""
+    invocation is legal after this order and not after the usual one (or, up to the next
+    invocation of one that may reset the state, can reach its observation, model
+    ``may_reach``, after this order and not the other). A heuristic: a wrong guess only makes
+    the greedy pass give up."""
     later = after
     for other in group:
         legal, later = step(later, other)
@@ -562,29 +671,40 @@ def _others_first(step: Any, read_only: Any, state: Any, after: Any, group: list
     if later is _ILLEGAL:
         return True
     horizon = math.inf  # the next invocation of a determinate state-changing operation
+    reset_horizon = math.inf  # ... of one that may reset the state (model ``resets``)
     for upcoming in by_call[position:position + 64]:
-        if upcoming.ret != math.inf and (read_only is None or not read_only(upcoming)):
+        if read_only is not None and read_only(upcoming):
+            continue
+        if horizon == math.inf and upcoming.ret != math.inf:
             horizon = upcoming.call
+        if reach is None or reach[1](upcoming):
+            reset_horizon = upcoming.call
             break
     settled = max(other.ret for other in group)
     for upcoming in by_return[start:start + 64]:
-        if upcoming.call >= horizon or upcoming.index in done or upcoming.call <= settled:
+        if upcoming.index in done or upcoming.call <= settled:
             continue
         if read_only is None or not read_only(upcoming):
             continue
-        legal_earlier = step(earlier, upcoming)[0]
-        if legal_earlier != step(later, upcoming)[0]:
-            return legal_earlier
+        if upcoming.call < horizon:  # may come right after them: legal or not
+            legal_earlier = step(earlier, upcoming)[0]
+            if legal_earlier != step(later, upcoming)[0]:
+                return legal_earlier
+        elif upcoming.ret < reset_horizon and reach is not None:  # reachable or not
+            legal_earlier = reach[2](earlier, upcoming)
+            if legal_earlier != reach[2](later, upcoming):
+                return legal_earlier
     return False
 
 
-def _search_steps(ops: Sequence[Op], model: Any, frontier: dict[str, Any] | None = None) -> Generator[None, None, bool]:
+def _search_steps(ops: Sequence[Op], model: Any, frontier: dict[str, Any] | None = None,
+                  greedy: bool = True) -> Generator[None, None, bool]:
     """The search for :func:`_search`, as a generator: yields every _STEPS_PER_SLICE steps,
     returns whether ``ops`` is linearizable. On False, ``frontier["op"]`` is the operation
     the search got stuck at (see :func:`_first_violation`)."""
     if False:  # makes this a generator even when it returns before its first yield
         yield
-    if _GREEDY_FIRST and _greedy(ops, model):
+    if greedy and _GREEDY_FIRST and _greedy(ops, model):
         return True
     determinate = sorted((op for op in ops if op.ret != math.inf), key=_BY_RETURN)
     if not determinate:

@@ -373,13 +373,16 @@ def test_evidence_on_kv_history():
 
 
 def adversarial(count: int) -> list[Op]:
-    """``count`` concurrent writes of distinct values, then reads of 0 and then of 1: both
-    were written, so nothing refutes it cheaply, and the search must try every order of the
-    writes before it can say no."""
+    """``count`` concurrent writes of distinct values, then reads of 0 and then of 1, with a
+    timed-out write of -2 invoked between them: 0 and 1 were written (no read of a value never
+    written), and the timed-out write may have taken effect between the reads (no read of the
+    past), so nothing refutes it cheaply, and the search must try every order of the writes
+    before it can say no."""
     ops = [Op(index, index, "write", None, index, None, "ok", float(index), float(10 * count))
            for index in range(count)]
     ops.append(Op(count, count, "read", None, None, 0, "ok", 20.0 * count, 20.0 * count + 1))
-    ops.append(Op(count + 1, count + 1, "read", None, None, 1, "ok", 20.0 * count + 2, 20.0 * count + 3))
+    ops.append(Op(count + 1, count + 1, "write", None, -2, UNKNOWN, "info", 20.0 * count + 1.5, math.inf))
+    ops.append(Op(count + 2, count + 2, "read", None, None, 1, "ok", 20.0 * count + 2, 20.0 * count + 3))
     return ops
 
 
@@ -388,7 +391,7 @@ def test_a_read_of_a_value_never_written_is_refuted_at_once_with_itself_as_evide
     (or wrote only after the read returned, a read of the future). No search: the read
     alone is the evidence, and the writes are dropped from its context (none wrote it)."""
     for late in (False, True):
-        ops = adversarial(2000)[:-1]
+        ops = adversarial(2000)[:-2]
         if late:  # the value is written, but only after the read returned
             ops[-1] = replace(ops[-1], output=-7)
             ops.append(Op(len(ops), len(ops), "write", None, -7, None, "ok", ops[-1].ret + 1, ops[-1].ret + 2))
