@@ -1189,7 +1189,7 @@ def check_linearizability(ops: Sequence[Op], model: Any, *,
     stops it, it is the best found so far (sound, maybe not 1-minimal).
     ``details``: ``ops`` (operations checked), ``partitions``, ``check_seconds``; on False also
     ``verdict_seconds``, ``evidence_seconds``, ``evidence_minimal``, ``evidence_status``
-    ("1-minimal", or "best so far" with why: "time limit", "searches capped") and
+    ("1-minimal", or "best so far" with why: "time limit", "searches capped", "step budget") and
     ``evidence_context_ops`` (the other operations weakened so).
     """
     started = perf_counter()
