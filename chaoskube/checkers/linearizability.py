@@ -23,10 +23,16 @@ Reductions on top of porcupine, all exact (they never change the answer):
   operations linearized (that one had every option this one has).
 * **Partitions in turn.** Partitions are searched round-robin, a slice of steps at a time, and
   the first violation ends the check, as porcupine's parallel check does.
-* **Cheap refutations.** A partition whose search does not settle in its first slice is
-  scanned for a read-only operation that observes what no operation invoked by the time it
+* **Greedy pass first.** Every partition is first walked once by a greedy just-in-time
+  linearization (:func:`_greedy`, Lowe's JIT linearization without backtracking): success
+  proves it linearizable at a fraction of the search's cost per operation; failure proves
+  nothing and hands over. On the generated 100k history it settles 99 of 100 partitions.
+* **Cheap refutations.** Partitions the greedy pass did not settle are scanned, before any
+  search, for a read-only operation that observes what no operation invoked by the time it
   returned could produce (a value never written; one written only later, a read of the
-  future): that operation alone refutes it (:func:`_refuted`, the model's ``producers``).
+  future): that operation alone refutes it (:func:`_refuted`, the model's ``producers``);
+  then for a read of the past (:func:`_stale`: a later read that cannot reach what an
+  earlier one saw, no reset possible between them; model ``observed``).
 * **Reachability.** The earliest-returning pending read-only operation must take effect
   among the operations invoked before it returns; when none of those may reset the state
   (model ``resets``), its observation must be reachable from the current state by the others
@@ -57,14 +63,16 @@ dropped (model ``drop_unobserved``).
 
 Non-guarantees: the answer is None (unknown) when the time limit is hit. The evidence is *a*
 1-minimal explanation, not the smallest one; it has its own time limit
-(``evidence_time_limit_s``, within the check's), each of its searches is bounded in steps and
-at most _EVIDENCE_EXHAUSTED_MAX may exhaust their bound; when a bound stops it the evidence is
+(``evidence_time_limit_s``, within the check's), each of its searches is bounded in steps,
+all of them together by _EVIDENCE_TOTAL_SLICES, and at most _EVIDENCE_EXHAUSTED_MAX may
+exhaust their bound; when a bound stops it the evidence is
 the best so far (sound, not known 1-minimal), and ``details['evidence_status']`` says which.
 """
 
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 from collections.abc import Generator, Sequence
 from dataclasses import replace
 from operator import attrgetter
@@ -83,13 +91,26 @@ _STEPS_PER_SLICE = 512  # search steps per turn; the wall clock is read between 
 _EVIDENCE_SLICES = 50
 # Searches of the evidence that may exhaust that bound before the evidence is reported as it
 # stands (best so far): each costs 25,600 steps and proves nothing.
-_EVIDENCE_EXHAUSTED_MAX = 4
+_EVIDENCE_EXHAUSTED_MAX = 1
+# Slices of search the whole evidence may use (a deterministic bound: 102,400 steps):
+# the evidence should not cost much more than a verdict does.
+_EVIDENCE_TOTAL_SLICES = 200
 #: The evidence's own time limit by default, in seconds (check_linearizability).
 EVIDENCE_TIME_LIMIT_S = 10.0
 # Bound on the memory of one partition's search: each explored configuration keeps about three
 # bitsets as long as the partition, so memory grows with the square of its length (as in
 # porcupine). At the bound the answer is unknown rather than the machine running out.
 _SEARCH_BYTES_MAX = 512 * 2**20
+# Whether each search starts with the greedy just-in-time pass (:func:`_greedy`); tests turn
+# it off to compare against the plain search.
+_GREEDY_FIRST = True
+# The most pending state-changing operations the greedy pass weighs placing before the one
+# returning (more means contention, where the search does better than a guess).
+_GREEDY_GROUP_MAX = 8
+# The longest sequence of pending operations, and the most model steps, the greedy pass tries
+# to make an illegal operation legal (:func:`_bridge`).
+_BRIDGE_DEPTH = 4
+_BRIDGE_NODES = 64
 # Partitions up to this length get every candidate mask computed up front (at most 8 MiB).
 _PRECOMPUTED_MASKS_MAX = 4096
 
@@ -103,9 +124,15 @@ class Model(Protocol):
 
 
 def _partition_by_key(ops: Sequence[Op]) -> list[list[Op]]:
+    keys = list(map(_KEY, ops))
+    try:
+        if len(set(keys)) <= 1:  # one key (a file per key, or the single register)
+            return [list(ops)] if ops else []
+    except TypeError:  # an unhashable key: the dict below raises as before
+        pass
     groups: dict[Any, list[Op]] = {}
-    for op in ops:
-        groups.setdefault(op.key, []).append(op)
+    for op, key in zip(ops, keys):
+        groups.setdefault(key, []).append(op)
     return list(groups.values())  # in order of each key's first operation
 
 
@@ -156,6 +183,11 @@ class RegisterModel:
         """Whether read-only ``op`` can be legal after ``state`` and only operations that
         do not reset it (for a register: none change it)."""
         return self.step(state, op)[0]
+
+    def observed(self, op: Op) -> Any:
+        """The state a determinate read-only ``op`` saw (a read's value), or _MISSING when
+        it does not say (a failed cas: only "not this value")."""
+        return op.output if op.f == "read" and op.output is not UNKNOWN else _MISSING
 
     def producers(self) -> _RegisterProducers:
         return _RegisterProducers()
@@ -222,6 +254,10 @@ class KVModel:
         """Whether get ``op`` can be legal after ``state`` and appends only: its output
         extends the state."""
         return op.output is UNKNOWN or (isinstance(op.output, str) and op.output.startswith(state))
+
+    def observed(self, op: Op) -> Any:
+        """The string a determinate get saw, or _MISSING."""
+        return op.output if op.f == "get" and isinstance(op.output, str) else _MISSING
 
     def producers(self) -> _KVProducers:
         return _KVProducers()
@@ -324,6 +360,11 @@ _MISSING = object()
 _ILLEGAL = object()
 _BY_CALL = attrgetter("call", "index")
 _BY_RETURN = attrgetter("ret", "call", "index")
+_BY_INDEX = attrgetter("index")
+_KEY = attrgetter("key")
+_CALL = attrgetter("call")
+_RET = attrgetter("ret")
+_STATUS = attrgetter("status")
 
 
 def _search(ops: Sequence[Op], model: Any, deadline: float | None,
@@ -358,10 +399,28 @@ def _first_violation(partitions: Sequence[Sequence[Op]], model: Any, deadline: f
     configuration (porcupine reports the longest partial linearizations the same way).
     """
     frontiers: list[dict[str, Any]] = [{} for _ in partitions]
-    active = [(position, _search_steps(part, model, frontiers[position])) for position, part in enumerate(partitions)]
+    # 1. The greedy pass (linear): it proves most partitions of a correct history at once.
+    hard = [position for position, part in enumerate(partitions) if not (_GREEDY_FIRST and _greedy(part, model))]
+    if deadline is not None and perf_counter() > deadline:
+        raise _OutOfTime
+    # 2. Cheap refutations of the rest (n log n) before any search: a read of a value never
+    # written or written only later, then a read of the past.
+    for position in hard:
+        refuted = _refuted(partitions[position], model)
+        if refuted is None:
+            pair = _stale(partitions[position], model)
+            refuted = None if pair is None else pair[1]
+        if refuted is not None:
+            if stuck is not None:
+                stuck["op"] = refuted
+            return position
+    # 3. The searches, round-robin.
+    active = [(position, _search_steps(partitions[position], model, frontiers[position], greedy=False)) for position in hard]
     turns = 0
     while active:
         turns += 1
+        if stuck is not None:
+            stuck["turns"] = turns  # slices used so far (the evidence's budget counts them)
         if max_slices is not None and turns > max_slices:
             raise _OutOfSteps
         still = []
@@ -374,16 +433,57 @@ def _first_violation(partitions: Sequence[Sequence[Op]], model: Any, deadline: f
                         stuck["op"] = frontiers[position].get("op")
                     return position
                 continue
-            if turns == 1:  # not settled at once: a cheap refutation first, if there is one
-                refuted = _refuted(partitions[position], model)
-                if refuted is not None:
-                    if stuck is not None:
-                        stuck["op"] = refuted
-                    return position
             still.append((position, search))
         active = still
         if deadline is not None and perf_counter() > deadline:
             raise _OutOfTime
+    return None
+
+
+def _stale(ops: Sequence[Op], model: Any) -> tuple[Op, Op] | None:
+    """A read of the past in ``ops`` (one partition): ``(earlier, later)``, two determinate
+    read-only operations, ``earlier`` returned before ``later`` was invoked, no operation
+    that may reset the state (model ``resets``) can take effect between them (none is
+    invoked by ``later``'s return and returns after ``earlier``'s invocation), and what
+    ``later`` observes cannot be reached from the state ``earlier`` observed (model
+    ``observed``) without a reset (model ``may_reach``): a stale read. ``earlier`` is the
+    latest-returning observation before ``later`` (an incomplete scan, so sound: it may miss
+    a stale pair, never invent one). None when there is none or the model lacks the hooks."""
+    read_only = getattr(model, "read_only", None)
+    observed = getattr(model, "observed", None)
+    resets = getattr(model, "resets", None)
+    may_reach = getattr(model, "may_reach", None)
+    if read_only is None or observed is None or resets is None or may_reach is None:
+        return None
+    reads, reset_ops = [], []
+    for op in ops:
+        if read_only(op):
+            if op.ret != math.inf and op.output is not UNKNOWN:
+                reads.append(op)
+        elif resets(op):
+            reset_ops.append(op)
+    reset_ops.sort(key=_CALL)
+    reset_calls = [op.call for op in reset_ops]
+    latest_ret = []  # latest_ret[i]: the latest return among reset_ops[:i + 1]
+    latest = -math.inf
+    for op in reset_ops:
+        latest = max(latest, op.ret)
+        latest_ret.append(latest)
+    by_return = sorted(reads, key=_RET)
+    position, earlier = 0, None
+    for later in sorted(reads, key=_CALL):
+        while position < len(by_return) and by_return[position].ret < later.call:
+            candidate = by_return[position]
+            position += 1
+            if observed(candidate) is not _MISSING:
+                earlier = candidate
+        if earlier is None:
+            continue
+        count = bisect_right(reset_calls, later.ret)
+        if count and latest_ret[count - 1] >= earlier.call:
+            continue  # a reset may take effect between them
+        if not may_reach(observed(earlier), later):
+            return earlier, later
     return None
 
 
@@ -415,12 +515,246 @@ def _refuted(ops: Sequence[Op], model: Any) -> Op | None:
     return None
 
 
-def _search_steps(ops: Sequence[Op], model: Any, frontier: dict[str, Any] | None = None) -> Generator[None, None, bool]:
+def _greedy(ops: Sequence[Op], model: Any) -> bool:
+    """Whether a greedy just-in-time linearization of ``ops`` (one partition) succeeds: True
+    proves ``ops`` linearizable; False proves nothing (the search then decides).
+
+    Lowe's just-in-time linearization without backtracking: the operations are walked in
+    order of return; an operation is linearized only when it must be, at its return, after
+    every read-only operation legal in the current state (absorption, exact as in the
+    search); if it is illegal there, after one pending state-changing operation that makes it
+    legal (the earliest-invoked such, a determinate one before an 'info' one); and a
+    state-changing one after the determinate state-changing operations still pending when
+    the next read-only operations say so (:func:`_others_first`). Every operation so placed
+    was invoked by then and every one after it returns later, so a walk that reaches the end
+    is a linearization (pending 'info' operations left out). One step of the model per
+    operation and absorption, no memo, no stack: on the common history (little contention
+    per key) it is the whole check, at a fraction of the search's cost per operation; where
+    it guesses wrong it gives up at once.
+    """
+    read_only = getattr(model, "read_only", None)
+    step = model.step
+    resets, may_reach = getattr(model, "resets", None), getattr(model, "may_reach", None)
+    reach = None if read_only is None or resets is None or may_reach is None else (read_only, resets, may_reach)
+    # (ties in any order: each order of equal times is as valid a walk as another)
+    by_call = sorted(ops, key=_CALL)
+    by_return = sorted(ops, key=_RET)
+    del by_return[bisect_left(by_return, math.inf, key=_RET):]  # 'info' ones never return
+    state = model.init()
+    readers: dict[int, Op] = {}  # pending determinate read-only operations, by index
+    writers: dict[int, Op] = {}  # pending determinate state-changing operations
+    blind: dict[int, Op] = {}  # invoked 'info' state-changing operations not linearized
+    done: set[int] = set()  # determinate operations linearized before their return
+    position, count = 0, len(by_call)
+    # Invariant between returns: no pending reader is legal in the current state (each is
+    # tried on invocation and again at every change of state).
+    inf = math.inf
+    for turn, op in enumerate(by_return):
+        ret = op.ret
+        while position < count and by_call[position].call <= ret:
+            invoked = by_call[position]
+            position += 1
+            if read_only is not None and read_only(invoked):
+                if invoked.ret == inf:  # an 'info' read-only operation is left out
+                    continue
+                if step(state, invoked)[0]:  # absorbed at once
+                    done.add(invoked.index)
+                else:
+                    readers[invoked.index] = invoked
+            elif invoked.ret != inf:
+                writers[invoked.index] = invoked
+            else:
+                blind[invoked.index] = invoked
+        index = op.index
+        if index in done:
+            done.discard(index)
+            continue
+        if index in readers:
+            del readers[index]
+            writer = False
+        else:
+            del writers[index]
+            writer = True
+        legal, new = step(state, op)
+        if legal and writer and writers and len(writers) <= _GREEDY_GROUP_MAX:
+            # Other state-changing operations still pending may belong before this one
+            # (they return later but took effect earlier).
+            group = sorted(writers.values(), key=_BY_RETURN)
+            if reach is not None:  # some of them, by the next observation that follows
+                following = _next_observer(reach, new, by_return, turn + 1, by_call, position, done)
+                if following is not None:
+                    bridge = _bridge(step, reach, state, op, group, following)
+                    if bridge:
+                        group = bridge
+            if (len(group) < len(writers) or
+                    _others_first(step, read_only, reach, state, new, group, by_return, turn + 1, by_call, position, done)):
+                for other in group:
+                    state = step(state, other)[1]
+                    del writers[other.index]
+                    done.add(other.index)
+                    for reader in list(readers.values()):
+                        if step(state, reader)[0]:
+                            del readers[reader.index]
+                            done.add(reader.index)
+                legal, new = step(state, op)
+                assert legal, op
+        if not legal:
+            bridge = _bridge(step, reach, state, op, [*writers.values(), *blind.values()])
+            if bridge is None:
+                return False
+            for other in bridge:
+                state = step(state, other)[1]
+                if other.ret != math.inf:
+                    del writers[other.index]
+                    done.add(other.index)
+                else:
+                    del blind[other.index]
+                # what the intermediate state makes legal goes first
+                for reader in list(readers.values()):
+                    if step(state, reader)[0]:
+                        del readers[reader.index]
+                        done.add(reader.index)
+            legal, new = step(state, op)
+            assert legal, op
+        if new is not state and new != state:
+            state = new
+            for other in list(readers.values()):
+                if step(state, other)[0]:
+                    del readers[other.index]
+                    done.add(other.index)
+    return True
+
+
+def _next_observer(reach: Any, after: Any, by_return: list[Op], start: int, by_call: list[Op],
+                   position: int, done: set[int]) -> Op | None:
+    """For :func:`_greedy`: the first read-only operation returning after the one returning
+    now, not linearized yet, that returns before the next invocation of an operation that
+    may reset the state, and cannot reach its observation from ``after`` (model
+    ``may_reach``); None if the first such one can, or there is none."""
+    read_only, resets, may_reach = reach
+    reset_horizon = math.inf
+    for upcoming in by_call[position:position + 64]:
+        if not read_only(upcoming) and resets(upcoming):
+            reset_horizon = upcoming.call
+            break
+    for upcoming in by_return[start:start + 16]:
+        if upcoming.ret >= reset_horizon:
+            return None
+        if upcoming.index in done or not read_only(upcoming):
+            continue
+        return None if may_reach(after, upcoming) else upcoming
+    return None
+
+
+def _bridge(step: Any, reach: Any, state: Any, op: Op, pending: list[Op], following: Op | None = None) -> list[Op] | None:
+    """For :func:`_greedy`: a short sequence of ``pending`` state-changing operations (at
+    most _BRIDGE_DEPTH, determinate ones tried first) after which ``op``, illegal in
+    ``state``, is legal -- or, with ``following``, after which ``op`` is legal and then
+    ``following``'s observation reachable (model ``may_reach``); None when none is found
+    within _BRIDGE_NODES model steps. With the model's ``resets`` and ``may_reach``
+    (``reach``), a branch is cut when a read-only target can no longer be reached and no
+    pending operation may reset the state."""
+    target = op if following is None else following
+    prune = reach is not None and reach[0](target) and not any(map(reach[1], pending))
+    may_reach = reach[2] if prune else None
+    budget = [_BRIDGE_NODES]
+
+    def reached(after: Any) -> bool:
+        if following is None:
+            return step(after, op)[0]
+        legal, last = step(after, op)
+        return legal and reach[2](last, following)
+
+    def extend(state: Any, chosen: list[Op], depth: int) -> list[Op] | None:
+        """A bridge of exactly ``depth`` more operations after ``chosen``."""
+        for other in pending:
+            if budget[0] <= 0:
+                return None
+            if any(other is member for member in chosen):
+                continue
+            budget[0] -= 1
+            legal, after = step(state, other)
+            if not legal or (may_reach is not None and not may_reach(after, target)):
+                continue
+            if depth == 1:
+                if reached(after):
+                    return [*chosen, other]
+            else:
+                found = extend(after, [*chosen, other], depth - 1)
+                if found is not None:
+                    return found
+        return None
+
+    for depth in range(1, min(_BRIDGE_DEPTH, len(pending)) + 1):  # the shortest bridge first
+        found = extend(state, [], depth)
+        if found is not None or budget[0] <= 0:
+            return found
+    return None
+
+
+def _others_first(step: Any, read_only: Any, reach: Any, state: Any, after: Any, group: list[Op],
+                  by_return: list[Op], start: int, by_call: list[Op], position: int, done: set[int]) -> bool:
+    """For :func:`_greedy`: whether the pending determinate state-changing operations
+    ``group`` (in order of return) should take effect before the one returning now (whose
+    effect takes ``state`` to ``after``) rather than after it: yes when the usual order makes
+    one of them illegal and this one does not, or else when the first read-only operation
+    that must follow them all and may precede the next determinate state-changing
+    invocation is legal after this order and not after the usual one (or, up to the next
+    invocation of one that may reset the state, can reach its observation, model
+    ``may_reach``, after this order and not the other). A heuristic: a wrong guess only makes
+    the greedy pass give up."""
+    later = after
+    for other in group:
+        legal, later = step(later, other)
+        if not legal:
+            later = _ILLEGAL
+            break
+    earlier = state
+    for other in group:
+        legal, earlier = step(earlier, other)
+        if not legal:
+            return False
+    legal, earlier = step(earlier, by_return[start - 1])
+    if not legal or earlier == later:
+        return False
+    if later is _ILLEGAL:
+        return True
+    horizon = math.inf  # the next invocation of a determinate state-changing operation
+    reset_horizon = math.inf  # ... of one that may reset the state (model ``resets``)
+    for upcoming in by_call[position:position + 64]:
+        if read_only is not None and read_only(upcoming):
+            continue
+        if horizon == math.inf and upcoming.ret != math.inf:
+            horizon = upcoming.call
+        if reach is None or reach[1](upcoming):
+            reset_horizon = upcoming.call
+            break
+    settled = max(other.ret for other in group)
+    for upcoming in by_return[start:start + 64]:
+        if upcoming.index in done or upcoming.call <= settled:
+            continue
+        if read_only is None or not read_only(upcoming):
+            continue
+        if upcoming.call < horizon:  # may come right after them: legal or not
+            legal_earlier = step(earlier, upcoming)[0]
+            if legal_earlier != step(later, upcoming)[0]:
+                return legal_earlier
+        elif upcoming.ret < reset_horizon and reach is not None:  # reachable or not
+            legal_earlier = reach[2](earlier, upcoming)
+            if legal_earlier != reach[2](later, upcoming):
+                return legal_earlier
+    return False
+
+
+def _search_steps(ops: Sequence[Op], model: Any, frontier: dict[str, Any] | None = None,
+                  greedy: bool = True) -> Generator[None, None, bool]:
     """The search for :func:`_search`, as a generator: yields every _STEPS_PER_SLICE steps,
     returns whether ``ops`` is linearizable. On False, ``frontier["op"]`` is the operation
     the search got stuck at (see :func:`_first_violation`)."""
     if False:  # makes this a generator even when it returns before its first yield
         yield
+    if greedy and _GREEDY_FIRST and _greedy(ops, model):
+        return True
     determinate = sorted((op for op in ops if op.ret != math.inf), key=_BY_RETURN)
     if not determinate:
         return True  # every 'info' operation may be left out
@@ -705,7 +1039,8 @@ class _Budget:
         self.deadline = deadline
         self.exhausted = 0
         self.searches = 0
-        self.why = ""  # why the evidence is best-so-far: "time limit" or "searches capped"
+        self.why = ""  # why the evidence is best-so-far: "time limit", "searches capped", "step budget"
+        self.slices_left = _EVIDENCE_TOTAL_SLICES
 
     def search(self, ops: Sequence[Op], model: Any, slices: int = _EVIDENCE_SLICES) -> bool | None:
         """A bounded search; a short one (``slices`` below the default) that exhausts its
@@ -713,12 +1048,18 @@ class _Budget:
         if self.exhausted >= _EVIDENCE_EXHAUSTED_MAX:
             self.why = "searches capped"
             raise _OutOfTime
+        if self.slices_left <= 0:
+            self.why = "step budget"
+            raise _OutOfTime
         self.searches += 1
+        used: dict[str, Any] = {}
         try:
-            answer = _search(ops, model, self.deadline, slices)
+            answer = _search(ops, model, self.deadline, min(slices, self.slices_left), used)
         except _OutOfTime:
             self.why = "time limit"
             raise
+        finally:
+            self.slices_left -= max(1, used.get("turns", 0))
         if answer is None and slices >= _EVIDENCE_SLICES:
             self.exhausted += 1
         return answer
@@ -848,16 +1189,19 @@ def check_linearizability(ops: Sequence[Op], model: Any, *,
     stops it, it is the best found so far (sound, maybe not 1-minimal).
     ``details``: ``ops`` (operations checked), ``partitions``, ``check_seconds``; on False also
     ``verdict_seconds``, ``evidence_seconds``, ``evidence_minimal``, ``evidence_status``
-    ("1-minimal", or "best so far" with why: "time limit", "searches capped") and
+    ("1-minimal", or "best so far" with why: "time limit", "searches capped", "step budget") and
     ``evidence_context_ops`` (the other operations weakened so).
     """
     started = perf_counter()
     deadline = None if time_limit_s is None else started + time_limit_s
-    kept = sorted((op for op in ops if op.status != "fail"), key=lambda op: op.index)
-    for op in kept:
-        assert op.status in ("ok", "info"), op
-        assert op.status == "ok" or op.ret == math.inf, f"info operation must be open: {op}"
-    partitions = [sorted(part, key=lambda op: op.index) for part in model.partition(kept)]
+    statuses = set(map(_STATUS, ops))
+    assert statuses <= {"ok", "info", "fail"}, f"statuses must be ok, info or fail: {statuses}"
+    kept = [op for op in ops if op.status != "fail"] if "fail" in statuses else list(ops)
+    kept.sort(key=_BY_INDEX)
+    if "info" in statuses:
+        for op in kept:
+            assert op.status == "ok" or op.ret == math.inf, f"info operation must be open: {op}"
+    partitions = [sorted(part, key=_BY_INDEX) for part in model.partition(kept)]
     details: dict[str, Any] = {"ops": len(kept), "partitions": len(partitions)}
 
     def finish(valid: bool | None, reason: str, evidence: tuple[Op, ...] = ()) -> Verdict:

@@ -373,13 +373,16 @@ def test_evidence_on_kv_history():
 
 
 def adversarial(count: int) -> list[Op]:
-    """``count`` concurrent writes of distinct values, then reads of 0 and then of 1: both
-    were written, so nothing refutes it cheaply, and the search must try every order of the
-    writes before it can say no."""
+    """``count`` concurrent writes of distinct values, then reads of 0 and then of 1, with a
+    timed-out write of -2 invoked between them: 0 and 1 were written (no read of a value never
+    written), and the timed-out write may have taken effect between the reads (no read of the
+    past), so nothing refutes it cheaply, and the search must try every order of the writes
+    before it can say no."""
     ops = [Op(index, index, "write", None, index, None, "ok", float(index), float(10 * count))
            for index in range(count)]
     ops.append(Op(count, count, "read", None, None, 0, "ok", 20.0 * count, 20.0 * count + 1))
-    ops.append(Op(count + 1, count + 1, "read", None, None, 1, "ok", 20.0 * count + 2, 20.0 * count + 3))
+    ops.append(Op(count + 1, count + 1, "write", None, -2, UNKNOWN, "info", 20.0 * count + 1.5, math.inf))
+    ops.append(Op(count + 2, count + 2, "read", None, None, 1, "ok", 20.0 * count + 2, 20.0 * count + 3))
     return ops
 
 
@@ -388,7 +391,7 @@ def test_a_read_of_a_value_never_written_is_refuted_at_once_with_itself_as_evide
     (or wrote only after the read returned, a read of the future). No search: the read
     alone is the evidence, and the writes are dropped from its context (none wrote it)."""
     for late in (False, True):
-        ops = adversarial(2000)[:-1]
+        ops = adversarial(2000)[:-2]
         if late:  # the value is written, but only after the read returned
             ops[-1] = replace(ops[-1], output=-7)
             ops.append(Op(len(ops), len(ops), "write", None, -7, None, "ok", ops[-1].ret + 1, ops[-1].ret + 2))
@@ -440,3 +443,126 @@ def test_memory_bound_gives_unknown(monkeypatch):
     verdict = check_linearizability(adversarial(200), RegisterModel(), time_limit_s=None)
     assert verdict.valid is None
     assert verdict.reason.startswith("memory bound of 0 MiB hit")
+
+
+# -- issue 17: the greedy pass, the cheap refutations, the evidence's budget ------------------
+
+
+def plain(part: list[Op], model) -> bool:
+    """The search alone on one partition: no greedy pass, no refutation."""
+    search = linearizability._search_steps(part, model, None, greedy=False)
+    while True:
+        try:
+            next(search)
+        except StopIteration as stop:
+            return stop.value
+
+
+def test_greedy_pass_proves_a_plain_history_without_the_search(monkeypatch):
+    """A history with little contention is linearized by the greedy pass alone (the
+    search is never started), writes that return in the other order than they took effect
+    included."""
+    ops = history(("write", 1, None, 0, 4), ("write", 2, None, 1, 3), ("read", None, 1, 5, 6),
+                  ("cas", (1, 3), True, 7, 8), ("read", None, 3, 9, 10))
+    assert linearizability._greedy(ops, RegisterModel()) is True
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("the search ran")
+
+    monkeypatch.setattr(linearizability, "_search_steps", no_search)
+    assert valid(ops) is True
+
+
+def test_greedy_pass_gives_up_on_a_violation_and_the_search_decides():
+    ops = history(("write", 1, None, 0, 1), ("write", 2, None, 2, 3), ("read", None, 1, 4, 5))
+    assert linearizability._greedy(ops, RegisterModel()) is False
+    assert valid(ops) is False
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(register_histories(max_ops=9))
+def test_greedy_first_agrees_with_the_plain_search(ops):
+    """The greedy pass and the refutations only ever shortcut the search: verdicts with them
+    equal the verdicts of the plain search (and a True from the greedy pass alone is right)."""
+    kept = [op for op in ops if op.status != "fail"]
+    model = RegisterModel()
+    assert valid(ops) is all(plain(part, model) for part in model.partition(kept))
+    for part in model.partition(kept):
+        if linearizability._greedy(part, model):
+            assert plain(part, model) is True
+
+
+@settings(max_examples=300, deadline=None)
+@given(kv_histories(max_ops=7))
+def test_kv_greedy_first_agrees_with_the_plain_search(ops):
+    model = KVModel()
+    for part in model.partition(ops):
+        if linearizability._greedy(part, model):
+            assert plain(part, model) is True
+        refuted = linearizability._refuted(part, model)
+        stale = linearizability._stale(part, model)
+        if refuted is not None or stale is not None:
+            assert plain(part, model) is False
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(register_histories(max_ops=8))
+def test_register_refutations_are_sound(ops):
+    model = RegisterModel()
+    kept = [op for op in ops if op.status != "fail"]
+    for part in model.partition(kept):
+        if linearizability._refuted(part, model) is not None or linearizability._stale(part, model) is not None:
+            assert plain(part, model) is False
+
+
+def test_a_read_of_the_past_is_refuted_without_a_search(monkeypatch):
+    """A read that returns the value a completed write overwrote, after another read saw the
+    new one, with no write that could take effect between the two reads."""
+    broken = history(("write", 1, None, 0, 1), ("write", 2, None, 2, 3), ("read", None, 2, 4, 5),
+                     ("read", None, 1, 6, 7))
+    correct = history(("write", 1, None, 0, 1), ("write", 2, None, 2, 3), ("read", None, 2, 4, 5),
+                      ("write", 1, None, 5.5, 6.5), ("read", None, 1, 6, 7))
+    model = RegisterModel()
+    earlier, later = linearizability._stale(broken, model)
+    assert (earlier.index, later.index) == (2, 3)
+    assert linearizability._stale(correct, model) is None
+    calls = []
+    original = linearizability._search_steps
+    monkeypatch.setattr(linearizability, "_search_steps", lambda *args, **kwargs: calls.append(1) or original(*args, **kwargs))
+    assert linearizability._first_violation([broken], model, None) == 0
+    assert not calls  # the verdict: refuted before any search
+    assert check_linearizability(broken, model).valid is False
+    assert check_linearizability(correct, model).valid is True
+
+
+def test_a_stale_get_is_refuted_and_a_get_after_a_put_is_not():
+    model = KVModel()
+    broken = history(("append", "a", None, 0, 1), ("get", None, "a", 2, 3), ("append", "b", None, 4, 5),
+                     ("get", None, "ab", 6, 7), ("get", None, "a", 8, 9))
+    correct = history(("append", "a", None, 0, 1), ("get", None, "a", 2, 3), ("append", "b", None, 4, 5),
+                      ("get", None, "ab", 6, 7), ("put", "a", None, 7.5, 8.5), ("get", None, "a", 8, 9))
+    assert linearizability._stale(broken, model) is not None
+    assert check_linearizability(broken, model).valid is False
+    assert linearizability._stale(correct, model) is None
+    assert check_linearizability(correct, model).valid is True
+
+
+def test_a_read_of_the_future_is_refuted_and_a_concurrent_one_is_not():
+    model = RegisterModel()
+    future = history(("read", None, 5, 0, 1), ("write", 5, None, 2, 3))
+    concurrent = history(("read", None, 5, 0, 2), ("write", 5, None, 1, 3))
+    assert linearizability._refuted(future, model) is not None
+    assert check_linearizability(future, model).valid is False
+    assert linearizability._refuted(concurrent, model) is None
+    assert check_linearizability(concurrent, model).valid is True
+
+
+def test_evidence_stops_at_its_step_budget_with_the_best_so_far(monkeypatch):
+    monkeypatch.setattr(linearizability, "_EVIDENCE_TOTAL_SLICES", 1)
+    ops = adversarial(12)
+    verdict = check_linearizability(ops, RegisterModel(), time_limit_s=None)
+    assert verdict.valid is False
+    assert verdict.details["evidence_minimal"] is False
+    assert verdict.details["evidence_status"].startswith("best so far (")
+    # sound all the same: the evidence with its context is not linearizable
+    assert check_linearizability(list(verdict.evidence), RegisterModel(), time_limit_s=None).valid is False
