@@ -24,6 +24,10 @@ of record times, when given), and True otherwise; the reason always carries the 
 Evidence: the first and last failures of the outage and the success that ended it, or the
 first and last failures for a fraction over its bound.
 
+With an error budget, ``max_outage_s`` is charged only with unexplained failures: an
+outage made of explained failures alone (every endpoint's node cut off, as when a swizzle
+clogs every node) is the documented window, not a finding.
+
 **Error budget** (``error_budget``, a fraction of each Service's requests; the
 kubernetes system's default is :data:`DEFAULT_ERROR_BUDGET`, 1 %): only *unexplained*
 failures count against it. A failure is explained when it ended inside a window the
@@ -222,9 +226,11 @@ def check_service_availability(
             f"dead endpoint: {first['endpoint']} of {first['service']} stayed ready from t={first['ready_until_s']:.3f} while its node {first['node']} was unreachable since t={first['unreachable_since_s']:.3f} (bound {DEAD_ENDPOINT_BOUND_S:g} s); {summary}",
             tuple(dead[:4]), details,
         )
+    charged = _charged_outages(events, figures, unexplained, between) if error_budget is not None and max_outage_s is not None else figures
     for service, row in figures.items():
-        if max_outage_s is not None and row.longest_outage_s > max_outage_s:
-            return Verdict(False, f"outage over {max_outage_s} s: {summary}", row.outage_evidence, details)
+        outage = charged[service]
+        if max_outage_s is not None and outage.longest_outage_s > max_outage_s:
+            return Verdict(False, f"outage over {max_outage_s} s: {summary}", outage.outage_evidence, details)
         if max_failed_fraction is not None and row.failed_fraction > max_failed_fraction:
             assert row.first_failure is not None and row.last_failure is not None
             evidence = _unique((row.first_failure, row.last_failure))
@@ -238,14 +244,16 @@ def check_service_availability(
 # =========================================================================== nodes and endpoints
 def node_unreachable(events: Iterable[Event], nodes: Sequence[str], api_servers: Sequence[str] = ()) -> dict[str, list[tuple[float, float]]]:
     """Per node, the intervals [from, to) during which it could not heartbeat to the control
-    plane: its process killed, exited or paused, its kubelet stopped, or every API server
-    cut from it (either direction) by the grudge. ``api_servers`` empty: every process whose
+    plane: its process killed, exited or paused, its kubelet stopped, every API server
+    cut from it (either direction) by the grudge, or every link of it dropping everything
+    (a ``link-loss`` fault with ``loss`` 1.0: the swizzle's clog). ``api_servers`` empty: every process whose
     name starts with "kube-apiserver". An interval open at the end closes at infinity."""
     wanted = set(nodes)
     servers = set(api_servers)
     down: dict[str, set[str]] = {node: set() for node in nodes}  # node -> reasons now
     since: dict[str, float] = {}
     intervals: dict[str, list[tuple[float, float]]] = {node: [] for node in nodes}
+    clogged: dict[int, list[str]] = {}  # link-loss 1.0 fault id -> its nodes
 
     def update(node: str, t: float, reason: str, on: bool) -> None:
         reasons = down[node]
@@ -282,6 +290,14 @@ def node_unreachable(events: Iterable[Event], nodes: Sequence[str], api_servers:
                 update(event["node"], event["t"], "kubelet", True)
             elif event.get("event") == "start":
                 update(event["node"], event["t"], "kubelet", False)
+        elif kind == "fault" and event.get("event") == "apply" and event.get("kind") == "link-loss" and float((event.get("params") or {}).get("loss", 0.0)) >= 1.0:
+            # every link to and from the node drops everything (swizzle-clogging): as cut off as a grudge
+            clogged[event["id"]] = [node for node in event.get("targets") or () if node in wanted]
+            for node in clogged[event["id"]]:
+                update(node, event["t"], f"clogged-{event['id']}", True)
+        elif kind == "fault" and event.get("event") == "heal" and event.get("id") in clogged:
+            for node in clogged.pop(event["id"]):
+                update(node, event["t"], f"clogged-{event['id']}", False)
         elif kind == "partition":
             grudge = {dst: set(sources) for dst, sources in (event.get("grudge") or {}).items()}
             for node in nodes:
@@ -308,6 +324,17 @@ def dead_endpoints(events: Sequence[Event], unreachable: dict[str, list[tuple[fl
                     "unreachable_since_s": start, "ready_until_s": deadline, "ready_to_s": row["to"], "unreachable_to_s": end,
                 })
     return sorted(found, key=lambda item: (item["ready_until_s"], item["service"], item["endpoint"]))
+
+
+def _charged_outages(events: Sequence[Event], figures: dict[str, ServiceFigures], unexplained: dict[str, list[Event]], between: tuple[float, float] | None) -> dict[str, ServiceFigures]:
+    """Per Service, its figures over the successes and the *unexplained* failures only: an
+    outage every failure of which is explained (an expected window, or endpoints whose node
+    was cut off while Kubernetes lets them stay ready: every node clogged at once by a
+    swizzle) is not charged against ``max_outage_s``; one unexplained failure in it is."""
+    charged = {id(row) for rows in unexplained.values() for row in rows}
+    kept = [event for event in events if event.get("type") == "traffic" and (event.get("outcome") == "ok" or id(event) in charged)]
+    found = service_figures(kept, between)
+    return {service: found.get(service, ServiceFigures(service)) for service in figures}
 
 
 def _unexplained_failures(

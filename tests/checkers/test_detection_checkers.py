@@ -466,6 +466,30 @@ def test_the_error_budget_charges_unexplained_failures_only():
     assert check_service_availability(events, max_outage_s=5.0, error_budget=0.01, expected=[(0.0, 100.0)]).valid is True
 
 
+def test_a_node_clogged_by_link_loss_one_is_unreachable_until_its_fault_heals():
+    clog = {"type": "fault", "event": "apply", "id": 7, "kind": "link-loss", "params": {"loss": 1.0}, "t": 5.0, "targets": ["node-1"]}
+    heal = {"type": "fault", "event": "heal", "id": 7, "kind": "link-loss", "t": 12.0, "targets": ["node-1"]}
+    assert node_unreachable([clog, heal], ["node-1", "node-2"]) == {"node-1": [(5.0, 12.0)], "node-2": []}
+    lossy = {**clog, "params": {"loss": 0.2}}  # a lossy link still carries heartbeats
+    assert node_unreachable([lossy, heal], ["node-1"]) == {"node-1": []}
+
+
+def test_an_outage_of_explained_failures_only_is_not_charged_but_one_unexplained_failure_in_it_is():
+    """Every endpoint's node clogged at once (a swizzle): the requests fail for 8 s, each
+    explained by its node being cut off (Kubernetes lets the endpoint stay ready that long)."""
+    clog = {"type": "fault", "event": "apply", "id": 1, "kind": "link-loss", "params": {"loss": 1.0}, "t": 10.0, "targets": ["node-1"]}
+    heal = {"type": "fault", "event": "heal", "id": 1, "kind": "link-loss", "t": 18.0, "targets": ["node-1"]}
+    pod = put(1.0, 1, "pods", "default/web-1", obj("Pod", "web-1", spec={"nodeName": "node-1"}, status={"podIP": "10.244.1.2"}))
+    requests = [traffic(float(t), "timeout" if 10 <= t < 18 else "ok") for t in range(30)]
+    events = [*LEADER, pod, clog, *requests[:18], heal, *requests[18:]]
+    assert check_service_availability(events, max_outage_s=5.0).valid is False  # no budget: every failure counts
+    verdict = check_service_availability(events, max_outage_s=5.0, error_budget=0.5, nodes=["node-1"])
+    assert verdict.valid is True, verdict.reason
+    elsewhere = [*events[:-12], traffic(15.5, "timeout", endpoint="10.244.9.9:80"), *events[-12:]]  # an endpoint of no known node
+    unexplained = check_service_availability(sorted(elsewhere, key=lambda e: e.get("t", 0.0)), max_outage_s=0.0, error_budget=0.5, nodes=["node-1"])
+    assert unexplained.valid is False and "outage over" in unexplained.reason
+
+
 def test_an_endpoint_ready_on_an_unreachable_node_past_the_bound_is_dead():
     down = [*LEADER, {"type": "process", "t": 0.0, "event": "start", "process": "node-1"}, slice_with(True, 1, 1.0), {"type": "process", "t": 10.0, "event": "kill", "process": "node-1"}]
     assert node_unreachable(down, ["node-1"]) == {"node-1": [(10.0, float("inf"))]}
