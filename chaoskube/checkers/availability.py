@@ -34,7 +34,9 @@ failures count against it. A failure is explained when it ended inside a window 
 experiment declares as expected (``expected``, absolute (from, to) times), or when it was
 sent to an endpoint whose node could not reach the control plane, for as long as
 Kubernetes lets such an endpoint stay ready (below) plus :data:`PROXY_SYNC_S` for
-kube-proxy to drop it -- the documented window ("the Service may fail requests to the dead
+kube-proxy to drop it, and, when the node's machine went down (its containers died with
+it), for :data:`REBOOT_SETTLE_S` after it is reachable again, while its kubelet starts the
+containers again -- the documented window ("the Service may fail requests to the dead
 endpoint until it is dropped"). So a Service rotating over three endpoints with one dead
 for five minutes fails about a third of its requests for those five minutes, and only the
 first minute or so is explained.
@@ -94,6 +96,13 @@ ENDPOINT_SYNC_BOUND_S = 10.0
 #: kube-proxy applying an EndpointSlice change (informer delivery and ``minSyncPeriod`` 1 s).
 PROXY_SYNC_S = 5.0
 DEAD_ENDPOINT_BOUND_S = NODE_MONITOR_GRACE_S + NODE_MONITOR_PERIOD_S + ENDPOINT_SYNC_BOUND_S
+#: A node whose machine went down (killed, powered off) and came back shorter than the
+#: grace period: its pods' endpoints never turned not ready, and its containers are gone
+#: until the kubelet, reachable again, re-lists its pods, starts their containers again
+#: and reports them (PLEG relist 1 s, the container's start, the status manager's write;
+#: "Container restart policy", https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#restart-policy).
+#: Requests to those endpoints fail for that long after the node is reachable again.
+REBOOT_SETTLE_S = 15.0
 CONTROLLER_MANAGER_LEASE = "kube-system/kube-controller-manager"
 
 
@@ -348,6 +357,10 @@ def _unexplained_failures(
         node: [(start, min(end, deadline_under_leader(start, acting, DEAD_ENDPOINT_BOUND_S) + PROXY_SYNC_S)) for start, end in rows]
         for node, rows in unreachable.items()
     }
+    for node, down_at in _machine_downs(events, unreachable):  # and the reboot's settling after it
+        for start, end in unreachable[node]:
+            if start <= down_at < end and end != math.inf:
+                allowed[node].append((end, end + REBOOT_SETTLE_S))
     found: dict[str, list[Event]] = {service: [] for service in figures}
     node_of_ip: dict[str, str] | None = None
     for event in events:
@@ -367,6 +380,12 @@ def _unexplained_failures(
             continue
         found[event["service"]].append(event)
     return {service: rows for service, rows in found.items()}
+
+
+def _machine_downs(events: Sequence[Event], unreachable: dict[str, list[tuple[float, float]]]) -> list[tuple[str, float]]:
+    """(node, when) of every kill or exit of a node's process: its containers died with it."""
+    return [(event["process"], event["t"]) for event in events
+            if event.get("type") == "process" and event.get("event") in ("kill", "exit") and event.get("process") in unreachable]
 
 
 def _pod_ip_nodes(events: Sequence[Event]) -> dict[str, str]:

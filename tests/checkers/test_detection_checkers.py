@@ -490,6 +490,22 @@ def test_an_outage_of_explained_failures_only_is_not_charged_but_one_unexplained
     assert unexplained.valid is False and "outage over" in unexplained.reason
 
 
+def test_requests_to_a_rebooted_nodes_pods_are_explained_while_its_kubelet_restarts_them_not_after():
+    """A node powered off for 10 s (shorter than the grace period: its endpoints stayed
+    ready): its containers are gone until the kubelet, back, starts them again."""
+    pod = put(1.0, 1, "pods", "default/web-1", obj("Pod", "web-1", spec={"nodeName": "node-1"}, status={"podIP": "10.244.1.2"}))
+    down = [*LEADER, pod, {"type": "process", "t": 10.0, "event": "kill", "process": "node-1"}, {"type": "process", "t": 20.0, "event": "start", "process": "node-1"}]
+    settling = [*down, *(traffic(float(t), "timeout") for t in range(21, 34)), *(traffic(float(t), "ok") for t in range(34, 200))]
+    assert check_service_availability(settling, max_outage_s=60.0, error_budget=0.01, nodes=["node-1"]).valid is True
+    late = [*down, *(traffic(float(t), "timeout") for t in range(21, 40)), *(traffic(float(t), "ok") for t in range(40, 200))]
+    verdict = check_service_availability(late, max_outage_s=60.0, error_budget=0.01, nodes=["node-1"])
+    assert verdict.valid is False and "error budget" in verdict.reason  # 35..39: past the settling window
+    partitioned = [*LEADER, pod, {"type": "partition", "t": 10.0, "grudge": {"node-1": ["kube-apiserver-1"]}}, {"type": "process", "t": 0.0, "event": "start", "process": "kube-apiserver-1"},
+                   {"type": "partition", "t": 20.0, "grudge": {}}, *(traffic(float(t), "timeout") for t in range(21, 34)), *(traffic(float(t), "ok") for t in range(34, 200))]
+    verdict = check_service_availability(partitioned, max_outage_s=60.0, error_budget=0.01, nodes=["node-1"], api_servers=["kube-apiserver-1"])
+    assert verdict.valid is False  # a partition kills no container: nothing to restart
+
+
 def test_an_endpoint_ready_on_an_unreachable_node_past_the_bound_is_dead():
     down = [*LEADER, {"type": "process", "t": 0.0, "event": "start", "process": "node-1"}, slice_with(True, 1, 1.0), {"type": "process", "t": 10.0, "event": "kill", "process": "node-1"}]
     assert node_unreachable(down, ["node-1"]) == {"node-1": [(10.0, float("inf"))]}
