@@ -18,7 +18,9 @@ right there; one that does is written at once and finished by the fsync's comple
 callback (``Disk.fsync_then``), with no task woken: one append and one fsync per Ready,
 every proposal that arrived meanwhile batched into the next one, as etcd's raftNode
 does. A request is answered at once, or when its read index or its proposal is applied,
-or by a timer after the request timeout. A watch server task streams watch events.
+or by a timer after the request timeout. A watch server task streams watch events. A
+restarted member dials its peers (port ``peer``) and fast-forwards its election ticks once
+more than one answered, as etcd's ``adjustTicks`` does (``EtcdMember._adjust_ticks``).
 
 Linearizable reads are batched as etcd's ``linearizableReadLoop``
 (``server/etcdserver/v3_server.go``): reads wait on the current "notifier"; one ReadIndex
