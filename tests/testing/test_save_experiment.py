@@ -200,7 +200,7 @@ def test_judged_only_drops_the_checkers_that_had_nothing_to_judge(tmp_path):
     assert json.loads((tmp_path / "run" / "result.json").read_text())["as_expected"] is True
 
 
-@pytest.mark.slow  # ~1-2 min: Hypothesis finds and shrinks the bug through many live clusters
+@pytest.mark.slow  # ~1-2 min (measured 54 s user time in the test process; 357 s wall at load 16 on 2 cores): Hypothesis finds and shrinks the bug through many live clusters
 def test_a_shrunk_hypothesis_example_saved_and_replayed_gives_the_examples_fingerprint(tmp_path):
     with gallery.applied(["eviction-skips-pdb"]):
         with pytest.raises(InvariantViolation) as caught:
