@@ -18,7 +18,9 @@ right there; one that does is written at once and finished by the fsync's comple
 callback (``Disk.fsync_then``), with no task woken: one append and one fsync per Ready,
 every proposal that arrived meanwhile batched into the next one, as etcd's raftNode
 does. A request is answered at once, or when its read index or its proposal is applied,
-or by a timer after the request timeout. A watch server task streams watch events.
+or by a timer after the request timeout. A watch server task streams watch events. A
+restarted member dials its peers (port ``peer``) and fast-forwards its election ticks once
+more than one answered, as etcd's ``adjustTicks`` does (``EtcdMember._adjust_ticks``).
 
 Linearizable reads are batched as etcd's ``linearizableReadLoop``
 (``server/etcdserver/v3_server.go``): reads wait on the current "notifier"; one ReadIndex
@@ -84,6 +86,8 @@ from chaoskube.sim import Process, World
 RAFT_PORT = "raft"
 CLIENT_PORT = "client"
 WATCH_PORT = "watch"
+#: rafthttp's stream dial between peers, answered at once: what makes a peer "active".
+PEER_PORT = "peer"
 
 ERROR_NO_LEADER = "etcdserver: no leader"
 ERROR_TIMEOUT = "etcdserver: request timed out"
@@ -94,6 +98,10 @@ LEASE_CHECK_INTERVAL_S = 0.5
 REQUIRE_LEADER_ELECTIONS = 3
 #: ``readIndexRetryTime``: a ReadIndex round with no answer is sent again after this.
 READ_INDEX_RETRY_S = 0.5
+#: etcd's ``adjustTicks`` polls for active peers every 50 ms for up to
+#: ``rafthttp.ConnReadTimeout`` (5 s), then gives up without advancing.
+TICK_ADVANCE_POLL_S = 0.05
+TICK_ADVANCE_POLLS = 100
 
 
 @dataclass(frozen=True)
@@ -109,6 +117,7 @@ class EtcdConfig:
     fsync_ms: float = 1.0
     max_request_bytes: int = MAX_REQUEST_BYTES  # --max-request-bytes
     raft_class: type[Raft] = Raft  # a broken variant from raft_broken, for the gallery
+    initial_election_tick_advance: bool = True  # --initial-election-tick-advance (EtcdMember._adjust_ticks)
 
     def __post_init__(self) -> None:
         assert self.members >= 1
@@ -148,6 +157,14 @@ class Proposal:
 class ClientRequest:
     id: str
     request: Any  # a request from chaoskube.etcd.requests, or KeepAlive
+
+
+@dataclass(frozen=True, slots=True)
+class PeerDial:
+    """rafthttp's stream dial (``answer`` False) and its acceptance (``answer`` True): a
+    peer that answered is one of the sender's ``ActivePeers``."""
+
+    answer: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +295,7 @@ class EtcdMember:
         self._lead = 0
         self._leaderless_since: float | None = process.now()  # no leader known yet
         self._revoking: dict[int, float] = {}  # lease id -> when its revocation was proposed
+        self._active_peers: set[str] = set()  # peers that answered a PeerDial (rafthttp ActivePeers)
         if snapshot is not None:
             self.world.record("etcd-snapshot", member=self.name, event="restore", index=snapshot.index, revision=self.store.revision)
 
@@ -286,9 +304,68 @@ class EtcdMember:
         process = self.process
         process.on_message(RAFT_PORT, self._on_raft)
         process.on_message(CLIENT_PORT, self._on_client)
+        process.on_message(PEER_PORT, self._on_peer)
         process.call_later(self.config.heartbeat_ms / 1000.0, self._on_tick)
         process.call_later(LEASE_CHECK_INTERVAL_S, self._on_lease_check)
+        if self.incarnation > 1:
+            self._adjust_ticks()
         await self._watch_loop()
+
+    # -- the election tick advance on restart (etcd's adjustTicks) ---------------------------
+    def _adjust_ticks(self) -> None:
+        """etcd's ``EtcdServer.adjustTicks`` (``server/etcdserver/server.go``, run by
+        ``start``; ``--initial-election-tick-advance``, on by default, etcd PR #9591): a
+        single-member cluster advances ``ElectionTicks - 1`` ticks at once; a larger one polls
+        every 50 ms, up to 5 s, until more than one peer is active (``peerN > 1``: both
+        peers of a 3-member cluster), then advances ``ElectionTicks - 2`` ticks ("in case
+        slow leader message receive"), so a restarted member whose leader is gone campaigns
+        within 0.2-1.1 s instead of 1-2 s; with no active peers it advances nothing.
+
+        Deviation, on purpose: only a restarted incarnation advances, not the first boot of
+        the cluster. etcd advances there too; applying it would move the first election of
+        every run, and with it every journal and every first-catch seed recorded in the
+        tests and docs/checkers.md, for no behaviour the boot is there to test (who wins
+        the first election of an empty log)."""
+        if self.config.members == 1:
+            self._advance_ticks(self.config.election_tick - 1)
+            return
+        if not self.config.initial_election_tick_advance:
+            return
+        self._dial_peers()
+        self.process.call_later(TICK_ADVANCE_POLL_S, self._poll_active_peers, 1)
+
+    def _dial_peers(self) -> None:
+        # rafthttp's stream readers keep re-dialing a peer that has not answered.
+        for name in self.config.names:
+            if name != self.name and name not in self._active_peers:
+                self.process.send(name, PeerDial(), port=PEER_PORT, duplicable=False)
+
+    def _poll_active_peers(self, polls: int) -> None:
+        if len(self._active_peers) > 1:
+            self._advance_ticks(self.config.election_tick - 2)
+            return
+        if polls >= TICK_ADVANCE_POLLS:
+            return  # no quorum of peers answered in 5 s: nothing to gain by advancing
+        self._dial_peers()
+        self.process.call_later(TICK_ADVANCE_POLL_S, self._poll_active_peers, polls + 1)
+
+    def _advance_ticks(self, ticks: int) -> None:
+        """etcd's ``raftNode.advanceTicks``: ``ticks`` ticks at once (fewer than the
+        election tick, so none of them starts an election by itself)."""
+        assert 0 <= ticks < self.config.election_tick
+        self.process.log.info("fast-forwarding {} election ticks", ticks)
+        for _ in range(ticks):
+            self.raft.tick()
+        self.drain()
+
+    def _on_peer(self, message: Any) -> None:
+        body = message.body
+        if not isinstance(body, PeerDial):
+            return
+        if body.answer:
+            self._active_peers.add(message.src)
+        else:
+            self.process.send(message.src, PeerDial(answer=True), port=PEER_PORT, duplicable=False)
 
     def _on_tick(self, _: Any = None) -> None:
         self.raft.tick()

@@ -223,3 +223,66 @@ def test_same_seed_same_journal(seed):
     first, _ = run_cluster(story, seed=seed)
     second, _ = run_cluster(story, seed=seed)
     assert first.fingerprint == second.fingerprint
+
+
+def _first_campaign_after_restart(config, restarted, seed):
+    """Boot, elect, kill every member, restart ``restarted`` (indexes into the names) at one
+    instant; seconds from the restart to the first member's pre-vote campaign (None: none
+    within 8 s)."""
+
+    async def story(world, registry, client, config):
+        await wait_leader(world, registry)
+        for name in config.names:
+            world.process(name).kill()
+        await world.sleep(1)
+        restarted_at = world.now
+        for index in restarted:
+            world.process(config.names[index]).restart()
+        await world.sleep(8)
+        return restarted_at
+
+    world, restarted_at = run_cluster(story, seed=seed, config=config)
+    campaigns = [e["t"] for e in world.journal.of_type("raft-role") if e["t"] >= restarted_at and e["role"] == "pre_candidate"]
+    return campaigns[0] - restarted_at if campaigns else None
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_restarted_member_fast_forwards_its_election_ticks_once_more_than_one_peer_answers(seed):
+    """etcd's ``adjustTicks`` (server/etcdserver/server.go, ``--initial-election-tick-advance``
+    on by default): a member restarted in a 3-member cluster whose two peers answer its
+    stream dials advances ElectionTicks - 2 ticks, so it campaigns within 0.2-1.1 s, before
+    a whole election timeout (1 s: 10 ticks) has passed; raft.go's ``tickElection`` alone
+    would wait at least ``electionTimeout`` ticks (``pastElectionTimeout``)."""
+    first = _first_campaign_after_restart(EtcdConfig(), restarted=(0, 1, 2), seed=seed)
+    assert first is not None and 0.15 <= first < 0.95, first
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_without_two_active_peers_or_with_the_advance_off_a_restarted_member_waits_a_whole_timeout(seed):
+    """``peerN > 1`` is required (a lone restarted member, or one with a single peer up,
+    advances nothing: it gives up after 5 s), and ``--initial-election-tick-advance=false``
+    turns it off: the first campaign then comes after the randomized election timeout,
+    10-19 ticks."""
+    for config, restarted in ((EtcdConfig(), (0,)), (EtcdConfig(), (0, 1)), (EtcdConfig(initial_election_tick_advance=False), (0, 1, 2))):
+        first = _first_campaign_after_restart(config, restarted=restarted, seed=seed)
+        assert first is not None and 0.95 <= first < 2.0, (config.initial_election_tick_advance, restarted, first)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_restarted_single_member_advances_all_but_one_tick(seed):
+    """``clusterN == 1``: ElectionTicks - 1 ticks at once, whatever the flag, so the lone
+    member leads again within 1-10 ticks of its restart instead of 10-19."""
+    config = EtcdConfig(members=1, initial_election_tick_advance=False)
+
+    async def story(world, registry, client, config):
+        await wait_leader(world, registry)
+        world.process(config.names[0]).kill()
+        await world.sleep(1)
+        restarted_at = world.now
+        world.process(config.names[0]).restart()
+        await world.sleep(3)
+        return restarted_at
+
+    world, restarted_at = run_cluster(story, seed=seed, config=config)
+    elected = [e["t"] - restarted_at for e in world.journal.of_type("raft-role") if e["t"] >= restarted_at and e["role"] == "leader"]
+    assert elected and elected[0] < 0.95, elected
