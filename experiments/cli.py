@@ -175,6 +175,8 @@ def describe(experiment: str) -> None:
     stdout.print(table)
     if found.nemesis is not None:
         stdout.print(_nemesis_line(found.nemesis), markup=False)
+    if found.buggify is not None:
+        stdout.print(_buggify_line(found.buggify), markup=False)
     if found.steady_state is not None:
         stdout.print(f"Steady-state hypothesis {found.steady_state.title!r}: " + "; ".join(f"{probe.name} ({probe.kind}: {probe.tolerance_text()})" for probe in found.steady_state.probes), markup=False)
     for probe in found.probes:
@@ -189,6 +191,14 @@ def describe(experiment: str) -> None:
     shown_by = [variant for variant in variants.VARIANTS.values() if variant.experiment == found.name]
     for variant in shown_by:
         stdout.print(f"Gallery: --broken {variant.name} ({variant.component}: {variant.description}) is caught by {variant.caught_by}", markup=False)
+
+
+def _buggify_line(spec: Any) -> str:
+    """One line for an experiment's BUGGIFY settings (the live points are drawn from the run seed)."""
+    if not spec.enabled:
+        return "BUGGIFY: off"
+    points = f"each of {', '.join(spec.points)}" if spec.points is not None else "each point"
+    return f"BUGGIFY: {points} live with probability {spec.live_probability:g}, a live one firing with probability {spec.fire_probability:g} when reached (drawn from the seed when the run starts)"
 
 
 def _nemesis_line(spec: Any) -> str:
@@ -334,6 +344,8 @@ def _print_plan(found: Any, seed: int) -> None:
         stdout.print(f"  at {entry.at_s:g} s: {entry.kind} {entry.target}{matches} for {duration}{params}", markup=False)
     if found.nemesis is not None:
         stdout.print(_nemesis_line(found.nemesis), markup=False)
+    if found.buggify is not None:
+        stdout.print(_buggify_line(found.buggify), markup=False)
     for probe in found.probes:
         stdout.print(f"  probe {probe.name} ({probe.kind}, {probe.effective_mode}): {probe.tolerance_text()}", markup=False)
     if found.steady_state is not None:

@@ -379,8 +379,17 @@ class EtcdMember:
     # -- 2. send ----------------------------------------------------------------------
     def _send(self, messages: tuple[Message, ...]) -> None:
         process = self.process
+        buggify = self.world.buggify
         for message in messages:
+            if buggify.enabled:  # BUGGIFY: rafthttp's pipeline may overtake (or be overtaken by) its stream
+                delay = buggify.delay_s("etcd.raft-reorder", process)
+                if delay:
+                    process.call_later(delay, self._send_late, message)
+                    continue
             process.send(member_name(message.to), message, port=RAFT_PORT, duplicable=False)  # rafthttp: TCP
+
+    def _send_late(self, message: Message) -> None:
+        self.process.send(member_name(message.to), message, port=RAFT_PORT, duplicable=False)
 
     # -- 3. apply ---------------------------------------------------------------------
     def _apply(self, ready: Ready) -> None:

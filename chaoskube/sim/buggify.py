@@ -98,6 +98,12 @@ POINTS: dict[str, Point] = {
             0.001, 0.1,
         ),
         Point(
+            "etcd.raft-reorder", "chaoskube.etcd.server:EtcdMember._send",
+            "one Raft message, sent after the messages that follow it",
+            "etcd's rafthttp sends a peer's messages over two channels (a stream and a pipeline of separate HTTP posts), so they may arrive out of order; Raft tolerates reordering, loss and duplication (etcd-io/raft README, rafthttp/peer.go)",
+            0.001, 0.05,
+        ),
+        Point(
             "etcd.commit-apply", "chaoskube.etcd.server:EtcdMember._apply",
             "applying committed entries (raft advances meanwhile; later entries queue behind them)",
             "etcd hands committed entries to an apply goroutine through a FIFO and raft goes on without waiting; applies lag commits ('apply request took too long', server/etcdserver/server.go applyAll)",

@@ -157,7 +157,7 @@ def test_etcd_points_fire_are_journaled_and_raft_stays_safe():
     config = EtcdConfig()
 
     async def main(world):
-        world.buggify.start(world, BuggifySpec(live_probability=1.0, fire_probability=0.5, points=["etcd.commit-apply", "etcd.persist-send"]))
+        world.buggify.start(world, BuggifySpec(live_probability=1.0, fire_probability=0.5, points=["etcd.commit-apply", "etcd.persist-send", "etcd.raft-reorder"]))
         registry = spawn_cluster(world, config)
         client = EtcdClient(world.spawn("client", lambda process: trio.sleep_forever()), config.names)
         while current_leader(world, registry) is None:
@@ -177,7 +177,7 @@ def test_etcd_points_fire_are_journaled_and_raft_stays_safe():
     seen, applied = world.run(main)
     assert seen == list(range(30))
     fires = [e for e in world.journal.events if e["type"] == "buggify" and e["event"] == "fire"]
-    assert {e["point"] for e in fires} == {"etcd.commit-apply", "etcd.persist-send"}
+    assert {e["point"] for e in fires} == {"etcd.commit-apply", "etcd.persist-send", "etcd.raft-reorder"}
     assert {e["process"] for e in fires} <= set(config.names)
     assert len(set(applied.values())) == 1, applied  # every member applied everything in the end
     assert check_raft_safety(world.journal.events).valid is True
