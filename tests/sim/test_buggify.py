@@ -221,3 +221,19 @@ def test_buggify_off_leaves_the_journal_byte_identical(tmp_path):
     off = run(tmp_path, "off", with_buggify(experiment, False))
     assert off.journal_sha256 == plain.journal_sha256
     assert b'"buggify"' not in (tmp_path / "off" / "journal.jsonl").read_bytes()
+
+
+def test_the_flags_switch_buggify_keep_the_experiments_settings_and_reach_the_replay(tmp_path):
+    from chaoskube.experiments.campaign import plan_jobs
+
+    nemesis = registry.find("random-nemesis")
+    assert nemesis.buggify is not None and nemesis.buggify.enabled  # on by default there
+    off = with_buggify(nemesis, False)
+    assert not off.buggify.enabled and off.buggify.live_probability == nemesis.buggify.live_probability
+    plain = registry.find("etcd-leader-kill")
+    assert with_buggify(plain, True).buggify == BuggifySpec()  # FoundationDB's defaults
+    for flag, expected in ((True, "--buggify"), (False, "--no-buggify")):
+        job, = plan_jobs([("etcd-leader-kill", plain)], [3], tmp_path, buggify=flag)
+        assert job.replay.endswith(expected) and job.experiment().buggify.enabled is flag
+    job, = plan_jobs([("etcd-leader-kill", plain)], [3], tmp_path)
+    assert "buggify" not in job.replay and job.experiment().buggify is None
