@@ -396,8 +396,7 @@ class EtcdMember:
         if ready.soft_state is not None or (ready.hard_state is not None and ready.hard_state.term != self._term):
             self._on_role_change(ready)
         if ready.snapshot is not None and ready.snapshot.index > self.applied_index:
-            if self._apply_queue:
-                self._apply_queued()  # the entries committed before the snapshot first, as etcd's FIFO
+            self._apply_held()  # the entries committed before the snapshot first, as etcd's FIFO
             self._restore(ready.snapshot)
         if self._apply_queue:  # BUGGIFY held earlier entries: these wait behind them
             self._apply_queue.extend(ready.committed_entries)
@@ -429,15 +428,19 @@ class EtcdMember:
         self.process.call_later(delay, self._apply_queued)
         return True
 
-    def _apply_queued(self, _: Any = None) -> None:
-        """Apply the committed entries BUGGIFY held, in order, then the reads they unblock."""
+    def _apply_held(self) -> bool:
+        """Apply the committed entries BUGGIFY held, in order; whether there were any."""
         queue, self._apply_queue = self._apply_queue, []
-        if not queue:
-            return  # a snapshot applied them already
         for entry in queue:
             if entry.index <= self.applied_index:
                 continue
             self._apply_entry(entry)
+        return bool(queue)
+
+    def _apply_queued(self, _: Any = None) -> None:
+        """The delay is over: apply the held entries, then serve the reads they unblock."""
+        if not self._apply_held():
+            return  # a snapshot's Ready applied them already
         self._serve_confirmed_reads()
         if self._reads_waiting and self._read_round is None:
             self.process.call_later(0.0, self._next_read_round)
