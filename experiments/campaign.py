@@ -130,6 +130,7 @@ class Job:
     boot_seed: int | None = None  # --boot-seed N: None is the experiment's own
     max_wall_s: float | None = None  # --max-wall: the watchdog ends the run after this much wall-clock time
     skip_unsupported: bool = False  # --skip-unsupported
+    buggify: bool | None = None  # --buggify / --no-buggify: None keeps the experiment's
 
     @property
     def replay(self) -> str:
@@ -139,12 +140,14 @@ class Job:
             options += ["--manifests", self.manifests]
         if self.skip_unsupported:
             options.append("--skip-unsupported")
+        if self.buggify is not None:
+            options.append("--buggify" if self.buggify else "--no-buggify")
         return shlex.join(["chaoskube", "run", self.target, "--seed", str(self.seed), *options])
 
     @property
     def boot_key(self) -> tuple[Any, ...]:
         """Jobs with the same key share one boot (forking.py)."""
-        return (self.target, self.name, self.broken, self.manifests, self.skip_unsupported, self.boot_seed, self.max_wall_s)
+        return (self.target, self.name, self.broken, self.manifests, self.skip_unsupported, self.boot_seed, self.max_wall_s, self.buggify)
 
     @property
     def reference_cache(self) -> Path:
@@ -162,6 +165,10 @@ class Job:
             experiment = with_manifests(experiment, self.manifests, skip_unsupported=self.skip_unsupported)
         elif self.skip_unsupported:
             experiment = with_skip_unsupported(experiment)
+        if self.buggify is not None:
+            from chaoskube.experiments.model import with_buggify
+
+            experiment = with_buggify(experiment, self.buggify)
         return with_broken(experiment, self.broken) if self.broken else experiment
 
 
@@ -175,6 +182,7 @@ def plan_jobs(
     skip_unsupported: bool = False,
     boot_seed: int | str | None = None,
     max_wall_s: float | None = None,
+    buggify: bool | None = None,
 ) -> list[Job]:
     """One job per (experiment, seed), experiments in the given order, seeds ascending;
     each with the gallery variants ``broken``, the manifests directory ``manifests`` and
@@ -185,7 +193,7 @@ def plan_jobs(
     assert len(names) == len(set(names)), f"an experiment is listed twice: {names}"
     directory = str(manifests.resolve()) if manifests is not None else None
     return [
-        Job(target, experiment.name, seed, str(out / f"{experiment.name}-seed{seed}"), tuple(dict.fromkeys(broken)), directory, seed if boot_seed == "seed" else boot_seed, max_wall_s, skip_unsupported)
+        Job(target, experiment.name, seed, str(out / f"{experiment.name}-seed{seed}"), tuple(dict.fromkeys(broken)), directory, seed if boot_seed == "seed" else boot_seed, max_wall_s, skip_unsupported, buggify)
         for target, experiment in experiments
         for seed in seeds
     ]

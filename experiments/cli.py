@@ -175,6 +175,8 @@ def describe(experiment: str) -> None:
     stdout.print(table)
     if found.nemesis is not None:
         stdout.print(_nemesis_line(found.nemesis), markup=False)
+    if found.buggify is not None:
+        stdout.print(_buggify_line(found.buggify), markup=False)
     if found.steady_state is not None:
         stdout.print(f"Steady-state hypothesis {found.steady_state.title!r}: " + "; ".join(f"{probe.name} ({probe.kind}: {probe.tolerance_text()})" for probe in found.steady_state.probes), markup=False)
     for probe in found.probes:
@@ -189,6 +191,14 @@ def describe(experiment: str) -> None:
     shown_by = [variant for variant in variants.VARIANTS.values() if variant.experiment == found.name]
     for variant in shown_by:
         stdout.print(f"Gallery: --broken {variant.name} ({variant.component}: {variant.description}) is caught by {variant.caught_by}", markup=False)
+
+
+def _buggify_line(spec: Any) -> str:
+    """One line for an experiment's BUGGIFY settings (the live points are drawn from the run seed)."""
+    if not spec.enabled:
+        return "BUGGIFY: off"
+    points = f"each of {', '.join(spec.points)}" if spec.points is not None else "each point"
+    return f"BUGGIFY: {points} live with probability {spec.live_probability:g}, a live one firing with probability {spec.fire_probability:g} when reached (drawn from the seed when the run starts)"
 
 
 def _nemesis_line(spec: Any) -> str:
@@ -210,6 +220,7 @@ def _writable_directory(path: Path) -> Path:
     return path
 
 
+BUGGIFY_HELP = "BUGGIFY on or off (seeded delays where races live, docs/design.md) [default: the experiment's `buggify:`]."
 BROKEN_HELP = "Patch in a deliberately broken component of the gallery (`chaoskube list --broken`); repeatable."
 BOOT_SEED_HELP = "The seed of the boot (start-up to the steady state); the run seed drives the rest [default: the experiment's `boot_seed`, else 0]."
 MANIFESTS_HELP = "A directory of Kubernetes YAML/JSON manifests that replaces the experiment's workload."
@@ -230,10 +241,11 @@ def _explore_boot_seed(ctx: click.Context, param: click.Parameter, value: str | 
     return number
 
 
-def _resolve(experiment: str, broken: tuple[str, ...], manifests: Path | None, skip_unsupported: bool = False) -> Any:
-    """The experiment named (catalogue name or file), with --manifests, --skip-unsupported
-    and --broken."""
+def _resolve(experiment: str, broken: tuple[str, ...], manifests: Path | None, skip_unsupported: bool = False, buggify: bool | None = None) -> Any:
+    """The experiment named (catalogue name or file), with --manifests, --skip-unsupported,
+    --buggify/--no-buggify and --broken."""
     from chaoskube.experiments import registry
+    from chaoskube.experiments.model import with_buggify
     from chaoskube.experiments.registry import with_broken, with_manifests, with_skip_unsupported
 
     found = registry.find(experiment)
@@ -241,6 +253,8 @@ def _resolve(experiment: str, broken: tuple[str, ...], manifests: Path | None, s
         found = with_manifests(found, manifests, skip_unsupported=skip_unsupported)
     elif skip_unsupported:
         found = with_skip_unsupported(found)
+    if buggify is not None:
+        found = with_buggify(found, buggify)
     return with_broken(found, broken) if broken else found
 
 
@@ -276,14 +290,15 @@ def _print_skipped(found: Any) -> None:
 @click.option("--out", "out_dir", type=OutDir(), default=None, help="Result directory [default: runs/NAME-seedN].")
 @click.option("--dry-run", is_flag=True, help="Print the resolved cluster, schedule (every target checked against the processes the experiment builds) and checkers without running.")
 @click.option("--max-wall", "max_wall_s", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS", help=MAX_WALL_HELP)
+@click.option("--buggify/--no-buggify", "buggify", default=None, help=BUGGIFY_HELP)
 def run(
     experiment: str, seed: int | None, boot_seed: int | None, broken: tuple[str, ...], manifests: Path | None, skip_unsupported: bool, out_dir: Path | None, dry_run: bool,
-    max_wall_s: float | None,
+    max_wall_s: float | None, buggify: bool | None,
 ) -> None:
     """Run EXPERIMENT (a catalogue name or a YAML file) with one seed."""
     from chaoskube.experiments.runner import run_experiment
 
-    found = _resolve(experiment, broken, manifests, skip_unsupported)
+    found = _resolve(experiment, broken, manifests, skip_unsupported, buggify)
     _print_skipped(found)
     if seed is None:
         seed = found.seed if found.seed is not None else 1
@@ -329,6 +344,8 @@ def _print_plan(found: Any, seed: int) -> None:
         stdout.print(f"  at {entry.at_s:g} s: {entry.kind} {entry.target}{matches} for {duration}{params}", markup=False)
     if found.nemesis is not None:
         stdout.print(_nemesis_line(found.nemesis), markup=False)
+    if found.buggify is not None:
+        stdout.print(_buggify_line(found.buggify), markup=False)
     for probe in found.probes:
         stdout.print(f"  probe {probe.name} ({probe.kind}, {probe.effective_mode}): {probe.tolerance_text()}", markup=False)
     if found.steady_state is not None:
@@ -514,9 +531,10 @@ def _print_result(result: Any) -> None:
 @click.option("--dask", "dask_address", default=None, metavar="ADDRESS", help="Run on a Dask cluster: tcp://HOST:8786 (a running scheduler) or local:N (a LocalCluster of N workers); see docs/campaigns.md.")
 @click.option("--out", "out_dir", type=OutDir(), default=Path("runs/explore"), show_default=True, help="Campaign directory: a run directory per seed, and the summary.")
 @click.option("--max-wall", "max_wall_s", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS", help=MAX_WALL_HELP)
+@click.option("--buggify/--no-buggify", "buggify", default=None, help=BUGGIFY_HELP)
 def explore(
     experiments: tuple[str, ...], all_experiments: bool, seeds_text: str, jobs: int | None, broken: tuple[str, ...], manifests: Path | None, skip_unsupported: bool,
-    fail_fast: bool, keep: str, boot_seed: int | str | None, no_fork: bool, dask_address: str | None, out_dir: Path, max_wall_s: float | None,
+    fail_fast: bool, keep: str, boot_seed: int | str | None, no_fork: bool, dask_address: str | None, out_dir: Path, max_wall_s: float | None, buggify: bool | None,
 ) -> None:
     """Run experiments over many seeds in parallel processes and summarize what the faults did.
 
@@ -551,7 +569,7 @@ def explore(
         names = [name for name in names if "manifests" in SYSTEMS[registry.find(name).system].Workload.__struct_fields__]
     if all_experiments and broken:
         names = [name for name in names if not registry.broken_problems(SYSTEMS[registry.find(name).system], broken)]
-    targets = [(name, _resolve(name, broken, manifests, skip_unsupported)) for name in names]  # bad variants and manifests fail here, before any run
+    targets = [(name, _resolve(name, broken, manifests, skip_unsupported, buggify)) for name in names]  # bad variants and manifests fail here, before any run
     if not targets:
         fail("--all: no experiment of the catalogue runs the code --broken breaks" if broken else "--all: no experiment of the catalogue takes --manifests")
     _print_skipped(targets[0][1])
@@ -561,7 +579,7 @@ def explore(
     if len({found.name for _, found in targets}) != len(targets):
         fail("two of the experiments named have the same name; give each once")
     _writable_directory(out_dir)
-    job_list = plan_jobs(targets, seeds, out_dir, broken=broken, manifests=manifests, skip_unsupported=skip_unsupported, boot_seed=boot_seed, max_wall_s=max_wall_s)
+    job_list = plan_jobs(targets, seeds, out_dir, broken=broken, manifests=manifests, skip_unsupported=skip_unsupported, boot_seed=boot_seed, max_wall_s=max_wall_s, buggify=buggify)
     workers = min(jobs or os.cpu_count() or 1, len(job_list))
     with_broken = f" with {', '.join(broken)} broken on purpose" if broken else ""
     pool, where = None, f"{workers} process(es)"

@@ -21,6 +21,7 @@ from chaoskube import gallery
 from chaoskube.experiments.probes import Probe, SteadyStateHypothesis
 from chaoskube.faults import ScheduledFault
 from chaoskube.faults.nemesis import NemesisSpec
+from chaoskube.sim.buggify import BuggifySpec
 
 
 def experiment_dir(experiment: "Experiment") -> Path | None:
@@ -98,6 +99,9 @@ class Experiment(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     #: What ``--manifests`` changed and says once: checkers left out because the manifests
     #: give them nothing to judge (printed, in result.json and the report).
     notes: list[str] = []
+    #: BUGGIFY (chaoskube/sim/buggify.py): seeded delays at the places where races live,
+    #: from the switch to the run seed on; ``--buggify`` / ``--no-buggify`` override ``enabled``.
+    buggify: BuggifySpec | None = None
 
 
 def with_broken(experiment: Experiment, names: list[str] | tuple[str, ...]) -> Experiment:
@@ -109,6 +113,13 @@ def with_broken(experiment: Experiment, names: list[str] | tuple[str, ...]) -> E
         raise ExperimentError(f"--broken: {error.args[0]}") from None
     merged = list(experiment.broken) + [name for name in names if name not in experiment.broken]
     return msgspec.structs.replace(experiment, broken=merged)
+
+
+def with_buggify(experiment: Experiment, enabled: bool) -> Experiment:
+    """``experiment`` with BUGGIFY switched on or off (``--buggify`` / ``--no-buggify``):
+    its own ``buggify:`` settings kept, FoundationDB's defaults when it has none."""
+    spec = experiment.buggify if experiment.buggify is not None else BuggifySpec(enabled=enabled)
+    return msgspec.structs.replace(experiment, buggify=msgspec.structs.replace(spec, enabled=enabled))
 
 
 def field_message(message: str) -> str:

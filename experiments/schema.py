@@ -34,6 +34,7 @@ from chaoskube.experiments.model import Experiment
 from chaoskube.faults.kinds import KINDS
 from chaoskube.faults.nemesis import NEMESIS_KINDS
 from chaoskube.faults.targets import SELECTORS
+from chaoskube.sim.buggify import POINTS as BUGGIFY_POINTS
 
 SHIPPED = Path(__file__).with_name("schema") / "experiment.schema.json"
 SCHEMA_ID = "https://chaoskube.invalid/schema/experiment.schema.json"  # a name, not a place: the file is shipped
@@ -69,6 +70,11 @@ def experiment_schema() -> dict[str, Any]:
     entry["kind"] = {"enum": sorted(KINDS), "description": "A fault kind of faults/kinds.py."}
     entry["target"] = {"type": "string", "pattern": "^(" + "|".join(SELECTORS) + "):.+$", "description": "SELECTOR:ARGUMENT (name:, role:, random:, leader:, follower:, zone:)."}
     definitions["NemesisSpec"]["properties"]["kinds"]["items"] = {"enum": sorted(NEMESIS_KINDS)}
+    buggify = definitions["BuggifySpec"]["properties"]
+    buggify["points"]["anyOf"][0]["items"] = {"enum": sorted(BUGGIFY_POINTS), "description": "A buggify point (chaoskube/sim/buggify.py)."}
+    buggify["points"]["anyOf"][0]["minItems"] = 1
+    for name in ("live_probability", "fire_probability"):
+        buggify[name].update({"minimum": 0, "maximum": 1})
     conditions = []
     for system, (name, cluster, workload) in zip(systems, names, strict=True):
         then: dict[str, Any] = {"properties": {"checkers": {"items": {"anyOf": [{"enum": sorted(system.checkers())}, {"type": "string", "pattern": "^probe:"}]}}}}

@@ -153,6 +153,9 @@ class SimulatedHost:
             # allocates between forks), so collections fall at the same allocations.
             gc.freeze()
             self.world.reseed(self.target.seed)
+            buggify = self.experiment.buggify
+            if buggify is not None and buggify.enabled:  # after the shared boot, from the run seed
+                self.world.buggify.start(self.world, buggify)
 
         await self.world.wait_quiescent(switch)
 
@@ -249,7 +252,7 @@ REFERENCE_AFTER_LAST_STEP_S = 30.0
 
 
 def fault_free(experiment: Experiment) -> Experiment:
-    """``experiment`` without its faults (schedule and random nemesis) and checkers: the
+    """``experiment`` without its faults (schedule, random nemesis and BUGGIFY) and checkers: the
     differential checker's reference, the same workload actions at the same times. Its
     fault phase, idle without faults, is cut to :data:`REFERENCE_AFTER_LAST_STEP_S` after
     the last workload step (steps start ``after_s`` after the workload converged, the
@@ -259,7 +262,7 @@ def fault_free(experiment: Experiment) -> Experiment:
     last = max((float(step.get("after_s", 0.0)) for step in steps if isinstance(step, dict)), default=0.0)
     faults_s = min(phases.faults_s, max(0.0, last - phases.warmup_s) + REFERENCE_AFTER_LAST_STEP_S)
     return msgspec.structs.replace(
-        experiment, schedule=[], nemesis=None, checkers=[], phases=msgspec.structs.replace(phases, faults_s=faults_s),
+        experiment, schedule=[], nemesis=None, checkers=[], phases=msgspec.structs.replace(phases, faults_s=faults_s), buggify=None,
     )
 
 

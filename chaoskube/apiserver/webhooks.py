@@ -123,6 +123,7 @@ from chaoskube.api.objects import matches as selector_matches
 from chaoskube.api.patch import PatchError, apply_patch, create_patch, escape_pointer_token, json_equal
 from chaoskube.api.protocol import Status, internal_error, not_found
 from chaoskube.apiserver.admission import AdmissionRequest
+from chaoskube.sim.buggify import maybe_sleep
 from chaoskube.sim.outcomes import Failed, Ok
 
 if TYPE_CHECKING:
@@ -969,6 +970,8 @@ class WebhookDispatcher:
             return phase.refuse(missing.status, hook.webhook.name), False, False
         if not selected or (only is not None and hook.uid not in only):
             return None, False, False
+        if self.process.world.buggify.enabled:  # BUGGIFY: the dispatcher dials late
+            await maybe_sleep(self.process, "webhook.dispatch")
         reply = await self._call(hook, phase.request, mutating=True)
         suffix = f"round_{round_}_index_{hook.index}"
         if reply.response is None:
@@ -1056,6 +1059,8 @@ class WebhookDispatcher:
         replies: list[_Reply | None] = [None] * len(relevant)
 
         async def call(position: int, hook: _Hook) -> None:
+            if self.process.world.buggify.enabled:  # BUGGIFY: the dispatcher dials late
+                await maybe_sleep(self.process, "webhook.dispatch")
             reply = replies[position] = await self._call(hook, request, mutating=False)
             self._journal_validating(hook, request, reply)
 

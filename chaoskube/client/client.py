@@ -117,6 +117,7 @@ from chaoskube.api.protocol import (
     parse_timestamp,
 )
 from chaoskube.client.leaderelection import LeaseRecord, LockError
+from chaoskube.sim.buggify import maybe_sleep
 from chaoskube.sim.outcomes import Failed, Ok, Outcome, Unknown
 from chaoskube.sim.process import Process
 
@@ -485,6 +486,8 @@ class ApiClient:
 
     async def update_status(self, obj: Object, *, dry_run: bool = False) -> Object:
         """PUT ``obj`` to its ``status`` subresource."""
+        if self.process.world.buggify.enabled:  # BUGGIFY: a controller's sync writes its status later
+            await maybe_sleep(self.process, "controller.status-write")
         return await self._put(obj, "status", dry_run)
 
     async def _put(self, obj: Object, subresource: str, dry_run: bool) -> Object:

@@ -70,6 +70,7 @@ from typing import Any, Protocol
 import trio
 
 from chaoskube.api.protocol import WatchEvent
+from chaoskube.sim.buggify import maybe_sleep as _buggify_sleep
 from chaoskube.client.client import ApiClient, ApiError, WatchBroken, WatchEnded, WatchStream
 
 __all__ = [
@@ -377,6 +378,9 @@ class Reflector:
     # -- watch --------------------------------------------------------------------------
     async def list_and_watch(self) -> None:
         await self.list()
+        buggify = self.process.world.buggify
+        if buggify.enabled:  # BUGGIFY: the watch is a later request than the list
+            await _buggify_sleep(self.process, "informer.list-watch-gap")
         while True:
             stream = await self._open_watch()
             if stream is None:
@@ -435,6 +439,8 @@ class Reflector:
                     break
                 if batch:
                     self.process.world.record("watch-recv", name=self.name, watch=stream.watch_id, events=[_event_summary(event) for event in batch])
+                    if self.process.world.buggify.enabled:  # BUGGIFY: a slow consumer of the DeltaFIFO
+                        await _buggify_sleep(self.process, "informer.watch-event")
                 try:
                     for event in batch:
                         self._handle(event)

@@ -273,6 +273,7 @@ class EtcdMember:
         self.applied_index = snapshot.index if snapshot else 0
         self._last_snapshot_index = self.applied_index
         self._pending: Ready | None = None  # a Ready waiting for its fsync
+        self._apply_queue: list[Entry] = []  # committed entries BUGGIFY holds back (etcd.commit-apply)
         self._proposals: dict[str, Any] = {}  # proposal id -> the client's request message
         # linearizableReadLoop: reads waiting for the next round (the current "notifier"),
         # the round in flight (its context and reads), rounds confirmed but not yet applied.
@@ -397,7 +398,17 @@ class EtcdMember:
             self._finish(ready)
 
     def _synced(self) -> None:
-        """The pending Ready's writes are durable: send, apply, advance; then the next."""
+        """The pending Ready's writes are durable: send, apply, advance; then the next.
+        BUGGIFY (``etcd.persist-send``) may hold it a little longer, as a late goroutine."""
+        buggify = self.world.buggify
+        if buggify.enabled:
+            delay = buggify.delay_s("etcd.persist-send", self.process)
+            if delay:
+                self.process.call_later(delay, self._finish_pending)
+                return
+        self._finish_pending()
+
+    def _finish_pending(self, _: Any = None) -> None:
         ready, self._pending = self._pending, None
         assert ready is not None
         self._finish(ready)
@@ -445,24 +456,75 @@ class EtcdMember:
     # -- 2. send ----------------------------------------------------------------------
     def _send(self, messages: tuple[Message, ...]) -> None:
         process = self.process
+        buggify = self.world.buggify
         for message in messages:
+            if buggify.enabled:  # BUGGIFY: rafthttp's pipeline may overtake (or be overtaken by) its stream
+                delay = buggify.delay_s("etcd.raft-reorder", process)
+                if delay:
+                    process.call_later(delay, self._send_late, message)
+                    continue
             process.send(member_name(message.to), message, port=RAFT_PORT, duplicable=False)  # rafthttp: TCP
+
+    def _send_late(self, message: Message) -> None:
+        self.process.send(member_name(message.to), message, port=RAFT_PORT, duplicable=False)
 
     # -- 3. apply ---------------------------------------------------------------------
     def _apply(self, ready: Ready) -> None:
         if ready.soft_state is not None or (ready.hard_state is not None and ready.hard_state.term != self._term):
             self._on_role_change(ready)
         if ready.snapshot is not None and ready.snapshot.index > self.applied_index:
+            self._apply_held()  # the entries committed before the snapshot first, as etcd's FIFO
             self._restore(ready.snapshot)
-        for entry in ready.committed_entries:
-            if entry.index <= self.applied_index:
-                continue
-            self._apply_entry(entry)
+        if self._apply_queue:  # BUGGIFY held earlier entries: these wait behind them
+            self._apply_queue.extend(ready.committed_entries)
+        elif ready.committed_entries and self._apply_later():
+            self._apply_queue = list(ready.committed_entries)
+        else:
+            for entry in ready.committed_entries:
+                if entry.index <= self.applied_index:
+                    continue
+                self._apply_entry(entry)
         for read_state in ready.read_states:
             round_ = self._read_round
             if round_ is not None and read_state.context == round_[0]:
                 self._read_round = None
                 self._read_index_waiting.append((read_state.index, round_[0], round_[1]))
+        self._serve_confirmed_reads()
+        if self._reads_waiting and self._read_round is None:
+            self.process.call_later(0.0, self._next_read_round)
+
+    def _apply_later(self) -> bool:
+        """BUGGIFY (``etcd.commit-apply``): defer this Ready's committed entries, as
+        etcd's apply goroutine lags raft; True when a delay was scheduled."""
+        buggify = self.world.buggify
+        if not buggify.enabled:
+            return False
+        delay = buggify.delay_s("etcd.commit-apply", self.process)
+        if not delay:
+            return False
+        self.process.call_later(delay, self._apply_queued)
+        return True
+
+    def _apply_held(self) -> bool:
+        """Apply the committed entries BUGGIFY held, in order; whether there were any."""
+        queue, self._apply_queue = self._apply_queue, []
+        for entry in queue:
+            if entry.index <= self.applied_index:
+                continue
+            self._apply_entry(entry)
+        return bool(queue)
+
+    def _apply_queued(self, _: Any = None) -> None:
+        """The delay is over: apply the held entries, then serve the reads they unblock."""
+        if not self._apply_held():
+            return  # a snapshot's Ready applied them already
+        self._serve_confirmed_reads()
+        if self._reads_waiting and self._read_round is None:
+            self.process.call_later(0.0, self._next_read_round)
+        self._maybe_snapshot()
+
+    def _serve_confirmed_reads(self) -> None:
+        """Serve the reads whose ReadIndex round is confirmed and whose index is applied."""
         if self._read_index_waiting:
             still: list[tuple[int, str, list[Any]]] = []
             for index, context, reads in self._read_index_waiting:
@@ -475,8 +537,6 @@ class EtcdMember:
                     else:
                         self._reply_range(message, message.body.request)
             self._read_index_waiting = still
-        if self._reads_waiting and self._read_round is None:
-            self.process.call_later(0.0, self._next_read_round)
 
     def _on_role_change(self, ready: Ready) -> None:
         raft = self.raft

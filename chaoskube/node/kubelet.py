@@ -162,6 +162,7 @@ from chaoskube.node.runtime import (
     should_restart,
     stop_plan,
 )
+from chaoskube.sim.buggify import maybe_sleep
 from chaoskube.sim.process import Process
 
 __all__ = [
@@ -830,6 +831,8 @@ class PodWorker:
         if old == new:
             return
         patch = {"metadata": {"uid": self.uid}, "status": create_merge_patch(old, new)}
+        if self.process.world.buggify.enabled:  # BUGGIFY: the status manager writes later
+            await maybe_sleep(self.process, "kubelet.status-update")
         try:
             updated = await self.kubelet.client.patch("pods", self.namespace, self.name, patch, subresource="status")
         except ApiError as error:

@@ -81,6 +81,7 @@ from chaoskube.scheduler.framework import (
 from chaoskube.scheduler.plugins import default_plugins
 from chaoskube.scheduler.preemption import conditions_with, prepare_candidate
 from chaoskube.scheduler.queue import BACKOFF_FLUSH_PERIOD_S, UNSCHEDULABLE_FLUSH_PERIOD_S, QueuedPodInfo, SchedulingQueue
+from chaoskube.sim.buggify import maybe_sleep
 from chaoskube.sim.process import Process
 
 __all__ = ["POD_FIELD_SELECTOR", "Scheduler"]
@@ -416,6 +417,8 @@ class Scheduler:
         self._nursery.start_soon(self._binding_cycle, state, pinfo, assumed, host)
 
     async def _binding_cycle(self, state: CycleState, pinfo: QueuedPodInfo, assumed: Pod, host: str) -> None:
+        if self.process.world.buggify.enabled:  # BUGGIFY: the binding goroutine runs late
+            await maybe_sleep(self.process, "scheduler.bind")
         status = await self.framework.run_pre_bind_plugins(state, assumed, host)
         if status.is_success():
             status = await self.framework.run_bind_plugins(state, assumed, host)

@@ -1,6 +1,7 @@
 """The deterministic simulation runtime: world, virtual clock, random tree, network,
 processes, disks and journal. See docs/design.md."""
 
+from chaoskube.sim.buggify import POINTS as BUGGIFY_POINTS, Buggify, BuggifySpec
 from chaoskube.sim.core import ANY, Message
 from chaoskube.sim.determinism import make_trio_deterministic
 from chaoskube.sim.disk import Disk
@@ -13,6 +14,9 @@ from chaoskube.sim.world import Livelock, SimulationStuck, Watchdog, World
 
 __all__ = [
     "ANY",
+    "BUGGIFY_POINTS",
+    "Buggify",
+    "BuggifySpec",
     "Disk",
     "Failed",
     "Inbox",

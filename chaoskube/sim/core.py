@@ -63,6 +63,7 @@ class Runtime(Protocol):
     logger: Any
     network: Transport
     random: Callable[[str], random.Random]
+    buggify: Any  # chaoskube.sim.buggify.Buggify: off unless a run started it
 
     @property
     def processes(self) -> Mapping[str, Endpoint]: ...

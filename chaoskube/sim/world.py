@@ -59,6 +59,7 @@ import trio
 import trio.testing
 from loguru import logger
 
+from chaoskube.sim.buggify import Buggify
 from chaoskube.sim.determinism import drive_virtual_time, make_trio_deterministic, next_trio_deadline, runnable_tasks
 from chaoskube.sim.journal import Journal
 from chaoskube.sim.live import MAX_IDLE_WAIT_S, WallPacer
@@ -156,6 +157,7 @@ class World:
         self._sample: Counter[str] | None = None
         self._wall_started = 0.0
         self.pacer: WallPacer | None = None  # set by go_live (chaoskube/sim/live.py)
+        self.buggify = Buggify()  # off until started (chaoskube/sim/buggify.py)
 
     def _stamp(self, record: Any) -> None:
         record["extra"]["vt"] = self.now

@@ -298,6 +298,12 @@ CASES: list[tuple[str, Any, str]] = [
     ("nemesis-durations", file_case(K8S, "nemesis", {"kinds": ["kill-apiserver"], "window_s": 10, "min_duration_s": 9, "max_duration_s": 3}), "nemesis durations"),
     ("nemesis-webhooks-absent", file_case(K8S, "nemesis", {"kinds": ["webhook-error"], "window_s": 10, "max_duration_s": 5}), "webhook-error (webhook-error on random:webhook) could never apply here"),
     ("nemesis-etcd-on-mesh", lambda tmp: ["run", write(tmp, edited(edited(edited(yaml.safe_load((Path(__file__).parents[2] / "experiments" / "catalog" / "mesh-partition.yaml").read_text()), "nemesis", {"kinds": ["kill-etcd-leader"], "window_s": 10, "max_duration_s": 5}), "schedule", []), "name", "m"))], "kill-etcd-leader (kill on leader:etcd) could never apply here"),
+    # ---------------------------------------------------------------- buggify
+    ("buggify-probability", file_case(K8S, "buggify", {"live_probability": 1.5}), "field `buggify`: `live_probability` is a probability between 0 and 1"),
+    ("buggify-unknown-point", file_case(K8S, "buggify", {"points": ["etcd.meteor"]}), "unknown buggify point 'etcd.meteor'"),
+    ("buggify-no-points", file_case(K8S, "buggify", {"points": []}), "`points` lists no point"),
+    ("buggify-unknown-field", file_case(K8S, "buggify", {"probability": 0.5}), "field `buggify.probability`: unknown field"),
+    ("buggify-not-a-mapping", file_case(K8S, "buggify", "yes"), "field `buggify`"),
     # ---------------------------------------------------------------- checkers and expected outcome
     ("checker-unknown", file_case(ETCD, "checkers", ["raft-safety", "psychic"]), "unknown checker 'psychic'"),
     ("checkers-empty", file_case(ETCD, "checkers", []), "name at least one checker"),
