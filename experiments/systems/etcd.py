@@ -7,6 +7,13 @@ few keys at ``rate_per_s`` in total (Poisson arrivals), every operation recorded
 invoke -> ok / fail / info; and ``watchers`` processes watching every workload key from
 revision 1, resuming on another member when their stream breaks.
 
+Client topology (issue 16, ``topology``): ``rotate`` as above, or ``pinned``: client i and
+watcher i each get one endpoint, as a clientv3 client built with one endpoint, and never
+fail over (:func:`pinned_member`). ``serializable_read`` adds serializable reads, judged by
+the ``serializable-reads`` checker and never as linearizable ones
+(:func:`linearizable_records`). ``traffic: kubernetes`` replaces the register operations
+with etcd's robustness-test Kubernetes traffic (:func:`run_kubernetes_workload`).
+
 Checkers: ``raft-safety`` (election safety, state machine safety, leader completeness,
 durability of acknowledged writes), ``linearizability`` (register per key: read / write /
 cas), ``watch`` (ordered, gap-free, matching the store), and ``steady-state`` (before the

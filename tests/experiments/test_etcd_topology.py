@@ -211,3 +211,13 @@ def test_a_pinned_api_client_moves_only_when_its_server_refuses():
     before = rotating.server
     rotating.rotate()
     assert rotating.server != before
+
+
+def test_the_real_etcd_system_refuses_the_simulated_topologies(tmp_path):
+    document = yaml.safe_load((Path(registry.CATALOG) / "real-etcd-leader-kill.yaml").read_text())
+    document["workload"]["traffic"] = "kubernetes"
+    path = tmp_path / "real.yaml"
+    path.write_text(yaml.safe_dump(document))
+    completed = chaoskube("validate", str(path))
+    assert completed.returncode == 2
+    assert "field `workload.traffic`: not supported by the real-etcd system" in completed.stdout + completed.stderr
