@@ -221,3 +221,18 @@ def test_the_real_etcd_system_refuses_the_simulated_topologies(tmp_path):
     completed = chaoskube("validate", str(path))
     assert completed.returncode == 2
     assert "field `workload.traffic`: not supported by the real-etcd system" in completed.stdout + completed.stderr
+
+
+@pytest.mark.slow
+def test_pinned_kubelets_talk_to_one_api_server_each(tmp_path):
+    result = run_experiment(registry.find("kubernetes-pinned-kubelets-etcd-failover"), 1, tmp_path / "run")
+    assert result.as_expected, {name: verdict.reason for name, verdict in result.verdicts.items()}
+    servers: dict[str, set[str]] = {}
+    for line in (tmp_path / "run" / "journal.jsonl").read_text().splitlines():
+        if '"send"' not in line:
+            continue
+        event = json.loads(line)
+        if event["type"] == "send" and event["src"].startswith("node-") and event["dst"].startswith("kube-apiserver-"):
+            servers.setdefault(event["src"], set()).add(event["dst"])
+    # node i (0-based index i - 1) on kube-apiserver-((i - 1) mod 2 + 1); no server was down, so none moved
+    assert servers == {"node-1": {"kube-apiserver-1"}, "node-2": {"kube-apiserver-2"}, "node-3": {"kube-apiserver-1"}}
