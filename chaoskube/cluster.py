@@ -175,6 +175,12 @@ class ClusterSpec(_Spec):
     #: Create the default StorageClass ``standard`` (provisioner ``chaoskube.io/zonal-disk``,
     #: WaitForFirstConsumer, reclaim Delete), so claims without a class are provisioned.
     default_storage_class: bool = True
+    #: How each node's kubelet and kube-proxy reach the API servers (issue 16): ``rotate``
+    #: (the default so far: a seeded random server, the next one after any network
+    #: failure) or ``pinned``: node i's clients stay on ``kube-apiserver-(i mod n + 1)``
+    #: and move only when that server refuses the connection (``ApiClient.rotate``), as a
+    #: kubelet's connection stays on the API server it reached.
+    api_client_topology: str = "rotate"
 
     def bootstrap_objects(self) -> list[Object]:
         """What the cluster's bootstrap applies once the API answers: the webhooks'
@@ -195,6 +201,8 @@ class ClusterSpec(_Spec):
         for name, field in (("etcd_members", "etcdMembers"), ("api_servers", "apiServers")):
             if getattr(self, name) < 1:
                 raise ValueError(f"`{field}` must be at least 1, got {getattr(self, name)}")
+        if self.api_client_topology not in ("rotate", "pinned"):
+            raise ValueError(f"`apiClientTopology` must be rotate or pinned, got {self.api_client_topology!r}")
         for name, field in (("controller_managers", "controllerManagers"), ("schedulers", "schedulers")):
             if getattr(self, name) < 0:
                 raise ValueError(f"`{field}` must not be negative, got {getattr(self, name)}")
@@ -332,9 +340,11 @@ def _node_main(cluster: Cluster, index: int, name: str, zone: str, group: NodeGr
         pod_cidr=f"10.{244 + index // 256}.{index % 256}.0/24",
     )
 
+    pinned_to = index % len(servers) if cluster.spec.api_client_topology == "pinned" else None
+
     async def main(process: Process) -> None:
-        kubelet = Kubelet(process, ApiClient(process, servers, node_credentials(name), name=f"{name}/kubelet"), node, config)
-        proxy = KubeProxy(process, ApiClient(process, servers, node_credentials(name), name=f"{name}/kube-proxy"), name)
+        kubelet = Kubelet(process, ApiClient(process, servers, node_credentials(name), name=f"{name}/kubelet", pinned_to=pinned_to), node, config)
+        proxy = KubeProxy(process, ApiClient(process, servers, node_credentials(name), name=f"{name}/kube-proxy", pinned_to=pinned_to), name)
         cluster.kubelets[name] = kubelet
         cluster.proxies[name] = proxy
         async with trio.open_nursery() as nursery:

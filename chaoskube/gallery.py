@@ -870,7 +870,7 @@ DETECTION_VARIANTS: tuple[Variant, ...] = (
     ),
     Variant(
         "raft-read-index-without-quorum-check", "etcd Raft", "a leader answers ReadIndex without confirming by a heartbeat round that it still leads: a deposed leader serves stale reads (hashicorp/consul#54, hashicorp/raft#4)",
-        "linearizability", "etcd-leader-isolation", "chaoskube.etcd.raft:Raft._start_read", _read_index_without_quorum_check,
+        "linearizability", "etcd-pinned-clients-leader-isolation", "chaoskube.etcd.raft:Raft._start_read", _read_index_without_quorum_check,
     ),
     # -- kube-apiserver
     Variant(

@@ -105,6 +105,7 @@ class StoreReplay:
         self.resources = frozenset(resources)
         self._objects: dict[str, dict[str, Obj]] = {resource: {} for resource in sorted(self.resources)}
         self._seen: set[int] = set()
+        self._plain: set[str] = set()  # keys holding plain values, not API objects
         self.revision = 0
         self.revisions_applied = 0
 
@@ -129,10 +130,19 @@ class StoreReplay:
             table = self._objects[resource]
             before = table.get(name)
             if kind == "DELETE":
+                if before is None and key in self._plain:
+                    self._plain.discard(key)
+                    continue
                 after = None
                 table.pop(name, None)
             else:
                 after = _loads(value)
+                if not isinstance(after, dict):
+                    # Not an API object: etcd's robustness Kubernetes traffic (the etcd
+                    # system's ``traffic: kubernetes``) writes plain values under
+                    # /registry/pods/. Not tracked, and neither is its deletion.
+                    self._plain.add(key)
+                    continue
                 table[name] = after
             changes.append(Change(event["t"], revision, resource, name, before, after))
         return changes

@@ -279,7 +279,12 @@ class ApiClient:
         probe_every_s: float = PROBE_EVERY_S,
         read_idle_s: float = READ_IDLE_TIMEOUT_S,
         ping_s: float = PING_TIMEOUT_S,
+        pinned_to: int | None = None,
     ) -> None:
+        """``pinned_to`` (an index into ``servers``) pins the client to that server, as a
+        kubelet's connection sits on one API server (see :meth:`rotate`); None (the
+        default) starts at a seeded random server and moves on after any network
+        failure."""
         assert servers, "a client needs at least one API server"
         assert timeout_s > 0 and attempts >= 1, "a request needs a deadline and an attempt"
         self.process = process
@@ -295,7 +300,12 @@ class ApiClient:
         self.probe_every_s = probe_every_s
         self.read_idle_s = read_idle_s
         self.ping_s = ping_s
-        self._server_index = process.random("api-endpoint").randrange(len(self.servers))
+        self.pinned = pinned_to is not None
+        if pinned_to is None:
+            self._server_index = process.random("api-endpoint").randrange(len(self.servers))
+        else:
+            assert 0 <= pinned_to < len(self.servers), pinned_to
+            self._server_index = pinned_to
         self._sequence = 0
         self._op_ids = 0
         self._statistics = {"requests": 0, "attempts": 0, "refused": 0, "timeouts": 0, "retry_after": 0, "watches": 0}
@@ -305,8 +315,19 @@ class ApiClient:
     def server(self) -> str:
         return self.servers[self._server_index % len(self.servers)]
 
-    def rotate(self) -> None:
-        """Use the next server from now on (round robin from a seeded random start)."""
+    def rotate(self, *, refused: bool = False) -> None:
+        """Use the next server from now on (round robin from a seeded random start).
+
+        A pinned client moves only when its connection was ``refused`` (the server is
+        down): a kubelet's kubeconfig names one address -- one API server, or the load
+        balancer in front of them, whose long-lived HTTP/2 connection stays on the server
+        it reached ("To prevent HTTP/2 clients from getting stuck on a single apiserver",
+        kube-apiserver ``--goaway-chance``, off by default:
+        https://kubernetes.io/docs/reference/command-line-tools-reference/kube-apiserver/)
+        -- and a new connection goes to a server that answers. A timeout, a silent or
+        broken watch, leave it where it is."""
+        if self.pinned and not refused:
+            return
         self._server_index += 1
 
     def _count(self, what: str) -> int:
@@ -412,7 +433,7 @@ class ApiClient:
         if kind == "timeout" or response.code in (500, 504):
             state.ambiguous = True
         if kind == "refused" or (kind == "timeout" and request.verb in IDEMPOTENT_READS):
-            self.rotate()
+            self.rotate(refused=kind == "refused")
             state.retry = True
             state.wait_s = NETWORK_RETRY_AFTER_S if self.server in state.tried else 0.0
             return
@@ -554,7 +575,7 @@ class ApiClient:
             response, kind = self._response_of(outcome, server, request)
             if not response.ok:
                 if kind != "answer":
-                    self.rotate()
+                    self.rotate(refused=kind == "refused")
                 raise ApiError(response.status, ambiguous=False, server=server)  # type: ignore[arg-type]
             opened = True
             return stream

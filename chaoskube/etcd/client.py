@@ -21,7 +21,7 @@ from typing import Any
 
 from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt, wait_exponential
 
-from chaoskube.etcd.requests import ERROR_REQUEST_TOO_LARGE, Compare, PutRequest, RangeRequest, TxnRequest
+from chaoskube.etcd.requests import ERROR_REQUEST_TOO_LARGE, Compare, DeleteRangeRequest, KeyValue, PutRequest, RangeRequest, TxnRequest
 from chaoskube.etcd.server import (
     CLIENT_PORT,
     WATCH_PORT,
@@ -67,10 +67,12 @@ class OperationLog:
         self.client = client
         self._op_ids = 0
 
-    def invoke(self, f: str, key: str, value: Any) -> int:
-        """Journal the start of an operation; returns its id (1, 2, ... per client)."""
+    def invoke(self, f: str, key: str, value: Any, **extra: Any) -> int:
+        """Journal the start of an operation; returns its id (1, 2, ... per client).
+        Extra fields (a serializable read's ``consistency``) are written when set."""
         self._op_ids += 1
-        self.record("client-op", phase="invoke", client=self.client, op_id=self._op_ids, f=f, key=key, value=value)
+        fields = {name: given for name, given in extra.items() if given is not None and given != ""}
+        self.record("client-op", phase="invoke", client=self.client, op_id=self._op_ids, f=f, key=key, value=value, **fields)
         return self._op_ids
 
     def complete(self, phase: str, op_id: int, f: str, key: str, value: Any, output: Any = None, *, reason: str = "", **extra: Any) -> None:
@@ -154,13 +156,24 @@ class EtcdClient:
         return result.status == "fail" or idempotent
 
     # -- recorded register operations -------------------------------------------------------
-    async def read(self, key: str) -> Any:
-        op_id = self.operations.invoke("read", key, None)
-        result = await self.request(RangeRequest(key), idempotent=True)
+    async def read(self, key: str, *, serializable: bool = False) -> Any:
+        """A read of ``key``: linearizable (ReadIndex, etcd's default) or ``serializable``
+        (served by the member from its own store, which may be stale: etcd's API
+        guarantees, https://etcd.io/docs/v3.5/learning/api_guarantees/). A serializable
+        read is journaled with ``consistency: serializable`` on its invoke and the
+        answering member and header ``revision`` on its completion, so the checkers judge
+        it against the store at that revision and never as a linearizable read."""
+        consistency = "serializable" if serializable else None
+        op_id = self.operations.invoke("read", key, None, consistency=consistency)
+        result = await self.request(RangeRequest(key, serializable=serializable), idempotent=True)
         if result.ok:
-            kvs = result.reply.response.kvs
+            response = result.reply.response
+            kvs = response.kvs
             value = int(kvs[0].value) if kvs else None
-            self.operations.complete("ok", op_id, "read", key, None, value)
+            if serializable:
+                self.operations.complete("ok", op_id, "read", key, None, value, revision=response.header_revision, member=result.reply.member)
+            else:
+                self.operations.complete("ok", op_id, "read", key, None, value)
             return value
         # A read has no effect: whatever happened to it, it is dropped from the history.
         self.operations.complete("fail", op_id, "read", key, None, reason=result.reason)
@@ -186,14 +199,88 @@ class EtcdClient:
         return result.status
 
 
+    # -- Kubernetes' optimistic concurrency ----------------------------------------------------
+    async def optimistic_write(self, kind: str, key: str, mod_revision: int, expected: int | None, new: int | None) -> tuple[str, KeyValue | None, int]:
+        """One write as the API server makes it (etcd's robustness traffic, ``kubernetesClient``
+        in ``tests/robustness/traffic/kubernetes.go``): a transaction on ``key`` whose compare
+        is ``mod_revision(key) == mod_revision`` (0: the key is absent) and whose success is a
+        put of ``new`` (create, update) or a delete (``new`` None), and whose failure branch
+        (update, delete) gets the key so the caller can refresh what it knows.
+
+        Journaled as a compare-and-set of the register ``key`` from ``expected`` (the value
+        the caller saw at ``mod_revision``; None: absent) to ``new`` (None: deleted), with
+        ``txn`` (the kind) and ``mod_revision`` on the invoke. The two compares are the same
+        test because every written value is unique: the key holds ``expected`` exactly when
+        its last write was the one at ``mod_revision``. Returns the status ("ok" when the
+        transaction swapped, "fail" when its compare failed or it definitely did not happen,
+        "info" when unknown), the key's current value on a failed compare, and the new
+        mod revision on success."""
+        assert kind in ("create", "update", "delete"), kind
+        assert (new is None) == (kind == "delete"), (kind, new)
+        assert (mod_revision == 0) == (kind == "create") and (expected is None) == (kind == "create"), (kind, mod_revision, expected)
+        value = [expected, new]
+        op_id = self.operations.invoke("cas", key, value, txn=kind, mod_revision=mod_revision)
+        success: tuple[Any, ...] = (DeleteRangeRequest(key),) if new is None else (PutRequest(key, str(new)),)
+        failure: tuple[Any, ...] = () if kind == "create" else (RangeRequest(key),)
+        txn = TxnRequest(compare=(Compare(key, "MOD", "=", mod_revision),), success=success, failure=failure)
+        result = await self.request(txn, idempotent=False)
+        if not result.ok:
+            self.operations.complete(result.status, op_id, "cas", key, value, reason=result.reason, request=result.request_id)
+            return result.status, None, 0
+        response = result.reply.response
+        self.operations.complete("ok", op_id, "cas", key, value, response.succeeded, request=result.request_id)
+        if response.succeeded:
+            return "ok", None, response.header_revision
+        current = None
+        if response.responses and response.responses[0].kvs:
+            current = response.responses[0].kvs[0]
+        return "conflict", current, 0
+
+    async def list(self, key: str, range_end: str, known: list[str]) -> Any:
+        """A linearizable range over ``[key, range_end)`` (the API server's quorum list).
+        Journaled as one read per key of ``known`` (the keys the caller knew of when it
+        sent the list: a key absent from the answer was read as absent), all with the
+        list's invocation and completion times: each is implied by the atomic range, so a
+        violation among them is one of the list's; keys first seen in the answer are not
+        judged from it. Returns the RangeResponse, or None when the list failed."""
+        op_ids = [(name, self.operations.invoke("read", name, None)) for name in known]
+        result = await self.request(RangeRequest(key, range_end), idempotent=True)
+        if not result.ok:
+            for name, op_id in op_ids:
+                self.operations.complete("fail", op_id, "read", name, None, reason=result.reason)
+            return None
+        response = result.reply.response
+        values = {kv.key: int(kv.value) for kv in response.kvs}
+        for name, op_id in op_ids:
+            self.operations.complete("ok", op_id, "read", name, None, values.get(name))
+        return response
+
+
 class Watcher:
     """A resumable watch on ``[key, range_end)`` that journals every event it receives as
     ``watch-event`` (watcher, revision, key, type, value). When its stream breaks (a lost
     message, a member that restarted or stopped answering), it watches again on the next
     endpoint from the last revision it saw + 1, as etcd clients do."""
 
-    def __init__(self, process: Process, endpoints: list[str], key: str, range_end: str | None, *, start_revision: int = 1, name: str = "watcher", check_every_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        process: Process,
+        endpoints: list[str],
+        key: str,
+        range_end: str | None,
+        *,
+        start_revision: int = 1,
+        name: str = "watcher",
+        check_every_s: float = 1.0,
+        on_event: Callable[[Any], None] | None = None,
+        journal: bool = True,
+    ) -> None:
+        """``on_event`` is called with every event received, in order; ``journal`` False
+        keeps the watcher's events out of the journal (a client's own informer-like view,
+        not a watch the ``watch`` checker judges)."""
         self.process = process
+        self.on_event = on_event
+        self.journal = journal
         self.client = EtcdClient(process, endpoints, name=name)
         self.key = key
         self.range_end = range_end
@@ -213,11 +300,13 @@ class Watcher:
             created = await process.call(member, WatchCreate(watch_id, self.key, self.range_end, self.next_revision), port=WATCH_PORT, timeout_s=self.client.timeout_s)
             if not (isinstance(created, Ok) and created.value.get("created")):
                 reason = created.value.get("error") if isinstance(created, Ok) else type(created).__name__
-                world.record("watch-start", watcher=self.name, member=member, start_revision=self.next_revision, ok=False, reason=reason)
+                if self.journal:
+                    world.record("watch-start", watcher=self.name, member=member, start_revision=self.next_revision, ok=False, reason=reason)
                 self.client.rotate()
                 await process.sleep(0.2)
                 continue
-            world.record("watch-start", watcher=self.name, member=member, start_revision=self.next_revision, ok=True)
+            if self.journal:
+                world.record("watch-start", watcher=self.name, member=member, start_revision=self.next_revision, ok=True)
             expected_sequence = 1
             while True:
                 message = None
@@ -235,7 +324,11 @@ class Watcher:
                     break  # a message of the stream was lost: the stream is broken
                 expected_sequence += 1
                 for event in body.events:
-                    world.record("watch-event", watcher=self.name, member=member, revision=event.kv.mod_revision, key=event.kv.key, event=event.type, value=event.kv.value if event.type == "PUT" else None)
+                    if self.journal:
+                        world.record("watch-event", watcher=self.name, member=member, revision=event.kv.mod_revision, key=event.kv.key, event=event.type, value=event.kv.value if event.type == "PUT" else None)
                     self.next_revision = event.kv.mod_revision + 1
-            world.record("watch-break", watcher=self.name, member=member, next_revision=self.next_revision)
+                    if self.on_event is not None:
+                        self.on_event(event)
+            if self.journal:
+                world.record("watch-break", watcher=self.name, member=member, next_revision=self.next_revision)
             self.client.rotate()

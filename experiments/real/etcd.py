@@ -514,6 +514,19 @@ class RealEtcdSystem(System):
         "steady-state": "before the faults and after heal: a leader, and a write and a read through every member",
     }
 
+    @classmethod
+    def options(cls, cluster: dict[str, Any], workload: dict[str, Any], *, base_dir: Any = None) -> tuple[Any, Any]:
+        """As the base class; the simulated system's client topologies (issue 16) are
+        refused rather than silently ignored: the gateway clients here rotate over the
+        members and make register operations only."""
+        from chaoskube.experiments.model import ExperimentError
+
+        typed_cluster, typed_workload = super().options(cluster, workload, base_dir=base_dir)
+        for name, default in (("topology", "rotate"), ("traffic", "register"), ("serializable_read", 0.0)):
+            if getattr(typed_workload, name) != default:
+                raise ExperimentError(f"field `workload.{name}`: not supported by the real-etcd system (simulated `etcd` only); remove it")
+        return typed_cluster, typed_workload
+
     def __init__(self, events: list[dict[str, Any]], cluster: RealEtcdCluster, workload: EtcdWorkload) -> None:
         # No simulated world: the checkers read the recorded events.
         self.world = None  # type: ignore[assignment]

@@ -7,6 +7,13 @@ few keys at ``rate_per_s`` in total (Poisson arrivals), every operation recorded
 invoke -> ok / fail / info; and ``watchers`` processes watching every workload key from
 revision 1, resuming on another member when their stream breaks.
 
+Client topology (issue 16, ``topology``): ``rotate`` as above, or ``pinned``: client i and
+watcher i each get one endpoint, as a clientv3 client built with one endpoint, and never
+fail over (:func:`pinned_member`). ``serializable_read`` adds serializable reads, judged by
+the ``serializable-reads`` checker and never as linearizable ones
+(:func:`linearizable_records`). ``traffic: kubernetes`` replaces the register operations
+with etcd's robustness-test Kubernetes traffic (:func:`run_kubernetes_workload`).
+
 Checkers: ``raft-safety`` (election safety, state machine safety, leader completeness,
 durability of acknowledged writes), ``linearizability`` (register per key: read / write /
 cas), ``watch`` (ordered, gap-free, matching the store), and ``steady-state`` (before the
@@ -18,7 +25,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import msgspec
@@ -39,6 +46,10 @@ from chaoskube.faults import ProcessInfo
 from chaoskube.sim import Ok, Process
 
 KEY_PREFIX = "key/"
+#: The Kubernetes traffic's keys: pods in namespace default, as the API server stores them.
+KUBERNETES_PREFIX = "/registry/pods/"
+TOPOLOGIES = ("rotate", "pinned")
+TRAFFICS = ("register", "kubernetes")
 
 
 class EtcdCluster(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
@@ -89,8 +100,38 @@ class EtcdWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, fro
     #: keeps it alive a few times, abandons it and lets it expire, again and again.
     lease_clients: int = 0
     lease_ttl_s: int = 5
+    #: Client topology (issue 16). ``rotate`` (the default, as before): each client starts
+    #: at a member drawn from its seed and fails over to the next one when a request
+    #: definitely failed or a read timed out. ``pinned``: client i, watcher i (and the
+    #: Kubernetes profile's own watch) are given ONE endpoint, member
+    #: ``etcd-((i - 1) mod members + 1)``, as a clientv3 client built with one endpoint:
+    #: it retries on that member and never fails over, so reads reach a deposed, isolated
+    #: or lagging member (where stale reads show), and with ``watchers >= members`` a watch
+    #: is open on every member. Lease clients keep failing over in both topologies: a
+    #: follower answers their keep-alives NotPrimary here, where etcd's follower forwards
+    #: them to the leader (``LeaseRenew`` in ``server/etcdserver/v3_server.go``).
+    topology: str = "rotate"
+    #: Weight of serializable reads (``--consistency=s``: served by the member from its own
+    #: store, may be stale -- https://etcd.io/docs/v3.5/learning/api_guarantees/) beside
+    #: ``read`` (linearizable), ``write`` and ``cas``, in the ``register`` traffic.
+    serializable_read: float = 0.0
+    #: ``register`` (the default: reads, writes and compare-and-sets on ``keys`` keys) or
+    #: ``kubernetes``: etcd's robustness-test Kubernetes traffic
+    #: (``tests/robustness/traffic/kubernetes.go``): optimistic transactions on
+    #: ``/registry/pods/default/<name>`` conditioned on the key's mod revision -- 75 %
+    #: update, 15 % delete, 10 % create, around ``keys`` keys (its ``averageKeyCount``) --,
+    #: a linearizable list when a write failed, and a watch keeping each client's view.
+    traffic: str = "register"
 
     def __post_init__(self) -> None:
+        if self.topology not in TOPOLOGIES:
+            raise ValueError(f"`topology` must be one of {', '.join(TOPOLOGIES)}, got {self.topology!r}")
+        if self.traffic not in TRAFFICS:
+            raise ValueError(f"`traffic` must be one of {', '.join(TRAFFICS)}, got {self.traffic!r}")
+        if not (math.isfinite(self.serializable_read) and self.serializable_read >= 0):
+            raise ValueError("`serializable_read` is a finite non-negative weight")
+        if self.traffic == "kubernetes" and self.keys < 2:
+            raise ValueError("`keys` (the Kubernetes traffic's average key count) must be at least 2")
         if not (0 <= self.lease_clients <= 100 and 1 <= self.lease_ttl_s <= 3600):
             raise ValueError("`lease_clients` must be 0..100 and `lease_ttl_s` 1..3600")
         if not (1 <= self.clients <= 1000 and 1 <= self.keys <= 10_000 and 0 <= self.watchers <= 100):
@@ -99,9 +140,9 @@ class EtcdWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, fro
             raise ValueError("`rate_per_s` must be a finite number in (0, 100000]")
         if not (math.isfinite(self.timeout_s) and 0 < self.timeout_s <= 3600):
             raise ValueError("`timeout_s` must be a finite number in (0, 3600]")
-        weights = (self.read, self.write, self.cas)
+        weights = (self.read, self.write, self.cas, self.serializable_read)
         if not all(math.isfinite(weight) and weight >= 0 for weight in weights) or sum(weights) <= 0:
-            raise ValueError("`read`, `write` and `cas` are finite non-negative weights, not all zero")
+            raise ValueError("`read`, `write`, `cas` and `serializable_read` are finite non-negative weights, not all zero")
 
 
 class EtcdSystem(System):
@@ -113,6 +154,7 @@ class EtcdSystem(System):
         "linearizability": "the client history is linearizable (a register per key: read / write / cas)",
         "watch": "every watcher's events are ordered, gap-free and match the store's history",
         "steady-state": "before the faults and after heal: a leader, and a write and a read through every member",
+        "serializable-reads": "every serializable read returned the key as the store held it at the revision the member answered with (it may be stale, never invented)",
         "etcd-leases": "keys of a lease live at least its TTL after the last acknowledged keep-alive (restarted by a new leader), vanish within a bound after it expires, and only the leader acknowledges keep-alives",
     }
 
@@ -138,6 +180,7 @@ class EtcdSystem(System):
         self.running = False
         self.keys = [f"{KEY_PREFIX}{index}" for index in range(workload.keys)]
         self.steady_state_verdict: Verdict | None = None
+        self.key_prefix = KUBERNETES_PREFIX if workload.traffic == "kubernetes" else KEY_PREFIX
         self._probe: Process | None = None
         self._probes = 0
 
@@ -156,9 +199,19 @@ class EtcdSystem(System):
         return current_leader(self.world, self.registry) if role == "etcd" else None
 
     # -- workload -------------------------------------------------------------------------
+    def endpoints_of(self, index: int) -> list[str]:
+        """The endpoints client (or watcher) ``index`` is given: every member when the
+        topology rotates, one member when it is pinned (``pinned_member``)."""
+        if self.workload.topology == "pinned":
+            return [pinned_member(self.config.names, index)]
+        return list(self.config.names)
+
     async def _client(self, process: Process) -> None:
-        client = EtcdClient(process, self.config.names, timeout_s=self.workload.timeout_s)
         index = int(process.name.rsplit("-", 1)[1])
+        client = EtcdClient(process, self.endpoints_of(index), timeout_s=self.workload.timeout_s)
+        if self.workload.traffic == "kubernetes":
+            await run_kubernetes_workload(client, self.workload, index, process.random("workload"), process.sleep, lambda: self.running)
+            return
         await run_register_workload(client, self.workload, self.keys, index, process.random("workload"), process.sleep, lambda: self.running)
 
     async def _lease_client(self, process: Process) -> None:
@@ -166,7 +219,9 @@ class EtcdSystem(System):
         await run_lease_workload(client, self.workload.lease_ttl_s, process.random("leases"), process.sleep, lambda: self.running)
 
     async def _watcher(self, process: Process) -> None:
-        watcher = Watcher(process, self.config.names, KEY_PREFIX, prefix_range_end(KEY_PREFIX), start_revision=1, name=process.name)
+        index = int(process.name.rsplit("-", 1)[1])
+        prefix = self.key_prefix
+        watcher = Watcher(process, self.endpoints_of(index), prefix, prefix_range_end(prefix), start_revision=1, name=process.name)
         await watcher.run()
 
     async def start_workload(self) -> None:
@@ -222,13 +277,17 @@ class EtcdSystem(System):
         if name == "raft-safety":
             return check_raft_safety(events)
         if name == "linearizability":
-            records = [event for event in events if event["type"] == "client-op"]
+            records = linearizable_records(event for event in events if event["type"] == "client-op")
             operations = from_client_records(records)
             if not operations:
                 return Verdict(None, "no client operations were recorded")
             return check_linearizability(operations, RegisterModel(), time_limit_s=60.0)
+        if name == "serializable-reads":
+            from chaoskube.checkers.serializable import check_serializable_reads
+
+            return run_checker(check_serializable_reads, events)
         if name == "watch":
-            watchers = {f"watcher-{index}": KEY_PREFIX for index in range(1, self.workload.watchers + 1)}
+            watchers = {f"watcher-{index}": self.key_prefix for index in range(1, self.workload.watchers + 1)}
             return check_watches(events, watchers)
         if name == "etcd-leases":
             from chaoskube.checkers.etcd_leases import check_etcd_leases
@@ -273,17 +332,21 @@ async def run_register_workload(
     rate = workload.rate_per_s / workload.clients
     counter = 0
     last_seen: dict[str, int | None] = {}
-    weights = (workload.read, workload.write, workload.cas)
+    weights = (workload.read, workload.write, workload.cas, workload.serializable_read)
     while True:
         await sleep(rng.expovariate(rate))
         if not running():
             continue
         key = rng.choice(keys)
-        kind = rng.choices(("read", "write", "cas"), weights)[0]
+        # A fourth weight appended (serializable reads, 0 unless asked for) leaves every
+        # draw of the first three as it was: random.choices takes one random() per pick.
+        kind = rng.choices(("read", "write", "cas", "sread"), weights)[0]
         counter += 1
         value = index * 1_000_000 + counter
         if kind == "read":
             last_seen[key] = await client.read(key)
+        elif kind == "sread":
+            last_seen[key] = await client.read(key, serializable=True)
         elif kind == "write":
             if await client.write(key, value) == "ok":
                 last_seen[key] = value
@@ -294,6 +357,136 @@ async def run_register_workload(
                 continue
             if await client.cas(key, expected, value) == "ok":
                 last_seen[key] = value
+
+
+def pinned_member(members: list[str], index: int) -> str:
+    """The one member client (or watcher) ``index`` (1-based) is pinned to: clients spread
+    over the members in turn, so with ``clients >= members`` every member has one."""
+    assert members and index >= 1, (members, index)
+    return members[(index - 1) % len(members)]
+
+
+def linearizable_records(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``client-op`` records the linearizability checker judges: every operation but
+    serializable reads (``consistency: serializable`` on the invoke). etcd promises those
+    no recency -- a member serves them from its own store, which may be stale
+    (https://etcd.io/docs/v3.5/learning/api_guarantees/: "Serializable requests are
+    better for lower latency ... at the cost of possibly reading stale data") --, so the
+    ``serializable-reads`` checker judges them against the store at their revision."""
+    kept: list[dict[str, Any]] = []
+    serializable: set[tuple[Any, Any]] = set()
+    for record in records:
+        pair = (record.get("client"), record.get("op_id"))
+        if record.get("phase") == "invoke" and record.get("consistency") == "serializable":
+            serializable.add(pair)
+        if pair not in serializable:
+            kept.append(record)
+    return kept
+
+
+# -- etcd's robustness Kubernetes traffic -----------------------------------------------------
+#: ``KubernetesTraffic.writeChoices`` in etcd-io/etcd ``tests/robustness/traffic/kubernetes.go``
+#: (commit 04346e870fc0): 75 % update, 15 % delete, 10 % create.
+KUBERNETES_WRITE_CHOICES: tuple[tuple[str, int], ...] = (("update", 75), ("delete", 15), ("create", 10))
+_NAME_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def choose_kubernetes_write(count: int, average_key_count: int, rng: random.Random) -> str:
+    """``kubernetesTraffic.Write``'s choice: create below half the average key count,
+    delete above one and a half times it, otherwise a weighted draw of
+    :data:`KUBERNETES_WRITE_CHOICES` (Go's integer division kept)."""
+    if count < average_key_count // 2:
+        return "create"
+    if count > average_key_count * 3 // 2:
+        return "delete"
+    kinds, weights = zip(*KUBERNETES_WRITE_CHOICES)
+    return rng.choices(kinds, weights)[0]
+
+
+class KubernetesView:
+    """A client's view of the pods (``storage`` in kubernetes.go): key -> (mod revision,
+    value), and the revision it reflects. A list resets it only when newer; a watch event
+    older than the view is ignored."""
+
+    __slots__ = ("keys", "revision")
+
+    def __init__(self) -> None:
+        self.keys: dict[str, tuple[int, int]] = {}
+        self.revision = 0
+
+    def reset(self, response: Any) -> None:
+        if response.header_revision <= self.revision:
+            return
+        self.keys = {kv.key: (kv.mod_revision, int(kv.value)) for kv in response.kvs}
+        self.revision = response.header_revision
+
+    def update(self, event: Any) -> None:
+        if event.kv.mod_revision < self.revision:
+            return
+        self.revision = event.kv.mod_revision
+        if event.type == "PUT":
+            self.keys[event.kv.key] = (event.kv.mod_revision, int(event.kv.value))
+        else:
+            self.keys.pop(event.kv.key, None)
+
+    def pick(self, rng: random.Random) -> tuple[str, int, int]:
+        """A key at random (in sorted order, so the draw is deterministic), with its mod
+        revision and value."""
+        key = rng.choice(sorted(self.keys))
+        return key, *self.keys[key]
+
+
+async def run_kubernetes_workload(
+    client: EtcdClient,
+    workload: EtcdWorkload,
+    index: int,
+    rng: random.Random,
+    sleep: Callable[[float], Awaitable[None]],
+    running: Callable[[], bool],
+) -> None:
+    """One client of etcd's robustness Kubernetes traffic (``kubernetesTraffic.Run``): a
+    linearizable list of ``/registry/pods/`` first and after every write that failed, a
+    watch from the list's revision + 1 on the same endpoints keeping the view fresh, and
+    optimistic writes at the client's share of ``rate_per_s`` (Poisson arrivals, one in
+    flight) chosen by :func:`choose_kubernetes_write`. Values are unique (``index`` x 10^6 +
+    a counter), which makes a mod-revision compare the same test as a value compare
+    (:meth:`EtcdClient.optimistic_write`), so the ``linearizability`` checker judges this
+    traffic with its register model, one register per key (a delete sets it absent)."""
+    process = client.process
+    rate = workload.rate_per_s / workload.clients
+    view = KubernetesView()
+    end = prefix_range_end(KUBERNETES_PREFIX)
+    counter = 0
+    need_list = True
+    watching = False
+    async with trio.open_nursery() as nursery:
+        while True:
+            await sleep(rng.expovariate(rate))
+            if not running():
+                continue
+            if need_list:
+                response = await client.list(KUBERNETES_PREFIX, end, sorted(view.keys))
+                if response is None:
+                    continue
+                view.reset(response)
+                need_list = False
+                if not watching:
+                    watching = True
+                    watcher = Watcher(process, client.endpoints, KUBERNETES_PREFIX, end, start_revision=response.header_revision + 1, name=f"{client.name}/watch", on_event=view.update, journal=False)
+                    nursery.start_soon(watcher.run)
+                continue
+            kind = choose_kubernetes_write(len(view.keys), workload.keys, rng)
+            counter += 1
+            value = index * 1_000_000 + counter
+            if kind == "create":
+                name = "".join(rng.choice(_NAME_LETTERS) for _ in range(5))
+                status, _, _ = await client.optimistic_write("create", f"{KUBERNETES_PREFIX}default/{name}", 0, None, value)
+            else:
+                key, mod_revision, seen = view.pick(rng)
+                status, _, _ = await client.optimistic_write(kind, key, mod_revision, seen, value if kind == "update" else None)
+            # A compare that failed is an answer (the view was stale; the watch refreshes
+            # it), as in kubernetes.go; only an error makes the client list again.
+            need_list = status in ("fail", "info")
 
 
 LEASE_KEY_PREFIX = "lease/"
