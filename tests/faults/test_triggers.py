@@ -252,3 +252,54 @@ def test_the_event_table_lists_every_field_the_components_record(tmp_path):
     for type_ in checked:
         assert seen[type_] <= EVENTS[type_].fields, (type_, seen[type_] - EVENTS[type_].fields)
     assert [e for e in map(json.loads, open(tmp_path / "run" / "journal.jsonl")) if e["type"] == "fault" and e["event"] == "apply" and e.get("trigger")]
+
+
+# -- the command line: dry-run shows triggers; bad ones exit 2 in one line -------------------
+TRIGGERED = """name: triggered
+title: t
+description: d
+source: s
+system: etcd
+cluster: {members: 3}
+phases: {warmup_s: 1, faults_s: 10, recovery_s: 5, settle_s: 1}
+schedule:
+  - kind: kill
+    target: event:process
+    duration_s: 2
+    at_s: 1
+    when: WHEN
+checkers: [raft-safety]
+"""
+
+
+def test_dry_run_shows_the_trigger_and_its_target(tmp_path):
+    from tests.cli.test_cli import chaoskube
+
+    path = tmp_path / "triggered.yaml"
+    path.write_text(TRIGGERED.replace("WHEN", '{type: send, process: "leader:etcd", fields: {kind: APP}, delay_ms: 1, times: 2}'))
+    result = chaoskube("run", str(path), "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert "armed at 1 s, when send (process leader:etcd, kind=APP), +1 ms, up to 2 times: kill event:process -> the process the matching event names for 2 s" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("when", "message"),
+    [
+        ("{type: raft-rol}", "field `schedule[0].when.type`: unknown event type 'raft-rol'; known: "),
+        ("{type: send, fields: {knd: APP}}", "field `schedule[0].when.fields.knd`: a 'send' event has no field 'knd'; its fields: dst, id, kind, port, src"),
+        ("{type: send, process: 'leader:etcdx'}", "field `schedule[0].when.process`: leader:etcdx: no process has role 'etcdx' in this experiment"),
+        ("{type: send, times: 0}", "field `schedule[0].when.times`: must be between 1 and 1000, not 0"),
+        ("{type: send, delay: 1}", "field `schedule[0].when.delay`: unknown field"),
+        ("{type: partition}", "field `schedule[0].when.type`: target 'event:process': a 'partition' event names no process"),
+    ],
+)
+def test_bad_triggers_exit_2_with_one_line_naming_file_and_field(tmp_path, when, message):
+    from tests.cli.test_cli import chaoskube
+
+    path = tmp_path / "bad.yaml"
+    path.write_text(TRIGGERED.replace("WHEN", when))
+    result = chaoskube("run", str(path), "--dry-run")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert str(path) in lines[0] and message in lines[0], lines[0]
