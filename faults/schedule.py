@@ -9,11 +9,13 @@ Kinds that are API requests (``drain``) run as tasks of the world, through the c
 Every apply and heal is journaled as ``{"type": "fault", "event": "apply"|"heal", ...}``.
 
 An entry with ``when`` (faults/triggers.py) is armed at ``at_s`` instead of fired: each
-journal event it matches, up to ``when.times``, fires its fault ``when.delay`` later. A
-match is journaled ``{"type": "trigger", "event": "match", "entry", "match", "on":
+journal event it matches, up to ``when.times``, fires its fault ``when.delay`` later;
+events between a match and its fire do not count (the appends one step sends to every
+follower are one occurrence, not several). A match is journaled ``{"type": "trigger", "event": "match", "entry", "match", "on":
 {the matched event's type, time and process}, "target"}`` (``target`` resolved from an
 ``event:`` target), and the fault it fires carries ``trigger: <entry>`` in its ``apply``
-(or ``skip``) record. :meth:`FaultInjector.heal_all` disarms every trigger first, so the
+(or ``skip``) record; ``entry`` numbers the schedule's triggered entries from 1, in order of
+``at_s``. :meth:`FaultInjector.heal_all` disarms every trigger first, so the
 heal phase sees no new fault, and a fire still pending in its delay does nothing.
 """
 
