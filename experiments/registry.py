@@ -184,7 +184,7 @@ def _semantic_problems(experiment: Experiment) -> list[str]:
             problems.append(f"field `{where}`: {error}")
             continue
         except TriggerError as error:  # faults/triggers.py: `when` and `event:` targets
-            problems.append(f"field `{where}.when.{error.field}`: {str(error).split(': ', 1)[1]}")
+            problems.append(f"field `{where}.{error.field}`: {str(error).split(': ', 1)[1]}")
             continue
         if not phase_ok:
             continue

@@ -99,11 +99,12 @@ EVENTS: dict[str, EventShape] = {
 
 
 class TriggerError(ValueError):
-    """A bad trigger. ``field`` is where, under ``when`` (``type``, ``fields.kind``)."""
+    """A bad trigger. ``field`` is where, in the schedule entry (``when.type``,
+    ``when.fields.kind``, ``target``)."""
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"when.{field}: {message}")
-        self.field = field
+    def __init__(self, field: str, message: str, *, under_when: bool = True) -> None:
+        self.field = f"when.{field}" if under_when else field
+        super().__init__(f"{self.field}: {message}")
 
 
 class When(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
@@ -176,13 +177,13 @@ def check_target(target: str, when: When | None) -> None:
     if field is None:
         return
     if when is None:
-        raise TriggerError("type", f"the target {target!r} names a journal event's process: it needs a `when` trigger")
+        raise TriggerError("target", f"{target!r} names a journal event's process: it needs a `when` trigger", under_when=False)
     shape = EVENTS[when.type]
     if field == "process":
         if shape.process_field is None:
-            raise TriggerError("type", f"target {target!r}: a {when.type!r} event names no process; use event:FIELD with one of {', '.join(sorted(shape.fields))}")
+            raise TriggerError("target", f"{target!r}: a {when.type!r} event names no process; use event:FIELD with one of {', '.join(sorted(shape.fields))}", under_when=False)
     elif field not in shape.fields:
-        raise TriggerError("type", f"target {target!r}: a {when.type!r} event has no field {field!r}; its fields: {', '.join(sorted(shape.fields))}")
+        raise TriggerError("target", f"{target!r}: a {when.type!r} event has no field {field!r}; its fields: {', '.join(sorted(shape.fields))}", under_when=False)
 
 
 def event_process(when_type: str, target: str, event: Mapping[str, Any]) -> str | None:

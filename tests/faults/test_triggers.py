@@ -112,7 +112,7 @@ def test_describe_says_what_dry_run_prints():
 def test_bad_triggers_are_refused_naming_the_field(when, field, words):
     with pytest.raises(TriggerError) as raised:
         validate(when)
-    assert raised.value.field == field
+    assert raised.value.field == f"when.{field}"
     assert words in str(raised.value)
     assert "\n" not in str(raised.value)
 
@@ -290,7 +290,7 @@ def test_dry_run_shows_the_trigger_and_its_target(tmp_path):
         ("{type: send, process: 'leader:etcdx'}", "field `schedule[0].when.process`: leader:etcdx: no process has role 'etcdx' in this experiment"),
         ("{type: send, times: 0}", "field `schedule[0].when.times`: must be between 1 and 1000, not 0"),
         ("{type: send, delay: 1}", "field `schedule[0].when.delay`: unknown field"),
-        ("{type: partition}", "field `schedule[0].when.type`: target 'event:process': a 'partition' event names no process"),
+        ("{type: partition}", "field `schedule[0].target`: 'event:process': a 'partition' event names no process"),
     ],
 )
 def test_bad_triggers_exit_2_with_one_line_naming_file_and_field(tmp_path, when, message):
