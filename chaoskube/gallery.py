@@ -870,7 +870,7 @@ DETECTION_VARIANTS: tuple[Variant, ...] = (
     ),
     Variant(
         "raft-read-index-without-quorum-check", "etcd Raft", "a leader answers ReadIndex without confirming by a heartbeat round that it still leads: a deposed leader serves stale reads (hashicorp/consul#54, hashicorp/raft#4)",
-        "linearizability", "etcd-pinned-clients-leader-isolation", "chaoskube.etcd.raft:Raft._start_read", _read_index_without_quorum_check,
+        "linearizability", "etcd-pause-leader-on-read", "chaoskube.etcd.raft:Raft._start_read", _read_index_without_quorum_check,
     ),
     # -- kube-apiserver
     Variant(
@@ -992,3 +992,76 @@ DETECTION_VARIANTS: tuple[Variant, ...] = (
     ),
 )
 VARIANTS.update((variant.name, variant) for variant in DETECTION_VARIANTS)
+
+
+# =========================================================================== event-triggered faults (issue 16)
+# Raft safety bugs in the vote, commit and read paths whose window is a moment: between a
+# leader's append and its followers' acknowledgements, between two candidates' requests in
+# one term, between a leader's deposition and its learning of it. The catalogue's
+# event-triggered experiments (faults/triggers.py) aim their faults at those moments;
+# docs/checkers.md lists the seeds to the first catch.
+
+
+def _acks_write_on_append() -> Any:
+    """EtcdMember._finish that answers a client's put as soon as the leader has persisted
+    the entry in its own log, before a majority holds it and it is committed: an
+    acknowledged write is lost when the leader is cut off or crashes right after its
+    append. Raft section 5.3: the leader returns the result to the client only "when the
+    entry has been safely replicated" (committed) and applied; etcd replies from its apply
+    loop (server/etcdserver/server.go, ``applyAll`` -> ``w.Trigger``). The same class of
+    bug: Jepsen's Redis-Raft analysis (2020, "acknowledged writes lost" before commit,
+    https://jepsen.io/analyses/redis-raft-1b3fbf6)."""
+    from chaoskube.etcd.requests import PutRequest
+    from chaoskube.etcd.server import ClientReply, EtcdMember, Proposal, Role
+
+    finish = EtcdMember._finish
+
+    def early_finish(self: Any, ready: Any) -> None:
+        if self.raft.role is Role.LEADER:
+            for entry in ready.entries:
+                data = entry.data
+                if isinstance(data, Proposal) and isinstance(data.request, PutRequest):
+                    message = self._proposals.pop(data.id, None)  # the bug: acknowledged on append
+                    if message is not None:
+                        self._reply(message, ClientReply(ok=True, response=None, member=self.name))
+        finish(self, ready)
+
+    return early_finish
+
+
+def _vote_twice_in_term() -> Any:
+    """Raft._handle_vote_request that forgets its own vote within a term: it grants any
+    candidate of its term while it knows no leader, even after voting for another (or for
+    itself). Raft section 5.2: "each server will vote for at most one candidate in a given
+    term, on a first-come-first-served basis"; the same rule is etcd raft's ``canVote``
+    (raft.go: ``r.Vote == m.From || (r.Vote == None && r.lead == None)``). Two candidates
+    of one term -- the split vote that follows a leader's death -- then both win: two
+    leaders in one term (Election Safety)."""
+    from chaoskube.etcd.raft import NONE, Message, MsgType
+
+    def handle_vote_request(self: Any, m: Any) -> None:
+        can_vote = self._lead == NONE or self._vote == m.from_ or (m.type is MsgType.PRE_VOTE and m.term > self._term)  # the bug: no `self._vote == NONE`
+        response_type = MsgType.VOTE_RESP if m.type is MsgType.VOTE else MsgType.PRE_VOTE_RESP
+        if can_vote and self._candidate_log_ok(m):
+            self._send(Message(type=response_type, to=m.from_, from_=self.id, term=m.term))
+            if m.type is MsgType.VOTE:
+                self._election_elapsed = 0
+                self._vote = m.from_
+        else:
+            self._send(Message(type=response_type, to=m.from_, from_=self.id, term=self._term, reject=True))
+
+    return handle_vote_request
+
+
+RAFT_TRIGGER_VARIANTS: tuple[Variant, ...] = (
+    Variant(
+        "etcd-acks-write-on-append", "etcd server", "the leader acknowledges a put once the entry is in its own log, before a majority holds it (Raft section 5.3; Jepsen, Redis-Raft 2020)",
+        "raft-safety", "etcd-leader-isolate-between-append-and-commit", "chaoskube.etcd.server:EtcdMember._finish", _acks_write_on_append,
+    ),
+    Variant(
+        "raft-vote-twice-in-term", "etcd Raft", "a member grants a second candidate of the same term while it knows no leader: two leaders in one term after a split vote (Raft section 5.2; etcd raft.go canVote)",
+        "raft-safety", "etcd-leader-kill-between-append-and-commit", "chaoskube.etcd.raft:Raft._handle_vote_request", _vote_twice_in_term,
+    ),
+)
+DETECTION_VARIANTS = DETECTION_VARIANTS + RAFT_TRIGGER_VARIANTS
+VARIANTS.update((variant.name, variant) for variant in RAFT_TRIGGER_VARIANTS)

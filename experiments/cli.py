@@ -171,7 +171,7 @@ def describe(experiment: str) -> None:
     for entry in found.schedule:
         clipped = entry.clipped_s(found.phases.faults_s)
         duration = "until heal" if entry.duration_s is None else f"{entry.duration_s:g}" + (f" (clipped to {clipped:g} by the heal)" if clipped is not None else "")
-        table.add_row(f"{entry.at_s:g}", entry.kind, escape(entry.target), duration, escape(", ".join(f"{k}={v}" for k, v in sorted(entry.params.items()))))
+        table.add_row(f"{entry.at_s:g}" + (f" (armed), {entry.when.describe()}" if entry.when is not None else ""), entry.kind, escape(entry.target), duration, escape(", ".join(f"{k}={v}" for k, v in sorted(entry.params.items()))))
     stdout.print(table)
     if found.nemesis is not None:
         stdout.print(_nemesis_line(found.nemesis), markup=False)
@@ -339,8 +339,12 @@ def _print_plan(found: Any, seed: int) -> None:
     for entry in found.schedule:
         clipped = entry.clipped_s(faults_s)
         duration = "the fault phase" if entry.duration_s is None else f"{entry.duration_s:g} s" + (f", clipped to {clipped:g} s by the heal (clip_to_phase)" if clipped is not None else "")
-        matches = f" -> {_target_text(entry.target, infos)}" if infos is not None else ""
         params = f" {dict(entry.params)}" if entry.params else ""
+        if entry.when is not None:  # faults/triggers.py: the target may be the event's process
+            matches = " -> the process the matching event names" if entry.target.startswith("event:") else f" -> {_target_text(entry.target, infos)}" if infos is not None else ""
+            stdout.print(f"  armed at {entry.at_s:g} s, {entry.when.describe()}: {entry.kind} {entry.target}{matches} for {duration}{params}", markup=False)
+            continue
+        matches = f" -> {_target_text(entry.target, infos)}" if infos is not None else ""
         stdout.print(f"  at {entry.at_s:g} s: {entry.kind} {entry.target}{matches} for {duration}{params}", markup=False)
     if found.nemesis is not None:
         stdout.print(_nemesis_line(found.nemesis), markup=False)

@@ -22,6 +22,7 @@ from chaoskube.experiments.probes import Probe, SteadyStateHypothesis
 from chaoskube.faults import ScheduledFault
 from chaoskube.faults.nemesis import NemesisSpec
 from chaoskube.sim.buggify import BuggifySpec
+from chaoskube.faults.triggers import When
 
 
 def experiment_dir(experiment: "Experiment") -> Path | None:
@@ -34,7 +35,7 @@ class ExperimentError(Exception):
 
 
 class FaultEntry(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
-    at_s: float
+    at_s: float = 0.0  # when it fires, into the fault phase; with ``when``: when it is armed
     kind: str
     target: str
     duration_s: float | None = None
@@ -43,9 +44,12 @@ class FaultEntry(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     #: heal would cut it short without a word; ``clip_to_phase: true`` accepts the cut,
     #: which ``describe``, ``run --dry-run`` and the result then show.
     clip_to_phase: bool = False
+    #: Fire on a journal event instead (faults/triggers.py): armed at ``at_s``, disarmed at
+    #: the heal; each match, up to ``when.times``, fires the fault ``when.delay_*`` later.
+    when: When | None = None
 
     def scheduled(self) -> ScheduledFault:
-        return ScheduledFault(self.at_s, self.kind, self.target, self.duration_s, dict(self.params))
+        return ScheduledFault(self.at_s, self.kind, self.target, self.duration_s, dict(self.params), self.when)
 
     def clipped_s(self, faults_s: float) -> float | None:
         """How long the fault really lasts when the heal at the end of a ``faults_s`` fault

@@ -28,6 +28,7 @@ from chaoskube.experiments.systems import EtcdSystem, HypothesisSystem, Kubernet
 from chaoskube.faults import FaultError, check_planned, parse_target
 from chaoskube.faults.nemesis import NEMESIS_KINDS
 from chaoskube.faults.targets import TargetError
+from chaoskube.faults.triggers import TriggerError, event_field, trigger_problems
 from chaoskube.sim import seed_error
 
 #: The longest phase an experiment may ask for (a day of virtual or real time).
@@ -176,10 +177,14 @@ def _semantic_problems(experiment: Experiment) -> list[str]:
     for index, entry in enumerate(experiment.schedule):
         where = f"schedule[{index}]"
         try:
-            parse_target(entry.target)
+            if event_field(entry.target) is None:
+                parse_target(entry.target)
             entry.scheduled()
         except (FaultError, TargetError) as error:
             problems.append(f"field `{where}`: {error}")
+            continue
+        except TriggerError as error:  # faults/triggers.py: `when` and `event:` targets
+            problems.append(f"field `{where}.{error.field}`: {str(error).split(': ', 1)[1]}")
             continue
         if not phase_ok:
             continue
@@ -262,6 +267,10 @@ def _semantic_problems(experiment: Experiment) -> list[str]:
         return problems
     admin = system.PROBES  # the systems with an API perform API-level faults (drain) too
     for index, entry in enumerate(experiment.schedule):
+        if entry.when is not None:
+            problems += [f"field `schedule[{index}].when.{field}`: {problem}" for field, problem in trigger_problems(entry.when, infos, system.LEADER_ROLES)]
+        if event_field(entry.target) is not None:
+            continue  # the matching event's process: known only when it matches
         try:
             problem = check_planned(entry.kind, entry.target, dict(entry.params), infos, system.LEADER_ROLES, admin=admin)
         except (FaultError, TargetError):

@@ -35,6 +35,7 @@ from chaoskube.faults.kinds import KINDS
 from chaoskube.faults.nemesis import NEMESIS_KINDS
 from chaoskube.faults.targets import SELECTORS
 from chaoskube.sim.buggify import POINTS as BUGGIFY_POINTS
+from chaoskube.faults.triggers import EVENTS
 
 SHIPPED = Path(__file__).with_name("schema") / "experiment.schema.json"
 SCHEMA_ID = "https://chaoskube.invalid/schema/experiment.schema.json"  # a name, not a place: the file is shipped
@@ -68,7 +69,8 @@ def experiment_schema() -> dict[str, Any]:
     properties["name"] = {"type": "string", "pattern": r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$", "description": "Names the run directory (runs/NAME-seedN)."}
     entry = definitions["FaultEntry"]["properties"]
     entry["kind"] = {"enum": sorted(KINDS), "description": "A fault kind of faults/kinds.py."}
-    entry["target"] = {"type": "string", "pattern": "^(" + "|".join(SELECTORS) + "):.+$", "description": "SELECTOR:ARGUMENT (name:, role:, random:, leader:, follower:, zone:)."}
+    entry["target"] = {"type": "string", "pattern": "^(" + "|".join(SELECTORS) + "|event):.+$", "description": "SELECTOR:ARGUMENT (name:, role:, random:, leader:, follower:, zone:; event:process or event:FIELD with `when`)."}
+    definitions["When"]["properties"]["type"] = {"enum": sorted(EVENTS), "description": "A journal event type (faults/triggers.py EVENTS)."}
     definitions["NemesisSpec"]["properties"]["kinds"]["items"] = {"enum": sorted(NEMESIS_KINDS)}
     buggify = definitions["BuggifySpec"]["properties"]
     buggify["points"]["anyOf"][0]["items"] = {"enum": sorted(BUGGIFY_POINTS), "description": "A buggify point (chaoskube/sim/buggify.py)."}

@@ -158,6 +158,8 @@ class World:
         self._wall_started = 0.0
         self.pacer: WallPacer | None = None  # set by go_live (chaoskube/sim/live.py)
         self.buggify = Buggify()  # off until started (chaoskube/sim/buggify.py)
+        # journal event type -> hooks called with each event of that type (on_record)
+        self._record_hooks: dict[str, list[Callable[[dict[str, Any]], None]]] = {}
 
     def _stamp(self, record: Any) -> None:
         record["extra"]["vt"] = self.now
@@ -426,11 +428,33 @@ class World:
         fields["type"] = type
         journal = self.journal
         journal.write(fields)
+        if self._record_hooks:  # an armed trigger (faults/triggers.py); empty, one test
+            hooks = self._record_hooks.get(type)
+            if hooks:
+                for hook in tuple(hooks):
+                    hook(fields)
         watchdog = self.watchdog
         if watchdog.max_journal_bytes is not None and journal.bytes > watchdog.max_journal_bytes and self.livelock is None:
             self._trip(f"the journal passed {watchdog.max_journal_bytes:,} bytes at t={self.now:.6f} s")
         elif watchdog.max_wall_s is not None and journal.count % _WALL_EVERY == 0 and self.livelock is None:
             self._check_wall()
+
+    def on_record(self, type: str, hook: Callable[[dict[str, Any]], None]) -> Callable[[], None]:  # noqa: A002
+        """Call ``hook(event)`` right after each event of ``type`` is journaled (the dict
+        holds ``t`` and ``type`` too; do not change it); returns a function that removes
+        the hook. Hooks run inside ``record``, in the component that records: they must
+        not block, and should only look and schedule (``call_later``), never act, so the
+        component's step finishes first. While no hook is set, ``record`` pays one test."""
+        hooks = self._record_hooks.setdefault(type, [])
+        hooks.append(hook)
+
+        def remove() -> None:
+            if hook in hooks:
+                hooks.remove(hook)
+            if not hooks and self._record_hooks.get(type) is hooks:
+                del self._record_hooks[type]
+
+        return remove
 
     # -- running ------------------------------------------------------------------------
     def run(self, main: Callable[[World], Awaitable[T]]) -> T:

@@ -98,6 +98,9 @@ def run_real_experiment(experiment: Experiment, seed: int, out_dir: str | Path, 
     unsupported = sorted({entry.kind for entry in experiment.schedule} - REAL_KINDS)
     if unsupported:
         raise ExperimentError(f"{experiment.path or experiment.name}: fault kinds {', '.join(unsupported)} cannot be applied to real processes (supported: {', '.join(sorted(REAL_KINDS))})")
+    triggered = [index for index, entry in enumerate(experiment.schedule) if entry.when is not None]
+    if triggered:  # a real cluster writes no chaoskube journal events to match
+        raise ExperimentError(f"{experiment.path or experiment.name}: field `schedule[{triggered[0]}].when`: event triggers need a simulated run (they match chaoskube's journal events); give the fault an `at_s` instead")
     external = experiment.cluster.get("toxiproxy")
     partitions = sorted({entry.kind for entry in experiment.schedule} & PARTITIONS)
     if external and partitions:
