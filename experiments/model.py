@@ -21,6 +21,7 @@ from chaoskube import gallery
 from chaoskube.experiments.probes import Probe, SteadyStateHypothesis
 from chaoskube.faults import ScheduledFault
 from chaoskube.faults.nemesis import NemesisSpec
+from chaoskube.workload.generator import GeneratorSpec
 
 
 def experiment_dir(experiment: "Experiment") -> Path | None:
@@ -98,6 +99,9 @@ class Experiment(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     #: What ``--manifests`` changed and says once: checkers left out because the manifests
     #: give them nothing to judge (printed, in result.json and the report).
     notes: list[str] = []
+    #: A seeded workload generator (chaoskube/workload/generator.py): users' and operators'
+    #: actions at a rate, with weights, from the warm-up to the heal; systems with an API only.
+    generator: GeneratorSpec | None = None
 
 
 def with_broken(experiment: Experiment, names: list[str] | tuple[str, ...]) -> Experiment:
