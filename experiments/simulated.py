@@ -247,7 +247,7 @@ def judge_run(experiment: Experiment, system: System, record: PhaseRecord, world
 # -- the differential checker's reference run ----------------------------------------------
 #: Bumped when what a reference end state holds changes (cached states of an older format
 #: are recomputed).
-REFERENCE_FORMAT = 3  # 3: booted with the boot seed, run with the run seed
+REFERENCE_FORMAT = 4  # 3: booted with the boot seed, run with the run seed; 4: Job controller-uid labels dropped
 #: How long a reference run's fault phase lasts after its last workload step (without
 #: faults the rest of that phase is idle time; the recovery phase then ends as soon as the
 #: steady state holds, and the settle phase follows as in the run).
