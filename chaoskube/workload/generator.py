@@ -187,13 +187,14 @@ class WorkloadGenerator:
         self._scope: trio.CancelScope | None = None
         self._done = trio.Event()
         self.actor: Actor | None = None
+        self._origin_s = 0.0
 
     def start(self, origin_s: float) -> None:
         self.world.record("generator", event="start", actions=len(self.planned), rate_per_s=self.spec.rate_per_s,
                           weights={name: weight for name, weight in self.spec.effective_weights().items() if weight > 0},
                           plan=[item.to_json() for item in self.planned])
-        self.world.spawn(GENERATOR_PROCESS, self._main, role="generator")
         self._origin_s = origin_s
+        self.world.spawn(GENERATOR_PROCESS, self._main, role="generator")
 
     def stop(self) -> None:
         """Stop now: actions in flight end ``stopped``; actions not yet due never run."""
