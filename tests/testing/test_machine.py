@@ -375,7 +375,7 @@ def test_the_generator_actions_are_rules_of_the_machine_and_teardown_untaints():
 
         deployment, stateful_sets, node = machine.run(look)
         assert deployment.spec.template.spec.containers[0].image == "nginx:1.27"  # rolled back
-        assert stateful_sets == []  # deleted in the foreground: its pods first, then itself
+        assert not stateful_sets  # deleted in the foreground: its pods first, then itself
         assert any(taint.key == GENERATOR_TAINT_KEY for taint in node.spec.taints)
         machine.delete_namespace(extra_namespace="churn-a")
     finally:
