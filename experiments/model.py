@@ -23,6 +23,7 @@ from chaoskube.faults import ScheduledFault
 from chaoskube.faults.nemesis import NemesisSpec
 from chaoskube.sim.buggify import BuggifySpec
 from chaoskube.faults.triggers import When
+from chaoskube.workload.generator import GeneratorSpec
 
 
 def experiment_dir(experiment: "Experiment") -> Path | None:
@@ -106,6 +107,9 @@ class Experiment(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     #: BUGGIFY (chaoskube/sim/buggify.py): seeded delays at the places where races live,
     #: from the switch to the run seed on; ``--buggify`` / ``--no-buggify`` override ``enabled``.
     buggify: BuggifySpec | None = None
+    #: A seeded workload generator (chaoskube/workload/generator.py): users' and operators'
+    #: actions at a rate, with weights, from the warm-up to the heal; systems with an API only.
+    generator: GeneratorSpec | None = None
 
 
 def with_broken(experiment: Experiment, names: list[str] | tuple[str, ...]) -> Experiment:

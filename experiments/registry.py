@@ -204,6 +204,13 @@ def _semantic_problems(experiment: Experiment) -> list[str]:
             f"field `nemesis`: after_s + window_s = {experiment.nemesis.ends_at_s():g} falls after the fault phase "
             f"(phases.faults_s = {phases.faults_s:g}); shorten the window or lengthen the phase"
         )
+    if experiment.generator is not None and system is not None and not hasattr(system, "start_generator"):
+        problems.append(f"field `generator`: system {experiment.system!r} has no API for a workload generator to act through (the kubernetes system has)")
+    elif experiment.generator is not None and phase_ok and experiment.generator.after_s >= phases.warmup_s + phases.faults_s:
+        problems.append(
+            f"field `generator.after_s` = {experiment.generator.after_s:g} starts the generator after the heal "
+            f"(phases.warmup_s + phases.faults_s = {phases.warmup_s + phases.faults_s:g}); start it earlier or lengthen the phases"
+        )
     try:
         gallery.check(experiment.broken)
     except KeyError as error:

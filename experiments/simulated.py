@@ -161,6 +161,10 @@ class SimulatedHost:
 
     async def start_workload(self) -> None:
         await self.system.start_workload()
+        generator = self.experiment.generator
+        if generator is not None:  # from the warm-up to the heal (chaoskube/workload/generator.py)
+            phases = self.experiment.phases
+            self.system.start_generator(generator, phases.warmup_s + phases.faults_s)
         if self.probes is not None:
             self.probes.start_polling("Continuous")
 
@@ -174,6 +178,8 @@ class SimulatedHost:
 
     async def heal_all(self) -> None:
         assert self.injector is not None, "heal before the fault phase"
+        if self.experiment.generator is not None:
+            self.system.stop_generator()  # the heal ends the generator too; it then uncordons and untaints
         self.injector.heal_all()
         self.healed = True
         if self.probes is not None:
@@ -244,7 +250,7 @@ def judge_run(experiment: Experiment, system: System, record: PhaseRecord, world
 # -- the differential checker's reference run ----------------------------------------------
 #: Bumped when what a reference end state holds changes (cached states of an older format
 #: are recomputed).
-REFERENCE_FORMAT = 3  # 3: booted with the boot seed, run with the run seed
+REFERENCE_FORMAT = 4  # 3: booted with the boot seed, run with the run seed; 4: Job controller-uid labels dropped
 #: How long a reference run's fault phase lasts after its last workload step (without
 #: faults the rest of that phase is idle time; the recovery phase then ends as soon as the
 #: steady state holds, and the settle phase follows as in the run).
@@ -261,6 +267,8 @@ def fault_free(experiment: Experiment) -> Experiment:
     steps = experiment.workload.get("steps") or [] if isinstance(experiment.workload, dict) else []
     last = max((float(step.get("after_s", 0.0)) for step in steps if isinstance(step, dict)), default=0.0)
     faults_s = min(phases.faults_s, max(0.0, last - phases.warmup_s) + REFERENCE_AFTER_LAST_STEP_S)
+    if experiment.generator is not None:  # it acts until the heal: the same plan needs the same phase
+        faults_s = phases.faults_s
     return msgspec.structs.replace(
         experiment, schedule=[], nemesis=None, checkers=[], phases=msgspec.structs.replace(phases, faults_s=faults_s), buggify=None,
     )

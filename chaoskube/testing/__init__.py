@@ -4,6 +4,7 @@ machine whose state is a running cluster, with a rule per fault kind of ``faults
 :mod:`chaoskube.testing.plugin`."""
 
 from chaoskube.testing.machine import (
+    ACTION_RULES,
     CONTROL_PLANE_ROLES,
     EXCLUDED_KINDS,
     FAULT_KINDS,
@@ -24,6 +25,7 @@ from chaoskube.testing.machine import (
 )
 
 __all__ = [
+    "ACTION_RULES",
     "CONTROL_PLANE_ROLES",
     "ClusterMachine",
     "EXCLUDED_KINDS",

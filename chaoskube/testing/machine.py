@@ -8,7 +8,12 @@ randomness are explored and shrink with the steps. Then it draws rules:
 
 - workload steps: create / scale / update (``kubectl rollout restart``, or a new image) /
   delete a Deployment from a bundle of names, create a PDB, delete or evict a pod, cordon /
-  uncordon / drain a node;
+  uncordon / drain a node; and one rule per other action of the workload generator
+  (:data:`chaoskube.workload.actions.ACTIONS`, :data:`ACTION_RULES`: any workload kind
+  created, scaled, rolled out, rolled back, deleted with each propagation policy; PDBs
+  changed and deleted; namespaces created and deleted; node labels and taints). Every
+  workload step is a thin caller of :mod:`chaoskube.workload.actions`, the one definition
+  the generator uses too;
 - faults: one rule per fault kind of :data:`chaoskube.faults.kinds.KINDS` (read when this module is
   imported, so a kind added there joins the machine), named after the kind (``kill``,
   ``lossy_crash``, ``clock_jump``, ``control_plane_partition`` ...; ``drain_fault`` for
@@ -73,8 +78,9 @@ Non-guarantees.
   controller-manager or scheduler, a pause or clock jump of the leader is *expected* to
   make the leader-election invariant fail. The default spec runs one of each; subclasses
   that run more can raise ``leader_overlap_tolerance_s`` or leave those rules out.
-- Teardown uncordons every node as part of "heal everything": a cordon is an operator's
-  choice, not a fault, but a cluster with every node cordoned cannot converge.
+- Teardown uncordons every node and removes the ``taint_node`` rule's taint as part of
+  "heal everything": a cordon or a taint is an operator's choice, not a fault, but a
+  cluster with every node cordoned or tainted cannot converge.
 - A fault whose target matches nothing now (no leader during an election, no webhook in
   the spec) is journaled as skipped (``{"type": "fault", "event": "skip"}``) and does
   nothing; the step still counts.
@@ -94,7 +100,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime
 import functools
 import inspect
 import math
@@ -123,8 +128,10 @@ from chaoskube.faults.kinds import CHOICES, CONTROL_PLANE_ROLES, KINDS, ROLE_LIS
 from chaoskube.faults.schedule import ActiveFault, FaultInjector
 from chaoskube.faults.targets import ProcessInfo
 from chaoskube.sim import Journal, Process, World
+from chaoskube.workload import actions
 
 __all__ = [
+    "ACTION_RULES",
     "CONTROL_PLANE_ROLES",
     "ClusterMachine",
     "EXCLUDED_KINDS",
@@ -189,7 +196,7 @@ KIND_ROLES: dict[str, str] = {
 }
 ZONE_KINDS = frozenset({"zone-outage"})  # kinds whose targets are whole zones
 #: Rule names taken by workload steps: a fault kind of the same name gets a suffix.
-_WORKLOAD_RULES = frozenset({"drain", "cordon", "uncordon", "wait", "restart", "heal_all"})
+_WORKLOAD_RULES = frozenset({"drain", "cordon", "uncordon", "wait", "restart", "heal_all", *actions.ACTIONS})
 #: Selectors offered to a fault of any role, first the simplest (where shrinking goes).
 ANY_ROLE_SELECTORS = (
     "leader:etcd", "leader:kube-controller-manager", "leader:kube-scheduler", "follower:etcd",
@@ -199,9 +206,8 @@ ANY_ROLE_SELECTORS = (
 UNTARGETED_ROLES = frozenset({"client", "bootstrap", "tenant"})
 CLIENT_PROCESS = "chaoskube-hypothesis"
 NAMESPACE = "default"
-RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"  # kubectl rollout restart's annotation
-IMAGES = ("nginx:1.27", "nginx:1.28")
-EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+RESTARTED_AT = actions.RESTARTED_AT  # kubectl rollout restart's annotation
+IMAGES = actions.IMAGES
 MAX_STEPS = 1000  # a run longer than this is a bug in the caller (Hypothesis stops at stateful_step_count)
 UNCORDON_ATTEMPTS = 10  # the drain fault's heal: kubectl uncordon, retried while the API does not answer
 UNCORDON_RETRY_S = 2.0
@@ -439,27 +445,6 @@ def _booted(machine: ClusterMachine) -> bool:
     return machine.live is not None
 
 
-def _deployment(name: str, replicas: int) -> Any:
-    labels = {"app": name}
-    template = {"metadata": {"labels": labels}, "spec": {"containers": [_container(IMAGES[0])]}}
-    return from_dict({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": NAMESPACE}, "spec": {"replicas": replicas, "selector": {"matchLabels": labels}, "template": template}})
-
-
-def _container(image: str) -> dict[str, Any]:
-    return {"name": "c", "image": image, "resources": {"requests": {"cpu": "100m"}}}
-
-
-def _pdb(name: str, max_unavailable: int) -> Any:
-    spec = {"maxUnavailable": max_unavailable, "selector": {"matchLabels": {"app": name}}}
-    return from_dict({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name, "namespace": NAMESPACE}, "spec": spec})
-
-
-def _rfc3339(world_s: float) -> str:
-    """Virtual time as ``time.RFC3339`` (kubectl's format for ``restartedAt``), counted
-    from the Unix epoch: the simulation has no wall clock."""
-    return (EPOCH + datetime.timedelta(seconds=int(world_s))).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 class _Admin:
     """:class:`chaoskube.faults.kinds.Admin` of the machine (the ``drain`` fault): ``kubectl drain``
     and ``uncordon`` through the machine's client. Journals what it did as
@@ -610,12 +595,13 @@ class ClusterMachine(RuleBasedStateMachine):
         if cached is not None and cached[0] is state:
             return cached[1]
         names = [rule.function.__name__ for rule in state.rules]
+        single = FAULT_RULE_NAMES | set(ACTION_RULES)  # weight 1 (ACTION_RULES says why)
         faults = sum(1 for name in names if name in FAULT_RULE_NAMES and name not in cls.rule_weights)
-        others = sum(1 for name in names if name not in FAULT_RULE_NAMES and name not in cls.rule_weights)
+        others = sum(1 for name in names if name not in single and name not in cls.rule_weights)
         weight = workload_weight(faults, others, cls.fault_share)
         weighted = []
         for each_rule, name in zip(state.rules, names, strict=True):
-            count = cls.rule_weights.get(name, 1 if name in FAULT_RULE_NAMES else weight)
+            count = cls.rule_weights.get(name, 1 if name in single else weight)
             assert isinstance(count, int) and count >= 0, f"rule_weights[{name!r}] must be an integer >= 0, not {count!r}"
             weighted += [each_rule] * count
         result = dataclasses.replace(state, rules=weighted or list(state.rules))
@@ -712,38 +698,44 @@ class ClusterMachine(RuleBasedStateMachine):
         return active
 
     # -- helpers run inside the simulation ------------------------------------------------
+    def actor(self) -> actions.Actor:
+        """The machine's user, as :mod:`chaoskube.workload.actions` acts: its client, the
+        spec's nodes, ``op_timeout_s`` and ``drain_timeout_s``; every API call's outcome is
+        journaled as a ``hypothesis-outcome`` event {op, code, reason}."""
+        nodes = [name for name, _, _ in self.spec.nodes()]
+        return actions.Actor(self.world, self.client, nodes, op_timeout_s=self.op_timeout_s, drain_timeout_s=self.drain_timeout_s, on_op=self._on_op)
+
+    def _on_op(self, what: str, code: int | None, reason: str) -> None:
+        self.record("hypothesis-outcome", op=what, code=code, reason=reason)
+
+    def act(self, action: Callable[..., Awaitable[str]], *args: Any, **kwargs: Any) -> str:
+        """Run one action of :mod:`chaoskube.workload.actions` inside the simulation, as
+        the machine's user; returns its outcome."""
+
+        async def run() -> str:
+            return await action(self.actor(), *args, **kwargs)
+
+        return self.run(run)
+
     async def _api(self, what: str, fn: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
         """One API operation bounded by ``op_timeout_s``; an API error is journaled as the
-        step's outcome, not raised (a refused write under faults is the cluster's answer)."""
-        process = self.world.process(CLIENT_PROCESS)
-        result = None
-        with process.move_on_after(self.op_timeout_s) as scope:
-            try:
-                result = await fn(*args, **kwargs)
-            except ApiError as error:
-                self.record("hypothesis-outcome", op=what, code=error.code, reason=error.reason)
-                return None
-        if scope.cancelled_caught:
-            self.record("hypothesis-outcome", op=what, code=None, reason="op_timeout_s passed")
-            return None
-        self.record("hypothesis-outcome", op=what, code=200, reason="")
-        return result if result is not None else True
-
-    async def _pods_of(self, name: str) -> list[Any]:
-        listed = await self._api(f"list pods app={name}", self.client.list, "pods", NAMESPACE, label_selector=f"app={name}")
-        return sorted(listed.items, key=lambda pod: pod.metadata.name) if listed else []
+        step's outcome, not raised (a refused write under faults is the cluster's answer).
+        (:meth:`chaoskube.workload.actions.Actor.call`, for subclasses' own rules.)"""
+        return await self.actor().call(what, fn, *args, **kwargs)
 
     # -- workload rules -------------------------------------------------------------------
+    # Each is a thin caller of chaoskube.workload.actions (one definition of each action
+    # for the machine and the workload generator).
     @rule(target=deployments, name=st.sampled_from(deployment_names), replicas=st.integers(1, 4))
     @step
     def create_deployment(self, name: str, replicas: int) -> str:
-        self.run(self._api, f"create deployment {name}", self.client.create, _deployment(name, replicas))
+        self.act(actions.create_workload, "Deployment", NAMESPACE, name, replicas)
         return name
 
     @rule(name=deployments, replicas=st.integers(0, 5))
     @step
     def scale_deployment(self, name: str, replicas: int) -> None:
-        self.run(self._api, f"scale deployment {name}", self.client.patch, "deployments", NAMESPACE, name, {"spec": {"replicas": replicas}})
+        self.act(actions.scale_workload, "Deployment", NAMESPACE, name, replicas)
 
     @rule(name=deployments, change=st.sampled_from(("restart", "image")))
     @step
@@ -751,79 +743,45 @@ class ClusterMachine(RuleBasedStateMachine):
         """A new pod template, so the Deployment controller rolls out a new ReplicaSet:
         ``kubectl rollout restart`` (``restart``: the ``restartedAt`` annotation, stamped
         with virtual time) or ``kubectl set image`` (``image``: the other of two images)."""
-
-        async def update() -> None:
-            if change == "restart":
-                patch = {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: _rfc3339(self.world.now)}}}}}
-            else:
-                current = await self._api(f"get deployment {name}", self.client.get, "deployments", NAMESPACE, name)
-                if current is None:
-                    return
-                image = current.spec.template.spec.containers[0].image if current.spec.template.spec.containers else IMAGES[0]
-                patch = {"spec": {"template": {"spec": {"containers": [_container(IMAGES[1] if image == IMAGES[0] else IMAGES[0])]}}}}
-            await self._api(f"update deployment {name} ({change})", self.client.patch, "deployments", NAMESPACE, name, patch)
-
-        self.run(update)
+        self.act(actions.update_workload, "Deployment", NAMESPACE, name, change)
 
     @rule(name=consumes(deployments))
     @step
     def delete_deployment(self, name: str) -> None:
-        self.run(self._api, f"delete deployment {name}", self.client.delete, "deployments", NAMESPACE, name)
+        self.act(actions.delete_object, "Deployment", NAMESPACE, name)
 
     @rule(name=deployments, max_unavailable=st.integers(0, 2))
     @step
     def create_pdb(self, name: str, max_unavailable: int) -> None:
-        self.run(self._api, f"create pdb {name}", self.client.create, _pdb(name, max_unavailable))
+        self.act(actions.create_pdb, NAMESPACE, name, f"maxUnavailable={max_unavailable}")
 
     @rule(name=deployments, index=st.integers(0, 7))
     @step
     def delete_pod(self, name: str, index: int) -> None:
-        async def delete() -> None:
-            pods = await self._pods_of(name)
-            if pods:
-                pod = pods[index % len(pods)]
-                await self._api(f"delete pod {pod.metadata.name}", self.client.delete, "pods", NAMESPACE, pod.metadata.name)
-
-        self.run(delete)
+        self.act(actions.delete_pod, NAMESPACE, index, f"app={name}")
 
     @rule(name=deployments, index=st.integers(0, 7))
     @step
     def evict_pod(self, name: str, index: int) -> None:
         """The Eviction API (``POST pods/<name>/eviction``): the PDB-guarded path."""
-
-        async def evict() -> None:
-            pods = await self._pods_of(name)
-            if pods:
-                pod = pods[index % len(pods)]
-                await self._api(f"evict pod {pod.metadata.name}", self.client.evict, NAMESPACE, pod.metadata.name)
-
-        self.run(evict)
+        self.act(actions.evict_pod, NAMESPACE, index, f"app={name}")
 
     @rule(index=st.integers(0, 7))
     @step
     def cordon(self, index: int) -> None:
-        from chaoskube.node.kubelet import cordon
-
-        node = self._node(index)
-        self.run(self._api, f"cordon {node}", cordon, self.client, node)
+        self.act(actions.cordon, index)
 
     @rule(index=st.integers(0, 7))
     @step
     def uncordon(self, index: int) -> None:
-        from chaoskube.node.kubelet import cordon
-
-        node = self._node(index)
-        self.run(self._api, f"uncordon {node}", functools.partial(cordon, unschedulable=False), self.client, node)
+        self.act(actions.cordon, index, unschedulable=False)
 
     @rule(index=st.integers(0, 7))
     @step
     def drain(self, index: int) -> None:
         """``kubectl drain`` by the user, awaited, bounded by ``drain_timeout_s`` of virtual
         time (the ``drain_fault`` rule runs one in the background and uncordons on heal)."""
-        from chaoskube.node.kubelet import drain
-
-        node = self._node(index)
-        self.run(self._api, f"drain {node}", functools.partial(drain, timeout_s=self.drain_timeout_s), self.client, node)
+        self.act(actions.drain, index)
 
     def _node(self, index: int) -> str:
         names = [name for name, _, _ in self.spec.nodes()]
@@ -969,12 +927,14 @@ class ClusterMachine(RuleBasedStateMachine):
         healed_at = self.world.now
         self.record("hypothesis-heal", at=healed_at)
         deadline = healed_at + self.convergence_deadline_s
-        cordoned = [name for name, _, _ in self.spec.nodes()]
+        cordoned = nodes = [name for name, _, _ in self.spec.nodes()]
         while True:
             await self.world.sleep(self.convergence_poll_s)
             still = []
             for node in cordoned:
                 if await self._api(f"uncordon {node}", cordon, self.client, node, unschedulable=False) is None:
+                    still.append(node)
+                elif not (await actions.taint_node(self.actor(), nodes.index(node), "")).startswith("ok"):  # the taint_node rule's taint, like a cordon
                     still.append(node)
             cordoned = still
             verdict = run_checker(check_convergence, self.world.journal.events, healed_at=healed_at, deadline_s=self.convergence_deadline_s)
@@ -1077,6 +1037,31 @@ for _kind in FAULT_KINDS:
     assert not hasattr(ClusterMachine, fault_rule_name(_kind)), f"fault kind {_kind!r}: rule name {fault_rule_name(_kind)!r} is taken"
     setattr(ClusterMachine, fault_rule_name(_kind), _fault_rule(_kind))
 del _kind
+
+# ------------------------------------------------------- one rule per generator action
+def _action_rule(name: str) -> Callable[..., Any]:
+    """The rule of the generator's action ``name`` (chaoskube.workload.actions.ACTIONS):
+    its arguments drawn from the same table the generator draws from."""
+    action = actions.ACTIONS[name]
+
+    def act(self: ClusterMachine, **args: Any) -> None:
+        self.act(action.run, **args)
+
+    act.__name__ = name
+    act.__qualname__ = f"ClusterMachine.{name}"
+    act.__doc__ = f"The workload generator's action ``{name}``: {action.doc} (chaoskube/workload/actions.py)."
+    strategies = {arg: st.sampled_from(values) for arg, values in actions.strategy_values(name).items()}
+    return precondition(_booted)(rule(**strategies)(step(act)))
+
+
+#: The generator's actions that are rules of their own (the others -- create_pdb, delete_pod,
+#: evict_pod, cordon, uncordon, drain -- are the machine's Deployment-bundle rules above,
+#: calling the same bodies). Each weighs 1 in the draw, like a fault rule, so adding them
+#: left the share of the Deployment rules and the faults as it was.
+ACTION_RULES: tuple[str, ...] = tuple(name for name in actions.ACTIONS if not hasattr(ClusterMachine, name))
+for _name in ACTION_RULES:
+    setattr(ClusterMachine, _name, _action_rule(_name))
+del _name
 
 #: The rule of each fault kind the machine draws (kind -> rule name).
 FAULT_RULES: dict[str, str] = {kind: fault_rule_name(kind) for kind in FAULT_KINDS}

@@ -733,6 +733,31 @@ class KubernetesSystem(System):
         for step in sorted(self.workload.steps, key=lambda step: step.after_s):
             self.world.call_later(step.after_s, self._start_step, step)
 
+    def start_generator(self, spec: Any, until_s: float) -> None:
+        """Start the experiment's workload generator (``generator:``,
+        :mod:`chaoskube.workload.generator`) now, at the start of the warm-up, until
+        ``until_s`` from now (the heal): its plan drawn from the run seed's
+        ``world.random(spec.random_name)``, its actions from its own process and client,
+        on the spec's nodes. Not when the workload did not converge (nothing starts then)."""
+        from chaoskube.workload.generator import CLIENT_ATTEMPTS, CLIENT_TIMEOUT_S, GENERATOR_PROCESS, WorkloadGenerator, plan
+
+        if self.workload_verdict is None or not self.workload_verdict.valid:
+            return
+        assert self.handle is not None
+        handle = self.handle
+        planned = plan(self.world.random(spec.random_name), spec, until_s)
+        self.generator = WorkloadGenerator(
+            self.world, spec, planned, lambda process: handle.client(process, timeout_s=CLIENT_TIMEOUT_S, attempts=CLIENT_ATTEMPTS, name=GENERATOR_PROCESS), self.nodes,
+        )
+        self.generator.start(self.world.now)
+
+    def stop_generator(self) -> None:
+        """Stop the generator (the heal): what runs is cancelled; it then uncordons and
+        untaints every node from its own process."""
+        generator = getattr(self, "generator", None)
+        if generator is not None:
+            generator.stop()
+
     def _start_step(self, step: WorkloadStep) -> None:
         self.world.start_soon(self._run_step, step)
 

@@ -527,3 +527,19 @@ def test_differential_excuses_a_difference_when_a_workload_step_failed_under_the
     assert verdict.valid is None and "failed under the faults" in verdict.reason
     patched = {**failed, "outcome": "patched"}
     assert check_differential([*ours, patched], theirs).valid is False
+
+
+def test_differential_normalizes_away_a_jobs_controller_uid_labels():
+    """The Job controller stamps the Job's uid into its selector and its pods' labels
+    (``batch.kubernetes.io/controller-uid``, legacy ``controller-uid``): two healthy runs
+    differ there by construction (found when the workload generator first ran Jobs)."""
+
+    def job(uid: str) -> dict[str, Any]:
+        labels = {"batch.kubernetes.io/controller-uid": uid, "controller-uid": uid, "job-name": "j"}
+        return obj("Job", "j", uid=uid, spec={"selector": {"matchLabels": dict(labels)}, "template": {"metadata": {"labels": dict(labels)}}})
+
+    reference = end_state([put(1.0, 1, "jobs", "default/j", job("x"))])
+    assert check_differential([put(1.0, 1, "jobs", "default/j", job("y"))], reference).valid is True
+    renamed = job("y")
+    renamed["spec"]["template"]["metadata"]["labels"]["job-name"] = "k"
+    assert check_differential([put(1.0, 1, "jobs", "default/j", renamed)], reference).valid is False

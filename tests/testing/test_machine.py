@@ -259,7 +259,10 @@ def test_update_deployment_rolls_out_a_new_replicaset():
     finally:
         machine.teardown()
     template = deployment.spec.template
-    assert template.metadata.annotations["kubectl.kubernetes.io/restartedAt"].startswith("1970-01-01T00:00:")
+    from chaoskube.api.protocol import timestamp
+
+    # stamped with virtual time in the API's epoch, as the kubernetes system's rollout step stamps it
+    assert template.metadata.annotations["kubectl.kubernetes.io/restartedAt"].startswith(timestamp(0)[: len("YYYY-MM-DDT00:00:")])
     assert template.spec.containers[0].image == "nginx:1.28"
     assert len(replica_sets) >= 2  # a new ReplicaSet per template change (old ones scaled down)
     assert sum(rs.spec.replicas for rs in replica_sets if rs.spec.template.spec.containers[0].image == "nginx:1.28") == 2
@@ -333,3 +336,53 @@ def test_the_plugin_gives_fixtures_and_prints_seed_steps_and_fingerprint_on_fail
     assert "seed: 7" in out and "1. look()" in out
     assert "seed: 5" in out and "2. create_deployment(name='web', replicas=1)" in out
     assert out.count("journal sha256: ") >= 2
+
+
+def test_the_generator_actions_are_rules_of_the_machine_and_teardown_untaints():
+    """The workload generator's actions (chaoskube/workload/actions.py) are rules of the
+    machine too, their arguments from the same table; a taint the user left is removed by
+    the teardown like a cordon, so the liveness phase converges."""
+    from chaoskube.testing import ACTION_RULES
+    from chaoskube.workload.actions import ACTIONS, ARG_CHOICES, GENERATOR_TAINT_KEY
+
+    assert set(ACTION_RULES) | {"create_pdb", "delete_pod", "evict_pod", "cordon", "uncordon", "drain"} == set(ACTIONS)
+    summaries: list[RunSummary] = []
+
+    class Recorded(ClusterMachine):
+        def teardown(self) -> None:
+            super().teardown()
+            summaries.append(self.summary())
+
+    machine = Recorded()
+    machine.boot(seed=3)
+    try:
+        machine.create_namespace(extra_namespace="churn-a")
+        machine.create_workload(kind="Deployment", namespace="churn-a", slot=0, replicas=2)
+        machine.create_workload(kind="StatefulSet", namespace="default", slot=1, replicas=1)
+        machine.wait(seconds=30.0)
+        machine.update_workload(rollable_kind="Deployment", index=0, change="image")
+        machine.wait(seconds=30.0)
+        machine.undo_rollout(index=0)
+        machine.taint_node(index=0, effect="NoSchedule")
+        machine.delete_workload(kind="StatefulSet", index=0, propagation="Foreground")
+        machine.wait(seconds=30.0)
+
+        async def look():
+            deployment = await machine.client.get("deployments", "churn-a", "deploy-0")
+            sets = await machine.client.list("statefulsets", "default")
+            node = await machine.client.get("nodes", "", "node-1")
+            return deployment, sets.items, node
+
+        deployment, stateful_sets, node = machine.run(look)
+        assert deployment.spec.template.spec.containers[0].image == "nginx:1.27"  # rolled back
+        assert not stateful_sets  # deleted in the foreground: its pods first, then itself
+        assert any(taint.key == GENERATOR_TAINT_KEY for taint in node.spec.taints)
+        machine.delete_namespace(extra_namespace="churn-a")
+    finally:
+        machine.teardown()
+    (summary,) = summaries
+    names = [name for name, _ in summary.steps]
+    assert names[:3] == ["boot", "create_namespace", "create_workload"] and names[-1] == "teardown"
+    for name, args in summary.steps[1:-1]:
+        if name in ACTIONS:
+            assert all(value in ARG_CHOICES[arg] for arg, value in args.items()), (name, args)
