@@ -98,6 +98,9 @@ class Experiment(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     #: What ``--manifests`` changed and says once: checkers left out because the manifests
     #: give them nothing to judge (printed, in result.json and the report).
     notes: list[str] = []
+    #: Set by ``--faults FILE`` (``mutation.with_faults``; a guided campaign's mutant): the
+    #: file whose ``schedule`` and ``nemesis`` replaced the experiment's; the replay names it.
+    faults_file: str = ""
 
 
 def with_broken(experiment: Experiment, names: list[str] | tuple[str, ...]) -> Experiment:

@@ -129,6 +129,8 @@ class RunResult:
             options += ["--manifests", self.experiment.manifests_dir]
         if self.experiment.skip_unsupported:
             options.append("--skip-unsupported")
+        if self.experiment.faults_file:
+            options += ["--faults", self.experiment.faults_file]
         return shlex.join(["chaoskube", "run", target, "--seed", str(self.seed), *options, "--out", str(self.out_dir)])
 
     def to_json(self) -> dict[str, Any]:
