@@ -234,11 +234,14 @@ def job_record(job: Job, job_seconds: float, result: Any, lines: frozenset[str] 
     when forked), its checkers and reports. It carries the run's coverage signal
     (coverage.py) for the campaign to take (:func:`take_coverage`): the journal's tuples,
     and ``lines`` (the Python lines run, with ``--line-coverage``)."""
-    from chaoskube.experiments.coverage import read_journal_tuples, tuple_text
+    from chaoskube.experiments.coverage import iter_journal, journal_tuples, tuple_text
+    from chaoskube.experiments.report_html import TIMELINE_TYPES
 
-    record = record_of_payload(result.to_json(), job.out_dir, target=job.target, replay=job.replay)
+    events = list(iter_journal(Path(job.out_dir) / "journal.jsonl"))  # read once, for both
+    timeline = [event for event in events if event.get("type") in TIMELINE_TYPES]
+    record = record_of_payload(result.to_json(), job.out_dir, target=job.target, replay=job.replay, events=timeline)
     record["job_seconds"] = round(job_seconds, 3)
-    tuples, dropped = read_journal_tuples(Path(job.out_dir) / "journal.jsonl")
+    tuples, dropped = journal_tuples(events)
     record[COVERAGE_KEY] = {"tuples": sorted(tuple_text(item) for item in tuples), "dropped": dropped, "lines": sorted(lines) if lines is not None else None}
     return record
 
@@ -258,11 +261,12 @@ def take_coverage(record: dict[str, Any]) -> dict[str, Any] | None:
     return found
 
 
-def record_of_payload(payload: Mapping[str, Any], out_dir: str, *, target: str, replay: str) -> dict[str, Any]:
+def record_of_payload(payload: Mapping[str, Any], out_dir: str, *, target: str, replay: str, events: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """A run's campaign record from its ``result.json`` payload and its journal (in
-    ``out_dir``): what :func:`job_record` returns, and what ``chaoskube report`` builds from
-    run directories made by ``run`` or ``explore``."""
-    events = read_timeline_events(Path(out_dir) / "journal.jsonl")
+    ``out_dir``; ``events``: its timeline events, when the caller read them already): what
+    :func:`job_record` returns, and what ``chaoskube report`` builds from run directories
+    made by ``run`` or ``explore``."""
+    events = read_timeline_events(Path(out_dir) / "journal.jsonl") if events is None else events
     simulated_seconds = float(payload.get("simulated_seconds", payload.get("real_seconds", 0.0)))
     faults = list(payload.get("faults") or [])
     availability, effects = run_effects(events, faults, simulated_seconds)
