@@ -128,7 +128,6 @@ def run_guided_campaign(
     makes it) as a guided campaign (module doc): the same seeds and directories, the
     faults of each job after generation 0 chosen by the corpus loop. Returns the result,
     as run_campaign's, and each experiment's state (corpus and coverage curves)."""
-    import dataclasses
     import time
 
     assert generation_size >= 1, generation_size
@@ -148,11 +147,38 @@ def run_guided_campaign(
             on_record(record)
 
     width = max(len(group) for group in by_experiment.values())
+    try:
+        _generations(by_experiment, states, result, workers, arrived, stop_when, fork, generation_size, width, sets, lineages, plans)
+    except KeyboardInterrupt:  # between two generations (run_campaign handles it inside one)
+        result.interrupted = True
+    result.records.sort(key=lambda record: (record["experiment"], record["seed"]))
+    result.not_started = result.planned - len(result.records) - len(result.abandoned)
+    result.wall_seconds = time.perf_counter() - started
+    return result, states
+
+
+def _generations(
+    by_experiment: dict[str, list[Job]],
+    states: dict[str, ExperimentState],
+    result: CampaignResult,
+    workers: int,
+    arrived: Callable[[dict[str, Any]], None],
+    stop_when: Callable[[dict[str, Any]], bool] | None,
+    fork: bool,
+    generation_size: int,
+    width: int,
+    sets: dict[str, dict[str, Any] | None],
+    lineages: dict[str, Lineage],
+    plans: dict[str, Experiment],
+) -> None:
+    """The generations of :func:`run_guided_campaign`, filling ``result`` as they finish."""
+    import dataclasses
+
     for generation, first in enumerate(range(0, width, generation_size)):
         planned: list[Job] = []
         for name, group in by_experiment.items():
             state = states[name]
-            for job in group[first:first + generation_size]:
+            for job in group[first : first + generation_size]:
                 mutant, lineage = plan_mutant(state, job.seed, generation)
                 if mutant is not None:
                     lineage.faults_file = str(write_faults_file(Path(job.out_dir).parent, state, job.seed, mutant, lineage))
@@ -184,10 +210,6 @@ def run_guided_campaign(
         if part.stopped_by is not None:
             result.stopped_by = part.stopped_by
             break
-    result.records.sort(key=lambda record: (record["experiment"], record["seed"]))
-    result.not_started = result.planned - len(result.records) - len(result.abandoned)
-    result.wall_seconds = time.perf_counter() - started
-    return result, states
 
 
 def coverage_summary(states: dict[str, ExperimentState], *, line_coverage: bool) -> dict[str, Any]:

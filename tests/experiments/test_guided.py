@@ -102,7 +102,21 @@ def test_the_signal_is_bounded_and_counts_what_it_leaves_out():
     assert len(tuples) == 2 and MAX_TUPLES >= 10_000
 
 
-@given(st.lists(st.fixed_dictionaries({"type": st.sampled_from(["raft-role", "process", "watch-event", "fault", "drop"]), "member": st.sampled_from(["etcd-1", "etcd-2"]), "role": st.sampled_from(["follower", "leader"]), "event": st.sampled_from(["apply", "heal", "kill", "start"]), "id": st.integers(1, 3), "t": st.floats(0, 100)}), max_size=40))
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {
+                "type": st.sampled_from(["raft-role", "process", "watch-event", "fault", "drop"]),
+                "member": st.sampled_from(["etcd-1", "etcd-2"]),
+                "role": st.sampled_from(["follower", "leader"]),
+                "event": st.sampled_from(["apply", "heal", "kill", "start"]),
+                "id": st.integers(1, 3),
+                "t": st.floats(0, 100),
+            }
+        ),
+        max_size=40,
+    )
+)
 def test_the_signal_is_a_pure_function_of_the_events(events):
     assert journal_tuples(events) == journal_tuples([dict(event) for event in events])
     tuples, dropped = journal_tuples(events)
@@ -287,3 +301,18 @@ def test_line_coverage_without_coverage_py_is_one_line(in_process, monkeypatch):
     monkeypatch.setattr(coverage, "line_coverage_available", lambda: "--line-coverage needs coverage.py: pip install 'chaoskube[coverage]' (or pip install coverage)")
     result = in_process("explore", "etcd-leader-kill", "--seeds", "1", "--line-coverage")
     assert result.returncode == 2 and "needs coverage.py" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_the_summary_plots_coverage_beside_the_baseline():
+    from chaoskube.experiments.campaign import _coverage_html, _coverage_lines, coverage_rows, with_baseline
+
+    guided = {"e": {"mode": "guided", "runs": 4, "tuples": 70, "curve": [60, 62, 66, 70], "lines": None, "lines_curve": None, "corpus": [{"seed": 1, "new": 60}, {"seed": 3, "new": 4}]}}
+    plain = {"e": {"mode": "plain", "runs": 6, "tuples": 64, "curve": [60, 61, 61, 62, 63, 64]}, "other": {"mode": "plain", "curve": [1]}}
+    summary = {"coverage": with_baseline(guided, plain)}
+    assert summary["coverage"]["e"]["baseline"]["curve"] == [60, 61, 61, 62, 63, 64] and "other" not in summary["coverage"]
+    (row,) = coverage_rows(summary)
+    assert (row["tuples"], row["baseline_tuples"], row["ratio"], row["corpus"]) == (70, 62, round(70 / 62, 3), 2)  # the baseline after as many runs
+    assert any("| e | guided | 4 | 70 |" in line and "| 62 | 1.129 |" in line for line in _coverage_lines(summary))
+    page = _coverage_html(summary)
+    assert page.count("<polyline") == 2 and "plain (--baseline): 64" in page and "guided: 70" in page
+    assert _coverage_html({"coverage": with_baseline(guided, None)}).count("<polyline") == 1
