@@ -102,17 +102,24 @@ def plan_mutant(state: ExperimentState, seed: int, generation: int) -> tuple[Exp
     return mutant.experiment, Lineage(generation, parent.seed, mutant.steps)
 
 
-def write_faults_file(out: Path, state: ExperimentState, seed: int, experiment: Experiment, lineage: Lineage) -> Path:
-    path = (out / "mutants" / f"{state.name}-seed{seed}.yaml").resolve()
+def faults_path(out: Path, name: str, seed: int) -> Path:
+    """Where a guided campaign writes the faults of ``name``'s run of ``seed``."""
+    return (out / "mutants" / f"{name}-seed{seed}.yaml").resolve()
+
+
+def write_faults_file(job: Job, experiment: Experiment, lineage: Lineage) -> None:
+    """Write ``job``'s faults file (``job.faults``): the mutant's faults, its lineage and
+    the run's replay command as comments."""
+    assert job.faults is not None
+    path = Path(job.faults)
     path.parent.mkdir(parents=True, exist_ok=True)
     comments = [
-        f"chaoskube explore --guided: the faults of {state.name} seed {seed} (generation {lineage.generation}),",
-        f"a mutant of the faults of seed {lineage.parent}'s run:",
+        f"chaoskube explore --guided: the faults of {job.name} seed {job.seed} (generation {lineage.generation}),",
+        f"mutations of the faults of seed {lineage.parent}'s run:",
         *[f"  {step}" for step in lineage.mutations],
-        f"replay: chaoskube run {state.name} --seed {seed} --faults {path}",
+        f"replay: {job.replay}",
     ]
     path.write_text(faults_yaml(experiment, comments))
-    return path
 
 
 def run_guided_campaign(
@@ -181,8 +188,9 @@ def _generations(
             for job in group[first : first + generation_size]:
                 mutant, lineage = plan_mutant(state, job.seed, generation)
                 if mutant is not None:
-                    lineage.faults_file = str(write_faults_file(Path(job.out_dir).parent, state, job.seed, mutant, lineage))
+                    lineage.faults_file = str(faults_path(Path(job.out_dir).parent, name, job.seed))
                     job = dataclasses.replace(job, faults=lineage.faults_file)
+                    write_faults_file(job, mutant, lineage)
                     plans[job.out_dir] = mutant
                 lineages[job.out_dir] = lineage
                 planned.append(job)

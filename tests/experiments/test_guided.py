@@ -243,9 +243,9 @@ def test_a_guided_campaign_is_the_same_with_any_jobs_and_replays(tmp_path):
 
     experiment = registry.find("etcd-leader-kill")
     runs = []
-    for index, workers in enumerate((2, 1)):
+    for index, (workers, fork) in enumerate(((2, True), (1, False))):  # two processes forked from one boot; one, each run whole
         jobs = plan_jobs([("etcd-leader-kill", experiment)], [1, 2, 3, 4], tmp_path / f"c{index}")
-        result, states = run_guided_campaign(jobs, workers, generation_size=2)
+        result, states = run_guided_campaign(jobs, workers, generation_size=2, fork=fork)
         assert len(result.records) == 4 and not any(record.get("error") for record in result.records)
         runs.append((_fingerprints(result.records), states["etcd-leader-kill"].curve))
     assert runs[0] == runs[1]
@@ -254,6 +254,8 @@ def test_a_guided_campaign_is_the_same_with_any_jobs_and_replays(tmp_path):
     mutants = [item for item in fingerprints if item[2]]
     assert mutants, fingerprints  # generation 1 ran mutants
     seed = mutants[0][0]
+    faults = (tmp_path / "c0" / "mutants" / f"etcd-leader-kill-seed{seed}.yaml").read_text()
+    assert f"# replay: chaoskube run etcd-leader-kill --seed {seed} --faults {tmp_path / 'c0' / 'mutants'}" in faults
     outcome = replay_run(tmp_path / "c1" / f"etcd-leader-kill-seed{seed}")  # unforked, from its --faults file
     assert outcome.match, outcome
 
