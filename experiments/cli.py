@@ -742,6 +742,13 @@ def _print_campaign(summary: dict[str, Any], paths: list[Path]) -> None:
         stdout.print(f"  {item['experiment']} seed {item['seed']}: {item['checker']} false ({item['kind']}): {item['reason']} — {where}", markup=False)
     if len(named) > TERMINAL_ROWS:
         stdout.print(f"  … {len(named) - TERMINAL_ROWS} more: every one is in {summary_dir(paths) / 'summary.md'} (\"Every seed with a finding or violation\")", markup=False)
+    from chaoskube.experiments.campaign import coverage_rows
+
+    for row in coverage_rows(summary):
+        if row["mode"] == "guided" or row["baseline_tuples"] is not None:
+            lines = f", {row['lines']} Python lines" if row["lines"] is not None else ""
+            beside = f"; the baseline ({row['baseline_mode']}) had {row['baseline_tuples']} after as many runs ({row['ratio']}x)" if row["baseline_tuples"] is not None else ""
+            stdout.print(f"coverage of {row['experiment']} ({row['mode']}): {row['tuples']} journal tuples{lines} in {row['runs']} runs, corpus of {row['corpus']}{beside}", markup=False)
     stopped = summary.get("stopped_early")
     if stopped:
         stdout.print(f"stopped early (--fail-fast) at {stopped['experiment']} seed {stopped['seed']}; {stopped['not_started']} run(s) not started", markup=False)

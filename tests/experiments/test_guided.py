@@ -282,11 +282,15 @@ def in_process(capsys):
 def test_the_new_flags_are_checked_in_one_line(tmp_path, in_process):
     bad = tmp_path / "bad.yaml"
     bad.write_text("schedule: [{at_s: 1, kind: kill, target: 'name:etcd-9'}]")
+    old = tmp_path / "old-campaign"
+    old.mkdir()
+    (old / "summary.json").write_text('{"seeds": "1..2"}')
     cases = [
         (["explore", "etcd-leader-kill", "--seeds", "1", "--guided", "--dask", "local:1"], "--dask"),
         (["explore", "etcd-leader-kill", "--seeds", "1", "--generation", "4"], "give --guided too"),
         (["explore", "etcd-leader-kill", "--seeds", "1", "--guided", "--generation", "0"], "--generation"),
         (["explore", "etcd-leader-kill", "--seeds", "1", "--baseline", str(tmp_path / "nowhere")], "no summary.json"),
+        (["explore", "etcd-leader-kill", "--seeds", "1", "--baseline", str(old)], "records no coverage"),
         (["run", "etcd-leader-kill", "--faults", str(bad)], "no process named 'etcd-9'"),
         (["run", "etcd-leader-kill", "--faults", str(tmp_path / "missing.yaml")], "cannot read"),
     ]
