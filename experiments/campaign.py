@@ -131,6 +131,11 @@ class Job:
     max_wall_s: float | None = None  # --max-wall: the watchdog ends the run after this much wall-clock time
     skip_unsupported: bool = False  # --skip-unsupported
     buggify: bool | None = None  # --buggify / --no-buggify: None keeps the experiment's
+    #: A guided campaign's mutant (guided.py): the faults file whose schedule and nemesis
+    #: replace the experiment's (``run --faults FILE``). Not part of the boot: a mutant
+    #: shares the boot of its experiment.
+    faults: str | None = None
+    line_coverage: bool = False  # --line-coverage: measure the run's Python lines (coverage.py)
 
     @property
     def replay(self) -> str:
@@ -142,6 +147,8 @@ class Job:
             options.append("--skip-unsupported")
         if self.buggify is not None:
             options.append("--buggify" if self.buggify else "--no-buggify")
+        if self.faults is not None:
+            options += ["--faults", self.faults]
         return shlex.join(["chaoskube", "run", self.target, "--seed", str(self.seed), *options])
 
     @property
@@ -169,6 +176,10 @@ class Job:
             from chaoskube.experiments.model import with_buggify
 
             experiment = with_buggify(experiment, self.buggify)
+        if self.faults is not None:
+            from chaoskube.experiments.mutation import with_faults
+
+            experiment = with_faults(experiment, self.faults)
         return with_broken(experiment, self.broken) if self.broken else experiment
 
 
@@ -208,28 +219,62 @@ def run_job(job: Job) -> dict[str, Any]:
     from chaoskube.experiments.runner import run_experiment
 
     started = time.perf_counter()
+    lines = None
     try:
         experiment = job.experiment()
-        result = run_experiment(experiment, job.seed, job.out_dir, boot_seed=job.boot_seed, reference_cache=job.reference_cache, max_wall_s=job.max_wall_s)
+        if job.line_coverage:  # run whole: measured from the start (a forked run: from its fork)
+            from chaoskube.experiments.coverage import LineCoverage
+
+            lines = LineCoverage()
+            lines.start()
+        try:
+            result = run_experiment(experiment, job.seed, job.out_dir, boot_seed=job.boot_seed, reference_cache=job.reference_cache, max_wall_s=job.max_wall_s)
+        finally:
+            measured = lines.stop() if lines is not None else None
     except Exception as error:  # noqa: BLE001 - one broken run must not end the campaign
         return _error_record(job, f"{type(error).__name__}: {error}") | {"job_seconds": round(time.perf_counter() - started, 3)}
-    return job_record(job, time.perf_counter() - started, result)
+    return job_record(job, time.perf_counter() - started, result, measured)
 
 
-def job_record(job: Job, job_seconds: float, result: Any) -> dict[str, Any]:
+def job_record(job: Job, job_seconds: float, result: Any, lines: frozenset[str] | None = None) -> dict[str, Any]:
     """The record of a finished job (run whole, or forked after a shared boot): its
     result, availability and fault effects; ``job_seconds`` is the run (after the boot,
-    when forked), its checkers and reports."""
-    record = record_of_payload(result.to_json(), job.out_dir, target=job.target, replay=job.replay)
+    when forked), its checkers and reports. It carries the run's coverage signal
+    (coverage.py) for the campaign to take (:func:`take_coverage`): the journal's tuples,
+    and ``lines`` (the Python lines run, with ``--line-coverage``)."""
+    from chaoskube.experiments.coverage import iter_journal, journal_tuples, tuple_text
+    from chaoskube.experiments.report_html import TIMELINE_TYPES
+
+    events = list(iter_journal(Path(job.out_dir) / "journal.jsonl"))  # read once, for both
+    timeline = [event for event in events if event.get("type") in TIMELINE_TYPES]
+    record = record_of_payload(result.to_json(), job.out_dir, target=job.target, replay=job.replay, events=timeline)
     record["job_seconds"] = round(job_seconds, 3)
+    tuples, dropped = journal_tuples(events)
+    record[COVERAGE_KEY] = {"tuples": sorted(tuple_text(item) for item in tuples), "dropped": dropped, "lines": sorted(lines) if lines is not None else None}
     return record
 
 
-def record_of_payload(payload: Mapping[str, Any], out_dir: str, *, target: str, replay: str) -> dict[str, Any]:
+#: The key of a record that carries its run's coverage sets until the campaign takes them
+#: (:func:`take_coverage`): they are large and never written to a summary.
+COVERAGE_KEY = "_coverage"
+
+
+def take_coverage(record: dict[str, Any]) -> dict[str, Any] | None:
+    """Remove and return the coverage sets a record carries (None for an error record):
+    ``tuples`` (journal tuples as text), ``dropped``, ``lines`` (None without
+    ``--line-coverage``). The record keeps the counts, in ``coverage``."""
+    found = record.pop(COVERAGE_KEY, None)
+    if found is not None:
+        record["coverage"] = {"tuples": len(found["tuples"]), "lines": None if found["lines"] is None else len(found["lines"])}
+    return found
+
+
+def record_of_payload(payload: Mapping[str, Any], out_dir: str, *, target: str, replay: str, events: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """A run's campaign record from its ``result.json`` payload and its journal (in
-    ``out_dir``): what :func:`job_record` returns, and what ``chaoskube report`` builds from
-    run directories made by ``run`` or ``explore``."""
-    events = read_timeline_events(Path(out_dir) / "journal.jsonl")
+    ``out_dir``; ``events``: its timeline events, when the caller read them already): what
+    :func:`job_record` returns, and what ``chaoskube report`` builds from run directories
+    made by ``run`` or ``explore``."""
+    events = read_timeline_events(Path(out_dir) / "journal.jsonl") if events is None else events
     simulated_seconds = float(payload.get("simulated_seconds", payload.get("real_seconds", 0.0)))
     faults = list(payload.get("faults") or [])
     availability, effects = run_effects(events, faults, simulated_seconds)
@@ -300,16 +345,38 @@ class BootGroup:
             )
         return experiment, result
 
+    def prepare(self, job: Job, target: Any) -> None:
+        """In a child, right after the fork (forking.py): a mutant's experiment (its faults
+        file, on the booted experiment: the same cluster, workload, phases and variants)
+        and, with ``--line-coverage``, the line tracer, started here so the shared boot is
+        not counted."""
+        if job.faults is not None:
+            booted, mutant = self.template.experiment(), job.experiment()
+            assert (mutant.cluster, mutant.workload, mutant.phases, mutant.broken) == (booted.cluster, booted.workload, booted.phases, booted.broken), job
+            target.experiment = mutant
+        if job.line_coverage:
+            from chaoskube.experiments.coverage import LineCoverage
+
+            global _CHILD_LINES  # this child's own, once: a BootGroup is frozen and shared
+            _CHILD_LINES = LineCoverage()
+            _CHILD_LINES.start()
+
     def finish(self, job: Job, outcome: Any, seconds: float) -> dict[str, Any]:
         experiment, result = outcome
         assert result.seed == job.seed and str(result.out_dir) == job.out_dir, (result.seed, result.out_dir, job)
-        return job_record(job, seconds, result)
+        lines = _CHILD_LINES
+        return job_record(job, seconds, result, lines.stop() if lines is not None else None)
+
 
     def run(self, job: Job) -> dict[str, Any]:
         return run_job(job)
 
     def error(self, job: Job, message: str) -> dict[str, Any]:
         return _error_record(job, message)
+
+
+#: In a forked child with ``--line-coverage``: its tracer (BootGroup.prepare).
+_CHILD_LINES: Any = None
 
 
 def boot_groups(jobs: Sequence[Job]) -> list[tuple[BootGroup, list[Job]]]:
@@ -660,6 +727,7 @@ def summarize(result: CampaignResult, seeds: str, workers: int) -> dict[str, Any
         "runs": [
             {key: record[key] for key in ("experiment", "seed", "as_expected", "journal_sha256", "out_dir", "replay", "error")}
             | {"verdicts": {name: verdict["valid"] for name, verdict in record["verdicts"].items()}, "inconclusive": bool(record.get("inconclusive")), "kept": record.get("kept", True)}
+            | {key: record[key] for key in ("coverage", "guided") if record.get(key) is not None}
             for record in records
         ],
     }
@@ -690,6 +758,109 @@ def _findings(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+# -- coverage (explore records it always; --guided is driven by it: guided.py) -------------------
+
+
+def with_baseline(coverage: Mapping[str, Any], baseline: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The campaign's coverage (per experiment), each with the ``baseline`` campaign's
+    curve for the same experiment (``explore --baseline DIR``) when it has one."""
+    out = {}
+    for name, item in coverage.items():
+        other = (baseline or {}).get(name)
+        extra = {"baseline": {"mode": other.get("mode"), "curve": list(other["curve"]), "tuples": other.get("tuples")}} if isinstance(other, dict) and other.get("curve") else {}
+        out[name] = dict(item) | extra
+    return out
+
+
+def _at_runs(curve: Sequence[int], runs: int) -> int | None:
+    """The coverage a curve had reached after ``runs`` runs (its last point if shorter)."""
+    return curve[min(runs, len(curve)) - 1] if curve and runs > 0 else None
+
+
+def coverage_rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per experiment: mode, runs, distinct tuples (and lines), corpus size, and the
+    baseline's tuples after as many runs (and the ratio), for the summary's tables."""
+    rows = []
+    for name, item in sorted((summary.get("coverage") or {}).items()):
+        base = item.get("baseline")
+        at = _at_runs(base["curve"], item["runs"]) if base else None
+        rows.append(
+            {
+                "experiment": name, "mode": item["mode"], "runs": item["runs"], "tuples": item["tuples"], "lines": item.get("lines"), "corpus": len(item.get("corpus") or ()),
+                "baseline_mode": base.get("mode") if base else None, "baseline_tuples": at, "ratio": round(item["tuples"] / at, 3) if at else None,
+            }
+        )  # fmt: skip
+    return rows
+
+
+def coverage_svg(name: str, item: Mapping[str, Any], width: int = 560, height: int = 220) -> str:
+    """Distinct journal tuples against runs: this campaign's curve, and the baseline's
+    beside it when there is one (inline SVG, as the run report draws its timeline)."""
+    curves = [(item["mode"], item["curve"], PALETTE_COVERAGE[0])]
+    if item.get("baseline"):
+        curves.append((f"{item['baseline'].get('mode') or 'baseline'} (--baseline)", item["baseline"]["curve"], PALETTE_COVERAGE[1]))
+    runs = max((len(curve) for _, curve, _ in curves), default=0)
+    top = max((max(curve) for _, curve, _ in curves if curve), default=0)
+    left, right, up, down = 48, 150, 12, 28
+    if runs == 0 or top == 0:
+        return "<p>No coverage recorded.</p>"
+
+    def x(index: int) -> float:
+        return left + (width - left - right) * (index / max(1, runs - 1))
+
+    def y(value: float) -> float:
+        return up + (height - up - down) * (1 - value / top)
+
+    parts = [f'<svg class="coverage" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="coverage against runs, {esc(name)}">']
+    parts.append(f'<line x1="{left}" y1="{y(0):.1f}" x2="{width - right}" y2="{y(0):.1f}" stroke="#888"/><line x1="{left}" y1="{up}" x2="{left}" y2="{y(0):.1f}" stroke="#888"/>')
+    parts.append(f'<text x="{left - 4}" y="{up + 8}" text-anchor="end" font-size="10">{top}</text><text x="{left - 4}" y="{y(0):.1f}" text-anchor="end" font-size="10">0</text>')
+    parts.append(f'<text x="{left}" y="{height - 8}" font-size="10">run 1</text><text x="{width - right}" y="{height - 8}" text-anchor="end" font-size="10">run {runs}</text>')
+    for row, (label, curve, colour) in enumerate(curves):
+        points = " ".join(f"{x(index):.1f},{y(value):.1f}" for index, value in enumerate(curve))
+        parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{points}"><title>{esc(label)}: {curve[-1] if curve else 0} tuples after {len(curve)} runs</title></polyline>')
+        parts.append(f'<text x="{width - right + 8}" y="{up + 14 + 16 * row}" font-size="11" fill="{colour}">{esc(label)}: {curve[-1] if curve else 0}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+PALETTE_COVERAGE = ("#e15759", "#4e79a7")
+
+
+def _coverage_lines(summary: Mapping[str, Any]) -> list[str]:
+    rows = coverage_rows(summary)
+    if not rows:
+        return []
+    lines = [
+        "",
+        "## Coverage",
+        "",
+        "Distinct (component, event kind, transition) tuples of the runs' journals (experiments/coverage.py); with --baseline, the baseline campaign's after as many runs.",
+        "",
+        "| experiment | mode | runs | tuples | lines | corpus | baseline | baseline tuples | ratio |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['experiment']} | {row['mode']} | {row['runs']} | {row['tuples']} | {row['lines'] if row['lines'] is not None else '—'} | {row['corpus']} | "
+            f"{row['baseline_mode'] or '—'} | {row['baseline_tuples'] if row['baseline_tuples'] is not None else '—'} | {row['ratio'] if row['ratio'] is not None else '—'} |"
+        )
+    return lines
+
+
+def _coverage_html(summary: Mapping[str, Any]) -> str:
+    coverage = summary.get("coverage") or {}
+    if not coverage:
+        return ""
+    parts = ["<h2>Coverage against runs</h2><p class=\"muted\">Distinct (component, event kind, transition) tuples of the runs' journals after each run, in seed order (experiments/coverage.py); with <code>--baseline DIR</code>, that campaign's curve beside this one.</p>"]
+    for row in coverage_rows(summary):
+        item = coverage[row["experiment"]]
+        ratio = f"; {row['ratio']}x the baseline's {row['baseline_tuples']} after as many runs" if row["ratio"] is not None else ""
+        lines = f", {row['lines']} Python lines" if row["lines"] is not None else ""
+        parts.append(f'<h3>{esc(row["experiment"])}</h3><p id="coverage-{esc(row["experiment"])}">{esc(row["mode"])}: {row["tuples"]} tuples{lines} in {row["runs"]} runs, corpus of {row["corpus"]}{esc(ratio)}</p>')
+        parts.append(coverage_svg(row["experiment"], item))
+    return "".join(parts)
 
 
 def _seed_list(seeds: Sequence[int], limit: int = 20) -> str:
@@ -823,6 +994,7 @@ def render_summary_markdown(summary: Mapping[str, Any]) -> str:
             f"| {item['kind']} | {', '.join(item['experiments'])} | {item['faults']} | {item['runs_as_expected']}/{item['runs']} | " + " | ".join(_effect_cells(item))
             + f" | {' | '.join(_converge_cells(item))} | {_violation_cell(item)} | {_counts(item['verdicts'])} |"
         )
+    lines += _coverage_lines(summary)
     lines += ["", "## Runs not as expected", ""]
     lines += [f"- {item['experiment']} seed {item['seed']}: {item['why'].replace('|', '/')} — `{item['replay']}`" for item in summary["unexpected_runs"]] or ["None."]
     lines += [
@@ -907,6 +1079,7 @@ def render_summary_html(summary: Mapping[str, Any]) -> str:
         table("fault-effects", ["experiment", "fault kind", "faults", "ok fraction", "lost s", "stalled s", "leader changes"], effects),
         "<h2>Fault kinds across experiments</h2>",
         table("fault-kinds", ["fault kind", "experiments", "faults", "runs as expected", "ok fraction", "lost s", "stalled s", "leader changes", "recovery s", "time to converge s", "runs with violations", "verdicts of those runs"], kinds),
+        _coverage_html(summary),
         "<h2>Runs not as expected</h2>",
         table("unexpected", ["experiment", "seed", "why", "replay", "report"], unexpected) if unexpected else "<p>None.</p>",
         "<h2>Every seed with a finding or violation</h2><p class=\"muted\">Each checker that answered false: a violation fails the campaign; expected is the experiment's documented failure mode; a finding is a checker catching a gallery variant (--broken).</p>",
@@ -1039,6 +1212,11 @@ def replay_experiment(payload: Mapping[str, Any]) -> Experiment:
         from chaoskube.experiments.registry import with_skip_unsupported
 
         experiment = with_skip_unsupported(experiment)
+    faults = _replay_option(payload, "--faults")
+    if faults:  # a guided campaign's mutant: its faults file
+        from chaoskube.experiments.mutation import with_faults
+
+        experiment = with_faults(experiment, faults[-1])
     broken = payload.get("broken")
     names = [str(name) for name in broken] if isinstance(broken, list) else _replay_option(payload, "--broken")
     return with_broken(experiment, names) if names else experiment

@@ -225,6 +225,12 @@ BROKEN_HELP = "Patch in a deliberately broken component of the gallery (`chaosku
 BOOT_SEED_HELP = "The seed of the boot (start-up to the steady state); the run seed drives the rest [default: the experiment's `boot_seed`, else 0]."
 MANIFESTS_HELP = "A directory of Kubernetes YAML/JSON manifests that replaces the experiment's workload."
 SKIP_HELP = "Leave out the manifests' documents of kinds chaoskube cannot serve (listed once in the output, result.json and the report) instead of refusing the run."
+FAULTS_HELP = "A faults file (`schedule:` and/or `nemesis:`, as in an experiment file) that replaces the experiment's faults; `explore --guided` writes one per mutant (OUT/mutants/) and names it in the replay command."
+GUIDED_HELP = (
+    "Coverage-guided: spend the seeds like a coverage-guided fuzzer -- after a first generation of plain seeds, each seed runs a mutant "
+    "(faults moved, stretched, retargeted, added, dropped; the nemesis's fields) of a run that reached journal coverage no run before it had "
+    "(docs/campaigns.md). Deterministic: the same seeds and flags give the same mutants, with any --jobs."
+)
 MAX_WALL_HELP = "End a simulated run that takes longer than this many wall-clock seconds with a `livelock` verdict (the watchdog also ends one whose virtual time stands still through 1,000,000 events, or whose journal passes 1 GiB)."
 
 
@@ -241,9 +247,9 @@ def _explore_boot_seed(ctx: click.Context, param: click.Parameter, value: str | 
     return number
 
 
-def _resolve(experiment: str, broken: tuple[str, ...], manifests: Path | None, skip_unsupported: bool = False, buggify: bool | None = None) -> Any:
+def _resolve(experiment: str, broken: tuple[str, ...], manifests: Path | None, skip_unsupported: bool = False, buggify: bool | None = None, faults: Path | None = None) -> Any:
     """The experiment named (catalogue name or file), with --manifests, --skip-unsupported,
-    --buggify/--no-buggify and --broken."""
+    --buggify/--no-buggify, --faults and --broken."""
     from chaoskube.experiments import registry
     from chaoskube.experiments.model import with_buggify
     from chaoskube.experiments.registry import with_broken, with_manifests, with_skip_unsupported
@@ -255,6 +261,10 @@ def _resolve(experiment: str, broken: tuple[str, ...], manifests: Path | None, s
         found = with_skip_unsupported(found)
     if buggify is not None:
         found = with_buggify(found, buggify)
+    if faults is not None:
+        from chaoskube.experiments.mutation import with_faults
+
+        found = with_faults(found, faults)
     return with_broken(found, broken) if broken else found
 
 
@@ -291,14 +301,15 @@ def _print_skipped(found: Any) -> None:
 @click.option("--dry-run", is_flag=True, help="Print the resolved cluster, schedule (every target checked against the processes the experiment builds) and checkers without running.")
 @click.option("--max-wall", "max_wall_s", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS", help=MAX_WALL_HELP)
 @click.option("--buggify/--no-buggify", "buggify", default=None, help=BUGGIFY_HELP)
+@click.option("--faults", "faults_file", type=click.Path(path_type=Path), default=None, metavar="FILE", help=FAULTS_HELP)
 def run(
     experiment: str, seed: int | None, boot_seed: int | None, broken: tuple[str, ...], manifests: Path | None, skip_unsupported: bool, out_dir: Path | None, dry_run: bool,
-    max_wall_s: float | None, buggify: bool | None,
+    max_wall_s: float | None, buggify: bool | None, faults_file: Path | None,
 ) -> None:
     """Run EXPERIMENT (a catalogue name or a YAML file) with one seed."""
     from chaoskube.experiments.runner import run_experiment
 
-    found = _resolve(experiment, broken, manifests, skip_unsupported, buggify)
+    found = _resolve(experiment, broken, manifests, skip_unsupported, buggify, faults_file)
     _print_skipped(found)
     if seed is None:
         seed = found.seed if found.seed is not None else 1
@@ -536,9 +547,14 @@ def _print_result(result: Any) -> None:
 @click.option("--out", "out_dir", type=OutDir(), default=Path("runs/explore"), show_default=True, help="Campaign directory: a run directory per seed, and the summary.")
 @click.option("--max-wall", "max_wall_s", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS", help=MAX_WALL_HELP)
 @click.option("--buggify/--no-buggify", "buggify", default=None, help=BUGGIFY_HELP)
+@click.option("--guided", is_flag=True, help=GUIDED_HELP)
+@click.option("--generation", "generation_size", type=click.IntRange(min=1, max=1000), default=None, metavar="N", help="--guided: runs per generation and experiment [default: 8]; the plan depends on it, never on --jobs.")
+@click.option("--line-coverage", is_flag=True, help="Also measure the Python lines of chaoskube/ each run executes (coverage.py: pip install 'chaoskube[coverage]'); with --guided, a new line is new coverage too. Slows runs about 2x.")
+@click.option("--baseline", "baseline_dir", type=click.Path(path_type=Path), default=None, metavar="DIR", help="A plain campaign's directory (its summary.json): its coverage curve is drawn beside this campaign's in the summary.")
 def explore(
     experiments: tuple[str, ...], all_experiments: bool, seeds_text: str, jobs: int | None, broken: tuple[str, ...], manifests: Path | None, skip_unsupported: bool,
     fail_fast: bool, keep: str, boot_seed: int | str | None, no_fork: bool, dask_address: str | None, out_dir: Path, max_wall_s: float | None, buggify: bool | None,
+    guided: bool, generation_size: int | None, line_coverage: bool, baseline_dir: Path | None,
 ) -> None:
     """Run experiments over many seeds in parallel processes and summarize what the faults did.
 
@@ -558,8 +574,11 @@ def explore(
         plan_jobs,
         run_campaign,
         summarize,
+        take_coverage,
+        with_baseline,
         write_summary,
     )
+    from chaoskube.experiments.guided import GENERATION, coverage_summary, plain_coverage_summary, run_guided_campaign
     from chaoskube.experiments.registry import SYSTEMS
 
     try:
@@ -568,6 +587,17 @@ def explore(
         fail(str(error))
     if all_experiments == bool(experiments):
         fail("name experiments or give --all (one of the two)")
+    if guided and dask_address is not None:
+        fail("--guided plans each generation from the one before; it runs on local processes, not with --dask")
+    if generation_size is not None and not guided:
+        fail("--generation N sizes the generations of --guided; give --guided too")
+    if line_coverage:
+        from chaoskube.experiments.coverage import line_coverage_available
+
+        problem = line_coverage_available()
+        if problem is not None:
+            fail(problem)
+    baseline = _read_baseline(baseline_dir) if baseline_dir is not None else None
     names = [name for name in registry.names() if not getattr(SYSTEMS[registry.find(name).system], "real_time", False)] if all_experiments else list(dict.fromkeys(experiments))
     if all_experiments and manifests is not None:
         names = [name for name in names if "manifests" in SYSTEMS[registry.find(name).system].Workload.__struct_fields__]
@@ -582,33 +612,69 @@ def explore(
             fail(f"{target}: runs real processes in real time, not reproducible by seed; run it with `chaoskube run`")
     if len({found.name for _, found in targets}) != len(targets):
         fail("two of the experiments named have the same name; give each once")
+    if guided:
+        for target, found in targets:
+            if getattr(SYSTEMS[found.system], "replays_steps", False):
+                fail(f"{target}: a saved Hypothesis example replays its steps; --guided mutates faults of a schedule or nemesis")
     _writable_directory(out_dir)
     job_list = plan_jobs(targets, seeds, out_dir, broken=broken, manifests=manifests, skip_unsupported=skip_unsupported, boot_seed=boot_seed, max_wall_s=max_wall_s, buggify=buggify)
+    if line_coverage:
+        import dataclasses
+
+        job_list = [dataclasses.replace(job, line_coverage=True) for job in job_list]
     workers = min(jobs or os.cpu_count() or 1, len(job_list))
     with_broken = f" with {', '.join(broken)} broken on purpose" if broken else ""
     pool, where = None, f"{workers} process(es)"
     if dask_address is not None:
         pool, where, workers = _dask_pool(dask_address, job_list, no_fork, jobs, keep)
-    stderr.print(f"chaoskube {__version__}: {len(targets)} experiment(s) x {len(seeds)} seed(s) = {len(job_list)} runs in {where}{with_broken} -> {out_dir}", markup=False)
+    mode = f", coverage-guided in generations of {generation_size or GENERATION}" if guided else ""
+    stderr.print(f"chaoskube {__version__}: {len(targets)} experiment(s) x {len(seeds)} seed(s) = {len(job_list)} runs in {where}{with_broken}{mode} -> {out_dir}", markup=False)
+    coverage_sets: dict[str, Any] = {}
 
     def finished(record: dict[str, Any]) -> None:
+        if not guided:  # the guided loop takes them itself
+            coverage_sets[record["out_dir"]] = take_coverage(record)
         apply_keep(record, keep, out_dir)  # a Dask worker ships back only the directories kept
         if advance is not None:
             advance(record)
 
+    stop_when = (lambda record: not record["as_expected"]) if fail_fast else None
     with _campaign_progress(len(job_list)) as advance:
-        result = run_campaign(job_list, workers, on_record=finished, stop_when=(lambda record: not record["as_expected"]) if fail_fast else None, fork=not no_fork, pool=pool)
+        if guided:
+            result, states = run_guided_campaign(job_list, workers, on_record=finished, stop_when=stop_when, fork=not no_fork, generation_size=generation_size or GENERATION)
+            coverage = coverage_summary(states, line_coverage=line_coverage)
+        else:
+            result = run_campaign(job_list, workers, on_record=finished, stop_when=stop_when, fork=not no_fork, pool=pool)
+            coverage = plain_coverage_summary(result.records, coverage_sets, line_coverage=line_coverage)
     if result.interrupted:  # runs stopped half-way: kept with --keep all and failed (they are what the summary reports as abandoned)
         for job in result.abandoned:
             if keep == "none":
                 apply_keep({"out_dir": job.out_dir, "as_expected": False, "verdicts": {}}, "none", out_dir)
     summary = summarize(result, seeds_text, workers)
+    summary["coverage"] = with_baseline(coverage, baseline)
     paths = write_summary(out_dir, summary, result.records)
     _print_campaign(summary, paths)
     if result.interrupted:
         stderr.print(f"interrupted: kept {len(result.records)} finished runs and the summary; {len(result.abandoned)} handed to workers were stopped, the rest not started", markup=False)
         raise Interrupted()
     sys.exit({"as-expected": EXIT_AS_EXPECTED, "inconclusive": EXIT_INCONCLUSIVE}.get(summary["outcome"], EXIT_NOT_AS_EXPECTED))
+
+
+def _read_baseline(directory: Path) -> dict[str, Any]:
+    """``explore --baseline DIR``: the coverage of another campaign's summary.json."""
+    import orjson
+
+    path = directory / "summary.json"
+    try:
+        summary = orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        fail(f"--baseline {directory}: no summary.json there; give the directory of a finished `chaoskube explore`")
+    except (OSError, orjson.JSONDecodeError) as error:
+        fail(f"--baseline {path}: cannot read it as JSON: {error}")
+    coverage = summary.get("coverage") if isinstance(summary, dict) else None
+    if not isinstance(coverage, dict) or not coverage:
+        fail(f"--baseline {path}: it records no coverage (made by an older chaoskube?); run the plain campaign again")
+    return coverage
 
 
 def _dask_pool(address: str, job_list: list[Any], no_fork: bool, jobs: int | None, keep: str) -> tuple[Any, str, int]:
@@ -698,6 +764,13 @@ def _print_campaign(summary: dict[str, Any], paths: list[Path]) -> None:
         stdout.print(f"  {item['experiment']} seed {item['seed']}: {item['checker']} false ({item['kind']}): {item['reason']} — {where}", markup=False)
     if len(named) > TERMINAL_ROWS:
         stdout.print(f"  … {len(named) - TERMINAL_ROWS} more: every one is in {summary_dir(paths) / 'summary.md'} (\"Every seed with a finding or violation\")", markup=False)
+    from chaoskube.experiments.campaign import coverage_rows
+
+    for row in coverage_rows(summary):
+        if row["mode"] == "guided" or row["baseline_tuples"] is not None:
+            lines = f", {row['lines']} Python lines" if row["lines"] is not None else ""
+            beside = f"; the baseline ({row['baseline_mode']}) had {row['baseline_tuples']} after as many runs ({row['ratio']}x)" if row["baseline_tuples"] is not None else ""
+            stdout.print(f"coverage of {row['experiment']} ({row['mode']}): {row['tuples']} journal tuples{lines} in {row['runs']} runs, corpus of {row['corpus']}{beside}", markup=False)
     stopped = summary.get("stopped_early")
     if stopped:
         stdout.print(f"stopped early (--fail-fast) at {stopped['experiment']} seed {stopped['seed']}; {stopped['not_started']} run(s) not started", markup=False)

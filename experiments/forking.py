@@ -85,6 +85,10 @@ class Group(Protocol):
         of wall time since the fork."""
         ...
 
+    # Optional: ``prepare(job, target)``, called in a child right after the fork with the
+    # run's RunTarget (seed and directory set): a guided campaign's mutant sets
+    # ``target.experiment`` there (campaign.BootGroup.prepare).
+
     def run(self, job: Any) -> dict[str, Any]:
         """The record of ``job`` run whole (no shared boot)."""
         ...
@@ -166,6 +170,9 @@ class _Server:
         isolate_forked_run()
         Path(job.out_dir).mkdir(parents=True, exist_ok=True)
         target.seed, target.out, target.forked = job.seed, Path(job.out_dir), True
+        prepare = getattr(self.group, "prepare", None)
+        if prepare is not None:  # optional: what else the child's run takes from its job
+            prepare(job, target)
         target.started, target.cpu_started = time.perf_counter(), time.process_time()
         self.forked_at = target.started
 

@@ -110,6 +110,9 @@ class Experiment(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
     #: A seeded workload generator (chaoskube/workload/generator.py): users' and operators'
     #: actions at a rate, with weights, from the warm-up to the heal; systems with an API only.
     generator: GeneratorSpec | None = None
+    #: Set by ``--faults FILE`` (``mutation.with_faults``; a guided campaign's mutant): the
+    #: file whose ``schedule`` and ``nemesis`` replaced the experiment's; the replay names it.
+    faults_file: str = ""
 
 
 def with_broken(experiment: Experiment, names: list[str] | tuple[str, ...]) -> Experiment:

@@ -131,6 +131,8 @@ class RunResult:
             options.append("--skip-unsupported")
         if self.experiment.buggify is not None:
             options.append("--buggify" if self.experiment.buggify.enabled else "--no-buggify")
+        if self.experiment.faults_file:
+            options += ["--faults", self.experiment.faults_file]
         return shlex.join(["chaoskube", "run", target, "--seed", str(self.seed), *options, "--out", str(self.out_dir)])
 
     def to_json(self) -> dict[str, Any]:

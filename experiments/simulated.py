@@ -61,6 +61,10 @@ class RunTarget:
     started: float = 0.0
     cpu_started: float = 0.0
     forked: bool = False
+    #: Set by a fork hook in a child that runs a mutant of the booted experiment (a guided
+    #: campaign: campaign.BootGroup.prepare): the experiment the run goes on with. Only its
+    #: faults (``schedule``, ``nemesis``) and ``faults_file`` may differ from the booted one.
+    experiment: Experiment | None = None
 
 
 #: ``fork(world, target)``: called at the boot's quiescent point. Returns in the process
@@ -144,6 +148,8 @@ class SimulatedHost:
             self.world.journal.flush()  # likewise; a child must not flush the boot's buffer again
             if self.fork is not None:
                 self.fork(self.world, self.target)
+            if self.target.experiment is not None:
+                self.experiment = self.target.experiment
             if self.target.forked:
                 self.world.journal.redirect(self.target.out / "journal.jsonl")
                 self.world.restart_wall_clock()  # --max-wall counts this run's own time, not the shared boot's
@@ -394,6 +400,8 @@ def run_simulated(
             reporter.stop()
         run_log.close()
     wall = time.perf_counter() - target.started
+    if target.experiment is not None:  # a mutant forked from this boot (RunTarget.experiment)
+        experiment = target.experiment
     host = hosts[0] if hosts else None
     system = host.system if host is not None else None
     injector = host.injector if host is not None else None
