@@ -193,6 +193,8 @@ def describe(experiment: str) -> None:
 
 def _nemesis_line(spec: Any) -> str:
     """One line for an experiment's random nemesis (drawn from the run's seed when it runs)."""
+    if spec.faults or spec.swarm:  # Jepsen's packages or swarm (issue 16)
+        return f"{spec.describe()} (drawn from the seed when the run starts)"
     return (
         f"Random nemesis: {spec.count} fault(s) of {', '.join(spec.kinds)}, each {spec.min_duration_s:g}-{spec.max_duration_s:g} s, "
         f"within {spec.window_s:g} s from {spec.after_s:g} s into the fault phase (drawn from the seed when the run starts)"

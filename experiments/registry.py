@@ -278,6 +278,11 @@ def _semantic_problems(experiment: Experiment) -> list[str]:
             problem = check_planned(kind, target, params, infos, system.LEADER_ROLES, admin=admin)
             if problem:
                 problems.append(f"field `nemesis.kinds[{index}]`: {name} ({kind} on {target}) could never apply here: {problem.removesuffix(' now')}")
+        for field, spec, kind, target, params in experiment.nemesis.targets():  # Jepsen's packages (issue 16)
+            problem = check_planned(kind, target, params, infos, system.LEADER_ROLES, admin=admin)
+            if problem:
+                problems.append(f"field `nemesis.{field}`: {spec} on {target.partition(':')[2]} could never apply here: {problem.removesuffix(' now')}; drop it from `{field}` or change the roles")
+                break
     return problems
 
 
