@@ -349,7 +349,14 @@ def _target_text(target: str, infos: Any) -> str:
     group = [info.name for info in infos if argument == "*" or info.role == argument]
     if selector == "role":
         return ", ".join(group)
-    which = {"random": "one of", "leader": "the leader among", "follower": "a follower among"}[selector]
+    which = {
+        "random": "one of", "leader": "the leader among", "follower": "a follower among",
+        # Jepsen's node specs (issue 16, faults/targets.py)
+        "minority": "a random minority of", "majority": "a random majority of", "minority-third": "fewer than a third of",
+        "subset": "a random non-empty subset of", "primaries": "the leader (Jepsen's primaries) among",
+    }.get(selector)
+    if which is None:  # workload:TERMS: the nodes of those workloads, known only while it runs
+        return f"the nodes running {argument}, when it fires"
     return f"{which} {', '.join(group)}, when it fires"
 
 
