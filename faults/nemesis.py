@@ -495,6 +495,16 @@ class NemesisSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froz
                 found += [(field, spec, kind, f"{NODE_SPECS[spec]}:{role}", {}) for role in self.roles for spec in specs if spec != "minority-third"]
         return found
 
+    def fault_kinds(self) -> list[str]:
+        """Every fault kind (faults/kinds.py) this spec may schedule, sorted."""
+        used = {NEMESIS_KINDS[name][0] for name in self.kinds}
+        enabled = set(self.faults)
+        used |= {"partition"} if enabled & {"partition", "flap"} else set()
+        used |= enabled & {"kill", "pause"}
+        used |= {"clock-jump", "clock-strobe"} if "clock" in enabled else set()
+        used |= {PACKET_BEHAVIORS[name][0] for name in self.packet_behaviors} if "packet" in enabled else set()
+        return sorted(used)
+
     def describe(self) -> str:
         """One line for ``--dry-run`` and ``show``."""
         parts = []

@@ -333,3 +333,20 @@ def test_a_short_etcd_run_per_package_applies_it_and_stays_safe(package, tmp_pat
     healed = [event for event in events if event["type"] == "fault" and event.get("event") == "heal"]
     assert len(healed) == sum(1 for event in events if event["type"] == "fault" and event.get("event") == "apply")
     assert list(itertools.islice((event for event in events if event["type"] == "nemesis"), 1))
+
+
+def test_same_seed_same_journal_with_strobes_and_swarm(tmp_path):
+    """The strobe's flips are world timers and swarm draws from the nemesis's generator: two
+    runs of one seed give one journal, and the swarm's choice is in it."""
+    from chaoskube.experiments.model import Experiment
+    from chaoskube.experiments.runner import run_experiment
+
+    nemesis = {"faults": ["partition", "clock", "pause"], "swarm": True, "interval_s": 1.0, "after_s": 1, "window_s": 12}
+    experiment = msgspec.convert({**ETCD_EXPERIMENT, "nemesis": nemesis}, Experiment)
+    first, second = (run_experiment(experiment, 3, tmp_path / name) for name in ("a", "b"))
+    assert first.journal_sha256 == second.journal_sha256
+    assert (tmp_path / "a" / "journal.jsonl").read_bytes() == (tmp_path / "b" / "journal.jsonl").read_bytes()
+    events = [msgspec.json.decode(line) for line in (tmp_path / "a" / "journal.jsonl").read_bytes().splitlines()]
+    (drawn,) = [event for event in events if event["type"] == "nemesis"]
+    assert drawn["swarm"]["faults"] and set(drawn["swarm"]["faults"]) <= {"partition", "clock", "pause"}
+    assert drawn["swarm"]["kinds"] == []
