@@ -350,3 +350,17 @@ def test_same_seed_same_journal_with_strobes_and_swarm(tmp_path):
     (drawn,) = [event for event in events if event["type"] == "nemesis"]
     assert drawn["swarm"]["faults"] and set(drawn["swarm"]["faults"]) <= {"partition", "clock", "pause"}
     assert drawn["swarm"]["kinds"] == []
+
+
+def test_flapping_primaries_catch_a_read_index_without_quorum_check(tmp_path):
+    """The targeted package finds what the leader-isolation schedules rarely reach: a
+    leader serving ReadIndex without a heartbeat round answers a stale read in one of the
+    short isolations (first catch: seed 3; docs/experiments.md)."""
+    from chaoskube.experiments import registry
+    from chaoskube.experiments.model import with_broken
+    from chaoskube.experiments.runner import run_experiment
+
+    experiment = with_broken(registry.find("etcd-jepsen-flapping-primaries"), ["raft-read-index-without-quorum-check"])
+    result = run_experiment(experiment, 3, tmp_path / "run")
+    assert result.verdicts["linearizability"].valid is False
+    assert "cannot be linearized" in result.verdicts["linearizability"].reason
