@@ -203,6 +203,8 @@ def _buggify_line(spec: Any) -> str:
 
 def _nemesis_line(spec: Any) -> str:
     """One line for an experiment's random nemesis (drawn from the run's seed when it runs)."""
+    if spec.faults or spec.swarm:  # Jepsen's packages or swarm (issue 16)
+        return f"{spec.describe()} (drawn from the seed when the run starts)"
     return (
         f"Random nemesis: {spec.count} fault(s) of {', '.join(spec.kinds)}, each {spec.min_duration_s:g}-{spec.max_duration_s:g} s, "
         f"within {spec.window_s:g} s from {spec.after_s:g} s into the fault phase (drawn from the seed when the run starts)"
@@ -379,7 +381,14 @@ def _target_text(target: str, infos: Any) -> str:
     group = [info.name for info in infos if argument == "*" or info.role == argument]
     if selector == "role":
         return ", ".join(group)
-    which = {"random": "one of", "leader": "the leader among", "follower": "a follower among"}[selector]
+    which = {
+        "random": "one of", "leader": "the leader among", "follower": "a follower among",
+        # Jepsen's node specs (issue 16, faults/targets.py)
+        "minority": "a random minority of", "majority": "a random majority of", "minority-third": "fewer than a third of",
+        "subset": "a random non-empty subset of", "primaries": "the leader (Jepsen's primaries) among",
+    }.get(selector)
+    if which is None:  # workload:TERMS: the nodes of those workloads, known only while it runs
+        return f"the nodes running {argument}, when it fires"
     return f"{which} {', '.join(group)}, when it fires"
 
 

@@ -258,6 +258,11 @@ def _semantic_problems(experiment: Experiment) -> list[str]:
             if entry.kind not in system.FAULT_KINDS:
                 allowed = ", ".join(sorted(system.FAULT_KINDS)) or "none: its faults are steps of `workload.steps`"
                 problems.append(f"field `schedule[{index}].kind`: {entry.kind!r} cannot be applied in a {experiment.system!r} run (kinds: {allowed})")
+        if experiment.nemesis is not None:  # issue 16: the kinds the nemesis's kinds and packages schedule
+            refused = [kind for kind in experiment.nemesis.fault_kinds() if kind not in system.FAULT_KINDS]
+            if refused:
+                allowed = ", ".join(sorted(system.FAULT_KINDS)) or "none: its faults are steps of `workload.steps`"
+                problems.append(f"field `nemesis`: it schedules {refused[0]!r} faults, which cannot be applied in a {experiment.system!r} run (kinds: {allowed})")
     try:
         cluster, workload = system.options(experiment.cluster, experiment.workload, base_dir=experiment_dir(experiment))
     except ExperimentError as error:
@@ -294,6 +299,11 @@ def _semantic_problems(experiment: Experiment) -> list[str]:
             problem = check_planned(kind, target, params, infos, system.LEADER_ROLES, admin=admin)
             if problem:
                 problems.append(f"field `nemesis.kinds[{index}]`: {name} ({kind} on {target}) could never apply here: {problem.removesuffix(' now')}")
+        for field, spec, kind, target, params in experiment.nemesis.targets():  # Jepsen's packages (issue 16)
+            problem = check_planned(kind, target, params, infos, system.LEADER_ROLES, admin=admin)
+            if problem:
+                problems.append(f"field `nemesis.{field}`: {spec} on {target.partition(':')[2]} could never apply here: {problem.removesuffix(' now')}; drop it from `{field}` or change `{'partition_roles' if field == 'partition_targets' else 'roles'}`")
+                break
     return problems
 
 

@@ -32,7 +32,8 @@ import orjson
 from chaoskube import __version__, gallery
 from chaoskube.experiments.model import Experiment
 from chaoskube.faults.kinds import KINDS
-from chaoskube.faults.nemesis import NEMESIS_KINDS
+from chaoskube.faults.grudge import PARTITION_SPECS
+from chaoskube.faults.nemesis import NEMESIS_KINDS, NODE_SPECS, PACKAGES, PACKET_BEHAVIORS
 from chaoskube.faults.targets import SELECTORS
 from chaoskube.sim.buggify import POINTS as BUGGIFY_POINTS
 from chaoskube.faults.triggers import EVENTS
@@ -69,9 +70,15 @@ def experiment_schema() -> dict[str, Any]:
     properties["name"] = {"type": "string", "pattern": r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$", "description": "Names the run directory (runs/NAME-seedN)."}
     entry = definitions["FaultEntry"]["properties"]
     entry["kind"] = {"enum": sorted(KINDS), "description": "A fault kind of faults/kinds.py."}
-    entry["target"] = {"type": "string", "pattern": "^(" + "|".join(SELECTORS) + "|event):.+$", "description": "SELECTOR:ARGUMENT (name:, role:, random:, leader:, follower:, zone:; event:process or event:FIELD with `when`)."}
+    entry["target"] = {"type": "string", "pattern": "^(" + "|".join(SELECTORS) + "|event):.+$", "description": "SELECTOR:ARGUMENT (name:, role:, random:, leader:, follower:, zone:, workload:, Jepsen's node specs minority:, majority:, minority-third:, subset:, primaries:; event:process or event:FIELD with `when`)."}
     definitions["When"]["properties"]["type"] = {"enum": sorted(EVENTS), "description": "A journal event type (faults/triggers.py EVENTS)."}
     definitions["NemesisSpec"]["properties"]["kinds"]["items"] = {"enum": sorted(NEMESIS_KINDS)}
+    nemesis = definitions["NemesisSpec"]["properties"]  # issue 16: Jepsen's packages
+    nemesis["faults"]["items"] = {"enum": list(PACKAGES)}
+    nemesis["partition_targets"]["items"] = {"enum": list(PARTITION_SPECS)}
+    for field in ("kill_targets", "pause_targets", "clock_targets", "packet_targets"):
+        nemesis[field]["items"] = {"enum": list(NODE_SPECS)}
+    nemesis["packet_behaviors"]["items"] = {"enum": list(PACKET_BEHAVIORS)}
     buggify = definitions["BuggifySpec"]["properties"]
     buggify["points"]["anyOf"][0]["items"] = {"enum": sorted(BUGGIFY_POINTS), "description": "A buggify point (chaoskube/sim/buggify.py)."}
     buggify["points"]["anyOf"][0]["minItems"] = 1

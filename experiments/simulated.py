@@ -41,6 +41,7 @@ from chaoskube.experiments.signals import stopping_now
 from chaoskube.experiments.result import Progress, RunResult, close_run_log, open_run_log
 from chaoskube.experiments.systems.base import System
 from chaoskube.faults import FaultInjector, ScheduledFault
+from chaoskube.faults.kinds import idle_skip
 from chaoskube.sim import Journal, Livelock, Watchdog, World
 
 #: The (shortest, longest) wait between two steady-state probes, in virtual seconds.
@@ -205,8 +206,10 @@ class SimulatedHost:
             return []
         processes = self.system.context().processes
         nodes = sorted(p.name for p in processes if p.role == "node") or sorted(p.name for p in processes)
-        entries = spec.schedule(self.world.random(spec.random_name), nodes)
-        self.world.record("nemesis", faults=[{"at_s": e.at_s, "kind": e.kind, "target": e.target, "duration_s": e.duration_s, "params": dict(sorted(e.params.items()))} for e in entries])
+        drawn = spec.draw(self.world.random(spec.random_name), nodes)
+        entries = drawn.entries
+        swarm = {"swarm": drawn.to_json()} if spec.swarm else {}  # which kinds and packages this seed uses
+        self.world.record("nemesis", faults=[{"at_s": e.at_s, "kind": e.kind, "target": e.target, "duration_s": e.duration_s, "params": dict(sorted(e.params.items()))} for e in entries], **swarm)
         return entries
 
 
@@ -425,7 +428,7 @@ def run_simulated(
         metrics=(system.metrics() if system is not None else {}) | record.metrics() | ({"events_run": world.events_run} if livelock is not None else {}),
         phases=record.phases,
         faults=[{"id": f.id, "applied_at": f.applied_at, "healed_at": f.healed_at, **f.plan.to_json()} for f in injector.faults] if injector else [],
-        skipped_faults=list(injector.skipped) if injector else [],
+        skipped_faults=[skip for skip in injector.skipped if not idle_skip(skip)] if injector else [],  # Jepsen's specs may select nobody (faults/kinds.py)
         interrupted=interrupted,
         boot_seed=boot_seed,
         skipped_unsupported=list(getattr(system, "skipped", []) or []),

@@ -21,6 +21,17 @@ Kinds (``params`` in brackets, with defaults):
 - ``split``         — minority/majority partition of the targets' role group
   [``leader_in``: "minority" (default) | "majority" | "any"].
 - ``bridge``        — two halves sharing one node, across the role group.
+- ``partition``     — one of Jepsen's partition specs over the targets' role group
+  [``spec``: "majority" (default) | "one" | "majorities-ring" | "minority-third" |
+  "primaries"], the grudge drawn with the seed when the fault fires (faults/grudge.py
+  ``partition_spec``, transcribing jepsen/src/jepsen/nemesis/combined.clj ``grudge``);
+  ``primaries`` isolates the group's current leader. A spec that cuts nobody (a
+  minority third of three) is skipped, and says so.
+- ``clock-strobe``  — flip the targets' clocks ``delta_ms`` forward and back again every
+  ``period_ms`` for as long as the fault lasts [``delta_ms``: 200, ``period_ms``: 100], as
+  Jepsen's clock nemesis strobes them (jepsen/src/jepsen/nemesis/time.clj
+  ``strobe-gen-select``: deltas 4 ms to 262 s, periods 1 ms to 1 s); each flip is a
+  ``clock`` event. Heal leaves the clock where the other clock faults put it.
 - ``clock-jump``    — step the targets' clocks [``seconds``: 60]; heal steps them back.
 - ``clock-drift``   — run the targets' clocks fast or slow [``drift``: 0.01]; heal stops it.
 - ``link-delay``    — every link to and from the targets [``delay_ms``: 100, ``jitter_ms``: 0].
@@ -122,7 +133,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import trio
 
 from chaoskube.faults import grudge as grudges
-from chaoskube.faults.targets import ProcessInfo, parse_target, resolve
+from chaoskube.faults.targets import NODE_SPEC_SELECTORS, ProcessInfo, parse_target, resolve
 from chaoskube.sim.network import ANY
 
 if TYPE_CHECKING:
@@ -138,6 +149,8 @@ KINDS: dict[str, Params] = {
     "isolate": {"scope": "peers"},
     "split": {"leader_in": "minority"},
     "bridge": {},
+    "partition": {"spec": "majority"},
+    "clock-strobe": {"delta_ms": 200.0, "period_ms": 100.0},
     "clock-jump": {"seconds": 60.0},
     "clock-drift": {"drift": 0.01},
     "link-delay": {"delay_ms": 100.0, "jitter_ms": 0.0},
@@ -154,7 +167,7 @@ KINDS: dict[str, Params] = {
     "kubelet-stop": {},
     "drain": {},
 }
-PARTITIONS = frozenset({"isolate", "split", "bridge", "control-plane-partition"})
+PARTITIONS = frozenset({"isolate", "split", "bridge", "control-plane-partition", "partition"})
 # The Kubernetes control plane's roles ("Control Plane Components",
 # https://kubernetes.io/docs/concepts/overview/components/#control-plane-components), as
 # chaoskube/cluster.py names its processes' roles.
@@ -167,11 +180,14 @@ RANGES: dict[str, tuple[float, float]] = {
     "drift": (-0.5, 10.0),  # a clock cannot run backwards; beyond 10x is not a clock
     "seconds": (-1e9, 1e9),
     "code": (400, 599),  # an HTTP error status
+    "delta_ms": (0.0, 1e9),
+    "period_ms": (1.0, 3_600_000.0),  # Jepsen strobes every 1 ms to 1 s; a flip per 0 ms is no clock
 }
 CHOICES: dict[str, tuple[str, ...]] = {
     "scope": ("peers", "all"),
     "leader_in": ("minority", "majority", "any"),
     "mode": ("power", "network"),
+    "spec": grudges.PARTITION_SPECS,
 }
 # free-form string parameters: name -> what they must look like (checked by ``validate``)
 ROLE_LISTS = frozenset({"from_roles"})
@@ -183,6 +199,19 @@ NODE_ROLE = "node"
 WEBHOOK_ROLE = "webhook"
 #: kind -> the role its targets must have (others are left out of the plan, with a note)
 TARGET_ROLES: dict[str, str] = {"kubelet-stop": NODE_ROLE, "drain": NODE_ROLE, "webhook-error": WEBHOOK_ROLE}
+
+
+#: How a plan that does nothing by design starts its note: Jepsen's node and partition specs
+#: (``primaries`` with no leader now, ``minority-third`` of three) select nobody at some
+#: instants, and Jepsen's nemesis then does nothing; the run journals the skip but does not
+#: count it as a fault it failed to apply (:func:`idle_skip`).
+NOTHING_TO_DO = "nothing to do:"
+
+
+def idle_skip(skipped: str) -> bool:
+    """Whether a skipped fault (FaultInjector.skipped: ``"KIND TARGET: NOTE"``) did nothing by
+    design (:data:`NOTHING_TO_DO`) rather than missing its target."""
+    return f": {NOTHING_TO_DO} " in skipped
 
 
 class FaultError(ValueError):
@@ -326,11 +355,16 @@ def check_planned(kind: str, target: str, params: Params, processes: Sequence[Pr
         return f"no process named {argument!r} in this experiment (processes: {', '.join(names) or 'none'})"
     if selector == "zone" and argument not in zones:
         return f"no zone {argument!r} in this experiment ({'zones: ' + ', '.join(zones) if zones else 'its processes have no zone'})"
-    if selector in ("role", "random", "leader", "follower") and argument != "*" and argument not in roles:
+    if selector in ("role", "random", "leader", "follower", "minority", "majority", "minority-third", "subset", "primaries") and argument != "*" and argument not in roles:
         return f"no process has role {argument!r} in this experiment (roles: {', '.join(roles) or 'none'})"
-    if selector in ("leader", "follower") and argument not in leader_roles:
+    if selector in ("leader", "follower", "primaries") and argument not in leader_roles:
         elected = ", ".join(sorted(leader_roles)) or "none"
-        return f"{selector}:{argument} names the {'leader' if selector == 'leader' else 'followers'} of a group, but role {argument!r} elects no leader this system can name (roles with a leader: {elected})"
+        return f"{selector}:{argument} names the {'followers' if selector == 'follower' else 'leader'} of a group, but role {argument!r} elects no leader this system can name (roles with a leader: {elected})"
+    size = sum(1 for process in processes if argument == "*" or process.role == argument)
+    if selector == "minority-third" and size < 4:
+        return f"minority-third:{argument}: fewer than a third of {size} process(es) is nobody (it needs at least 4)"
+    if selector == "minority" and size < 2:
+        return f"minority:{argument}: a minority of {size} process(es) is nobody (it needs at least 2)"
     if selector == "follower" and sum(1 for process in processes if process.role == argument) < 2:
         return f"follower:{argument}: role {argument!r} has a single process, so never a follower"
 
@@ -354,6 +388,8 @@ def plan(kind: str, target: str, params: Params, context: Context, rng: random.R
     if kind == "drain" and context.admin is None:
         raise FaultError("fault 'drain' needs a system with an API to evict through (the kubernetes system); this one has none")
     targets = resolve(target, context.processes, rng, context.leader_of, context.workload_nodes)
+    if not targets and parse_target(target)[0] in NODE_SPEC_SELECTORS:
+        return Plan(kind, target, (), params, note=f"{NOTHING_TO_DO} {target!r} selects nobody now (a Jepsen node spec: the primaries when there is no leader, a minority third of three)")
     if not targets:
         return Plan(kind, target, (), params, note=f"no process matches {target!r} now")
     if kind in TARGET_ROLES:
@@ -370,6 +406,15 @@ def plan(kind: str, target: str, params: Params, context: Context, rng: random.R
         return Plan(kind, target, tuple(targets), params)
     role = context.role_of(targets[0])
     group = context.group(role)
+    if kind == "partition":
+        leader = context.leader_of(role) if role else None
+        if params["spec"] == "majorities-ring" and len(group) < 3:
+            raise FaultError(f"partition majorities-ring needs a group of at least 3 processes; {role!r} has {len(group)}")
+        grudge = grudges.partition_spec(params["spec"], group, rng, [leader] if leader is not None else [])
+        if not grudge:
+            reason = "no leader now" if params["spec"] == "primaries" else f"it cuts nobody in a group of {len(group)}"
+            return Plan(kind, target, (), params, note=f"{NOTHING_TO_DO} partition {params['spec']} of {role!r}: {reason}")
+        return Plan(kind, target, tuple(sorted(grudge)), params, grudge, note=f"group {group}")
     if kind == "isolate":
         everyone = context.group(None) if params["scope"] == "all" else group
         merged: dict[str, set[str]] = {}
@@ -446,6 +491,32 @@ class Baseline:
     kubelets: set[str] = field(default_factory=set)  # node processes whose kubelet the faults stopped
     webhooks: set[str] = field(default_factory=set)  # webhook processes the faults made answer errors
     drains: dict[str, tuple[trio.CancelScope, Admin]] = field(default_factory=dict)  # node -> its drain task
+    strobes: dict[str, Strobe] = field(default_factory=dict)  # process -> the clock strobe flipping it
+
+
+@dataclass
+class Strobe:
+    """A clock strobe in force on one process: the plan that drives it, whether its delta
+    is on now, and the clock the other clock faults give the process (offset, drift)."""
+
+    plan: Plan
+    on: bool = False
+    offset_s: float = 0.0
+    drift: float = 0.0
+
+    @property
+    def delta_s(self) -> float:
+        return float(self.plan.params["delta_ms"]) / 1000.0 if self.on else 0.0
+
+
+def _flip(world: World, name: str, strobe: Strobe, baseline: Baseline) -> None:
+    """One flip of a strobe, then the next one ``period_ms`` later; stops once reconcile
+    has replaced or removed it (the strobe's fault healed)."""
+    if baseline.strobes.get(name) is not strobe:
+        return
+    strobe.on = not strobe.on
+    world.process(name).set_clock(strobe.offset_s + strobe.delta_s, strobe.drift)
+    world.call_later(float(strobe.plan.params["period_ms"]) / 1000.0, lambda _: _flip(world, name, strobe, baseline))
 
 
 async def _drain(admin: Admin, node: str, scope: trio.CancelScope) -> None:
@@ -531,6 +602,22 @@ def reconcile(world: World, active: Sequence[Plan], baseline: Baseline, admin: A
                 else:
                     drift = float(plan.params["drift"])
                 clocks[name] = [offset, drift]
+    # strobes: the latest active strobe of each process flips its clock on top of the above
+    strobing: dict[str, Plan] = {}
+    for plan in active:
+        if plan.kind == "clock-strobe":
+            for name in plan.targets:
+                strobing[name] = plan
+    for name in sorted(set(baseline.strobes) - set(strobing)):
+        del baseline.strobes[name]  # its pending flip sees that and stops
+    for name, plan in sorted(strobing.items()):
+        offset, drift = clocks.get(name, [0.0, 0.0])
+        strobe = baseline.strobes.get(name)
+        if strobe is None or strobe.plan is not plan:
+            strobe = baseline.strobes[name] = Strobe(plan, on=True)  # the first flip is the apply
+            world.call_later(float(plan.params["period_ms"]) / 1000.0, lambda _, name=name, strobe=strobe: _flip(world, name, strobe, baseline))
+        strobe.offset_s, strobe.drift = offset, drift
+        clocks[name] = [offset + strobe.delta_s, drift]
     for name in sorted(set(clocks) | baseline.clocks):
         offset, drift = clocks.get(name, [0.0, 0.0])
         world.process(name).set_clock(offset, drift)

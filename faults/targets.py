@@ -10,6 +10,12 @@ A target is a string ``SELECTOR:ARGUMENT``:
   reports it (no leader: the fault does nothing, and says so in the journal);
 - ``follower:etcd`` — one non-leader of that role, chosen with the seed;
 - ``zone:a``        — every process in zone ``a``;
+- ``minority:etcd``, ``majority:etcd``, ``minority-third:etcd``, ``subset:etcd``,
+  ``primaries:etcd`` — Jepsen's node specs (jepsen/src/jepsen/nemesis/combined.clj
+  ``db-nodes``), drawn with the seed from the role's processes when the fault fires: a
+  random minority (``majority(n) - 1`` of them), a random majority, fewer than a third
+  (nobody on three or fewer), a random non-empty subset, and the primaries (the role's
+  current leader: a non-empty subset of one);
 - ``workload:TERMS`` — the nodes running pods of the workloads TERMS select (the
   kubernetes system's roles: ``workload:kind:StatefulSet,largest``,
   ``workload:with-pdb``; docs/experiments.md), as the system reports them now.
@@ -21,7 +27,11 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-SELECTORS = ("name", "role", "random", "leader", "follower", "zone", "workload")
+from chaoskube.faults import grudge
+
+SELECTORS = ("name", "role", "random", "leader", "follower", "zone", "workload", "minority", "majority", "minority-third", "subset", "primaries")
+#: Jepsen's node specs (combined.clj ``db-nodes``): a seeded draw from the role's group.
+NODE_SPEC_SELECTORS = ("minority", "majority", "minority-third", "subset", "primaries")
 
 
 class TargetError(ValueError):
@@ -66,7 +76,16 @@ def resolve(
         return group
     if selector == "random":
         return [rng.choice(group)] if group else []
+    if selector in ("minority", "majority", "minority-third", "subset") and group:
+        shuffled = list(group)
+        rng.shuffle(shuffled)
+        size = {"minority": grudge.majority(len(group)) - 1, "majority": grudge.majority(len(group)), "minority-third": grudge.minority_third(len(group))}.get(selector)
+        return sorted(shuffled[:size]) if size is not None else grudge.nonempty_subset(group, rng)
+    if selector in ("minority", "majority", "minority-third", "subset"):
+        return []
     leader = leader_of(argument)
+    if selector == "primaries":
+        return [leader] if leader is not None else []
     if selector == "leader":
         return [leader] if leader is not None else []
     followers = [name for name in group if name != leader]

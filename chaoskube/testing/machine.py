@@ -160,6 +160,15 @@ EXCLUDED_KINDS: dict[str, str] = {
         "Raft safety invariant reports; etcd documents --unsafe-no-fsync as unsafe for that reason "
         "(https://etcd.io/docs/v3.5/op-guide/configuration/#unsafe-features)"
     ),
+    # issue 16 (Jepsen's nemesis packages): drawn by faults/nemesis.py's packages, not here.
+    "partition": (
+        "Jepsen's partition specs are drawn by the nemesis packages (faults/nemesis.py); the machine's "
+        "split, bridge and isolate rules already draw these grudges step by step"
+    ),
+    "clock-strobe": (
+        "a strobe flips a clock every period for the fault's whole life, one clock event per flip; the "
+        "nemesis's clock package draws it (faults/nemesis.py), the machine draws clock-jump and clock-drift"
+    ),
 }
 #: The fault kinds the machine draws: every kind of chaoskube.faults.kinds.KINDS not excluded, in its order.
 FAULT_KINDS: tuple[str, ...] = tuple(kind for kind in KINDS if kind not in EXCLUDED_KINDS)

@@ -304,6 +304,15 @@ CASES: list[tuple[str, Any, str]] = [
     ("buggify-no-points", file_case(K8S, "buggify", {"points": []}), "`points` lists no point"),
     ("buggify-unknown-field", file_case(K8S, "buggify", {"probability": 0.5}), "field `buggify.probability`: unknown field"),
     ("buggify-not-a-mapping", file_case(K8S, "buggify", "yes"), "field `buggify`"),
+    # issue 16: Jepsen's nemesis packages
+    ("nemesis-unknown-package", file_case(ETCD, "nemesis", {"faults": ["partition", "meteor"], "window_s": 5}), "`faults`: unknown 'meteor'; known: partition, kill, pause, clock, packet, flap"),
+    ("nemesis-unknown-partition-spec", file_case(ETCD, "nemesis", {"faults": ["partition"], "partition_targets": ["halves"], "window_s": 5}), "`partition_targets`: unknown 'halves'"),
+    ("nemesis-nothing", file_case(ETCD, "nemesis", {"window_s": 5}), "the nemesis needs `kinds`"),
+    ("nemesis-interval", file_case(ETCD, "nemesis", {"faults": ["kill"], "interval_s": 0, "window_s": 5}), "`interval_s` must be between 0.05 and 3600"),
+    ("nemesis-flap-bounds", file_case(ETCD, "nemesis", {"faults": ["flap"], "flap_on_s": [3, 1], "window_s": 5}), "`flap_on_s` must be [low, high]"),
+    ("nemesis-primaries-without-leader", file_case(K8S, "nemesis", {"faults": ["kill"], "roles": ["kube-apiserver"], "kill_targets": ["primaries"], "window_s": 10}), "field `nemesis.kill_targets`: primaries on kube-apiserver could never apply here"),
+    ("nemesis-package-on-real-etcd", lambda tmp: ["validate", write(tmp, edited(yaml.safe_load((Path(__file__).parents[2] / "experiments" / "catalog" / "real-etcd-pause.yaml").read_text()), "nemesis", {"faults": ["partition"], "window_s": 5}))], "field `nemesis`: it schedules 'partition' faults, which cannot be applied in a 'real-etcd' run"),
+    ("nemesis-partition-role-absent", file_case(ETCD, "nemesis", {"faults": ["partition"], "partition_roles": ["etcd-member"], "window_s": 5}), "field `nemesis.partition_targets`"),
     # ---------------------------------------------------------------- checkers and expected outcome
     ("checker-unknown", file_case(ETCD, "checkers", ["raft-safety", "psychic"]), "unknown checker 'psychic'"),
     ("checkers-empty", file_case(ETCD, "checkers", []), "name at least one checker"),
