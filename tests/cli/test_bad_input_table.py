@@ -289,7 +289,7 @@ CASES: list[tuple[str, Any, str]] = [
     ("fault-param-type", lambda tmp: ["run", write(tmp, edited(edited(ETCD, "schedule[0].kind", "clock-jump"), "schedule[0].params", {"seconds": "lots"}))], "must be a finite number"),
     ("fault-param-choice", lambda tmp: ["run", write(tmp, edited(edited(ETCD, "schedule[0].kind", "isolate"), "schedule[0].params", {"scope": "galaxy"}))], "must be one of peers, all"),
     ("fault-param-code", lambda tmp: ["run", write(tmp, edited(edited(K8S, "schedule[0].kind", "webhook-error"), "schedule[0].params", {"code": 200}))], "out of range"),
-    ("fault-entry-unknown-field", file_case(ETCD, "schedule[0].when", 3), "field `schedule[0].when`: unknown field"),
+    ("fault-entry-unknown-field", file_case(ETCD, "schedule[0].whenever", 3), "field `schedule[0].whenever`: unknown field"),
     ("fault-entry-missing-kind", file_case(ETCD, "schedule[0].kind", DELETE), "field `schedule[0].kind`: missing"),
     # ---------------------------------------------------------------- nemesis
     ("nemesis-unknown-kind", file_case(K8S, "nemesis", {"kinds": ["meteor"], "window_s": 10}), "unknown nemesis kind 'meteor'"),
