@@ -1036,7 +1036,15 @@ class DeploymentController:
             return d
         patched = await self.client.patch("deployments", d.metadata.namespace, d.metadata.name, {"metadata": {"annotations": {REVISION_ANNOTATION: new_revision}}})
         d.metadata.annotations[REVISION_ANNOTATION] = new_revision
-        d.metadata.resource_version = patched.metadata.resource_version
+        # The patch's answer carries a newer resourceVersion. Take it only when nothing but
+        # our patch changed since the informer's copy (same generation, same status):
+        # otherwise a status written next on this copy, with that resourceVersion as its
+        # precondition, would overwrite a newer status with a stale one (the observed
+        # generation going back; found by the swarm experiment). Upstream writes the
+        # annotation and the status from the cached copy in one UpdateStatus, which answers
+        # Conflict on a stale copy: keeping the copy's resourceVersion does the same.
+        if patched.metadata.generation == d.metadata.generation and patched.status == d.status:
+            d.metadata.resource_version = patched.metadata.resource_version
         return d
 
     async def _write_status(self, d: Deployment) -> Deployment:

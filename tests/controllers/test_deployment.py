@@ -589,3 +589,34 @@ def test_the_same_seed_gives_the_same_journal():
     second, _ = scenario(story, builders=BUILDERS, kubelet=fake_kubelet(), seed=7)
     assert first.fingerprint == second.fingerprint
     assert first.journal.of_type("deployment-scale")
+
+
+def test_the_revision_patch_keeps_a_stale_copys_resource_version_so_its_status_write_conflicts():
+    """``getNewReplicaSet`` writes the revision annotation, then maybe a status, on the
+    informer's copy. The patch's answer has a newer resourceVersion; taking it when the
+    stored status moved on since the copy would let the status write overwrite the newer
+    status with the copy's stale one (found by the swarm experiment: observedGeneration
+    going back from 1 to 0). Upstream's single UpdateStatus answers Conflict there."""
+    import types
+
+    import trio
+
+    from chaoskube.api.objects import deep_copy
+
+    class Answering:
+        def __init__(self, answer):
+            self.answer = answer
+
+        async def patch(self, *args, **kwargs):
+            return self.answer
+
+    copy = deployment_manifest()
+    copy.metadata.resource_version, copy.metadata.generation = "5", 1
+    moved_on = deep_copy(copy)
+    moved_on.metadata.resource_version, moved_on.status.observed_generation = "7", 1
+    written = trio.run(DeploymentController._write_revision, types.SimpleNamespace(client=Answering(moved_on)), deep_copy(copy), "1")
+    assert written.metadata.annotations[REVISION_ANNOTATION] == "1" and written.metadata.resource_version == "5"  # its status write will conflict
+    only_ours = deep_copy(copy)
+    only_ours.metadata.resource_version = "6"
+    written = trio.run(DeploymentController._write_revision, types.SimpleNamespace(client=Answering(only_ours)), deep_copy(copy), "1")
+    assert written.metadata.resource_version == "6"  # nothing else changed: the copy is current
