@@ -27,7 +27,12 @@ Violations:
    Evidence: the two ``start`` events and the event that ended the overlap.
 2. **Gap** — with ``max_gap_s`` set: a stretch longer than it during which no process acted
    as leader while at least one candidate was healthy (running, not paused, and — when
-   ``lease_server`` is given — not cut from it in either direction by the grudge).
+   ``lease_server`` or ``lease_servers`` are given — able to reach one of them: a server
+   running, not paused, and not cut from the candidate in either direction by the grudge;
+   a Kubernetes lease lives behind the API servers, so with every one of them down no
+   candidate can lead, and a stretch with no leader then is no gap) and, when
+   ``store_members`` are given (the etcd members behind the API servers), while a majority
+   of them ran (killed or paused members do not count: without a quorum no lease is written).
    Evidence: the last event before the gap and the event that ended it.
 
 ``check_leader_election`` answers False with the first violation in time (overlaps before
@@ -37,7 +42,7 @@ gaps at the same instant), True when there is none, and unknown when no process 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,7 +177,7 @@ def overlaps(intervals: list[Interval], tolerance_s: float = 0.0) -> list[dict[s
     return found
 
 
-def _health_timeline(events: list[Event], candidates: set[str], lease_server: str | None) -> list[tuple[float, bool]]:
+def _health_timeline(events: list[Event], candidates: set[str], lease_servers: Sequence[str], store_members: Sequence[str] = ()) -> list[tuple[float, bool]]:
     """(time, some candidate healthy from then on), one row per event that may change it."""
     running: dict[str, bool] = {}
     grudge: dict[str, set[str]] = {}
@@ -181,9 +186,11 @@ def _health_timeline(events: list[Event], candidates: set[str], lease_server: st
     def healthy(process: str) -> bool:
         if not running.get(process):
             return False
-        if lease_server is None:
+        if store_members and 2 * sum(1 for member in store_members if running.get(member, True)) <= len(store_members):
+            return False  # the store behind the lease has lost its quorum: no one can write it
+        if not lease_servers:
             return True
-        return process not in grudge.get(lease_server, ()) and lease_server not in grudge.get(process, ())
+        return any(running.get(server, True) and process not in grudge.get(server, ()) and server not in grudge.get(process, ()) for server in lease_servers)
 
     for event in events:
         if event["type"] == "process":
@@ -204,13 +211,14 @@ def gaps(
     candidates: dict[str, set[str]],
     max_gap_s: float,
     *,
-    lease_server: str | None = None,
+    lease_servers: Sequence[str] = (),
+    store_members: Sequence[str] = (),
     end_t: float,
 ) -> list[dict[str, Any]]:
     """Stretches longer than ``max_gap_s`` with no leader while a candidate was healthy."""
     found = []
     for lease in sorted(candidates):
-        health = _health_timeline(events, candidates[lease], lease_server)
+        health = _health_timeline(events, candidates[lease], lease_servers, store_members)
         led = sorted((i.start, i.end) for i in intervals if i.lease == lease)
         # times at which "no leader and some candidate healthy" may change
         cuts = sorted({t for t, _ in health} | {t for piece in led for t in piece} | {end_t})
@@ -238,13 +246,16 @@ def check_leader_election(
     max_gap_s: float | None = None,
     lease_server: str | None = None,
     overlap_tolerance_s: float = 0.0,
+    lease_servers: Sequence[str] = (),
+    store_members: Sequence[str] = (),
 ) -> Verdict:
     events = list(events)
+    lease_servers = [*lease_servers, *([lease_server] if lease_server is not None else [])]
     intervals, candidates, end_t = leader_intervals(events)
     if not intervals:
         return Verdict(None, "no process ever acted as leader", details={"candidates": {k: sorted(v) for k, v in candidates.items()}})
     found_overlaps = overlaps(intervals, overlap_tolerance_s)
-    found_gaps = gaps(events, intervals, candidates, max_gap_s, lease_server=lease_server, end_t=end_t) if max_gap_s is not None else []
+    found_gaps = gaps(events, intervals, candidates, max_gap_s, lease_servers=lease_servers, store_members=store_members, end_t=end_t) if max_gap_s is not None else []
     details = {
         "intervals": [interval.to_json() for interval in intervals],
         "overlaps": [{key: value for key, value in overlap.items() if key != "evidence"} for overlap in found_overlaps],

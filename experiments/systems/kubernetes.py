@@ -1095,7 +1095,8 @@ class KubernetesSystem(System):
                 return worst([self.workload_verdict, probed])
             return probed
         if name == "leader-election":
-            return check_leader_election(events, max_gap_s=LEADER_GAP_S)
+            return check_leader_election(events, max_gap_s=LEADER_GAP_S, lease_servers=self.handle.api_server_names if self.handle is not None else (),
+                                         store_members=self.handle.processes("etcd") if self.handle is not None else ())
         if name == "no-mass-eviction":
             return check_no_mass_eviction(events, self.nodes)
         if name == "end-state":

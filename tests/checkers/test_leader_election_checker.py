@@ -156,3 +156,38 @@ def test_verdict_serialises():
     journal = campaign("a", "b") + [leader(0.0, "start", "a"), leader(8.0, "start", "b"), leader(11.5, "stop", "a")]
     as_json = check_leader_election(journal).to_json()
     assert as_json["valid"] == "false" and as_json["details"]["overlaps"][0]["processes"] == ["a", "b"]
+
+
+def test_no_gap_while_every_lease_server_was_down_and_a_gap_while_one_served():
+    """A Kubernetes lease lives behind the API servers: with both killed no candidate can
+    renew or take it (the swarm experiment's draft counted this as a gap)."""
+    both_down = campaign("a", "b") + [
+        leader(0.0, "start", "a"),
+        proc(0.0, "start", "api-1"), proc(0.0, "start", "api-2"),
+        proc(5.0, "kill", "api-1"), proc(5.0, "kill", "api-2"),
+        leader(6.0, "stop", "a"),
+        proc(40.0, "start", "api-2"),
+        leader(42.0, "start", "b"),
+    ]
+    assert check_leader_election(both_down, max_gap_s=10.0, lease_servers=["api-1", "api-2"]).valid is True
+    one_up = [event for event in both_down if not (event["type"] == "process" and event["process"] == "api-2" and event["event"] == "kill")]
+    verdict = check_leader_election(one_up, max_gap_s=10.0, lease_servers=["api-1", "api-2"])
+    assert verdict.valid is False and "no leader for 36.000 s from t=6.000" in verdict.reason
+    assert check_leader_election(both_down, max_gap_s=10.0).valid is False  # without the servers named, as before
+
+
+def test_no_gap_while_the_store_behind_the_lease_had_no_quorum():
+    """etcd-1 killed and etcd-2 paused: no majority of three, no lease written, no leader
+    possible (the swarm experiment's seed 16 before the checker knew it)."""
+    journal = campaign("a", "b") + [
+        leader(0.0, "start", "a"),
+        *(proc(0.0, "start", member) for member in ("etcd-1", "etcd-2", "etcd-3")),
+        proc(5.0, "kill", "etcd-1"), proc(6.0, "pause", "etcd-2"),
+        leader(7.0, "stop", "a"),
+        proc(40.0, "resume", "etcd-2"),
+        leader(42.0, "start", "b"),
+    ]
+    members = ["etcd-1", "etcd-2", "etcd-3"]
+    assert check_leader_election(journal, max_gap_s=10.0, store_members=members).valid is True
+    quorate = [event for event in journal if not (event["type"] == "process" and event["process"] == "etcd-2")]
+    assert check_leader_election(quorate, max_gap_s=10.0, store_members=members).valid is False
