@@ -11,7 +11,10 @@ window, whatever the heal phase does). Targets are selectors (``leader:etcd``,
 Nemesis kinds (:data:`NEMESIS_KINDS`, name -> fault kind, target, params):
 
 - ``kill-etcd-leader``, ``kill-controller-manager`` (the acting one),
-  ``kill-apiserver``, ``kill-scheduler`` — SIGKILL, restarted at the fault's end;
+  ``kill-apiserver``, ``kill-scheduler`` — SIGKILL, restarted at the fault's end; the
+  leaders are Jepsen's ``primaries:`` node spec, so with no leader at that instant (an
+  earlier fault of the mix took it) the kill does nothing, as in Jepsen, instead of making
+  the run inconclusive;
 - ``node-failure`` — power off a random node; ``partition-node`` — cut a random node off
   from the control plane (``control-plane-partition``);
 - ``pause-etcd``, ``pause-apiserver`` — SIGSTOP a random one (a long GC pause);
@@ -100,10 +103,10 @@ from chaoskube.faults.schedule import ScheduledFault
 
 #: nemesis kind -> (fault kind, target, params)
 NEMESIS_KINDS: dict[str, tuple[str, str, dict[str, Any]]] = {
-    "kill-etcd-leader": ("kill", "leader:etcd", {}),
-    "kill-controller-manager": ("kill", "leader:kube-controller-manager", {}),
+    "kill-etcd-leader": ("kill", "primaries:etcd", {}),
+    "kill-controller-manager": ("kill", "primaries:kube-controller-manager", {}),
     "kill-apiserver": ("kill", "random:kube-apiserver", {}),
-    "kill-scheduler": ("kill", "leader:kube-scheduler", {}),
+    "kill-scheduler": ("kill", "primaries:kube-scheduler", {}),
     "node-failure": ("node-failure", "random:node", {}),
     "partition-node": ("control-plane-partition", "random:node", {"from_roles": "control-plane"}),
     "pause-etcd": ("pause", "random:etcd", {}),

@@ -297,7 +297,7 @@ CASES: list[tuple[str, Any, str]] = [
     ("nemesis-window", file_case(K8S, "nemesis", {"kinds": ["kill-apiserver"], "window_s": 100}), "falls after the fault phase"),
     ("nemesis-durations", file_case(K8S, "nemesis", {"kinds": ["kill-apiserver"], "window_s": 10, "min_duration_s": 9, "max_duration_s": 3}), "nemesis durations"),
     ("nemesis-webhooks-absent", file_case(K8S, "nemesis", {"kinds": ["webhook-error"], "window_s": 10, "max_duration_s": 5}), "webhook-error (webhook-error on random:webhook) could never apply here"),
-    ("nemesis-etcd-on-mesh", lambda tmp: ["run", write(tmp, edited(edited(edited(yaml.safe_load((Path(__file__).parents[2] / "experiments" / "catalog" / "mesh-partition.yaml").read_text()), "nemesis", {"kinds": ["kill-etcd-leader"], "window_s": 10, "max_duration_s": 5}), "schedule", []), "name", "m"))], "kill-etcd-leader (kill on leader:etcd) could never apply here"),
+    ("nemesis-etcd-on-mesh", lambda tmp: ["run", write(tmp, edited(edited(edited(yaml.safe_load((Path(__file__).parents[2] / "experiments" / "catalog" / "mesh-partition.yaml").read_text()), "nemesis", {"kinds": ["kill-etcd-leader"], "window_s": 10, "max_duration_s": 5}), "schedule", []), "name", "m"))], "kill-etcd-leader (kill on primaries:etcd) could never apply here"),
     # ---------------------------------------------------------------- buggify
     ("buggify-probability", file_case(K8S, "buggify", {"live_probability": 1.5}), "field `buggify`: `live_probability` is a probability between 0 and 1"),
     ("buggify-unknown-point", file_case(K8S, "buggify", {"points": ["etcd.meteor"]}), "unknown buggify point 'etcd.meteor'"),
