@@ -167,8 +167,18 @@ class WorkloadView:
         self.rank_since: dict[str, tuple[tuple[int, int, int], float]] = {}  # pod key -> (rank, since)
         self.ever_ready: set[str] = set()  # uids of pods that were Ready at some point
         self.final_steady: bool | None = None
+        # namespace -> when a pod create got no definite answer (a timeout, a 5xx): the
+        # write may still land later (a stalled etcd leader applies it when it resumes),
+        # after the controller, told it failed, created another -- client-go's documented
+        # "a timeout does not mean the request failed"; the next sync deletes the extra.
+        self.indeterminate_creates: dict[str, list[float]] = {}
         for event in events:
             kind = event["type"]
+            if (
+                kind == "api-request" and event.get("verb") == "create" and event.get("resource") == "pods" and not event.get("subresource")
+                and (event.get("code") is None or int(event.get("code") or 0) >= 500)
+            ):
+                self.indeterminate_creates.setdefault(event.get("namespace", ""), []).append(event["t"])
             if kind == "replicaset-pods" and event.get("action") == "delete":
                 self.controller_deleted.update(event.get("pods") or ())
             elif kind == "taint-eviction":
@@ -293,7 +303,12 @@ class ReplicaSetRules:
                 rs_key, rs = owner
                 live = [key for key, pod in view.pods(_uid(rs)) if _live(pod)]
                 bound = view.recent_size("replicasets", rs_key, _replicas(rs))
-                if len(live) > bound:
+                unanswered = [t for t in view.indeterminate_creates.get(change.key.partition("/")[0], ()) if change.t - view.window_s <= t <= change.t]
+                if len(live) > bound and unanswered:
+                    if len(view.explained) < MAX_EXPLAINED:
+                        view.explained.append({"t": change.t, "replicaset": rs_key, "created": change.key, "live": len(live), "bound": bound,
+                                               "explained_by": [f"{len(unanswered)} pod create(s) answered without a definite outcome (timeout or 5xx) in the last {view.window_s:g} s: one may land late"]})
+                elif len(live) > bound:
                     findings.append(Finding(
                         "replicaset-over-creation", change.t, f"replicasets/{rs_key}",
                         f"ReplicaSet {rs_key} has {len(live)} live pods after creating {change.key}, over its {bound} replicas (the largest in the last {view.window_s:g} s)",

@@ -215,6 +215,17 @@ def test_a_replicaset_with_more_pods_than_replicas_over_creates():
     assert verdict.valid is False and verdict.details["rule"] in ("replicaset-over-creation", "deployment-surge")
 
 
+def test_an_extra_pod_from_a_create_that_timed_out_is_explained_not_a_finding():
+    """The controller's create timed out (504: a paused etcd leader held the write), so it
+    created another; the first write then landed too. client-go: a timeout is no failure."""
+    timed_out = {"type": "api-request", "t": 1.8, "verb": "create", "resource": "pods", "subresource": "", "namespace": "default", "code": 504, "reason": "Timeout"}
+    verdict = check_workload_invariants([*workload_base(), timed_out, put(2.0, 7, "pods", "default/p4", pod("p4"))])
+    rules = verdict.details.get("rule") if verdict.valid is False else None
+    assert rules not in ("replicaset-over-creation",), verdict.reason
+    elsewhere = {**timed_out, "namespace": "other"}
+    assert check_workload_invariants([*workload_base(), elsewhere, put(2.0, 7, "pods", "default/p4", pod("p4"))]).valid is False
+
+
 def test_the_controller_deleting_an_available_pod_below_the_floor_is_caught_unless_explained():
     deleting = [{"type": "replicaset-pods", "t": 2.5, "replicaset": "default/web-1", "action": "delete", "pods": ["default/p1"]}, put(2.0, 7, "pods", "default/p1", pod("p1", deleting=True))]
     verdict = check_workload_invariants([*workload_base(), *deleting])
