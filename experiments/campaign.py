@@ -909,7 +909,8 @@ def _findings_lines(summary: Mapping[str, Any]) -> list[str]:
     for item in summary.get("findings", ()):
         lines.append(
             f"- **Broken on purpose** ({', '.join(item['broken'])}) in {item['experiment']}: {item['runs_with_findings']} of {item['runs']} runs failed a checker; "
-            f"the variant's checker ({', '.join(item['caught_by']) or 'none named'}) failed on seeds: {_seed_list(item['caught_by_failed_on']) or 'none'}"
+            + (f"the variant's checker ({', '.join(item['caught_by']) or 'none named'}) failed on seeds: {_seed_list(item['caught_by_failed_on'])}" if item["caught_by_failed_on"]
+               else f"the variant's checker ({', '.join(item['caught_by']) or 'none named'}) failed on no seed" + ("; other checkers caught it:" if item["failed_on"] else ""))
         )
         lines += [f"  - {checker} failed on seeds {_seed_list(seeds)}" for checker, seeds in item["failed_on"].items()]
         if item["first"]:

@@ -744,6 +744,16 @@ class _campaign_progress:
             self.bar.stop()
 
 
+def _own_checker_line(item: dict[str, Any]) -> str:
+    """What the variant's own checker did: its failing seeds, or that others caught it."""
+    own = ", ".join(item["caught_by"]) or "its checker"
+    if item["caught_by_failed_on"]:
+        return f"the variant's checker ({own}) failed on seeds: {', '.join(str(seed) for seed in item['caught_by_failed_on'][:20])}"
+    if item["failed_on"]:
+        return f"the variant's checker ({own}) failed on no seed; other checkers caught it:"
+    return f"the variant's checker ({own}) failed on no seed"
+
+
 def _print_campaign(summary: dict[str, Any], paths: list[Path]) -> None:
     from chaoskube.experiments.campaign import end_line
 
@@ -753,8 +763,7 @@ def _print_campaign(summary: dict[str, Any], paths: list[Path]) -> None:
         table.add_row(escape(item["experiment"]), str(item["runs"]), str(item["as_expected"]), unexpected, f"{item['wall_seconds']:.1f}")
     stdout.print(table)
     for item in summary["findings"]:
-        caught = ", ".join(str(seed) for seed in item["caught_by_failed_on"][:20]) or "none"
-        stdout.print(f"findings with {', '.join(item['broken'])} broken on purpose in {item['experiment']}: {item['runs_with_findings']} of {item['runs']} runs failed a checker; {', '.join(item['caught_by']) or 'its checker'} failed on seeds: {caught}", markup=False)
+        stdout.print(f"findings with {', '.join(item['broken'])} broken on purpose in {item['experiment']}: {item['runs_with_findings']} of {item['runs']} runs failed a checker; {_own_checker_line(item)}", markup=False)
         for checker, seeds in item["failed_on"].items():
             stdout.print(f"  {checker} failed on seeds {', '.join(str(seed) for seed in seeds[:20])}{' …' if len(seeds) > 20 else ''}", markup=False)
     for heading, broken in (("not as expected:", False), ("findings (a checker failed):", True)):

@@ -592,10 +592,7 @@ def _greedy(ops: Sequence[Op], model: Any) -> bool:
                     state = step(state, other)[1]
                     del writers[other.index]
                     done.add(other.index)
-                    for reader in list(readers.values()):
-                        if step(state, reader)[0]:
-                            del readers[reader.index]
-                            done.add(reader.index)
+                    _drain_legal_readers(step, state, readers, done)
                 legal, new = step(state, op)
                 assert legal, op
         if not legal:
@@ -609,20 +606,23 @@ def _greedy(ops: Sequence[Op], model: Any) -> bool:
                     done.add(other.index)
                 else:
                     del blind[other.index]
-                # what the intermediate state makes legal goes first
-                for reader in list(readers.values()):
-                    if step(state, reader)[0]:
-                        del readers[reader.index]
-                        done.add(reader.index)
+                _drain_legal_readers(step, state, readers, done)  # what the intermediate state makes legal goes first
             legal, new = step(state, op)
             assert legal, op
         if new is not state and new != state:
             state = new
-            for other in list(readers.values()):
-                if step(state, other)[0]:
-                    del readers[other.index]
-                    done.add(other.index)
+            _drain_legal_readers(step, state, readers, done)
     return True
+
+
+def _drain_legal_readers(step: Any, state: Any, readers: dict[int, Op], done: set[int]) -> None:
+    """For :func:`_greedy`: linearize now, at ``state``, every pending read-only operation
+    that ``state`` makes legal (a read cannot change the state, so the order among them
+    does not matter)."""
+    for reader in list(readers.values()):
+        if step(state, reader)[0]:
+            del readers[reader.index]
+            done.add(reader.index)
 
 
 def _next_observer(reach: Any, after: Any, by_return: list[Op], start: int, by_call: list[Op],
