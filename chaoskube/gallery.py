@@ -891,7 +891,7 @@ DETECTION_VARIANTS: tuple[Variant, ...] = (
     ),
     Variant(
         "watchcache-replays-start-revision", "kube-apiserver watch cache", "a watch from resourceVersion N sends the event at N again (kubernetes#24004: the watch cache's first event was N itself)",
-        "api-watch", "node-failure", "chaoskube.apiserver.watchcache:ResourceCache.events_after", _watch_replays_start_revision,
+        "api-watch", "watch-resume-under-churn", "chaoskube.apiserver.watchcache:ResourceCache.events_after", _watch_replays_start_revision,
     ),
     Variant(
         "watchcache-filter-skips-entering", "kube-apiserver watch cache", "a filtered watch sends nothing when an object starts to match its selectors (a kubelet misses the pod bound to it)",

@@ -436,6 +436,7 @@ class _ApiWatcher:
     sequence: int = 0
     pending: list[WatchEvent] = field(default_factory=list)
     dirty: bool = False
+    ending: bool = False  # BUGGIFY's apiserver.watch-end chose when it ends
 
     @property
     def key(self) -> tuple[str, str]:
@@ -450,6 +451,7 @@ class _EtcdStream:
     heard: bool = False
     broken: bool = False
     broken_event: trio.Event = field(default_factory=trio.Event)
+    lost: bool = False  # BUGGIFY's apiserver.etcd-watch-end reset its connection
 
 
 #: Indexed triggers: the field whose exact value files a watcher of the resource
@@ -733,6 +735,14 @@ class Cacher:
         self._idle_revision = member_revision
         return True
 
+    @staticmethod
+    def _end_stream(stream: _EtcdStream) -> None:
+        """BUGGIFY's ``apiserver.etcd-watch-end``: the stream ends, as when etcd closes it
+        (the loop in :meth:`_watch` then cancels it and watches again)."""
+        if not stream.broken:
+            stream.broken = True
+            stream.broken_event.set()
+
     async def _cancel(self, member: str, watch_id: str) -> None:
         """Tell the member to stop a stream we left (it may still be sending)."""
         await self.process.call(member, WatchCancel(watch_id), port=ETCD_WATCH_PORT, timeout_s=self.etcd.timeout_s)
@@ -743,11 +753,23 @@ class Cacher:
         body, stream = message.body, self._stream
         if stream is None or stream.broken or not isinstance(body, WatchEvents) or body.watch_id != stream.watch_id:
             return
+        if stream.lost:  # BUGGIFY ended it: nothing more arrives on it
+            return
         stream.heard = True
         if body.sequence != stream.expected:
             stream.broken = True
             stream.broken_event.set()
             return
+        process = self.process
+        if process.world.buggify.enabled:
+            # BUGGIFY: the connection resets with this message in flight: it is lost, and
+            # the stream ends (noticed a moment later); the next watch's catch-up must
+            # bring what was lost
+            notice = process.world.buggify.delay_s("apiserver.etcd-watch-end", process)
+            if notice:
+                stream.lost = True
+                process.call_later(notice, self._end_stream, stream)
+                return
         stream.expected += 1
         self._on_events(body.events)
 
@@ -822,7 +844,10 @@ class Cacher:
         if message.call_id:
             self.process.reply(message, Response(200, resource_version=str(start), server=self.process.name))
         events = [event for event in first if event is not None]
-        events += [converted for converted in (self._convert(watcher, cached) for cached in backlog) if converted is not None]
+        # The backlog is sent as it is (cacher.go processInterval sends the init events
+        # without the resourceVersion test that process applies to live ones): events_after
+        # alone keeps what the client has out of it.
+        events += [converted for converted in (self._convert(watcher, cached, backlog=True) for cached in backlog) if converted is not None]
         if events:
             watcher.last_rv = max(watcher.last_rv, *(int(event.resource_version or 0) for event in events))
             self._send(watcher, events)
@@ -868,11 +893,15 @@ class Cacher:
         cached: CachedEvent,
         fields: dict[int, Mapping[str, str]] | None = None,
         copies: dict[int, tuple[Object, Object]] | None = None,
+        *,
+        backlog: bool = False,
     ) -> WatchEvent | None:
         """What ``watcher`` gets of ``cached``, if anything, with a copy of the object.
         ``copies``: a memo (by source object) shared by the watchers one event is
-        dispatched to, so they all get the same copy (see :meth:`_dispatch`)."""
-        if cached.resource_version <= watcher.start_rv:
+        dispatched to, so they all get the same copy (see :meth:`_dispatch`). A live event
+        at or before the watch's start is skipped (cacher.go ``process``: "only send events
+        newer than resourceVersion"); the ``backlog`` is not tested (``processInterval``)."""
+        if not backlog and cached.resource_version <= watcher.start_rv:
             return None  # already part of the client's initial state
         event = watcher.scope.convert(cached, fields)
         if event is None:
@@ -938,7 +967,15 @@ class Cacher:
     def _send(self, watcher: _ApiWatcher, events: list[WatchEvent], *, closed: bool = False) -> None:
         watcher.sequence += 1
         body = WatchMessage(watcher.watch_id, watcher.sequence, tuple(events), closed=closed)
-        self.process.send(watcher.client, body, port=WATCH_PORT, duplicable=False)
+        process = self.process
+        process.send(watcher.client, body, port=WATCH_PORT, duplicable=False)
+        if not closed and events and not watcher.ending and process.world.buggify.enabled:
+            # BUGGIFY: after it delivered events, the watch ends early, as at its timeout
+            # (the client resumes from the last resourceVersion it received)
+            lifetime = process.world.buggify.delay_s("apiserver.watch-end", process)
+            if lifetime:
+                watcher.ending = True
+                process.call_later(lifetime, self._on_timeout, watcher)
 
     def _forget(self, watcher: _ApiWatcher) -> None:
         self._watchers.pop(watcher.key, None)

@@ -49,7 +49,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["Buggify", "BuggifySpec", "POINTS", "Point", "maybe_sleep", "spec_error"]
+__all__ = ["MAX_DELAY_S", "MAX_LIFETIME_S", "Buggify", "BuggifySpec", "POINTS", "Point", "maybe_sleep", "spec_error"]
 
 #: FoundationDB's defaults (flow/flow.cpp: ``P_BUGGIFIED_SECTION_ACTIVATED``,
 #: ``P_BUGGIFIED_SECTION_FIRES``).
@@ -57,12 +57,17 @@ LIVE_PROBABILITY = 0.25
 FIRE_PROBABILITY = 0.25
 #: No point delays longer than this (timing.py's tightest slack is 5 s).
 MAX_DELAY_S = 1.0
+#: An *ending* point (``Point.ends``) answers a stream's lifetime, not a delay: no stream it
+#: ends lives shorter than its point's ``min_s`` or is cut later than this after it opened.
+MAX_LIFETIME_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
 class Point:
     """One buggify point: where it is, what it delays, why the real system allows it,
-    and the bounds of its delay (seconds of the process's clock)."""
+    and the bounds of its delay (seconds of the process's clock). An *ending* point
+    (``ends``) ends a stream instead: its draw is how long the stream lives before it
+    ends, as it would at its timeout, so the client's resume path runs mid-run."""
 
     name: str
     where: str
@@ -70,9 +75,10 @@ class Point:
     allowed_because: str
     min_s: float
     max_s: float
+    ends: bool = False
 
     def __post_init__(self) -> None:
-        assert 0 < self.min_s <= self.max_s <= MAX_DELAY_S, self
+        assert 0 < self.min_s <= self.max_s <= (MAX_LIFETIME_S if self.ends else MAX_DELAY_S), self
 
 
 #: Every point, by name. The docs (docs/design.md, "BUGGIFY") list them.
@@ -132,6 +138,18 @@ POINTS: dict[str, Point] = {
             "the call of an admission webhook (before its timeout starts)",
             "the dispatcher builds the AdmissionReview and dials the webhook before its client's timeout runs; a busy API server is late to do so (staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook)",
             0.001, 0.2,
+        ),
+        Point(
+            "apiserver.watch-end", "chaoskube.apiserver.watchcache:Cacher._send",
+            "an API watch that just delivered events: it ends (cleanly, as at its timeout) 1 to 60 s later, and the client watches again from the last resourceVersion it received",
+            "a watch lasts the client's timeoutSeconds or kube-apiserver's --min-request-timeout, both any positive value, and the server also ends watches it finds too slow, at graceful shutdown and with the HTTP/2 connection; a client resumes from its last resourceVersion (handlers/get.go, cacher.go, client-go tools/cache/reflector.go)",
+            1.0, 60.0, ends=True,
+        ),
+        Point(
+            "apiserver.etcd-watch-end", "chaoskube.apiserver.watchcache:Cacher._on_etcd_message",
+            "the watch cache's etcd watch stream, as a message arrives: the connection resets with it in flight, so it is lost and the stream ends, noticed 1 ms to 1 s later; the cache watches again from the revision after the last it saw",
+            "etcd ends watch streams when a member restarts, loses its leader under WithRequireLeader, or its gRPC connection resets; kube-apiserver's etcd3 watcher then watches again from the last revision + 1 (storage/etcd3/watcher.go, etcd server/etcdserver/api/v3rpc/watch.go)",
+            0.001, 1.0, ends=True,
         ),
     )
 }
@@ -206,8 +224,9 @@ class Buggify:
         return self.live
 
     def delay_s(self, point: str, process: Any) -> float:
-        """How long ``process`` waits at ``point`` this time: 0.0 unless the point is live
-        and fires; a firing is journaled. Call only when ``enabled``."""
+        """How long ``process`` waits at ``point`` this time (at an ending point: how long
+        the stream lives): 0.0 unless the point is live and fires; a firing is journaled.
+        Call only when ``enabled``."""
         assert point in POINTS, f"unknown buggify point {point!r}"
         generator = self._generators.get(point)
         if generator is None or generator.random() >= self.fire_probability:

@@ -15,7 +15,7 @@ from chaoskube.experiments import registry
 from chaoskube.experiments.model import with_buggify
 from chaoskube.experiments.runner import run_experiment
 from chaoskube.sim import BUGGIFY_POINTS, Buggify, BuggifySpec, RandomTree, World
-from chaoskube.sim.buggify import MAX_DELAY_S, maybe_sleep
+from chaoskube.sim.buggify import MAX_DELAY_S, MAX_LIFETIME_S, maybe_sleep
 
 
 class FakeWorld:
@@ -85,7 +85,7 @@ def test_delays_stay_within_each_points_bounds_and_the_global_bound():
     _, buggify = started(5, BuggifySpec(live_probability=1.0, fire_probability=1.0))
     for point, delay in firings(buggify, 100):
         bounds = BUGGIFY_POINTS[point]
-        assert bounds.min_s <= delay <= bounds.max_s <= MAX_DELAY_S, (point, delay)
+        assert bounds.min_s <= delay <= bounds.max_s <= (MAX_LIFETIME_S if bounds.ends else MAX_DELAY_S), (point, delay)
 
 
 def test_start_journals_the_choice_once_and_every_firing_with_its_point():
@@ -136,7 +136,7 @@ def test_a_live_point_sleeps_on_the_process_clock():
     [
         ({"live_probability": -0.1}, "`live_probability` is a probability between 0 and 1"),
         ({"fire_probability": float("nan")}, "`fire_probability` is a probability between 0 and 1"),
-        ({"points": ["informer.watch-events"]}, "unknown buggify point 'informer.watch-events'; known: controller.status-write"),
+        ({"points": ["informer.watch-events"]}, "unknown buggify point 'informer.watch-events'; known: apiserver.etcd-watch-end, apiserver.watch-end, controller.status-write"),
         ({"points": []}, "`points` lists no point"),
     ],
 )
