@@ -18,7 +18,9 @@ Deletion", https://kubernetes.io/docs/tasks/administer-cluster/use-cascade-delet
 3. **Orphan**: "the garbage collector ... does not delete dependents; it removes the
    owner reference" -- an owner deleted with the ``orphan`` finalizer leaves the store only
    once no dependent references it any more, and the collector deletes none of the
-   dependents that referenced it.
+   dependents that referenced it while it was in the store (one that first referenced it
+   after it left -- a controller's create in flight then -- holds a dangling reference,
+   which upstream's collector deletes: ``garbagecollector.go`` ``attemptToDeleteItem``).
 4. **Foreground**: "the owner object first enters a deletion in progress state ... the
    controller deletes dependents ... After deleting all the dependent objects [with
    ``ownerReference.blockOwnerDeletion=true``], the controller deletes the owner object":
@@ -45,6 +47,8 @@ rule 2; rule 2 cannot judge deletions within the bound of the journal's end.
 """
 
 from __future__ import annotations
+
+import math
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -98,6 +102,7 @@ def check_garbage_collection(events: Sequence[Event], *, background_bound_s: flo
     dependents: dict[str, tuple[str, str, set[str], float | None]] = {}  # dependent uid -> (resource, key, owner uids, deleted at)
     deleted_states: dict[str, dict[str, str]] = {}  # dependent uid -> owner uid -> owner state when it was deleted
     refs_to: dict[str, set[str]] = {}  # owner uid -> uids of the dependents that ever referenced it
+    first_ref_t: dict[tuple[str, str], float] = {}  # (dependent uid, owner uid) -> when the store first showed the reference
     gc_deleted: list[Event] = []
     findings: list[tuple[float, str, tuple[Any, ...]]] = []
     seen_revisions: set[int] = set()
@@ -166,6 +171,7 @@ def check_garbage_collection(events: Sequence[Event], *, background_bound_s: flo
                 dependents[uid] = (resource, key, owner_uids, deleted_at)
                 for owner in owner_uids:
                     refs_to.setdefault(owner, set()).add(uid)
+                    first_ref_t.setdefault((uid, owner), t)
             # owners: any object some dependent references, or that carries a GC finalizer
             finalizers = _meta(current).get("finalizers") or ()
             if uid in owners or ORPHAN_FINALIZER in finalizers or FOREGROUND_FINALIZER in finalizers or uid in refs_to:
@@ -194,7 +200,15 @@ def check_garbage_collection(events: Sequence[Event], *, background_bound_s: flo
         if alive:
             findings.append((record["t"], f"the garbage collector deleted {record['resource']} {record['namespace']}/{record['name']} while its owner {alive[0]} existed", (record,)))
             continue
-        orphans = [owner for owner in record.get("owners") or () if owner in orphaned_by]
+        # A dependent that first referenced the owner after it had left the store (a
+        # controller's create in flight when the owner went) holds a dangling reference:
+        # the garbage collector deletes it (garbagecollector.go attemptToDeleteItem: no
+        # solid owner, a dangling one), whatever the owner's deletion asked for.
+        dependent = record.get("uid", "")
+        orphans = [
+            owner for owner in record.get("owners") or ()
+            if owner in orphaned_by and first_ref_t.get((dependent, owner), math.inf) < (orphaned_by[owner].removed_t if orphaned_by[owner].removed_t is not None else math.inf)
+        ]
         if orphans:
             findings.append((record["t"], f"the garbage collector deleted {record['resource']} {record['namespace']}/{record['name']}, a dependent of {orphans[0]}, which was deleted with propagationPolicy Orphan", (record,)))
     # background: dependents of removed (non-orphaning) owners go within the bound

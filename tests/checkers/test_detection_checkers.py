@@ -353,6 +353,26 @@ def test_a_dependent_left_behind_by_background_deletion_is_caught():
     assert verdict.valid is False and "was not deleted within 60 s" in verdict.reason
 
 
+def test_collecting_a_dependent_of_an_orphaning_owner_is_caught_unless_it_came_after_the_owner_left():
+    orphaning = rs(finalizers=["orphan"], deletionTimestamp="2026-01-01T00:00:05Z")
+    before = [put(1.0, 1, "replicasets", "default/rs", rs()), put(2.0, 2, "pods", "default/p", owned("p", "rs", "uid-rs")),
+              put(5.0, 3, "replicasets", "default/rs", orphaning)]
+    # the dependent that was there when the owner was deleted with Orphan: never collected
+    kept_ref = [*before, delete(6.0, 4, "replicasets", "default/rs"), delete(8.0, 5, "pods", "default/p"),
+                {"type": "gc-delete", "t": 8.0, "resource": "pods", "namespace": "default", "name": "p", "uid": "uid-p", "owners": ["uid-rs"]}]
+    verdict = check_garbage_collection(kept_ref)
+    assert verdict.valid is False and "(deleted with propagationPolicy Orphan)" in verdict.reason
+    assert verdict.details["violations"] == 2  # the owner left with p referencing it, and p was collected
+    # a controller's create in flight when the owner left lands with a dangling reference
+    # (swarm seed 45: a DaemonSet pod created 2 s after its DaemonSet was orphan-deleted):
+    # upstream's collector deletes it (attemptToDeleteItem: no solid owner, a dangling one)
+    late = [*before, put(5.5, 4, "pods", "default/p", obj("Pod", "p")), delete(6.0, 5, "replicasets", "default/rs"),
+            put(7.0, 6, "pods", "default/q", owned("q", "rs", "uid-rs")), delete(8.0, 7, "pods", "default/q"),
+            {"type": "gc-delete", "t": 8.0, "resource": "pods", "namespace": "default", "name": "q", "uid": "uid-q", "owners": ["uid-rs"]}]
+    verdict = check_garbage_collection(late)
+    assert verdict.valid is True, verdict.reason
+
+
 def test_orphan_and_foreground_owners_leave_only_when_allowed():
     orphaning = rs(finalizers=["orphan"], deletionTimestamp="2026-01-01T00:00:05Z")
     events = [put(1.0, 1, "replicasets", "default/rs", rs()), put(2.0, 2, "pods", "default/p", owned("p", "rs", "uid-rs")),
