@@ -67,7 +67,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaoskube.checkers.replay import StoreReplay, acting_intervals, deadline_under_leader, endpoint_ready_intervals
+from chaoskube.checkers.replay import StoreReplay, acting_intervals, deadline_under_leader, endpoint_ready_intervals, is_deleting
 from chaoskube.checkers.verdict import Verdict
 
 __all__ = [
@@ -253,7 +253,8 @@ def check_service_availability(
 # =========================================================================== nodes and endpoints
 def node_unreachable(events: Iterable[Event], nodes: Sequence[str], api_servers: Sequence[str] = ()) -> dict[str, list[tuple[float, float]]]:
     """Per node, the intervals [from, to) during which it could not heartbeat to the control
-    plane: its process killed, exited or paused, its kubelet stopped, every API server
+    plane: its process killed, exited or paused, its kubelet stopped (or a ``kubelet-stop``
+    fault in force, which keeps a restarted node's kubelet off), every API server
     cut from it (either direction) by the grudge, or every link of it dropping everything
     (a ``link-loss`` fault with ``loss`` 1.0: the swizzle's clog). ``api_servers`` empty: every process whose
     name starts with "kube-apiserver". An interval open at the end closes at infinity."""
@@ -299,6 +300,12 @@ def node_unreachable(events: Iterable[Event], nodes: Sequence[str], api_servers:
                 update(event["node"], event["t"], "kubelet", True)
             elif event.get("event") == "start":
                 update(event["node"], event["t"], "kubelet", False)
+        elif kind == "fault" and event.get("kind") == "kubelet-stop" and event.get("event") in ("apply", "heal"):
+            # the fault as well as the kubelet's own stop record: a node restarted while
+            # the fault is in force comes back with its kubelet off, and no kubelet stops
+            for node in event.get("targets") or ():
+                if node in wanted:
+                    update(node, event["t"], f"kubelet-stop-{event.get('id')}", event["event"] == "apply")
         elif kind == "fault" and event.get("event") == "apply" and event.get("kind") == "link-loss" and float((event.get("params") or {}).get("loss", 0.0)) >= 1.0:
             # every link to and from the node drops everything (swizzle-clogging): as cut off as a grudge
             clogged[event["id"]] = [node for node in event.get("targets") or () if node in wanted]
@@ -361,9 +368,20 @@ def _unexplained_failures(
         for start, end in unreachable[node]:
             if start <= down_at < end and end != math.inf:
                 allowed[node].append((end, end + REBOOT_SETTLE_S))
+    # A node's pods serve nothing while it is unreachable (once its grace passed, the node
+    # controller marks them NotReady and their endpoints go) and for a while after (its
+    # kubelet reports them Ready again, the EndpointSlice controller and kube-proxy follow).
+    serving_gap: dict[str, list[tuple[float, float]]] = {
+        node: [(start, end + REBOOT_SETTLE_S) for start, end in rows] for node, rows in unreachable.items()
+    }
+    replay = StoreReplay(["pods", "services"]) if unreachable else None
     found: dict[str, list[Event]] = {service: [] for service in figures}
     node_of_ip: dict[str, str] | None = None
+    ready_windows: dict[tuple[str, str], list[tuple[float, float]]] | None = None
     for event in events:
+        if replay is not None and event.get("type") == "raft-apply":
+            replay.apply(event)
+            continue
         if event.get("type") != "traffic" or event.get("outcome") == "ok" or event["service"] not in found:
             continue
         t = event["t"]
@@ -378,8 +396,46 @@ def _unexplained_failures(
         node = node_of_ip.get(ip, "")
         if node and any(start <= sent <= end for start, end in allowed.get(node, ())):
             continue
+        asker_cut_off = any(start <= sent <= end for start, end in serving_gap.get(event.get("node", ""), ()))
+        if not ip and (
+            # no endpoint: the asking node's kube-proxy, restarted while its node is cut
+            # off, could not list any; or every pod of the Service was on such a node
+            asker_cut_off or replay is not None and _every_pod_unreachable(replay, event["service"], sent, serving_gap)
+        ):
+            continue
+        if ip and asker_cut_off:
+            # a stale rule: the asking node's kube-proxy, cut off, still routes to an
+            # endpoint the store no longer holds ready
+            if ready_windows is None:
+                ready_windows = {}
+                for row in endpoint_ready_intervals(events):
+                    ready_windows.setdefault((row["service"], row["address"]), []).append((row["from"], row["to"]))
+            if not any(low <= sent < high for low, high in ready_windows.get((event["service"], ip), ())):
+                continue
         found[event["service"]].append(event)
     return {service: rows for service, rows in found.items()}
+
+
+def _every_pod_unreachable(replay: StoreReplay, service: str, t: float, serving_gap: dict[str, list[tuple[float, float]]]) -> bool:
+    """Whether a request ``service`` had no endpoint for at ``t`` found none because every
+    pod of the Service (its selector's, bound, not being deleted) was on a node that could
+    not serve then: the documented state while a node is unreachable (its pods are marked
+    NotReady and stay, not replaced, until their ``tolerationSeconds``, 300 s by default)."""
+    spec = (replay.get("services", service) or {}).get("spec") or {}
+    selector = spec.get("selector") or {}
+    if not selector:
+        return False
+    namespace = service.partition("/")[0]
+    nodes = []
+    for _, pod in replay.in_namespace("pods", namespace):
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        if is_deleting(pod) or any(labels.get(key) != value for key, value in selector.items()):
+            continue
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node:
+            return False  # a pod waiting to be scheduled: not the nodes' doing
+        nodes.append(node)
+    return bool(nodes) and all(any(start <= t <= end for start, end in serving_gap.get(node, ())) for node in nodes)
 
 
 def _machine_downs(events: Sequence[Event], unreachable: dict[str, list[tuple[float, float]]]) -> list[tuple[str, float]]:

@@ -537,6 +537,52 @@ def test_requests_to_a_rebooted_nodes_pods_are_explained_while_its_kubelet_resta
     assert verdict.valid is False  # a partition kills no container: nothing to restart
 
 
+def asked(t: float, outcome: str, *, node: str, endpoint: str = "") -> dict[str, Any]:
+    return {"type": "traffic", "t": t, "node": node, "service": "default/web", "port": "80", "outcome": outcome, "latency_s": 0.0, "endpoint": endpoint}
+
+
+def test_a_kubelet_stop_in_force_keeps_a_restarted_node_unreachable():
+    """A node powered off, its kubelet stopped meanwhile, powered on again: it comes back
+    with its kubelet off (no kubelet stops then, so only the fault record says so)."""
+    events = [{"type": "process", "t": 10.0, "event": "kill", "process": "node-1"},
+              {"type": "fault", "event": "apply", "id": 2, "kind": "kubelet-stop", "t": 12.0, "targets": ["node-1"]},
+              {"type": "process", "t": 20.0, "event": "restart", "process": "node-1"},
+              {"type": "fault", "event": "heal", "id": 2, "kind": "kubelet-stop", "t": 60.0, "targets": ["node-1"]}]
+    assert node_unreachable(events, ["node-1"]) == {"node-1": [(10.0, 60.0)]}
+
+
+def test_no_endpoints_while_every_pod_of_the_service_is_on_an_unreachable_node_is_explained():
+    """services-under-node-nemesis seed 6: both pods of a Service on nodes that failed;
+    marked NotReady, they stay (not replaced before their tolerationSeconds): no endpoint."""
+    service = put(0.5, 1, "services", "default/web", obj("Service", "web", spec={"selector": {"app": "web"}}))
+    def pod(node):
+        return put(1.0, 2, "pods", "default/web-1", obj("Pod", "web-1", metadata={"labels": {"app": "web"}}, spec={"nodeName": node}, status={"podIP": "10.244.1.2"}))
+    down = {"type": "process", "t": 10.0, "event": "kill", "process": "node-1"}
+    requests = [asked(float(t), "no-endpoints" if t >= 100 else "ok", node="node-2") for t in range(20, 130)]
+    gone = [*LEADER, service, pod("node-1"), down, *requests]
+    verdict = check_service_availability(gone, max_outage_s=5.0, error_budget=0.01, nodes=["node-1", "node-2"])
+    assert verdict.valid is True, verdict.reason
+    healthy = [*LEADER, service, pod("node-2"), down, *requests]  # its pod's node is fine: why no endpoint?
+    assert check_service_availability(healthy, max_outage_s=5.0, error_budget=0.01, nodes=["node-1", "node-2"]).valid is False
+
+
+def test_a_cut_off_nodes_stale_route_to_an_endpoint_no_longer_ready_is_explained_a_route_to_a_ready_one_is_not():
+    """services-under-node-nemesis seed 77: a node cut off from the API servers keeps its
+    kube-proxy's rules; an endpoint marked not ready meanwhile still gets its requests."""
+    def endpoint_slice(t, revision, ready):
+        return put(t, revision, "endpointslices", "default/web-abc", obj("EndpointSlice", "web-abc", metadata={"labels": {"kubernetes.io/service-name": "web"}},
+                   endpoints=[{"addresses": ["10.244.1.2"], "conditions": {"ready": ready}, "nodeName": "node-1"}]))
+    cut = [{"type": "process", "t": 0.0, "event": "start", "process": "kube-apiserver-1"}, {"type": "partition", "t": 10.0, "grudge": {"node-2": ["kube-apiserver-1"]}}]
+    heal = {"type": "partition", "t": 70.0, "grudge": {}}
+    stale = [*LEADER, endpoint_slice(1.0, 1, True), *cut, endpoint_slice(50.0, 2, False), asked(60.0, "refused", node="node-2", endpoint="10.244.1.2:80"), heal,
+             *(asked(float(t), "ok", node="node-2") for t in range(100, 300))]
+    assert check_service_availability(stale, error_budget=0.0, nodes=["node-1", "node-2"], api_servers=["kube-apiserver-1"]).valid is True
+    ready = [*LEADER, endpoint_slice(1.0, 1, True), *cut, asked(40.0, "refused", node="node-2", endpoint="10.244.1.2:80"), heal,
+             *(asked(float(t), "ok", node="node-2") for t in range(100, 300))]
+    verdict = check_service_availability(ready, error_budget=0.0, nodes=["node-1", "node-2"], api_servers=["kube-apiserver-1"])
+    assert verdict.valid is False and "error budget" in verdict.reason
+
+
 def test_an_endpoint_ready_on_an_unreachable_node_past_the_bound_is_dead():
     down = [*LEADER, {"type": "process", "t": 0.0, "event": "start", "process": "node-1"}, slice_with(True, 1, 1.0), {"type": "process", "t": 10.0, "event": "kill", "process": "node-1"}]
     assert node_unreachable(down, ["node-1"]) == {"node-1": [(10.0, float("inf"))]}
