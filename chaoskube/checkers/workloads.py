@@ -24,7 +24,9 @@ The Kubernetes behaviour checked:
   until a pod created after it becomes Ready). **Surge ceiling**, when a pod of a
   Deployment is created: its live pods (not being deleted, not terminal) are at most
   ``replicas + maxSurge``, with ``replicas`` the largest the Deployment asked for in the
-  last ``window_s`` (a scale-down in progress is not an over-creation). Recreate
+  last ``window_s`` (a scale-down in progress is not an over-creation), plus what its
+  ReplicaSets were scaled down by in that window (a create their controller decided before
+  may land after: client-go's latency, a slow webhook). Recreate
   Deployments have no availability floor.
 - **ReplicaSets** (``pkg/controller/replicaset/replica_set.go``, expectations:
   ``pkg/controller/controller_utils.go``): the controller creates pods only while it has
@@ -455,6 +457,18 @@ class DeploymentRules:
         surge = resolve_fenceposts(rolling.get("maxSurge"), rolling.get("maxUnavailable"), replicas)[0] if strategy.get("type", "RollingUpdate") == "RollingUpdate" else 0
         live = [key for key, pod in view.deployment_pods(_uid(d)) if _live(pod)]
         if len(live) <= replicas + surge:
+            return []
+        # A ReplicaSet scaled down in the window may still see a create land that its
+        # controller decided before (the ReplicaSet rule allows it: its largest recent
+        # size); the Deployment's sum of sizes never passed the ceiling, so such in-flight
+        # creates explain as many extra pods as the scale-downs took away.
+        in_flight = sum(
+            max(0, view.recent_size("replicasets", rs_key, _replicas(rs)) - _replicas(rs)) for rs_key, rs in view.replica_sets_of(_uid(d))
+        )
+        if len(live) <= replicas + surge + in_flight:
+            if len(view.explained) < MAX_EXPLAINED:
+                view.explained.append({"t": change.t, "deployment": d_key, "created": change.key, "live": len(live), "ceiling": replicas + surge,
+                                       "explained_by": [f"ReplicaSet scale-downs in the last {view.window_s:g} s took {in_flight} replica(s) while their creates could be in flight"]})
             return []
         return [Finding(
             "deployment-surge", change.t, f"deployments/{d_key}",

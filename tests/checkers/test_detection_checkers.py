@@ -226,6 +226,25 @@ def test_an_extra_pod_from_a_create_that_timed_out_is_explained_not_a_finding():
     assert check_workload_invariants([*workload_base(), elsewhere, put(2.0, 7, "pods", "default/p4", pod("p4"))]).valid is False
 
 
+def test_a_create_landing_after_its_replicaset_was_scaled_down_mid_rollout_is_explained_not_a_surge():
+    """swarm seed 16: the old ReplicaSet's controller replaced an evicted pod while its size
+    was 3; a slow webhook held the create 2 s, the rollout scaled the old ReplicaSet to 2
+    meanwhile (the new one up to 2: 4 = 3 + 1 surge), and the create landed: five live pods
+    for a moment. Without that scale-down the same fifth pod is a surge past the ceiling."""
+    def new_rs_pod(name):
+        return obj("Pod", name, metadata={"ownerReferences": [{"uid": "uid-web-2", "controller": True, "kind": "ReplicaSet", "name": "web-2"}]},
+                   spec={"nodeName": "node-1"}, status={"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]})
+    new_rs = obj("ReplicaSet", "web-2", spec={"replicas": 2}, metadata={"generation": 1, "ownerReferences": [{"uid": "uid-web", "controller": True, "kind": "Deployment", "name": "web"}]}, status={"observedGeneration": 1})
+    evicted = put(1.9, 7, "pods", "default/p3", pod("p3", deleting=True))
+    rollout = [put(2.0, 9, "replicasets", "default/web-2", new_rs), put(2.1, 10, "pods", "default/n1", new_rs_pod("n1")), put(2.2, 11, "pods", "default/n2", new_rs_pod("n2"))]
+    scaled = [*workload_base(), evicted, put(1.95, 8, "replicasets", "default/web-1", replica_set(2)), *rollout, put(2.5, 12, "pods", "default/p4", pod("p4"))]
+    verdict = check_workload_invariants(scaled)
+    assert verdict.valid is not False or verdict.details.get("rule") != "deployment-surge", verdict.reason
+    unscaled = [*workload_base(), evicted, *rollout, put(2.5, 12, "pods", "default/p4", pod("p4"))]
+    verdict = check_workload_invariants(unscaled)
+    assert verdict.valid is False and verdict.details["rule"] == "deployment-surge", verdict.reason
+
+
 def test_the_controller_deleting_an_available_pod_below_the_floor_is_caught_unless_explained():
     deleting = [{"type": "replicaset-pods", "t": 2.5, "replicaset": "default/web-1", "action": "delete", "pods": ["default/p1"]}, put(2.0, 7, "pods", "default/p1", pod("p1", deleting=True))]
     verdict = check_workload_invariants([*workload_base(), *deleting])
