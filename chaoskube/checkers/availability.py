@@ -378,6 +378,7 @@ def _unexplained_failures(
     found: dict[str, list[Event]] = {service: [] for service in figures}
     node_of_ip: dict[str, str] | None = None
     ready_windows: dict[tuple[str, str], list[tuple[float, float]]] | None = None
+    sliced: set[str] = set()
     for event in events:
         if replay is not None and event.get("type") == "raft-apply":
             replay.apply(event)
@@ -410,8 +411,9 @@ def _unexplained_failures(
                 ready_windows = {}
                 for row in endpoint_ready_intervals(events):
                     ready_windows.setdefault((row["service"], row["address"]), []).append((row["from"], row["to"]))
-            if not any(low <= sent < high for low, high in ready_windows.get((event["service"], ip), ())):
-                continue
+                sliced = {service for service, _ in ready_windows}
+            if event["service"] in sliced and not any(low <= sent < high for low, high in ready_windows.get((event["service"], ip), ())):
+                continue  # (only where the store held the Service's slices at all)
         found[event["service"]].append(event)
     return {service: rows for service, rows in found.items()}
 

@@ -46,7 +46,8 @@ The Kubernetes behaviour checked:
   generation it observed): never above ``metadata.generation`` and never going back, for
   Deployments and ReplicaSets.
 - **At convergence**, exact counts, not "at least": when the run ended converged (the
-  system's final steady state held), every ReplicaSet has exactly ``spec.replicas`` live
+  system's final steady state held, and the store shows every Deployment complete and every
+  pod on a Ready node, as the convergence checker defines it), every ReplicaSet has exactly ``spec.replicas`` live
   pods, every Deployment exactly ``replicas`` live pods, all in its newest ReplicaSet (old
   ones scaled to 0 and empty), at most ``revisionHistoryLimit`` (default 10) old
   ReplicaSets kept, and ``observedGeneration`` equal to ``generation``.
@@ -74,6 +75,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from chaoskube.api.objects import resolve_fenceposts
+from chaoskube.checkers.convergence import convergence_problems
 from chaoskube.checkers.replay import Change, StoreReplay, condition_status, is_deleting, pod_ready
 from chaoskube.checkers.verdict import Verdict
 
@@ -550,12 +552,21 @@ def check_workload_invariants(
     details: dict[str, Any] = {"changes": changes, "explained_shortfalls": view.explained, "judged_at_end": bool(view.final_steady)}
     if not seen_workloads:
         return Verdict(None, "the store never held a Deployment or ReplicaSet: nothing to judge", (), details)
-    if view.final_steady:
+    # Exact counts at the end presume the controllers were done: the experiment's steady
+    # state held at the end, and so did convergence over every Deployment and pod (a run
+    # ends once its own workloads are back; one the generator rolled out just before the
+    # heal may still be rolling, its ReplicaSet controller backing off after failed
+    # creates -- convergence answers unknown then, and so does this end).
+    unconverged = convergence_problems(view.store) if view.final_steady and "nodes" in view.store.resources else []
+    judged_end = bool(view.final_steady) and not unconverged
+    details["judged_at_end"] = judged_end
+    if judged_end:
         for rule in rules:
             findings = rule.at_end(view)
             if findings:
                 return _violation(findings[0], view)
-    ending = "exact counts at the end" if view.final_steady else "the end not judged (the run did not end converged)"
+    ending = ("exact counts at the end" if judged_end else
+              "the end not judged (the run did not end converged" + (f": {len(unconverged)} convergence problem(s)" if unconverged else "") + ")")
     explained = f"; {len(view.explained)} shortfall(s) explained by faults or evictions" if view.explained else ""
     return Verdict(True, f"{changes} store change(s): rollouts within maxSurge/maxUnavailable, no over-creation, scale-downs in rank order, observedGeneration sound; {ending}{explained}", (), details)
 
