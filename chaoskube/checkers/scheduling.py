@@ -38,8 +38,12 @@ allowance for that (its cache holds its own assumed pods and frees a pod only af
 store did), but taints, ``unschedulable`` and labels do: a check 2-3 failure is a violation
 only if it held in every state the node was in from ``cache_lag_s`` before the binding
 request started (the scheduler's ``api-op`` invoke of ``pods/binding``; the binding's own
-revision when not journaled) to the binding. Shorter ones are listed as races in
-``details``.
+revision when not journaled) to the binding, and -- where the journal shows what the
+binding scheduler's nodes informer received (its ``watch-recv`` and list records) -- its
+cache held the node's state with the problem when the request started (a watch event
+counts 0.5 s after it arrived: BUGGIFY may delay its handling that long). Shorter ones, and
+ones the scheduler had not seen yet however long the store held them (a watch that ended
+and resumed lags more than the 1 s; swarm seed 66), are listed as races in ``details``.
 
 5. **Preemption decisions** (issue 19; "Pod Priority and Preemption",
    https://kubernetes.io/docs/concepts/scheduling-eviction/pod-priority-preemption/;
@@ -240,6 +244,7 @@ class _Binding:
     change: Change
     node: str
     started_t: float
+    client: str = ""  # the scheduler's client that sent it ("kube-scheduler-1/scheduler")
 
 
 def _pods_on(store: StoreReplay, node: str) -> list[tuple[str, Obj]]:
@@ -271,6 +276,61 @@ def _over_allocatable(store: StoreReplay, binding: _Binding) -> dict[str, Any] |
     return None
 
 
+#: How long after a watch event was received an informer may still be handling it
+#: (BUGGIFY's ``informer.watch-event`` delays a batch up to 0.5 s).
+EVENT_HANDLING_S = 0.5
+
+
+class _NodeObservations:
+    """When each scheduler client's nodes informer received each node's versions: its
+    ``watch-recv`` events (``<client>/nodes``) and its lists (``informer`` synced/relist,
+    which hold every node at the list's resourceVersion)."""
+
+    def __init__(self) -> None:
+        self._events: dict[tuple[str, str], list[tuple[int, float]]] = {}  # (client, node) -> (rv, t)
+        self._lists: dict[str, list[tuple[int, float]]] = {}  # client -> (rv, t)
+
+    def add(self, event: Event) -> None:
+        kind = event.get("type")
+        if kind not in ("watch-recv", "informer"):
+            return
+        name = str(event.get("name", ""))
+        if not name.endswith("/nodes"):
+            return
+        client = name[: -len("/nodes")]
+        if kind == "informer":
+            if event.get("event") in ("synced", "relist") and str(event.get("resource_version") or "").isdigit():
+                self._lists.setdefault(client, []).append((int(event["resource_version"]), event["t"]))
+            return
+        for entry in event.get("events") or ():
+            if len(entry) >= 3 and str(entry[2]).isdigit():
+                self._events.setdefault((client, str(entry[1])), []).append((int(entry[2]), event["t"]))
+
+    def knows(self, client: str) -> bool:
+        return bool(client) and client in self._lists
+
+    def first_at_or_after(self, client: str, node: str, revision: int) -> float | None:
+        """When ``client``'s cache first held ``node`` at ``revision`` or later (None:
+        never): a list fills it at once; a watch event is handled up to
+        :data:`EVENT_HANDLING_S` after it was received (BUGGIFY's ``informer.watch-event``)."""
+        times = [t + EVENT_HANDLING_S for rv, t in self._events.get((client, node), ()) if rv >= revision]
+        times += [t for rv, t in self._lists.get(client, ()) if rv >= revision]
+        return min(times, default=None)
+
+
+def _problem_since(history: list[tuple[float, Obj | None]], revisions: list[int], pod: Obj, node_name: str, problems: frozenset[str], bind_t: float) -> int | None:
+    """The store revision from which ``problems`` held without a break up to ``bind_t``."""
+    since = None
+    for (t, obj), revision in zip(history, revisions, strict=True):
+        if t > bind_t:
+            break
+        if obj is not None and problems <= scheduling_problems(pod, node_name, obj):
+            since = revision if since is None else since
+        else:
+            since = None
+    return since
+
+
 def _lasting_problems(history: list[tuple[float, Obj | None]], pod: Obj, node_name: str, start_t: float, bind_t: float) -> frozenset[str]:
     """The problems that held in every state the node was in during [start_t, bind_t]."""
     states = []
@@ -291,12 +351,15 @@ def check_scheduling(events: Iterable[Event], *, cache_lag_s: float = 1.0) -> Ve
     assert cache_lag_s >= 0
     events = list(events)
     by_request, _ = request_invokes(events)
-    bind_started: dict[int, float] = {}
+    bind_started: dict[int, tuple[float, str]] = {}
+    seen = _NodeObservations()
     for event in events:
         if event.get("type") == "api-request" and event.get("subresource") == "binding" and event.get("resource_version") and event.get("id") in by_request:
-            bind_started[int(event["resource_version"])] = by_request[event["id"]]
+            bind_started[int(event["resource_version"])] = (by_request[event["id"]], "/".join(str(event["id"]).split("/")[:-2]))
+        seen.add(event)
     store = StoreReplay(("pods", "nodes"))
     node_history: dict[str, list[tuple[float, Obj | None]]] = {}
+    node_revisions: dict[str, list[int]] = {}
     bindings: list[_Binding] = []
     races: list[dict[str, Any]] = []
     unchecked: list[dict[str, Any]] = []
@@ -311,6 +374,7 @@ def check_scheduling(events: Iterable[Event], *, cache_lag_s: float = 1.0) -> Ve
         for change in store.apply(event):
             if change.resource == "nodes":
                 node_history.setdefault(change.key, []).append((change.t, change.after))
+                node_revisions.setdefault(change.key, []).append(change.revision)
                 continue
             before_node = (change.before or {}).get("spec", {}).get("nodeName", "")
             after_node = (change.after or {}).get("spec", {}).get("nodeName", "")
@@ -321,9 +385,10 @@ def check_scheduling(events: Iterable[Event], *, cache_lag_s: float = 1.0) -> Ve
             if change.before is None:
                 direct += 1  # created bound: never went through the scheduler
                 continue
-            binding = _Binding(change, after_node, bind_started.get(change.revision, change.t))
+            started, client = bind_started.get(change.revision, (change.t, ""))
+            binding = _Binding(change, after_node, started, client)
             bindings.append(binding)
-            verdict = _judge_binding(binding, store, node_history, cache_lag_s, races, unchecked)
+            verdict = _judge_binding(binding, store, node_history, cache_lag_s, races, unchecked, seen, node_revisions)
             if verdict is not None:
                 return _details(verdict, bindings, races, unchecked, direct)
     if not store.revisions_applied:
@@ -346,6 +411,7 @@ def check_scheduling(events: Iterable[Event], *, cache_lag_s: float = 1.0) -> Ve
 def _judge_binding(
     binding: _Binding, store: StoreReplay, node_history: dict[str, list[tuple[float, Obj | None]]], cache_lag_s: float,
     races: list[dict[str, Any]], unchecked: list[dict[str, Any]],
+    seen: _NodeObservations | None = None, node_revisions: dict[str, list[int]] | None = None,
 ) -> Verdict | None:
     change = binding.change
     pod = change.after
@@ -369,6 +435,15 @@ def _judge_binding(
     if not lasting:
         races.append({**change.summary(), "pod": change.key, "node": binding.node, "problems": sorted(now)})
         return None
+    if seen is not None and node_revisions is not None and seen.knows(binding.client):
+        # The scheduler decides on its informer's cache: a problem its cache did not hold
+        # yet when the request started is a race however long the store held it (its
+        # watch may have ended and resumed, BUGGIFY may have delayed it: swarm seed 66).
+        since = _problem_since(node_history.get(binding.node, []), node_revisions.get(binding.node, []), pod, binding.node, lasting, change.t)
+        received = seen.first_at_or_after(binding.client, binding.node, since) if since is not None else None
+        if received is None or received > binding.started_t:
+            races.append({**change.summary(), "pod": change.key, "node": binding.node, "problems": sorted(lasting), "received_by_scheduler": received})
+            return None
     changed_at = max((t for t, _ in node_history.get(binding.node, []) if t <= start_t), default=None)
     return Verdict(
         False,
