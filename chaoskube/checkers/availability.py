@@ -420,9 +420,10 @@ def _unexplained_failures(
 
 def _every_pod_unreachable(replay: StoreReplay, service: str, t: float, serving_gap: dict[str, list[tuple[float, float]]]) -> bool:
     """Whether a request ``service`` had no endpoint for at ``t`` found none because every
-    pod of the Service (its selector's, bound, not being deleted) was on a node that could
-    not serve then: the documented state while a node is unreachable (its pods are marked
-    NotReady and stay, not replaced, until their ``tolerationSeconds``, 300 s by default)."""
+    pod of the Service (its selector's, bound, not being deleted), spread over two nodes or
+    more, was on a node that could not serve then: the documented state while nodes are
+    unreachable (their pods are marked NotReady and stay, not replaced, until their
+    ``tolerationSeconds``, 300 s by default)."""
     spec = (replay.get("services", service) or {}).get("spec") or {}
     selector = spec.get("selector") or {}
     if not selector:
@@ -437,7 +438,10 @@ def _every_pod_unreachable(replay: StoreReplay, service: str, t: float, serving_
         if not node:
             return False  # a pod waiting to be scheduled: not the nodes' doing
         nodes.append(node)
-    return bool(nodes) and all(any(start <= t <= end for start, end in serving_gap.get(node, ())) for node in nodes)
+    # Only a Service spread over two nodes or more: the faults took more than its
+    # redundancy. A single replica, or all on one node, is the application's single point
+    # of failure, which a user must see (the guestbook's redis-master).
+    return len(set(nodes)) >= 2 and all(any(start <= t <= end for start, end in serving_gap.get(node, ())) for node in nodes)
 
 
 def _machine_downs(events: Sequence[Event], unreachable: dict[str, list[tuple[float, float]]]) -> list[tuple[str, float]]:

@@ -572,17 +572,21 @@ def test_a_kubelet_stop_in_force_keeps_a_restarted_node_unreachable():
 
 def test_no_endpoints_while_every_pod_of_the_service_is_on_an_unreachable_node_is_explained():
     """services-under-node-nemesis seed 6: both pods of a Service on nodes that failed;
-    marked NotReady, they stay (not replaced before their tolerationSeconds): no endpoint."""
+    marked NotReady, they stay (not replaced before their tolerationSeconds): no endpoint.
+    A single replica down with its node is the application's single point of failure."""
     service = put(0.5, 1, "services", "default/web", obj("Service", "web", spec={"selector": {"app": "web"}}))
-    def pod(node):
-        return put(1.0, 2, "pods", "default/web-1", obj("Pod", "web-1", metadata={"labels": {"app": "web"}}, spec={"nodeName": node}, status={"podIP": "10.244.1.2"}))
-    down = {"type": "process", "t": 10.0, "event": "kill", "process": "node-1"}
+    def pod(name, node, revision):
+        return put(1.0, revision, "pods", f"default/{name}", obj("Pod", name, metadata={"labels": {"app": "web"}}, spec={"nodeName": node}, status={"podIP": f"10.244.{revision}.2"}))
+    down = [{"type": "process", "t": 10.0, "event": "kill", "process": "node-1"}, {"type": "process", "t": 10.0, "event": "kill", "process": "node-3"}]
     requests = [asked(float(t), "no-endpoints" if t >= 100 else "ok", node="node-2") for t in range(20, 130)]
-    gone = [*LEADER, service, pod("node-1"), down, *requests]
-    verdict = check_service_availability(gone, max_outage_s=5.0, error_budget=0.01, nodes=["node-1", "node-2"])
+    nodes = ["node-1", "node-2", "node-3"]
+    gone = [*LEADER, service, pod("web-1", "node-1", 2), pod("web-2", "node-3", 3), *down, *requests]
+    verdict = check_service_availability(gone, max_outage_s=5.0, error_budget=0.01, nodes=nodes)
     assert verdict.valid is True, verdict.reason
-    healthy = [*LEADER, service, pod("node-2"), down, *requests]  # its pod's node is fine: why no endpoint?
-    assert check_service_availability(healthy, max_outage_s=5.0, error_budget=0.01, nodes=["node-1", "node-2"]).valid is False
+    healthy = [*LEADER, service, pod("web-1", "node-1", 2), pod("web-2", "node-2", 3), *down, *requests]  # a pod's node is fine: why no endpoint?
+    assert check_service_availability(healthy, max_outage_s=5.0, error_budget=0.01, nodes=nodes).valid is False
+    single = [*LEADER, service, pod("web-1", "node-1", 2), *down, *requests]  # one replica: the application's single point of failure
+    assert check_service_availability(single, max_outage_s=5.0, error_budget=0.01, nodes=nodes).valid is False
 
 
 def test_a_cut_off_nodes_stale_route_to_an_endpoint_no_longer_ready_is_explained_a_route_to_a_ready_one_is_not():
