@@ -737,8 +737,8 @@ class Cacher:
 
     @staticmethod
     def _end_stream(stream: _EtcdStream) -> None:
-        """BUGGIFY's ``apiserver.etcd-watch-end``: the stream ends, as when etcd closes it
-        (the loop in :meth:`_watch` then cancels it and watches again)."""
+        """The stream ends (a gap in its sequence, or BUGGIFY's ``apiserver.etcd-watch-end``),
+        as when etcd closes it: the loop in :meth:`_watch` then cancels it and watches again."""
         if not stream.broken:
             stream.broken = True
             stream.broken_event.set()
@@ -757,8 +757,7 @@ class Cacher:
             return
         stream.heard = True
         if body.sequence != stream.expected:
-            stream.broken = True
-            stream.broken_event.set()
+            self._end_stream(stream)
             return
         process = self.process
         if process.world.buggify.enabled:
