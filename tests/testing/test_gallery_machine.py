@@ -4,7 +4,10 @@ each deliberately broken component of chaoskube/gallery.py — broken Raft, evic
 the PDB check, leader election without expiry, a scheduler that ignores taints, the
 example controller's unsynced cache — Hypothesis finds a failing example, the checker that
 should catch it is the one that fails, and the shrunk example has at most 10 steps; the same
-machine with the real component passes a short run.
+machine with the real component passes a short run. (``eviction-skips-pdb`` is found,
+shrunk, saved and replayed in a fresh process by tests/testing/test_save_experiment.py: one
+search for that variant, not three; this file runs tests/testing/test_machine.py's
+EvictionStories short with the real eviction.)
 
 Each machine is focused (rules that cannot reach the bug are shadowed with None, as
 tests/testing/test_machine.py's EvictionStories does) so that finding and shrinking take
@@ -22,6 +25,7 @@ from chaoskube import gallery
 from chaoskube.cluster import ClusterSpec, NodeGroup, Taint
 from chaoskube.examples import FixedPdbGuardMachine, PdbGuardStories
 from chaoskube.testing import ClusterMachine, InvariantViolation, RunSummary, focus
+from tests.testing.test_machine import EvictionStories
 
 MAX_SHRUNK_STEPS = 10
 #: The focused machines draw the World seed from a small range: any seed explores a task
@@ -110,12 +114,6 @@ class RaftStories(focus(SmallSeeds, "_RaftBase", rules=("kill", "heal_all"), inv
         ClusterMachine.wait(self, seconds=15.0)  # the restarted members' election, then writes
 
 
-#: Eviction: Deployments, PDBs, evictions and drains.
-EvictionStories = focus(
-    SmallSeeds, "EvictionStories", rules=("create_deployment", "create_pdb", "evict_pod", "drain"), invariants=("evictions_respect_pdbs",),
-    spec=_small(), convergence_deadline_s=120.0, __module__=__name__,
-)
-
 #: Leader election: two controller-managers and two schedulers, their leaders killed and
 #: restarted. Pauses and clock jumps are left out on purpose: client-go does not fence, so
 #: a paused leader that resumes *is* expected to overlap with its successor (machine.py's
@@ -151,14 +149,6 @@ def test_broken_raft_is_found_by_raft_safety_and_shrunk():
     assert error.name == "raft safety", error
     names = _shrunk(error)
     assert "kill" in names, names  # a member missed entries, then stood for election
-
-
-@pytest.mark.slow  # ~2.5 min (measured 145 s) of shrinking
-def test_eviction_skipping_the_pdb_is_found_and_shrunk():
-    error = _found(EvictionStories, "eviction-skips-pdb", examples=80, steps=10)
-    assert error.name == "PDB-aware eviction", error
-    names = _shrunk(error)
-    assert "create_pdb" in names and names[-1] in ("evict_pod", "drain"), names
 
 
 @pytest.mark.slow  # ~1 min of shrinking

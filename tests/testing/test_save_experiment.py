@@ -213,6 +213,7 @@ def test_a_shrunk_hypothesis_example_saved_and_replayed_gives_the_examples_finge
             run_state_machine_as_test(EvictionOnly, settings=settings(max_examples=60, stateful_step_count=12, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)))
     summary: RunSummary = caught.value.chaoskube_run
     assert len(summary.steps) <= 10, summary.describe()
+    assert "chaoskube run" in "\n".join(caught.value.__notes__)  # the failure says how to replay it
     assert checkers_judged(EvictionOnly, summary.steps) == ["pdb-eviction", "steps"]
     path = save_experiment(summary, tmp_path / "found.yaml", machine=EvictionOnly, failing=failing_checkers(caught.value), broken=["eviction-skips-pdb"])
     assert load_experiment(path).workload["machine"] == "tests.testing.test_save_experiment:EvictionOnly"
