@@ -31,8 +31,11 @@ Reductions on top of porcupine, all exact (they never change the answer):
   search, for a read-only operation that observes what no operation invoked by the time it
   returned could produce (a value never written; one written only later, a read of the
   future): that operation alone refutes it (:func:`_refuted`, the model's ``producers``);
-  then for a read of the past (:func:`_stale`: a later read that cannot reach what an
-  earlier one saw, no reset possible between them; model ``observed``).
+  then for a read of the past (:func:`_stale`: a later read that can reach neither what the
+  last observation before it saw -- an earlier read, or a write or put that completed --
+  nor the state of any reset that may take effect between the two; models ``observed``
+  and ``reset_value``). Its evidence is the pair (with the resets that completed before
+  it and that the later read could extend), no search needed.
 * **Reachability.** The earliest-returning pending read-only operation must take effect
   among the operations invoked before it returns; when none of those may reset the state
   (model ``resets``), its observation must be reachable from the current state by the others
@@ -170,6 +173,11 @@ class RegisterModel:
         """Whether ``op`` may change the state (a write; a cas that may swap)."""
         return op.f == "write" or (op.f == "cas" and op.output is not False)
 
+    def reset_value(self, op: Op) -> Any:
+        """The state a reset ``op`` leaves when it takes effect (and swaps): a write's value,
+        a cas's new value."""
+        return op.value if op.f == "write" else op.value[1]
+
     def needs_observer(self, op: Op) -> bool:
         """Whether ``op``'s effect matters only to an operation right after it that
         observes the state (a write or a cas replaces the whole state)."""
@@ -249,6 +257,10 @@ class KVModel:
     def resets(self, op: Op) -> bool:
         """Whether ``op`` may set the state to something that does not extend it (a put)."""
         return op.f == "put"
+
+    def reset_value(self, op: Op) -> Any:
+        """The state a put leaves: its value."""
+        return op.value
 
     def may_reach(self, state: Any, op: Op) -> bool:
         """Whether get ``op`` can be legal after ``state`` and appends only: its output
@@ -440,51 +452,106 @@ def _first_violation(partitions: Sequence[Sequence[Op]], model: Any, deadline: f
     return None
 
 
+#: How many possible resets :func:`_stale` weighs between one pair of observations before it
+#: leaves that pair (sound: the scan may miss a stale read, never invent one).
+_STALE_WINDOW_MAX = 256
+
+
 def _stale(ops: Sequence[Op], model: Any) -> tuple[Op, Op] | None:
-    """A read of the past in ``ops`` (one partition): ``(earlier, later)``, two determinate
-    read-only operations, ``earlier`` returned before ``later`` was invoked, no operation
-    that may reset the state (model ``resets``) can take effect between them (none is
-    invoked by ``later``'s return and returns after ``earlier``'s invocation), and what
-    ``later`` observes cannot be reached from the state ``earlier`` observed (model
-    ``observed``) without a reset (model ``may_reach``): a stale read. ``earlier`` is the
-    latest-returning observation before ``later`` (an incomplete scan, so sound: it may miss
-    a stale pair, never invent one). None when there is none or the model lacks the hooks."""
+    """A read of the past in ``ops`` (one partition): ``(earlier, later)`` where ``later`` is
+    a determinate read-only operation, ``earlier`` a determinate observation of the state
+    that returned before ``later`` was invoked -- a read (model ``observed``) or, where the
+    model has ``reset_value``, a reset that completed (a write, a put, a cas that swapped:
+    the state it left) -- and ``later`` can be legal neither after ``earlier``'s state and
+    operations that do not reset it (model ``may_reach``) nor after any reset that may take
+    effect between the two (invoked by ``later``'s return and returning after ``earlier``'s
+    invocation) and the same: a stale read. Without ``reset_value``, any such reset excuses
+    the pair. ``earlier`` is the latest-returning observation before ``later``, and at most
+    _STALE_WINDOW_MAX resets are weighed per pair (an incomplete scan, so sound: it may miss a
+    stale pair, never invent one). None when there is none or the model lacks the hooks."""
     read_only = getattr(model, "read_only", None)
     observed = getattr(model, "observed", None)
     resets = getattr(model, "resets", None)
     may_reach = getattr(model, "may_reach", None)
+    reset_value = getattr(model, "reset_value", None)
     if read_only is None or observed is None or resets is None or may_reach is None:
         return None
-    reads, reset_ops = [], []
+    reads, observations, determinate, indeterminate = [], [], [], []
     for op in ops:
         if read_only(op):
             if op.ret != math.inf and op.output is not UNKNOWN:
                 reads.append(op)
+                if observed(op) is not _MISSING:
+                    observations.append((op, observed(op)))
         elif resets(op):
-            reset_ops.append(op)
-    reset_ops.sort(key=_CALL)
-    reset_calls = [op.call for op in reset_ops]
-    latest_ret = []  # latest_ret[i]: the latest return among reset_ops[:i + 1]
+            if op.ret == math.inf:
+                indeterminate.append(op)
+            else:
+                determinate.append(op)
+                if reset_value is not None:
+                    observations.append((op, reset_value(op)))
+    determinate.sort(key=_CALL)
+    indeterminate.sort(key=_CALL)
+    calls = [op.call for op in determinate]
+    open_calls = [op.call for op in indeterminate]
+    latest_ret = []  # latest_ret[i]: the latest return among determinate[:i + 1]
     latest = -math.inf
-    for op in reset_ops:
+    for op in determinate:
         latest = max(latest, op.ret)
         latest_ret.append(latest)
-    by_return = sorted(reads, key=_RET)
-    position, earlier = 0, None
+    observations.sort(key=lambda pair: pair[0].ret)
+    position, earlier, seen = 0, None, _MISSING
     for later in sorted(reads, key=_CALL):
-        while position < len(by_return) and by_return[position].ret < later.call:
-            candidate = by_return[position]
+        while position < len(observations) and observations[position][0].ret < later.call:
+            earlier, seen = observations[position]
             position += 1
-            if observed(candidate) is not _MISSING:
-                earlier = candidate
-        if earlier is None:
+        if earlier is None or may_reach(seen, later):
             continue
-        count = bisect_right(reset_calls, later.ret)
-        if count and latest_ret[count - 1] >= earlier.call:
+        count = bisect_right(calls, later.ret)
+        if not (count and latest_ret[count - 1] >= earlier.call) and not bisect_right(open_calls, later.ret):
+            return earlier, later  # no reset can take effect between them
+        if reset_value is None:
             continue  # a reset may take effect between them
-        if not may_reach(observed(earlier), later):
+        between = _resets_between(determinate, latest_ret, count, indeterminate, bisect_right(open_calls, later.ret), earlier)
+        if between is not None and not any(may_reach(reset_value(op), later) for op in between):
             return earlier, later
     return None
+
+
+def _resets_between(determinate: list[Op], latest_ret: list[float], count: int, indeterminate: list[Op], open_count: int,
+                    earlier: Op) -> list[Op] | None:
+    """The resets among ``determinate[:count]`` (by call) that return after ``earlier``'s
+    invocation, and ``indeterminate[:open_count]``, but ``earlier`` itself; None past
+    _STALE_WINDOW_MAX of them scanned."""
+    if open_count > _STALE_WINDOW_MAX:
+        return None
+    between = [op for op in indeterminate[:open_count] if op is not earlier]
+    scanned = 0
+    for i in range(count - 1, -1, -1):
+        if latest_ret[i] < earlier.call:
+            break  # nothing at or before i returns after earlier's invocation
+        scanned += 1
+        if scanned > _STALE_WINDOW_MAX:
+            return None
+        op = determinate[i]
+        if op.ret >= earlier.call and op is not earlier:
+            between.append(op)
+    return between
+
+
+def _stale_evidence(ops: Sequence[Op], model: Any, earlier: Op, later: Op) -> list[Op]:
+    """Determinate operations of a stale pair's proof (:func:`_stale`): the pair, and each
+    determinate reset that returned before ``earlier`` was invoked and whose state ``later``
+    could extend (weakened into the context, such a reset could take effect between the
+    two; kept determinate, it cannot). With every other state-changing operation weakened,
+    the last reset before ``later`` is one whose state ``later`` cannot reach, or none after
+    ``earlier``: not linearizable."""
+    resets, may_reach, reset_value = model.resets, model.may_reach, getattr(model, "reset_value", None)
+    kept = [earlier, later]
+    if reset_value is not None:
+        kept += [op for op in ops if op is not earlier and op.ret < earlier.call and not model.read_only(op) and resets(op)
+                 and may_reach(reset_value(op), later)]
+    return sorted(kept, key=_BY_INDEX)
 
 
 def _refuted(ops: Sequence[Op], model: Any) -> Op | None:
@@ -1118,7 +1185,12 @@ def _minimal_evidence(ops: Sequence[Op], model: Any, deadline: float | None, bud
     stuck: dict[str, Any] = {"op": stuck_op}
     evidence = [op for op in ops if op.ret != math.inf]
     context = context_of(ops, evidence)
+    pair = _stale(ops, model)
     try:
+        if pair is not None:  # 1b. a read of the past: its proof, then greedy removal
+            evidence = _stale_evidence(ops, model, *pair)
+            context = context_of([op for op in ops if op.call <= pair[1].ret], evidence)
+            return _removed(evidence, context, model, budget, read_only, drop)
         if stuck_op is None and _search(ops, model, budget.deadline, None, stuck) is not False:
             return evidence, context, False  # (not expected: the caller saw it fail)
         anchor: Op = stuck["op"]
@@ -1148,8 +1220,18 @@ def _minimal_evidence(ops: Sequence[Op], model: Any, deadline: float | None, bud
                     break
                 size *= 2
         evidence.sort(key=lambda op: op.index)
-        # 3. greedy removal
-        chunk = max(1, len(evidence) // 2)
+        return _removed(evidence, context, model, budget, read_only, drop)
+    except _OutOfTime:
+        return evidence, context, False
+
+
+def _removed(evidence: list[Op], context: list[Op], model: Any, budget: _Budget, read_only: Any, drop: Any) -> tuple[list[Op], list[Op], bool]:
+    """Step 3 of :func:`_minimal_evidence`: greedy removal from non-linearizable ``evidence``
+    (with ``context``) -- halves, quarters, ... single operations -- repeated until no single
+    operation can go; ``(evidence, context, 1-minimal)``, the best so far when ``budget``
+    runs out."""
+    chunk = max(1, len(evidence) // 2)
+    try:
         while True:
             changed, settled = False, True
             start = 0

@@ -350,9 +350,10 @@ def test_evidence_of_a_stale_read():
     ops = history(("write", 1, None, 0, 1), ("read", None, 1, 2, 3), ("write", 2, None, 4, 5),
                   ("write", 3, None, 4, None), ("read", None, 1, 6, 7), ("read", None, 2, 8, 9))
     evidence = assert_sound_and_one_minimal(ops, RegisterModel())
-    # 1 was seen before write 2 began (so write 1, weakened or not, happened by then); write 2
-    # completed; then 1 was seen again. Which other ops are relevant is left to the context.
-    assert [op.index for op in evidence] == [1, 2, 4]
+    # Write 1 completed before write 2 began; write 2 completed; then 1 was seen again (a
+    # read of the past, found without a search: the write that completed is the observation
+    # before it). Which other ops are relevant is left to the context.
+    assert [op.index for op in evidence] == [0, 2, 4]  # write 1 completed before write 2 began, then 1 was seen again
 
 
 @needs_histories
@@ -373,16 +374,17 @@ def test_evidence_on_kv_history():
 
 
 def adversarial(count: int) -> list[Op]:
-    """``count`` concurrent writes of distinct values, then reads of 0 and then of 1, with a
-    timed-out write of -2 invoked between them: 0 and 1 were written (no read of a value never
-    written), and the timed-out write may have taken effect between the reads (no read of the
-    past), so nothing refutes it cheaply, and the search must try every order of the writes
+    """``count`` concurrent writes of distinct values, and while they are all in flight reads
+    of 0, then of 1, then of 0 again: every value read was written (no read of a value never
+    written), and between any two reads a write of the second one's value may take effect
+    (no read of the past), so nothing refutes it cheaply; but write 0 cannot take effect
+    both before and after write 1, and the search must try the orders of the other writes
     before it can say no."""
     ops = [Op(index, index, "write", None, index, None, "ok", float(index), float(10 * count))
            for index in range(count)]
-    ops.append(Op(count, count, "read", None, None, 0, "ok", 20.0 * count, 20.0 * count + 1))
-    ops.append(Op(count + 1, count + 1, "write", None, -2, UNKNOWN, "info", 20.0 * count + 1.5, math.inf))
-    ops.append(Op(count + 2, count + 2, "read", None, None, 1, "ok", 20.0 * count + 2, 20.0 * count + 3))
+    for offset, value in enumerate((0, 1, 0)):
+        call = count + 1 + 2 * offset
+        ops.append(Op(count + offset, count + offset, "read", None, None, value, "ok", float(call), call + 1.0))
     return ops
 
 
@@ -545,6 +547,43 @@ def test_a_stale_get_is_refuted_and_a_get_after_a_put_is_not():
     assert check_linearizability(broken, model).valid is False
     assert linearizability._stale(correct, model) is None
     assert check_linearizability(correct, model).valid is True
+    # A put between them whose value the stale get does not extend excuses nothing: the get
+    # is refuted all the same, and its evidence is the pair (the put is context).
+    through_a_put = history(("append", "a", None, 0, 1), ("get", None, "a", 2, 3), ("append", "b", None, 4, 5),
+                            ("get", None, "ab", 6, 7), ("put", "x", None, 7.5, 8.5), ("get", None, "a", 8, 9))
+    earlier, later = linearizability._stale(through_a_put, model)
+    assert (earlier.index, later.index) == (3, 5)
+    verdict = check_linearizability(through_a_put, model)
+    assert verdict.valid is False and [op.index for op in verdict.evidence] == [3, 5] and verdict.details["evidence_minimal"] is True
+
+
+def _stale_evidence_is_sound(ops: list[Op], model) -> None:
+    """Where :func:`_stale` finds a pair, its evidence with its context (every other
+    state-changing operation invoked by the later read's return, weakened) is not
+    linearizable, and so neither is the partition."""
+    kept = [op for op in ops if op.status != "fail"]
+    for part in model.partition(kept):
+        pair = linearizability._stale(part, model)
+        if pair is None:
+            continue
+        evidence = linearizability._stale_evidence(part, model, *pair)
+        chosen = {id(op) for op in evidence}
+        context = [linearizability._weakened(op) if op.ret != math.inf else op for op in part
+                   if id(op) not in chosen and not model.read_only(op) and op.call <= pair[1].ret]
+        assert plain(sorted(evidence + context, key=lambda op: op.index), model) is False, (evidence, context)
+        assert plain(part, model) is False
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(register_histories(max_ops=8))
+def test_register_stale_evidence_is_sound(ops):
+    _stale_evidence_is_sound(ops, RegisterModel())
+
+
+@settings(max_examples=400, deadline=None)
+@given(kv_histories(max_ops=7))
+def test_kv_stale_evidence_is_sound(ops):
+    _stale_evidence_is_sound(ops, KVModel())
 
 
 def test_a_read_of_the_future_is_refuted_and_a_concurrent_one_is_not():
