@@ -356,6 +356,8 @@ class ApiServer:
                 fields["message"] = response.status.message[:300]
         if response.object is not None:
             fields["resource_version"] = response.object.metadata.resource_version
+        if request.verb == "delete" and request.delete_options is not None and request.delete_options.propagation_policy:
+            fields["propagation"] = request.delete_options.propagation_policy  # (a later policy can withdraw an earlier one's finalizer)
         self.world.record("api-request", **fields)
 
     # ------------------------------------------------------------------ authentication

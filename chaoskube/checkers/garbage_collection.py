@@ -21,6 +21,12 @@ Deletion", https://kubernetes.io/docs/tasks/administer-cluster/use-cascade-delet
    dependents that referenced it while it was in the store (one that first referenced it
    after it left -- a controller's create in flight then -- holds a dangling reference,
    which upstream's collector deletes: ``garbagecollector.go`` ``attemptToDeleteItem``).
+   A later delete with propagationPolicy Background or Foreground withdraws the orphan
+   request: the API server drops the ``orphan`` finalizer (``store.go``
+   ``deletionFinalizersForGarbageCollection``), and the owner is judged as deleted with
+   that policy from then on -- known from the API server's ``api-request`` record of that
+   delete (its ``propagation``, and the resourceVersion it answered: the version it
+   removed, or the one it wrote).
 4. **Foreground**: "the owner object first enters a deletion in progress state ... the
    controller deletes dependents ... After deleting all the dependent objects [with
    ``ownerReference.blockOwnerDeletion=true``], the controller deletes the owner object":
@@ -117,6 +123,15 @@ def check_garbage_collection(events: Sequence[Event], *, background_bound_s: flo
             return "deleting-foreground"
         return "present"
 
+    # Deletes that withdrew an orphan request (a later Background or Foreground delete of
+    # the same object): (resource, key) -> the resourceVersions they answered with.
+    withdrawing: dict[tuple[str, str], set[str]] = {}
+    for event in events:
+        if event["type"] == "api-request" and event.get("verb") == "delete" and event.get("code") == 200 and event.get("propagation") in ("Background", "Foreground"):
+            key = f"{event['namespace']}/{event['name']}" if event.get("namespace") else event.get("name", "")
+            withdrawing.setdefault((event.get("resource", ""), key), set()).add(str(event.get("resource_version", "")))
+    revision_of: dict[str, int] = {}  # uid -> the revision of its last change in the store
+
     for event in events:
         kind = event["type"]
         if kind == "gc-delete":
@@ -138,6 +153,7 @@ def check_garbage_collection(events: Sequence[Event], *, background_bound_s: flo
             resource, key = parsed
             before_uid = by_key.get((resource, key))
             before = objects.get(before_uid)[2] if before_uid is not None and before_uid in objects else None
+            before_revision = revision_of.get(before_uid) if before_uid is not None else None
             after = None if change == "DELETE" else loads(value)
             if after is None:
                 if before_uid is not None:
@@ -149,6 +165,7 @@ def check_garbage_collection(events: Sequence[Event], *, background_bound_s: flo
                     objects.pop(before_uid, None)
                 objects[uid] = (resource, key, after)
                 by_key[(resource, key)] = uid
+                revision_of[uid] = revision
             # dependents: their owners, and the owners' state when they were deleted
             current = after if after is not None else before
             if current is None:
@@ -176,7 +193,9 @@ def check_garbage_collection(events: Sequence[Event], *, background_bound_s: flo
             finalizers = _meta(current).get("finalizers") or ()
             if uid in owners or ORPHAN_FINALIZER in finalizers or FOREGROUND_FINALIZER in finalizers or uid in refs_to:
                 owner = owners.setdefault(uid, _Owner(resource, key, uid, key.partition("/")[0] if "/" in key else ""))
-                owner.orphaning = owner.orphaning or ORPHAN_FINALIZER in finalizers
+                withdrawn = before is not None and ORPHAN_FINALIZER in (_meta(before).get("finalizers") or ()) and str(
+                    revision if after is not None else before_revision) in withdrawing.get((resource, key), ())
+                owner.orphaning = (owner.orphaning or ORPHAN_FINALIZER in finalizers) and not withdrawn
                 owner.foreground = FOREGROUND_FINALIZER in finalizers
                 owner.finalizers = tuple(finalizers)
                 if is_deleting(current) and owner.marked_t is None:

@@ -802,18 +802,23 @@ class KubernetesSystem(System):
                 from chaoskube.api.protocol import DeleteOptions
 
                 options = DeleteOptions(propagation_policy=step.propagation)
-                if step.deployment and not selected:  # a Deployment the workload did not create (an operator's, say)
-                    await client.delete("deployments", namespace, step.deployment, options=options)
+                # No longer part of the steady state, whatever the delete answers: one that
+                # times out may have been done all the same (seed 25 of
+                # workload-churn-under-nemesis: kubectl's delete timed out under a fault, the
+                # API server had deleted the Deployment).
                 for obj in selected:
                     key = _key(obj)
-                    await client.delete(KINDS[obj.KIND].resource, obj.metadata.namespace or "default", obj.metadata.name, options=options)
-                    self.workloads = [(kind, found) for kind, found in self.workloads if (kind, found) != (obj.KIND, key)]  # no longer expected
+                    self.workloads = [(kind, found) for kind, found in self.workloads if (kind, found) != (obj.KIND, key)]
                     if obj.KIND == "Deployment":
                         self.deployments = [found for found in self.deployments if found != key]
                 if step.deployment:
                     key = f"{namespace}/{step.deployment}"
-                    self.deployments = [name for name in self.deployments if name != key]  # no longer part of the steady state
+                    self.deployments = [name for name in self.deployments if name != key]
                     self.services = [name for name in self.services if name != key]
+                if step.deployment and not selected:  # a Deployment the workload did not create (an operator's, say)
+                    await client.delete("deployments", namespace, step.deployment, options=options)
+                for obj in selected:
+                    await client.delete(KINDS[obj.KIND].resource, obj.metadata.namespace or "default", obj.metadata.name, options=options)
                 outcome = f"deleted ({step.propagation})"
             else:
                 target = step.node or await self._busiest_node(selected)

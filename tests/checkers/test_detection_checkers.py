@@ -392,6 +392,41 @@ def test_collecting_a_dependent_of_an_orphaning_owner_is_caught_unless_it_came_a
     assert verdict.valid is True, verdict.reason
 
 
+def test_a_later_background_or_foreground_delete_withdraws_the_orphan_request():
+    """workload-churn-under-nemesis seed 25: the generator deleted a CronJob with Orphan and,
+    at once, with Background; the Background delete dropped the orphan finalizer and removed
+    the owner (upstream's deletionFinalizersForGarbageCollection), and the collector then
+    deleted its Job in the background, as it should. Known from the API server's record of
+    that delete; without it, the same store is an owner that left while its dependent still
+    referenced it."""
+    orphaning = rs(finalizers=["orphan"], deletionTimestamp="2026-01-01T00:00:05Z")
+    store = [*LEADER, put(1.0, 1, "replicasets", "default/rs", rs()), put(2.0, 2, "pods", "default/p", owned("p", "rs", "uid-rs")),
+             put(5.0, 3, "replicasets", "default/rs", orphaning), delete(6.0, 4, "replicasets", "default/rs")]
+    collected = [delete(8.0, 5, "pods", "default/p"),
+                 {"type": "gc-delete", "t": 8.0, "resource": "pods", "namespace": "default", "name": "p", "uid": "uid-p", "owners": ["uid-rs"]},
+                 {"type": "phase", "t": 100.0, "name": "check"}]
+    background = {"type": "api-request", "t": 6.1, "server": "kube-apiserver-1", "verb": "delete", "resource": "replicasets", "namespace": "default",
+                  "name": "rs", "code": 200, "resource_version": "3", "propagation": "Background"}
+    verdict = check_garbage_collection([*store, background, *collected])
+    assert verdict.valid is True, verdict.reason
+    assert verdict.details["orphaned"] == 0
+    # the Background delete withdrew the orphan request, so its dependent must still go
+    verdict = check_garbage_collection([*store, background, {"type": "phase", "t": 100.0, "name": "check"}])
+    assert verdict.valid is False and "was not deleted within 60 s" in verdict.reason
+    # a delete answered on another version (or an Orphan one) withdrew nothing
+    for other in ({**background, "resource_version": "2"}, {**background, "propagation": "Orphan"}, {**background, "code": 409}):
+        verdict = check_garbage_collection([*store, other, *collected])
+        assert verdict.valid is False and "(deleted with propagationPolicy Orphan)" in verdict.reason, other
+    # Foreground: the orphan finalizer swapped for foregroundDeletion in a new version
+    swapped = rs(finalizers=["foregroundDeletion"], deletionTimestamp="2026-01-01T00:00:05Z")
+    foreground = {**background, "resource_version": "4", "propagation": "Foreground"}
+    events = [*store[:-1], put(5.5, 4, "replicasets", "default/rs", swapped), delete(8.0, 5, "pods", "default/p"),
+              {"type": "gc-delete", "t": 8.0, "resource": "pods", "namespace": "default", "name": "p", "uid": "uid-p", "owners": ["uid-rs"]},
+              foreground, delete(9.0, 6, "replicasets", "default/rs")]
+    verdict = check_garbage_collection(events)
+    assert verdict.valid is True, verdict.reason
+
+
 def test_orphan_and_foreground_owners_leave_only_when_allowed():
     orphaning = rs(finalizers=["orphan"], deletionTimestamp="2026-01-01T00:00:05Z")
     events = [put(1.0, 1, "replicasets", "default/rs", rs()), put(2.0, 2, "pods", "default/p", owned("p", "rs", "uid-rs")),
