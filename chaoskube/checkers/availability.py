@@ -41,6 +41,15 @@ endpoint until it is dropped"). So a Service rotating over three endpoints with 
 for five minutes fails about a third of its requests for those five minutes, and only the
 first minute or so is explained.
 
+A failure is also explained when it was sent to an endpoint the store's EndpointSlice still
+held ready after its pod stopped serving (marked for deletion, not Ready, or gone: the
+store's view of the pod at that IP), within :data:`ENDPOINT_SYNC_BOUND_S` of that change
+under an acting kube-controller-manager leader plus :data:`PROXY_SYNC_S`: the EndpointSlice
+controller had not written the change yet, and kube-proxy routes by the slices alone. While
+no leader acts (killed, paused, its lease not yet taken over), slices stay as they were, and
+the window waits for one (``controller-manager-kill-after-pod-creates``: a pod deleted 11 ms
+before the acting controller-manager was killed kept its ready endpoint for 15 s).
+
 **Dead endpoints** (with ``nodes``): an EndpointSlice endpoint that stays ready while its
 node is down or cut off from every API server (its process killed or paused, its kubelet
 stopped, or the grudge dropping its messages to each API server or theirs to it) for
@@ -63,6 +72,7 @@ own range).
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -379,6 +389,31 @@ def _unexplained_failures(
     node_of_ip: dict[str, str] | None = None
     ready_windows: dict[tuple[str, str], list[tuple[float, float]]] | None = None
     sliced: set[str] = set()
+    stopped_serving: dict[str, list[float]] | None = None
+    acting_all: list[tuple[float, float]] | None = None
+
+    def windows() -> dict[tuple[str, str], list[tuple[float, float]]]:
+        nonlocal ready_windows, sliced
+        if ready_windows is None:
+            ready_windows = {}
+            for row in endpoint_ready_intervals(events):
+                ready_windows.setdefault((row["service"], row["address"]), []).append((row["from"], row["to"]))
+            sliced = {service for service, _ in ready_windows}
+        return ready_windows
+
+    def stale_slice(service: str, ip: str, sent: float) -> bool:
+        """The store's slice held ``ip`` ready at ``sent`` after its pod stopped serving,
+        within the EndpointSlice controller's and kube-proxy's sync (module docstring)."""
+        nonlocal stopped_serving, acting_all
+        if not any(low <= sent < high for low, high in windows().get((service, ip), ())):
+            return False
+        if stopped_serving is None:
+            stopped_serving = _stopped_serving(events)
+            acting_all = acting_intervals(events, CONTROLLER_MANAGER_LEASE)
+        assert acting_all is not None
+        times = stopped_serving.get(ip, [])
+        position = bisect_right(times, sent)
+        return position > 0 and sent <= deadline_under_leader(times[position - 1], acting_all, ENDPOINT_SYNC_BOUND_S) + PROXY_SYNC_S
     for event in events:
         if replay is not None and event.get("type") == "raft-apply":
             replay.apply(event)
@@ -407,13 +442,11 @@ def _unexplained_failures(
         if ip and asker_cut_off:
             # a stale rule: the asking node's kube-proxy, cut off, still routes to an
             # endpoint the store no longer holds ready
-            if ready_windows is None:
-                ready_windows = {}
-                for row in endpoint_ready_intervals(events):
-                    ready_windows.setdefault((row["service"], row["address"]), []).append((row["from"], row["to"]))
-                sliced = {service for service, _ in ready_windows}
-            if event["service"] in sliced and not any(low <= sent < high for low, high in ready_windows.get((event["service"], ip), ())):
+            ready = windows()
+            if event["service"] in sliced and not any(low <= sent < high for low, high in ready.get((event["service"], ip), ())):
                 continue  # (only where the store held the Service's slices at all)
+        if ip and stale_slice(event["service"], ip, sent):
+            continue  # a stale slice: its pod stopped serving, the controller had not caught up
         found[event["service"]].append(event)
     return {service: rows for service, rows in found.items()}
 
@@ -442,6 +475,24 @@ def _every_pod_unreachable(replay: StoreReplay, service: str, t: float, serving_
     # redundancy. A single replica, or all on one node, is the application's single point
     # of failure, which a user must see (the guestbook's redis-master).
     return len(set(nodes)) >= 2 and all(any(start <= t <= end for start, end in serving_gap.get(node, ())) for node in nodes)
+
+
+def _stopped_serving(events: Sequence[Event]) -> dict[str, list[float]]:
+    """Pod IP -> the times, in order, at which the store showed the pod with that IP stop
+    serving: marked for deletion, no longer Ready, or removed (from serving before)."""
+    def serving(pod: Any) -> bool:
+        return pod is not None and not is_deleting(pod) and any(
+            condition.get("type") == "Ready" and condition.get("status") == "True" for condition in (pod.get("status") or {}).get("conditions") or ())
+
+    table: dict[str, list[float]] = {}
+    replay = StoreReplay(["pods"])
+    for event in events:
+        for change in replay.apply(event):
+            if serving(change.before) and not serving(change.after):
+                ip = (change.before.get("status") or {}).get("podIP")
+                if ip:
+                    table.setdefault(ip, []).append(change.t)
+    return table
 
 
 def _machine_downs(events: Sequence[Event], unreachable: dict[str, list[tuple[float, float]]]) -> list[tuple[str, float]]:

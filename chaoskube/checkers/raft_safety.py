@@ -14,9 +14,14 @@ Properties:
 1. **Election safety** — at most one leader per term.
 2. **Log matching / state machine safety** — every member (every incarnation) applies the
    same entry (term and proposal id) at each index.
-3. **Leader completeness** — a leader elected at time t holds every entry applied anywhere
-   before t: its last index (less the empty entry it appends) is at least the highest index
-   applied before t.
+3. **Leader completeness** — a leader of term T holds every entry committed in an earlier
+   term: its last index (less the empty entry it appends) is at least the highest index
+   applied anywhere while every leader elected so far had a term below T (only a leader
+   commits, so such an entry was committed in a term below T). An entry first applied
+   after a leader of term T or higher was elected may have been committed in that term,
+   which a leader of T need not hold: a candidate paused between its votes and counting
+   them becomes leader of its old term after others moved on (etcd-jepsen-flapping-primaries
+   with BUGGIFY, seed 57), and steps down at its first message.
 4. **Durability** — no acknowledged write is lost: its entry is never superseded at its
    index, and the cluster's final applied index has not fallen below it.
 
@@ -74,28 +79,41 @@ def state_machine_safety(events: Iterable[dict[str, Any]]) -> Verdict:
 
 
 def leader_completeness(events: Iterable[dict[str, Any]]) -> Verdict:
-    highest_applied = 0
-    highest_event: dict[str, Any] | None = None
+    # (the highest term of a leader elected so far, the highest index applied up to then),
+    # one row per rise of either: the terms are nondecreasing along the journal
+    rows: list[tuple[int, int, dict[str, Any] | None]] = []
+    leader_term, highest_applied, highest_event = 0, 0, None
     elections = 0
     for event in _select(events, "raft-apply", "raft-role"):
         if event["type"] == "raft-apply":
             if event["index"] > highest_applied:
                 highest_applied, highest_event = event["index"], event
+                rows.append((leader_term, highest_applied, highest_event))
             continue
-        if event["role"] != "leader" or event.get("last_index") is None:
+        if event["role"] != "leader":
             continue
-        elections += 1
-        held = event["last_index"] - 1  # less the empty entry appended on election
-        if held < highest_applied:
-            return Verdict(
-                False,
-                f"{event['member']} became leader of term {event['term']} holding {held} entries, "
-                f"but index {highest_applied} was already applied",
-                (highest_event, event),
-            )
+        term = event["term"]
+        if event.get("last_index") is not None:
+            elections += 1
+            held = event["last_index"] - 1  # less the empty entry appended on election
+            required, required_event = 0, None
+            for row_term, index, applied in reversed(rows):
+                if row_term < term:
+                    required, required_event = index, applied
+                    break
+            if held < required:
+                return Verdict(
+                    False,
+                    f"{event['member']} became leader of term {term} holding {held} entries, "
+                    f"but index {required} was already applied (committed in a term before {term})",
+                    (required_event, event),
+                )
+        if term > leader_term:
+            leader_term = term
+            rows.append((leader_term, highest_applied, highest_event))
     if not elections:
         return Verdict(None, "no leader was ever elected")
-    return Verdict(True, f"every one of {elections} leaders held every entry applied before its election")
+    return Verdict(True, f"every one of {elections} leaders held every entry committed in an earlier term")
 
 
 def durability(events: Iterable[dict[str, Any]]) -> Verdict:

@@ -641,6 +641,33 @@ def test_a_cut_off_nodes_stale_route_to_an_endpoint_no_longer_ready_is_explained
     assert verdict.valid is False and "error budget" in verdict.reason
 
 
+def test_a_stale_slice_after_its_pod_stopped_serving_is_explained_only_within_the_controllers_sync():
+    """controller-manager-kill-after-pod-creates with BUGGIFY, seeds 8, 34, ...: a pod
+    deleted 11 ms before the acting kube-controller-manager was killed kept its ready
+    endpoint until a new leader acted; kube-proxy routes by the slices alone, so requests
+    to the gone pod timed out meanwhile."""
+    def endpoint_slice(t, revision, ready):
+        return put(t, revision, "endpointslices", "default/web-abc", obj("EndpointSlice", "web-abc", metadata={"labels": {"kubernetes.io/service-name": "web"}},
+                   endpoints=[{"addresses": ["10.244.1.2"], "conditions": {"ready": ready}, "nodeName": "node-1"}]))
+    serving = obj("Pod", "web-1", spec={"nodeName": "node-1"}, status={"podIP": "10.244.1.2", "conditions": [{"type": "Ready", "status": "True"}]})
+    deleting = {**serving, "metadata": {**serving["metadata"], "deletionTimestamp": "2026-01-01T00:00:41Z"}}
+    start = [*LEADER, endpoint_slice(1.0, 1, True), put(2.0, 2, "pods", "default/web-1", serving), put(41.0, 3, "pods", "default/web-1", deleting),
+             delete(42.0, 4, "pods", "default/web-1")]
+    killed = {"type": "process", "t": 41.01, "event": "kill", "process": "kcm-1"}
+    successor = {"type": "leader", "t": 56.0, "event": "start", "lease": "kube-system/kube-controller-manager", "process": "kcm-2"}
+    requests = [asked(float(t), "timeout", node="node-2", endpoint="10.244.1.2:80") for t in (43, 50, 55, 59)]
+    synced = [endpoint_slice(60.0, 5, False), *(asked(float(t), "ok", node="node-2") for t in range(61, 300))]
+    # no leader from 41.01 to 56: the slice stays; 10 s of sync and 5 s of kube-proxy after that
+    verdict = check_service_availability([*start, killed, successor, *requests, *synced], error_budget=0.0)
+    assert verdict.valid is True, verdict.reason
+    # with a leader acting all along, 19 s of a stale slice is past the controller's sync
+    verdict = check_service_availability([*start, *requests, *synced], error_budget=0.0)
+    assert verdict.valid is False and "error budget" in verdict.reason
+    # a pod the store shows serving excuses nothing: its endpoint should answer
+    alive = [*LEADER, endpoint_slice(1.0, 1, True), put(2.0, 2, "pods", "default/web-1", serving), killed, successor, *requests, *synced]
+    assert check_service_availability(alive, error_budget=0.0).valid is False
+
+
 def test_an_endpoint_ready_on_an_unreachable_node_past_the_bound_is_dead():
     down = [*LEADER, {"type": "process", "t": 0.0, "event": "start", "process": "node-1"}, slice_with(True, 1, 1.0), {"type": "process", "t": 10.0, "event": "kill", "process": "node-1"}]
     assert node_unreachable(down, ["node-1"]) == {"node-1": [(10.0, float("inf"))]}

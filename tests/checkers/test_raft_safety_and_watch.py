@@ -48,6 +48,19 @@ def test_leader_missing_an_applied_entry():
     assert verdict.valid is False and "holding 1 entries" in verdict.reason
 
 
+def test_a_leader_of_an_old_term_need_not_hold_entries_committed_in_a_later_one():
+    """etcd-jepsen-flapping-primaries with BUGGIFY, seed 57: c stood for term 3 and was
+    paused before counting its votes; meanwhile d won term 4 and committed index 4. Resumed,
+    c counted the votes and led term 3 holding 3 entries -- as Raft allows (index 4 was
+    committed in term 4) -- and stepped down at d's first message. An entry committed while
+    every leader's term was below 3 must still be held."""
+    history = HEALTHY + [role(6, "d", 4, last_index=4), apply(6.1, "d", 4, 4, None), role(8, "c", 3, last_index=4)]
+    assert leader_completeness(history).valid is True
+    missing = HEALTHY + [role(6, "d", 4, last_index=4), apply(6.1, "d", 4, 4, None), role(8, "c", 3, last_index=3)]
+    verdict = leader_completeness(missing)  # c holds 2 entries; index 3 was committed in term 2
+    assert verdict.valid is False and "index 3 was already applied (committed in a term before 3)" in verdict.reason
+
+
 def test_acknowledged_write_replaced_later_is_lost():
     verdict = durability(HEALTHY + [apply(9, "c", 2, 3, "w7")])
     assert verdict.valid is False and "acknowledged write w1 at index 2 was lost" in verdict.reason
