@@ -12,7 +12,8 @@ revokes it through Raft, deleting its keys in one revision.
 1. **Never early.** A lease's keys are not deleted before ``ttl`` after the invocation of
    its last acknowledged keep-alive (or its grant): the renewal happened after the client
    sent it, so ``invoked + ttl`` is a lower bound of the expiry.
-2. **Not for ever.** Once its client abandons it, a lease's keys are deleted by
+2. **Not for ever.** Once its client abandons it, a lease's keys (those the store held: an
+   attach whose answer was lost may never have been applied) are deleted by
    ``last acknowledgement + ttl``, pushed to ``promotion + ttl + extend`` by each new leader
    elected meanwhile, plus :data:`SLACK_S` (the leader checks every 0.5 s, re-proposes a
    revocation after 3 s, and commits it) -- judged only when a leader exists at that
@@ -55,6 +56,7 @@ class _Lease:
     acks: list[tuple[float, float, str]] = field(default_factory=list)  # (invoked, answered, member)
     abandoned: float | None = None
     deleted: float | None = None
+    stored: bool = False  # the store held one of its keys (an attach whose answer was lost may never have applied)
 
 
 def _leader_intervals(events: list[Event], end_t: float) -> list[tuple[str, int, float, float]]:
@@ -88,19 +90,25 @@ def check_etcd_leases(events: Iterable[Event], *, extend_s: float = 1.0, slack_s
     key_lease: dict[str, int] = {}
     seen_revisions: set[int] = set()
     promotions: list[float] = []
+    for event in events:  # the leases and their keys first: a key's PUT applies before its attach is answered
+        if event.get("type") == "lease-op":
+            _record(event, leases, key_lease)
     for event in events:
         kind = event.get("type")
-        if kind == "lease-op":
-            _record(event, leases, key_lease)
-        elif kind == "raft-role" and event.get("role") == "leader":
+        if kind == "raft-role" and event.get("role") == "leader":
             promotions.append(event["t"])
         elif kind == "raft-apply" and event.get("events") and event.get("revision") not in seen_revisions:
             seen_revisions.add(event.get("revision"))
             for entry in event["events"]:
-                if entry[0] == "DELETE" and entry[1] in key_lease:
-                    lease = leases.get(key_lease[entry[1]])
-                    if lease is not None and lease.deleted is None:
-                        lease.deleted = event["t"]
+                if entry[1] not in key_lease:
+                    continue
+                lease = leases.get(key_lease[entry[1]])
+                if lease is None:
+                    continue
+                if entry[0] == "DELETE" and lease.deleted is None:
+                    lease.deleted = event["t"]
+                elif entry[0] == "PUT":
+                    lease.stored = True
     if not leases:
         return Verdict(None, "no lease was granted in the journal (run with workload `lease_clients`)")
     intervals = _leader_intervals(events, end_t)
@@ -119,8 +127,8 @@ def check_etcd_leases(events: Iterable[Event], *, extend_s: float = 1.0, slack_s
                 last = earliest - lease.ttl
                 findings.append((lease.deleted, f"the keys of lease {lease.id:x} ({lease.client}, TTL {lease.ttl:g} s) were deleted at t={lease.deleted:.3f}, {lease.deleted - last:.3f} s after its last acknowledged keep-alive was sent (t={last:.3f}): before its TTL",
                                  ({"type": "raft-apply", "t": lease.deleted, "lease": lease.id, "keys": lease.keys, "last_keepalive_invoked": last, "ttl": lease.ttl},)))
-        if lease.abandoned is None or not lease.keys:
-            continue
+        if lease.abandoned is None or not lease.stored:
+            continue  # (an attach that timed out may never have been applied: no key to outlive the lease)
         last_answer = max([lease.granted_invoked, *(answered for _, answered, _ in lease.acks)])
         deadline = last_answer + lease.ttl + slack_s
         for promoted in sorted(promotions):

@@ -130,8 +130,13 @@ def revoke(t, key):
     return {"type": "raft-apply", "t": t, "revision": int(t * 100), "events": [["DELETE", key, "", int(t * 100)]], "member": "etcd-1", "id": "etcd-1/revoke/7/x"}
 
 
-def lease_story(*more):
-    return [role(0.0, "etcd-1", "leader", 2), op(1.0, "grant", 7, ttl=5, member="etcd-1"), op(1.1, "attach", 7, key="lease/c1/1"),
+def stored(t, key):
+    return {"type": "raft-apply", "t": t, "revision": int(t * 100), "events": [["PUT", key, "held", int(t * 100)]], "member": "etcd-1", "id": "c1/1"}
+
+
+def lease_story(*more, attached=True):
+    put = [stored(1.05, "lease/c1/1")] if attached else []  # the key's PUT applies before its attach is answered
+    return [role(0.0, "etcd-1", "leader", 2), op(1.0, "grant", 7, ttl=5, member="etcd-1"), *put, op(1.1, "attach", 7, key="lease/c1/1", phase="ok" if attached else "info"),
             op(3.0, "keepalive", 7, invoked=2.9, member="etcd-1", ttl=5), op(3.1, "abandon", 7), *more]
 
 
@@ -141,6 +146,10 @@ def test_a_lease_expires_after_its_ttl_and_within_the_bound():
     assert early.valid is False and "before its TTL" in early.reason
     stuck = check_etcd_leases([*lease_story(), {"type": "end", "t": 30.0}])
     assert stuck.valid is False and "still existed" in stuck.reason
+    # etcd-pinned-clients-leader-isolation with BUGGIFY, seed 13: an attach whose answer was
+    # lost and which never applied left no key to outlive the lease
+    never_stored = check_etcd_leases([*lease_story(attached=False), {"type": "end", "t": 30.0}])
+    assert never_stored.valid is True, never_stored.reason
 
 
 def test_a_new_leader_extends_the_deadline():
