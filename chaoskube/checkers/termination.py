@@ -21,7 +21,11 @@ https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-terminatio
    ``podToEndpoint``: ``ready`` = serving and not terminating): once a pod is marked for
    deletion, every EndpointSlice endpoint of it stops being ready within
    :data:`ENDPOINT_SYNC_BOUND_S`, counted from the later of the deletion and the start of the
-   kube-controller-manager leader acting then (and only while one acts). And at no time
+   kube-controller-manager leader acting then (and only while one acts); a write of that
+   EndpointSlice by the controller that the API server did not answer in time, or refused
+   with an error, started before that deadline gives it another bound from the failure (it
+   tried; the control plane did not let it: swarm with BUGGIFY, seeds 72, 78, 79, an API
+   server whose etcd member was paused). And at no time
    is an endpoint both ``ready`` and ``terminating`` ("EndpointSlices", Conditions,
    https://kubernetes.io/docs/concepts/services-networking/endpoint-slices/#conditions:
    "For compatibility reasons, ready is NEVER true when a Pod is terminating"): the
@@ -148,6 +152,7 @@ def check_graceful_termination(events: Sequence[Event], *, endpoint_bound_s: flo
                 f"of its deletion ends (deleted at t={deletion.first_t:.3f} with {deletion.grace_s:g} s grace)"
             ), (term, *deletion.marks[:2])))
     acting = acting_intervals(events, CONTROLLER_MANAGER_LEASE)
+    stuck = _failed_slice_writes(events)
     by_pod: dict[str, list[dict[str, Any]]] = {}
     for row in endpoint_ready_intervals(events):
         by_pod.setdefault(row["pod"], []).append(row)
@@ -156,8 +161,12 @@ def check_graceful_termination(events: Sequence[Event], *, endpoint_bound_s: flo
         if not rows:
             continue
         counts["endpoints_checked"] += 1
-        deadline = deadline_under_leader(deletion.first_t, acting, endpoint_bound_s)
+        bound = deadline_under_leader(deletion.first_t, acting, endpoint_bound_s)
         for row in rows:
+            deadline = bound
+            for started, ended in stuck.get(row["slice"], ()):
+                if started <= deadline and ended >= deletion.first_t:
+                    deadline = max(deadline, deadline_under_leader(ended, acting, endpoint_bound_s))
             if row["from"] <= deadline < row["to"]:
                 findings.append((deadline, (
                     f"endpoint {row['address']} of {key} in EndpointSlice {row['slice']} still ready at t={deadline:.3f}, "
@@ -175,3 +184,21 @@ def check_graceful_termination(events: Sequence[Event], *, endpoint_bound_s: flo
         f"endpoints of {counts['endpoints_checked']} deleted pod(s) stopped being ready within {endpoint_bound_s:g} s",
         (), counts,
     )
+
+
+def _failed_slice_writes(events: Sequence[Event]) -> dict[str, list[tuple[float, float]]]:
+    """EndpointSlice ``namespace/name`` -> (invoked, ended) of each write of it by a
+    kube-controller-manager that ended without success (a timeout, an error), in order."""
+    invoked: dict[tuple[str, str], float] = {}
+    failed: dict[str, list[tuple[float, float]]] = {}
+    for event in events:
+        if event.get("type") != "api-op" or event.get("resource") != "endpointslices" or not str(event.get("client", "")).startswith("kube-controller-manager"):
+            continue
+        op = (str(event.get("client")), str(event.get("op_id")))
+        if event.get("phase") == "invoke":
+            invoked[op] = event["t"]
+        elif op in invoked:
+            started = invoked.pop(op)
+            if event.get("phase") != "ok":
+                failed.setdefault(f"{event.get('namespace', '')}/{event.get('name', '')}", []).append((started, event["t"]))
+    return failed
