@@ -31,7 +31,9 @@ Deletion", https://kubernetes.io/docs/tasks/administer-cluster/use-cascade-delet
    controller deletes dependents ... After deleting all the dependent objects [with
    ``ownerReference.blockOwnerDeletion=true``], the controller deletes the owner object":
    an owner with the ``foregroundDeletion`` finalizer leaves the store only when no
-   dependent with a blocking reference to it is left (not even one still terminating).
+   dependent with a blocking reference to it is left (not even one still terminating),
+   but one first stored within :data:`COLLECTOR_CACHE_LAG_S` of the owner's removal (a
+   controller's create racing the collector's last look; then judged by rule 2).
 5. **Owners are released**: the collector removes its own finalizer once its work is done
    ("the controller deletes the owner object"; kubernetes/kubernetes#89503, "orphan
    finalizer is not properly processed", is the bug this catches): an owner marked for
@@ -74,6 +76,13 @@ Obj = dict[str, Any]
 #: delivery, its quorum reads of the dependent and of each owner, the delete, retried
 #: under the rate limiter a few times: 60 s.
 BACKGROUND_BOUND_S = 60.0
+#: How far the collector's graph (its informers) may lag the store: a blocking dependent
+#: first stored this shortly before its foreground owner left was created as the collector
+#: removed the owner's finalizer -- the StatefulSet controller recreates a revision the
+#: collector deleted while its set is deleted in the foreground (upstream's
+#: getStatefulSetRevisions runs before the sync's DeletionTimestamp check) -- and the
+#: collector then deletes it as a dangling dependent (rule 2).
+COLLECTOR_CACHE_LAG_S = 1.0
 CONTROLLER_MANAGER_LEASE = "kube-system/kube-controller-manager"
 
 
@@ -205,7 +214,7 @@ def check_garbage_collection(events: Sequence[Event], *, background_bound_s: flo
                     owner.removed_t = t
                     counts["owners_removed"] += 1
                     counts["orphaned"] += owner.orphaning
-                    problem = _judge_removal(owner, before, objects, dependents, t)
+                    problem = _judge_removal(owner, before, objects, dependents, t, first_ref_t)
                     if problem is not None:
                         findings.append((t, problem, ({"type": "store", "t": t, "revision": revision, "object": f"{resource}/{key}", "change": "deleted"},)))
     counts["dependents"] = len(dependents)
@@ -281,7 +290,8 @@ def check_garbage_collection(events: Sequence[Event], *, background_bound_s: flo
     )
 
 
-def _judge_removal(owner: _Owner, before: Obj | None, objects: dict[str, tuple[str, str, Obj]], dependents: dict[str, tuple[str, str, set[str], float | None]], t: float) -> str | None:
+def _judge_removal(owner: _Owner, before: Obj | None, objects: dict[str, tuple[str, str, Obj]], dependents: dict[str, tuple[str, str, set[str], float | None]], t: float,
+                   first_ref_t: dict[tuple[str, str], float] | None = None) -> str | None:
     """Rules 3 and 4 at the owner's removal from the store."""
     for dependent_uid in sorted(owner.referenced_by):
         live = objects.get(dependent_uid)
@@ -294,5 +304,7 @@ def _judge_removal(owner: _Owner, before: Obj | None, objects: dict[str, tuple[s
         if owner.orphaning:
             return f"{owner.resource} {owner.key} (deleted with propagationPolicy Orphan) left the store while its dependent {resource} {key} still referenced it"
         if owner.foreground and reference.get("blockOwnerDeletion"):
+            if (first_ref_t or {}).get((dependent_uid, owner.uid), -math.inf) > t - COLLECTOR_CACHE_LAG_S:
+                continue  # created as the collector let go: a race it could not see (then dangling, rule 2)
             return f"{owner.resource} {owner.key} (deleted in the foreground) left the store while its blocking dependent {resource} {key} still existed"
     return None
