@@ -217,8 +217,10 @@ def gaps(
 ) -> list[dict[str, Any]]:
     """Stretches longer than ``max_gap_s`` with no leader while a candidate was healthy."""
     found = []
+    failed = _failed_requests(events)
     for lease in sorted(candidates):
         health = _health_timeline(events, candidates[lease], lease_servers, store_members)
+        stuck = sorted(span for process in candidates[lease] for span in failed.get(process, ()))
         led = sorted((i.start, i.end) for i in intervals if i.lease == lease)
         # times at which "no leader and some candidate healthy" may change
         cuts = sorted({t for t, _ in health} | {t for piece in led for t in piece} | {end_t})
@@ -234,10 +236,52 @@ def gaps(
             if bad and stretch_start is None:
                 stretch_start = t
             if not bad and stretch_start is not None:
-                if t - stretch_start > max_gap_s:
-                    found.append({"lease": lease, "from": stretch_start, "to": t, "gap_s": t - stretch_start})
+                # a candidate's request the control plane did not answer (a timeout, an
+                # error) is time it tried and could not: not counted against the bound
+                waited = _covered(stuck, stretch_start, t)
+                if t - stretch_start - waited > max_gap_s:
+                    found.append({"lease": lease, "from": stretch_start, "to": t, "gap_s": t - stretch_start, "requests_failed_s": waited})
                 stretch_start = None
     return found
+
+
+def _failed_requests(events: list[Event]) -> dict[str, list[tuple[float, float]]]:
+    """Process -> (sent, ended) of each leader-election request of its that ended without
+    an answer or with an error (``api-read`` and ``api-op`` records of its
+    ``<process>/leader-election`` client)."""
+    invoked: dict[tuple[str, str], float] = {}
+    failed: dict[str, list[tuple[float, float]]] = {}
+    for event in events:
+        kind = event["type"]
+        if kind not in ("api-read", "api-op"):
+            continue
+        client = str(event.get("client", ""))
+        if not client.endswith("/leader-election"):
+            continue
+        process = client.rpartition("/")[0]
+        if kind == "api-read":
+            if event.get("phase") != "ok" and event.get("call") is not None:
+                failed.setdefault(process, []).append((float(event["call"]), event["t"]))
+            continue
+        op = (client, str(event.get("op_id")))
+        if event.get("phase") == "invoke":
+            invoked[op] = event["t"]
+        elif op in invoked:
+            started = invoked.pop(op)
+            if event.get("phase") != "ok" and event.get("code") not in (409,):  # a conflict is an answer
+                failed.setdefault(process, []).append((started, event["t"]))
+    return failed
+
+
+def _covered(spans: list[tuple[float, float]], start: float, end: float) -> float:
+    """How much of [start, end] the (sorted) spans cover."""
+    covered, reach = 0.0, start
+    for low, high in spans:
+        low, high = max(low, reach), min(high, end)
+        if high > low:
+            covered += high - low
+            reach = high
+    return covered
 
 
 def check_leader_election(

@@ -101,6 +101,9 @@ FALSE_ALARMS_FIXED = [
     # the StatefulSet controller recreated a revision 31 ms before its set, deleted in the
     # foreground, left the store (garbage-collection)
     ("swarm", 70, True),
+    # a scheduler's lease get hung 5 s on an API server whose etcd member was paused, and
+    # its takeover came 0.7 s past the gap bound (leader-election)
+    ("swarm", 72, True),
 ]
 
 
