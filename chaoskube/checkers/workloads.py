@@ -176,6 +176,7 @@ class WorkloadView:
         # after the controller, told it failed, created another -- client-go's documented
         # "a timeout does not mean the request failed"; the next sync deletes the extra.
         self.indeterminate_creates: dict[str, list[float]] = {}
+        self.unseen_creates: set[str] = set()  # pods whose create's answer its client never received
         for event in events:
             kind = event["type"]
             if (
@@ -200,6 +201,22 @@ class WorkloadView:
                     self.node_events.setdefault(target, []).append(event["t"])
             elif kind == "kubernetes" and event.get("event") == "final":
                 self.final_steady = bool(event.get("steady"))
+        # A create whose answer its client never received (its call cancelled when the
+        # controller lost its lease, or its process killed) may have landed all the same,
+        # unseen (workload-churn-under-nemesis with BUGGIFY, seed 33: a ReplicaSet create
+        # sent before a leadership loss stored 3 s after it). Judged only for clients that
+        # journal their calls (api-op): the server's record names the request.
+        answered = {event.get("request") for event in events if event["type"] == "api-op" and event.get("phase") != "invoke"}
+        journaling = {event.get("client") for event in events if event["type"] == "api-op"}
+        for event in events:
+            if (
+                event["type"] == "api-request" and event.get("verb") == "create" and event.get("resource") == "pods" and not event.get("subresource")
+                and event.get("code") is not None and int(event.get("code") or 0) < 300
+            ):
+                request = str(event.get("id", ""))
+                client = request.rsplit("/", 2)[0] if request.count("/") >= 2 else ""
+                if client in journaling and request not in answered:
+                    self.unseen_creates.add(f"{event.get('namespace', '')}/{event.get('name', '')}")
 
     # -- owners and counts --------------------------------------------------------------
     def apply(self, change: Change) -> None:
@@ -308,10 +325,11 @@ class ReplicaSetRules:
                 live = [key for key, pod in view.pods(_uid(rs)) if _live(pod)]
                 bound = view.recent_size("replicasets", rs_key, _replicas(rs))
                 unanswered = [t for t in view.indeterminate_creates.get(change.key.partition("/")[0], ()) if change.t - view.window_s <= t <= change.t]
-                if len(live) > bound and unanswered:
+                if len(live) > bound and (unanswered or change.key in view.unseen_creates):
                     if len(view.explained) < MAX_EXPLAINED:
-                        view.explained.append({"t": change.t, "replicaset": rs_key, "created": change.key, "live": len(live), "bound": bound,
-                                               "explained_by": [f"{len(unanswered)} pod create(s) answered without a definite outcome (timeout or 5xx) in the last {view.window_s:g} s: one may land late"]})
+                        why = (f"{len(unanswered)} pod create(s) answered without a definite outcome (timeout or 5xx) in the last {view.window_s:g} s: one may land late"
+                               if unanswered else "its create's answer never reached the controller (its call was cancelled): it landed unseen")
+                        view.explained.append({"t": change.t, "replicaset": rs_key, "created": change.key, "live": len(live), "bound": bound, "explained_by": [why]})
                 elif len(live) > bound:
                     findings.append(Finding(
                         "replicaset-over-creation", change.t, f"replicasets/{rs_key}",
