@@ -526,11 +526,9 @@ def _resets_between(determinate: list[Op], latest_ret: list[float], count: int, 
     if open_count > _STALE_WINDOW_MAX:
         return None
     between = [op for op in indeterminate[:open_count] if op is not earlier]
-    scanned = 0
-    for i in range(count - 1, -1, -1):
+    for scanned, i in enumerate(range(count - 1, -1, -1), start=1):
         if latest_ret[i] < earlier.call:
             break  # nothing at or before i returns after earlier's invocation
-        scanned += 1
         if scanned > _STALE_WINDOW_MAX:
             return None
         op = determinate[i]
