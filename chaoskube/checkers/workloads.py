@@ -459,6 +459,16 @@ class DeploymentRules:
                 if excuse is not None:
                     reasons.append(f"{key}: {excuse}")
         reasons += [f"a pod lost at t={t:.3f} not replaced yet" for t in losses]
+        active = [rs for _, rs in view.replica_sets_of(_uid(d)) if _replicas(rs) > 0 or view.pods(_uid(rs))]
+        if len(active) > 1 and view.recent_size("deployments", d_key, replicas) > replicas:
+            # A scale-down mid-rollout: the Deployment controller splits it over its
+            # ReplicaSets by size (sync.go scale, getProportion), not by availability, so
+            # maxUnavailable does not bound it (workload-churn-under-nemesis with BUGGIFY,
+            # seed 65: 3 -> 1 took both available pods of the largest old ReplicaSet)
+            reasons.append(f"Deployment {d_key} scaled down to {replicas} mid-rollout ({len(active)} ReplicaSets): proportional scaling")
+            if len(view.explained) < MAX_EXPLAINED:
+                view.explained.append({"t": change.t, "deployment": d_key, "deleted": change.key, "available": available, "floor": floor, "explained_by": reasons})
+            return None
         if available + len(reasons) >= floor:
             if len(view.explained) < MAX_EXPLAINED:
                 view.explained.append({"t": change.t, "deployment": d_key, "deleted": change.key, "available": available, "floor": floor, "explained_by": reasons})

@@ -266,6 +266,29 @@ def test_the_controller_deleting_an_available_pod_below_the_floor_is_caught_unle
     assert explained.valid is False  # still one short: p1 was taken by the controller itself
 
 
+def test_a_scale_down_mid_rollout_is_split_by_size_not_availability():
+    """workload-churn-under-nemesis with BUGGIFY, seed 65: a Deployment scaled 3 -> 1 while
+    it rolled out; upstream's proportional scaling (sync.go scale) takes the largest
+    ReplicaSet's pods, available or not, so maxUnavailable does not bound it. With one
+    ReplicaSet the same deletions stay a finding."""
+    newer = obj("ReplicaSet", "web-2", spec={"replicas": 1}, metadata={"generation": 1, "ownerReferences": [{"uid": "uid-web", "controller": True, "kind": "Deployment", "name": "web"}]},
+                status={"observedGeneration": 1})
+    starting = obj("Pod", "q1", metadata={"ownerReferences": [{"uid": "uid-web-2", "controller": True, "kind": "ReplicaSet", "name": "web-2"}]},
+                   spec={"nodeName": "node-1"}, status={"phase": "Pending", "conditions": [{"type": "Ready", "status": "False"}]})
+    rollout = [put(1.5, 7, "replicasets", "default/web-2", newer), put(1.6, 8, "pods", "default/q1", starting)]
+    scaled = [put(2.0, 9, "deployments", "default/web", {**deployment(1), "metadata": {**deployment(1)["metadata"], "generation": 2}}),
+              put(2.1, 10, "replicasets", "default/web-1", replica_set(0)),
+              {"type": "replicaset-pods", "t": 2.25, "replicaset": "default/web-1", "action": "delete", "pods": ["default/p1", "default/p2", "default/p3"]},
+              put(2.2, 11, "pods", "default/p1", pod("p1", deleting=True)), put(2.21, 12, "pods", "default/p2", pod("p2", deleting=True)),
+              put(2.22, 13, "pods", "default/p3", pod("p3", deleting=True))]
+    mid_rollout = sorted([*workload_base(), *rollout, *scaled], key=lambda event: event["t"])
+    verdict = check_workload_invariants(mid_rollout)
+    assert verdict.valid is not False or verdict.details.get("rule") != "deployment-availability", verdict.reason
+    assert "below replicas - maxUnavailable" not in verdict.reason, verdict.reason
+    single = sorted([*workload_base(), *scaled], key=lambda event: event["t"])
+    assert "below replicas - maxUnavailable" in check_workload_invariants(single).reason
+
+
 def test_an_eviction_explains_the_shortfall_it_causes():
     evicted = [{"type": "eviction", "t": 2.0, "namespace": "default", "pod": "p1", "outcome": "evicted"}, put(2.0, 7, "pods", "default/p1", pod("p1", deleting=True))]
     verdict = check_workload_invariants([*workload_base(), *evicted])
