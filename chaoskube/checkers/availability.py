@@ -80,7 +80,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaoskube.checkers.replay import StoreReplay, acting_intervals, deadline_under_leader, endpoint_ready_intervals, is_deleting
+from chaoskube.checkers.replay import CONTROLLER_MANAGER_LEASE, StoreReplay, acting_intervals, deadline_under_leader, endpoint_ready_intervals, is_deleting, pod_ready
 from chaoskube.checkers.verdict import Verdict
 
 __all__ = [
@@ -116,7 +116,6 @@ DEAD_ENDPOINT_BOUND_S = NODE_MONITOR_GRACE_S + NODE_MONITOR_PERIOD_S + ENDPOINT_
 #: "Container restart policy", https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#restart-policy).
 #: Requests to those endpoints fail for that long after the node is reachable again.
 REBOOT_SETTLE_S = 15.0
-CONTROLLER_MANAGER_LEASE = "kube-system/kube-controller-manager"
 
 
 @dataclass(slots=True)
@@ -372,7 +371,7 @@ def _unexplained_failures(
 ) -> dict[str, list[Event]]:
     """Per Service, its failed requests that no expected window or allowed dead endpoint
     explains (module docstring, "Error budget")."""
-    acting = acting_intervals(events, CONTROLLER_MANAGER_LEASE) if unreachable else []
+    acting = acting_intervals(events, CONTROLLER_MANAGER_LEASE)
     allowed: dict[str, list[tuple[float, float]]] = {
         node: [(start, min(end, deadline_under_leader(start, acting, DEAD_ENDPOINT_BOUND_S) + PROXY_SYNC_S)) for start, end in rows]
         for node, rows in unreachable.items()
@@ -393,7 +392,6 @@ def _unexplained_failures(
     ready_windows: dict[tuple[str, str], list[tuple[float, float]]] | None = None
     sliced: set[str] = set()
     stopped_serving: dict[str, list[float]] | None = None
-    acting_all: list[tuple[float, float]] | None = None
 
     def windows() -> dict[tuple[str, str], list[tuple[float, float]]]:
         nonlocal ready_windows, sliced
@@ -408,16 +406,14 @@ def _unexplained_failures(
         """The store's slice held ``ip`` ready at ``sent`` (or up to kube-proxy's sync
         before) after its pod stopped serving, within the EndpointSlice controller's and
         kube-proxy's sync (module docstring)."""
-        nonlocal stopped_serving, acting_all
+        nonlocal stopped_serving
         if not any(low <= sent and sent - PROXY_SYNC_S < high for low, high in windows().get((service, ip), ())):
             return False  # not ready in the store then, nor within kube-proxy's sync before
         if stopped_serving is None:
             stopped_serving = _stopped_serving(events)
-            acting_all = acting_intervals(events, CONTROLLER_MANAGER_LEASE)
-        assert acting_all is not None
         times = stopped_serving.get(ip, [])
         position = bisect_right(times, sent)
-        return position > 0 and sent <= deadline_under_leader(times[position - 1], acting_all, ENDPOINT_SYNC_BOUND_S) + PROXY_SYNC_S
+        return position > 0 and sent <= deadline_under_leader(times[position - 1], acting, ENDPOINT_SYNC_BOUND_S) + PROXY_SYNC_S
     for event in events:
         if replay is not None and event.get("type") == "raft-apply":
             replay.apply(event)
@@ -485,8 +481,7 @@ def _stopped_serving(events: Sequence[Event]) -> dict[str, list[float]]:
     """Pod IP -> the times, in order, at which the store showed the pod with that IP stop
     serving: marked for deletion, no longer Ready, or removed (from serving before)."""
     def serving(pod: Any) -> bool:
-        return pod is not None and not is_deleting(pod) and any(
-            condition.get("type") == "Ready" and condition.get("status") == "True" for condition in (pod.get("status") or {}).get("conditions") or ())
+        return pod is not None and not is_deleting(pod) and pod_ready(pod)
 
     table: dict[str, list[float]] = {}
     replay = StoreReplay(["pods"])

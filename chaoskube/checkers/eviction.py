@@ -74,6 +74,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaoskube.checkers.replay import (
+    CONTROLLER_MANAGER_LEASE,
     Change,
     StoreReplay,
     acting_intervals,
@@ -205,7 +206,6 @@ class _Loss:
 #: The disruption controller's reaction to a pod loss: informer delivery, its queue, the
 #: recount and the status write, retried once: bounded by 10 s here.
 DISRUPTION_SYNC_BOUND_S = 10.0
-CONTROLLER_MANAGER_LEASE = "kube-system/kube-controller-manager"
 
 
 @dataclass(slots=True)

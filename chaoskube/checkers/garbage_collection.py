@@ -63,7 +63,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaoskube.api.protocol import FOREGROUND_FINALIZER, ORPHAN_FINALIZER
-from chaoskube.checkers.replay import REGISTRY_PREFIX, acting_intervals, deadline_under_leader, is_deleting, parse_key
+from chaoskube.checkers.replay import CONTROLLER_MANAGER_LEASE, REGISTRY_PREFIX, acting_intervals, deadline_under_leader, is_deleting, parse_key
 from chaoskube.checkers.replay import _loads as loads
 from chaoskube.checkers.verdict import Verdict
 
@@ -83,7 +83,6 @@ BACKGROUND_BOUND_S = 60.0
 #: getStatefulSetRevisions runs before the sync's DeletionTimestamp check) -- and the
 #: collector then deletes it as a dangling dependent (rule 2).
 COLLECTOR_CACHE_LAG_S = 1.0
-CONTROLLER_MANAGER_LEASE = "kube-system/kube-controller-manager"
 
 
 def _meta(obj: Obj) -> dict[str, Any]:

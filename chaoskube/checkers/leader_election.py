@@ -46,6 +46,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from chaoskube.checkers.replay import failed_calls
 from chaoskube.checkers.verdict import Verdict
 
 Event = dict[str, Any]
@@ -249,27 +250,16 @@ def _failed_requests(events: list[Event]) -> dict[str, list[tuple[float, float]]
     """Process -> (sent, ended) of each leader-election request of its that ended without
     an answer or with an error (``api-read`` and ``api-op`` records of its
     ``<process>/leader-election`` client)."""
-    invoked: dict[tuple[str, str], float] = {}
+    def elector(event: Event) -> bool:
+        return str(event.get("client", "")).endswith("/leader-election")
+
     failed: dict[str, list[tuple[float, float]]] = {}
     for event in events:
-        kind = event["type"]
-        if kind not in ("api-read", "api-op"):
-            continue
-        client = str(event.get("client", ""))
-        if not client.endswith("/leader-election"):
-            continue
-        process = client.rpartition("/")[0]
-        if kind == "api-read":
-            if event.get("phase") != "ok" and event.get("call") is not None:
-                failed.setdefault(process, []).append((float(event["call"]), event["t"]))
-            continue
-        op = (client, str(event.get("op_id")))
-        if event.get("phase") == "invoke":
-            invoked[op] = event["t"]
-        elif op in invoked:
-            started = invoked.pop(op)
-            if event.get("phase") != "ok" and event.get("code") not in (409,):  # a conflict is an answer
-                failed.setdefault(process, []).append((started, event["t"]))
+        if event["type"] == "api-read" and elector(event) and event.get("phase") != "ok" and event.get("call") is not None:
+            failed.setdefault(str(event["client"]).rpartition("/")[0], []).append((float(event["call"]), event["t"]))
+    for started, ended in failed_calls(events, elector):
+        if ended.get("code") != 409:  # a conflict is an answer
+            failed.setdefault(str(ended["client"]).rpartition("/")[0], []).append((started, ended["t"]))
     return failed
 
 

@@ -21,19 +21,21 @@ from __future__ import annotations
 import bisect
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 __all__ = [
+    "CONTROLLER_MANAGER_LEASE",
     "Change",
     "REGISTRY_PREFIX",
     "StoreHistory",
     "acting_intervals",
     "deadline_under_leader",
     "endpoint_ready_intervals",
+    "failed_calls",
     "StoreReplay",
     "Version",
     "condition_status",
@@ -53,6 +55,8 @@ Event = dict[str, Any]
 Obj = dict[str, Any]
 
 REGISTRY_PREFIX = "/registry/"
+#: The Lease the acting kube-controller-manager holds (its controllers act only while it does).
+CONTROLLER_MANAGER_LEASE = "kube-system/kube-controller-manager"
 
 
 # =========================================================================== the store, replayed
@@ -237,6 +241,26 @@ def request_invokes(events: Iterable[Event]) -> tuple[dict[str, float], dict[tup
     for times in by_target.values():
         times.sort()
     return by_request, by_target
+
+
+def failed_calls(events: Iterable[Event], wanted: Callable[[Event], bool]) -> list[tuple[float, Event]]:
+    """The clients' calls (``api-op`` records) that ended without success -- no answer in
+    time, or an error -- among those whose invoke record ``wanted`` accepts: (invoke time,
+    the record that ended it), in the order they ended."""
+    invoked: dict[tuple[str, str], float] = {}
+    failed: list[tuple[float, Event]] = []
+    for event in events:
+        if event.get("type") != "api-op":
+            continue
+        op = (str(event.get("client", "")), str(event.get("op_id")))
+        if event.get("phase") == "invoke":
+            if wanted(event):
+                invoked[op] = event["t"]
+        elif op in invoked:
+            started = invoked.pop(op)
+            if event.get("phase") != "ok":
+                failed.append((started, event))
+    return failed
 
 
 def latest_before(times: list[float] | None, t: float) -> float | None:

@@ -57,7 +57,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaoskube.checkers.replay import StoreReplay, acting_intervals, deadline_under_leader, endpoint_ready_intervals
+from chaoskube.checkers.replay import CONTROLLER_MANAGER_LEASE, StoreReplay, acting_intervals, deadline_under_leader, endpoint_ready_intervals, failed_calls
 from chaoskube.checkers.verdict import Verdict
 
 __all__ = ["ENDPOINT_SYNC_BOUND_S", "check_graceful_termination"]
@@ -66,7 +66,6 @@ Event = dict[str, Any]
 #: The EndpointSlice controller's reaction to a pod update (informer delivery, the write,
 #: a retry after its 1 s initial backoff): 10 s, as for the dead-endpoint check.
 ENDPOINT_SYNC_BOUND_S = 10.0
-CONTROLLER_MANAGER_LEASE = "kube-system/kube-controller-manager"
 _EPSILON_S = 1e-6
 
 
@@ -152,7 +151,9 @@ def check_graceful_termination(events: Sequence[Event], *, endpoint_bound_s: flo
                 f"of its deletion ends (deleted at t={deletion.first_t:.3f} with {deletion.grace_s:g} s grace)"
             ), (term, *deletion.marks[:2])))
     acting = acting_intervals(events, CONTROLLER_MANAGER_LEASE)
-    stuck = _failed_slice_writes(events)
+    stuck: dict[str, list[tuple[float, float]]] = {}  # EndpointSlice -> (invoked, ended) of the controller's failed writes of it
+    for started, ended in failed_calls(events, lambda op: op.get("resource") == "endpointslices" and str(op.get("client", "")).startswith("kube-controller-manager")):
+        stuck.setdefault(f"{ended.get('namespace', '')}/{ended.get('name', '')}", []).append((started, ended["t"]))
     by_pod: dict[str, list[dict[str, Any]]] = {}
     for row in endpoint_ready_intervals(events):
         by_pod.setdefault(row["pod"], []).append(row)
@@ -184,21 +185,3 @@ def check_graceful_termination(events: Sequence[Event], *, endpoint_bound_s: flo
         f"endpoints of {counts['endpoints_checked']} deleted pod(s) stopped being ready within {endpoint_bound_s:g} s",
         (), counts,
     )
-
-
-def _failed_slice_writes(events: Sequence[Event]) -> dict[str, list[tuple[float, float]]]:
-    """EndpointSlice ``namespace/name`` -> (invoked, ended) of each write of it by a
-    kube-controller-manager that ended without success (a timeout, an error), in order."""
-    invoked: dict[tuple[str, str], float] = {}
-    failed: dict[str, list[tuple[float, float]]] = {}
-    for event in events:
-        if event.get("type") != "api-op" or event.get("resource") != "endpointslices" or not str(event.get("client", "")).startswith("kube-controller-manager"):
-            continue
-        op = (str(event.get("client")), str(event.get("op_id")))
-        if event.get("phase") == "invoke":
-            invoked[op] = event["t"]
-        elif op in invoked:
-            started = invoked.pop(op)
-            if event.get("phase") != "ok":
-                failed.setdefault(f"{event.get('namespace', '')}/{event.get('name', '')}", []).append((started, event["t"]))
-    return failed
