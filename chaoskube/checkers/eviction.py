@@ -342,7 +342,7 @@ def check_pdb_eviction(events: Iterable[Event], *, include_preemption: bool = Tr
 
 def _judge_revision(
     pdb_key: str, pdb: Obj, touched: list[Change], losses: list[_Loss], store: StoreReplay, budget: _Budget,
-    judged: list[dict[str, Any]], unjudged: list[dict[str, Any]], acting: list[tuple[float, float]] | None = None,
+    judged: list[dict[str, Any]], unjudged: list[dict[str, Any]], acting: list[tuple[float, float]],
 ) -> Verdict | None:
     namespace = pdb_key.partition("/")[0]
     selector = pdb.get("spec", {}).get("selector")
@@ -371,7 +371,7 @@ def _judge_revision(
         judged.append(row)
         if count < desired and verdict is None:
             uncounted = [other for other in budget.losses_since_room if other.change.key != loss.change.key
-                         and loss.change.t <= deadline_under_leader(other.change.t, acting or [], DISRUPTION_SYNC_BOUND_S)]
+                         and loss.change.t <= deadline_under_leader(other.change.t, acting, DISRUPTION_SYNC_BOUND_S)]
             if desired - count <= len(uncounted):
                 row["stale_status"] = [other.change.key for other in uncounted]  # upstream's eviction.go trusted it
                 continue

@@ -290,7 +290,7 @@ def check_garbage_collection(events: Sequence[Event], *, background_bound_s: flo
 
 
 def _judge_removal(owner: _Owner, before: Obj | None, objects: dict[str, tuple[str, str, Obj]], dependents: dict[str, tuple[str, str, set[str], float | None]], t: float,
-                   first_ref_t: dict[tuple[str, str], float] | None = None) -> str | None:
+                   first_ref_t: dict[tuple[str, str], float]) -> str | None:
     """Rules 3 and 4 at the owner's removal from the store."""
     for dependent_uid in sorted(owner.referenced_by):
         live = objects.get(dependent_uid)
@@ -303,7 +303,7 @@ def _judge_removal(owner: _Owner, before: Obj | None, objects: dict[str, tuple[s
         if owner.orphaning:
             return f"{owner.resource} {owner.key} (deleted with propagationPolicy Orphan) left the store while its dependent {resource} {key} still referenced it"
         if owner.foreground and reference.get("blockOwnerDeletion"):
-            if (first_ref_t or {}).get((dependent_uid, owner.uid), -math.inf) > t - COLLECTOR_CACHE_LAG_S:
+            if first_ref_t.get((dependent_uid, owner.uid), -math.inf) > t - COLLECTOR_CACHE_LAG_S:
                 continue  # created as the collector let go: a race it could not see (then dangling, rule 2)
             return f"{owner.resource} {owner.key} (deleted in the foreground) left the store while its blocking dependent {resource} {key} still existed"
     return None

@@ -76,7 +76,7 @@ from typing import Any, Protocol
 
 from chaoskube.api.objects import resolve_fenceposts
 from chaoskube.checkers.convergence import convergence_problems
-from chaoskube.checkers.replay import Change, StoreReplay, condition_status, is_deleting, pod_ready
+from chaoskube.checkers.replay import Change, StoreReplay, condition_status, is_deleting, pod_ready, request_invokes
 from chaoskube.checkers.verdict import Verdict
 
 __all__ = ["RULES", "Rule", "WorkloadView", "check_workload_invariants"]
@@ -206,7 +206,7 @@ class WorkloadView:
         # unseen (workload-churn-under-nemesis with BUGGIFY, seed 33: a ReplicaSet create
         # sent before a leadership loss stored 3 s after it). Judged only for clients that
         # journal their calls (api-op): the server's record names the request.
-        answered = {event.get("request") for event in events if event["type"] == "api-op" and event.get("phase") != "invoke"}
+        answered, _ = request_invokes(events)
         journaling = {event.get("client") for event in events if event["type"] == "api-op"}
         for event in events:
             if (
