@@ -481,8 +481,9 @@ def _stale(ops: Sequence[Op], model: Any) -> tuple[Op, Op] | None:
         if read_only(op):
             if op.ret != math.inf and op.output is not UNKNOWN:
                 reads.append(op)
-                if observed(op) is not _MISSING:
-                    observations.append((op, observed(op)))
+                state = observed(op)
+                if state is not _MISSING:
+                    observations.append((op, state))
         elif resets(op):
             if op.ret == math.inf:
                 indeterminate.append(op)

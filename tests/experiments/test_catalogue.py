@@ -16,10 +16,17 @@ from chaoskube.experiments.runner import run_experiment
 SIMULATED = [name for name in registry.names() if not getattr(SYSTEMS[registry.find(name).system], "real_time", False)]
 
 
-def outcome(name, seed, tmp_path):
-    result = run_experiment(registry.find(name), seed, tmp_path / f"{name}-{seed}")
+def as_expected(name, seed, tmp_path, experiment=None):
+    """Run ``name`` (or ``experiment``, a changed copy of it) with ``seed``; assert it met its
+    expected outcome."""
+    result = run_experiment(experiment or registry.find(name), seed, tmp_path / f"{name}-{seed}")
     summary = {checker: (verdict.label, verdict.reason) for checker, verdict in result.verdicts.items()}
     assert result.as_expected, f"{name} seed {seed}: {summary}"
+    return result
+
+
+def outcome(name, seed, tmp_path):
+    result = as_expected(name, seed, tmp_path)
     assert (tmp_path / f"{name}-{seed}" / "report.md").read_text().startswith(f"# {name} — seed {seed}")
     return result
 
@@ -115,9 +122,4 @@ FALSE_ALARMS_FIXED = [
 
 @pytest.mark.parametrize(("name", "seed", "buggify"), FALSE_ALARMS_FIXED)
 def test_a_false_alarm_a_campaign_found_stays_fixed(name, seed, buggify, tmp_path):
-    experiment = registry.find(name)
-    if buggify is not None:
-        experiment = with_buggify(experiment, buggify)
-    result = run_experiment(experiment, seed, tmp_path / f"{name}-{seed}")
-    summary = {checker: (verdict.label, verdict.reason) for checker, verdict in result.verdicts.items()}
-    assert result.as_expected, f"{name} seed {seed}: {summary}"
+    as_expected(name, seed, tmp_path, with_buggify(registry.find(name), buggify) if buggify is not None else None)
