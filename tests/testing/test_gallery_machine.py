@@ -19,18 +19,16 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import initialize, rule, run_state_machine_as_test
+from hypothesis.stateful import rule, run_state_machine_as_test
 
 from chaoskube import gallery
-from chaoskube.cluster import ClusterSpec, NodeGroup, Taint
+from chaoskube.cluster import NodeGroup, Taint
 from chaoskube.examples import FixedPdbGuardMachine, PdbGuardStories
 from chaoskube.testing import ClusterMachine, InvariantViolation, RunSummary, focus
-from tests.testing.test_machine import EvictionStories
+from tests.testing import test_machine
+from tests.testing.test_machine import EvictionStories, small_spec
 
 MAX_SHRUNK_STEPS = 10
-#: The focused machines draw the World seed from a small range: any seed explores a task
-#: order, and the shrinker spends far fewer live clusters on minimising a small integer.
-SEEDS = st.integers(min_value=0, max_value=63)
 
 
 def _settings(examples: int, steps: int) -> settings:
@@ -68,17 +66,8 @@ class SafetyOnlyWhileSearching(ClusterMachine):
     no convergence phase, and the shrinker runs hundreds of them."""
 
 
-class SmallSeeds(SafetyOnlyWhileSearching):
-    """The focused machines draw the World seed from :data:`SEEDS`."""
-
-    @initialize(seed=SEEDS)
-    def boot(self, seed: int) -> None:
-        super().boot(seed)
-
-
-def _small(nodes: int = 2, **fields: object) -> ClusterSpec:
-    """One etcd member (the stories that are not about Raft need no quorum: a cheaper cluster)."""
-    return ClusterSpec(**{"etcd_members": 1, "api_servers": 1, "controller_managers": 1, "schedulers": 1, "node_groups": [NodeGroup(count=nodes, zones=["zone-a"])], **fields})
+class SmallSeeds(SafetyOnlyWhileSearching, test_machine.SmallSeeds):
+    """The focused machines draw the World seed from a small range (test_machine.SmallSeeds)."""
 
 
 class RaftStories(focus(SmallSeeds, "_RaftBase", rules=("kill", "heal_all"), invariants=("raft_is_safe",), convergence_deadline_s=120.0)):
@@ -121,13 +110,13 @@ class RaftStories(focus(SmallSeeds, "_RaftBase", rules=("kill", "heal_all"), inv
 #: tolerance covers a few seconds of slack (2 s retry period), not a takeover.
 ElectionStories = focus(
     SmallSeeds, "ElectionStories", rules=("kill", "restart", "heal_all"), invariants=("leader_election_holds",),
-    spec=_small(1, controller_managers=2, schedulers=2), leader_overlap_tolerance_s=5.0, convergence_deadline_s=120.0, __module__=__name__,
+    spec=small_spec(1, controller_managers=2, schedulers=2), leader_overlap_tolerance_s=5.0, convergence_deadline_s=120.0, __module__=__name__,
 )
 
 #: Scheduling: one plain node and two tainted ones (NoSchedule); no pod tolerates the taint.
 TaintStories = focus(
     SmallSeeds, "TaintStories", rules=("create_deployment", "scale_deployment"), invariants=("bindings_fit",),
-    spec=_small(node_groups=[
+    spec=small_spec(node_groups=[
         NodeGroup(prefix="plain", count=1, zones=["zone-a"]),
         NodeGroup(prefix="infra", count=2, zones=["zone-a"], taints=[Taint(key="dedicated", value="infra", effect="NoSchedule")]),
     ]),

@@ -57,13 +57,18 @@ class SmallSeeds(ClusterMachine):
         super().boot(seed)
 
 
+def small_spec(nodes: int = 2, **fields: object) -> ClusterSpec:
+    """One etcd member (the stories that are not about Raft need no quorum: a cheaper cluster)."""
+    return ClusterSpec(**{"etcd_members": 1, "api_servers": 1, "controller_managers": 1, "schedulers": 1, "node_groups": [NodeGroup(count=nodes, zones=["zone-a"])], **fields})
+
+
 #: Deployments, PDBs, evictions, drains and waits: the rules that reach the eviction path,
 #: and only the PDB invariant (faster shrinking), on one etcd member and two nodes (the
 #: story is not about Raft: a cheaper cluster per example).
 EvictionStories = focus(
     SmallSeeds, "EvictionStories", rules=("create_deployment", "create_pdb", "evict_pod", "drain"),
     invariants=("evictions_respect_pdbs",), convergence_deadline_s=120.0,
-    spec=ClusterSpec(etcd_members=1, api_servers=1, controller_managers=1, schedulers=1, node_groups=[NodeGroup(count=2, zones=["zone-a"])]),
+    spec=small_spec(),
 )
 
 
