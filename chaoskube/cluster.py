@@ -24,7 +24,7 @@ import yaml
 from chaoskube.api.identity import admin_credentials
 from chaoskube.api.manifests import load_manifests
 from chaoskube.api.objects import Object
-from chaoskube.apiserver.server import ApiServerConfig, spawn_api_servers
+from chaoskube.apiserver.server import ApiServerConfig, pod_cap, spawn_api_servers
 from chaoskube.client.client import ApiClient, ApiError
 from chaoskube.config import ControllerManagerConfig, KubeletConfig, SchedulerConfig
 from chaoskube.controllers.manager import controller_manager_main, run_leader_elected
@@ -402,7 +402,9 @@ def open_cluster(world: World, spec: ClusterSpec | None = None) -> Cluster:
     zones = sorted({zone for _, zone, _ in spec.nodes()}) or None
     etcd = spawn_cluster(world, etcd_config, zones=zones)
     api_names = [f"kube-apiserver-{index}" for index in range(1, spec.api_servers + 1)]
-    api_servers = spawn_api_servers(world, ApiServerConfig(etcd_endpoints=tuple(etcd_config.names)), api_names, zones=zones)
+    node_capacity = sum(group.count * group.pods for group in spec.node_groups)
+    api_config = ApiServerConfig(etcd_endpoints=tuple(etcd_config.names), max_pods=pod_cap(node_capacity))
+    api_servers = spawn_api_servers(world, api_config, api_names, zones=zones)
     cluster = Cluster(world, spec, etcd, api_servers, api_names)
     manager_config = ControllerManagerConfig(node_monitor_grace_period_s=timings.node_monitor_grace_period_s, node_monitor_period_s=timings.node_monitor_period_s)
     for index in range(1, spec.controller_managers + 1):

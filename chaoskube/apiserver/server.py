@@ -145,6 +145,7 @@ __all__ = [
     "ApiServerConfig",
     "deletion_finalizers",
     "api_server_main",
+    "pod_cap",
     "spawn_api_servers",
 ]
 
@@ -154,8 +155,19 @@ ADMIN_USER = "kubernetes-admin"
 LOOPBACK_USER = "system:apiserver"
 #: Bound on GuaranteedUpdate's and Delete's re-read loops; at the bound: 409 Conflict.
 MAX_ATTEMPTS = 16
-#: The most pods one simulated cluster holds (``ApiServerConfig.max_pods``).
+#: The most pods one simulated cluster holds (``ApiServerConfig.max_pods``) unless its
+#: nodes can run more (:func:`pod_cap`).
 MAX_PODS = 5000
+#: Kubernetes' documented limit: "No more than 150,000 total pods" (Considerations for
+#: large clusters, kubernetes.io/docs/setup/best-practices/cluster-large/).
+MAX_PODS_LARGE_CLUSTER = 150_000
+
+
+def pod_cap(node_capacity: int) -> int:
+    """The pod cap of a cluster whose nodes can run ``node_capacity`` pods (their
+    ``maxPods`` summed): as many as the nodes hold, at least :data:`MAX_PODS` (pending
+    pods of a small cluster), at most Kubernetes' 150,000."""
+    return min(MAX_PODS_LARGE_CLUSTER, max(MAX_PODS, node_capacity))
 #: Kinds with a ``status`` subresource: their main resource ignores status changes.
 STATUS_KINDS = frozenset({
     "Pod", "Node", "Deployment", "ReplicaSet", "Service", "PodDisruptionBudget", "Namespace", "StatefulSet", "DaemonSet", "Job",

@@ -7,9 +7,11 @@ import trio
 from chaoskube.api.identity import node_credentials, service_account_credentials, user_credentials
 from chaoskube.api.manifests import from_dict
 from chaoskube.api.protocol import Binding, DeleteOptions, Eviction, parse_timestamp
+from chaoskube.apiserver.server import ApiServerConfig, pod_cap
 from chaoskube.apiserver.storage import copy_object
 from chaoskube.etcd.client import EtcdClient
 from chaoskube.etcd.requests import RangeRequest
+from chaoskube.etcd.server import EtcdConfig
 from tests.apiserver.apiserver_harness import run_api
 
 
@@ -434,3 +436,17 @@ def test_propagation_policies_leave_the_garbage_collectors_finalizers():
     assert answers["bad"].code == 422 and "propagationPolicy" in answers["bad"].status.message
     assert answers["switch"].object.metadata.finalizers == ["foregroundDeletion"]
     assert answers["release"].code == 200 and answers["gone"].code == 404
+
+
+def test_pods_past_the_cap_are_forbidden_and_the_cap_grows_with_the_nodes():
+    """The simulation's own bound (docs/api-server.md, the simulation's limits): at least
+    5,000 pods, as many as the nodes' ``maxPods`` add up to, at most Kubernetes' 150,000."""
+    assert [pod_cap(capacity) for capacity in (330, 5_500, 110_000, 1_100_000)] == [5_000, 5_500, 110_000, 150_000]
+
+    async def story(world, api, registry):
+        return [await api("create", "pods", namespace="default", body=pod(name)) for name in ("a", "b", "c")]
+
+    config = ApiServerConfig(etcd_endpoints=tuple(EtcdConfig().names), max_pods=2)
+    _, answers = run_api(story, config=config)
+    assert [answer.code for answer in answers] == [201, 201, 403]
+    assert answers[2].status.message == 'pods "c" is forbidden: the simulation holds at most 2 pods (chaoskube\'s cap per run; see docs/api-server.md)'
