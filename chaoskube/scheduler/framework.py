@@ -284,6 +284,25 @@ def pod_key(pod: Pod) -> str:
     return f"{pod.metadata.namespace}/{pod.metadata.name}"
 
 
+def selector_key(selector: LabelSelector | None) -> tuple:
+    """A hashable value equal for selectors with the same requirements in the same order."""
+    if selector is None:
+        return ()
+    return (
+        tuple(sorted(selector.match_labels.items())),
+        tuple((requirement.key, requirement.operator, tuple(requirement.values)) for requirement in selector.match_expressions),
+    )
+
+
+def count_pods_match_selector(pods: Sequence[PodInfo], selector: LabelSelector | None, namespace: str) -> int:
+    """``countPodsMatchSelector``: terminating pods do not count (#87621)."""
+    return sum(
+        1 for info in pods
+        if info.pod.metadata.deletion_timestamp is None and info.pod.metadata.namespace == namespace
+        and matches(selector, info.pod.metadata.labels)
+    )
+
+
 def pod_priority(pod: Pod) -> int:
     """``corev1helpers.PodPriority``: ``spec.priority``, 0 when unset."""
     return pod.spec.priority if pod.spec.priority is not None else 0
@@ -431,7 +450,7 @@ class NodeInfo:
     """``framework.NodeInfo``: a node, the pods on it (bound and assumed) and the sums of
     their requests. ``node`` is None for a node deleted while pods still point at it."""
 
-    __slots__ = ("node", "name", "pods", "requested", "non_zero_requested", "allocatable", "generation")
+    __slots__ = ("node", "name", "pods", "requested", "non_zero_requested", "allocatable", "generation", "_matching", "_anti")
 
     def __init__(self, node: Node | None, name: str = "", generation: int = 0) -> None:
         self.node = node
@@ -441,6 +460,12 @@ class NodeInfo:
         self.non_zero_requested = Resource()
         self.allocatable = node_allocatable(node) if node is not None else Resource()
         self.generation = generation
+        #: Derived from ``pods`` and dropped whenever they change: the counts of
+        #: ``count_matching`` by (namespace, selector), and the pods with required
+        #: anti-affinity. A cycle asks every node the same questions, and between two
+        #: cycles only the nodes a pod was placed on or removed from change.
+        self._matching: dict[tuple, int] = {}
+        self._anti: list[PodInfo] | None = None
 
     def set_node(self, node: Node | None) -> None:
         self.node = node
@@ -453,14 +478,28 @@ class NodeInfo:
     def add_pod(self, info: PodInfo) -> None:
         self.pods.append(info)
         self._account(info, 1)
+        self._matching, self._anti = {}, None
 
     def remove_pod(self, key: str) -> PodInfo | None:
         for index, info in enumerate(self.pods):
             if info.key == key:
                 del self.pods[index]
                 self._account(info, -1)
+                self._matching, self._anti = {}, None
                 return info
         return None
+
+    def count_matching(self, selector: LabelSelector | None, key: tuple, namespace: str) -> int:
+        """``countPodsMatchSelector`` over this node's pods: the pods of ``namespace`` that
+        ``selector`` (whose :func:`selector_key` is ``key``) selects, terminating pods not
+        counted (#87621). Remembered until the pods change."""
+        if selector is None:
+            return 0
+        key = (namespace, key)
+        count = self._matching.get(key)
+        if count is None:
+            count = self._matching[key] = count_pods_match_selector(self.pods, selector, namespace)
+        return count
 
     def _account(self, info: PodInfo, sign: int) -> None:
         self.requested.milli_cpu += sign * info.requests.milli_cpu
@@ -474,7 +513,9 @@ class NodeInfo:
         self.non_zero_requested.memory += sign * info.non_zero_requests.memory
 
     def pods_with_required_anti_affinity(self) -> list[PodInfo]:
-        return [info for info in self.pods if info.required_anti_affinity_terms]
+        if self._anti is None:
+            self._anti = [info for info in self.pods if info.required_anti_affinity_terms]
+        return self._anti
 
     def clone(self) -> NodeInfo:
         """``NodeInfo.Snapshot``: shares the pods, copies the lists and the sums."""
@@ -484,6 +525,7 @@ class NodeInfo:
         copy.requested = self.requested.clone()
         copy.non_zero_requested = self.non_zero_requested.clone()
         copy.allocatable = self.allocatable.clone()
+        copy._matching, copy._anti = dict(self._matching), self._anti
         return copy
 
     def __repr__(self) -> str:

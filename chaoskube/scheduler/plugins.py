@@ -41,7 +41,9 @@ from chaoskube.scheduler.framework import (
     PodInfo,
     Snapshot,
     Status,
+    count_pods_match_selector,
     default_normalize_score,
+    selector_key,
 )
 from chaoskube.scheduler.preemption import DefaultPreemption
 from chaoskube.scheduler.volumebinding import VolumeBinding
@@ -425,6 +427,11 @@ class SpreadConstraint:
     min_domains: int = 1
     node_affinity_policy: str = "Honor"
     node_taints_policy: str = "Ignore"
+    #: ``selector_key(selector)``, computed once: every node is asked for its count.
+    selector_key: tuple = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "selector_key", selector_key(self.selector))
 
     def includes_node(self, pod: Pod, node: Node) -> bool:
         """``matchNodeInclusionPolicies``."""
@@ -460,15 +467,6 @@ def spread_constraints(pod: Pod, action: str) -> list[SpreadConstraint]:
 def _has_all_keys(labels: Any, constraints: Sequence[SpreadConstraint]) -> bool:
     """``nodeLabelsMatchSpreadConstraints``."""
     return all(constraint.topology_key in labels for constraint in constraints)
-
-
-def count_pods_match_selector(pods: Sequence[PodInfo], selector: LabelSelector | None, namespace: str) -> int:
-    """``countPodsMatchSelector``: terminating pods do not count (#87621)."""
-    return sum(
-        1 for info in pods
-        if info.pod.metadata.deletion_timestamp is None and info.pod.metadata.namespace == namespace
-        and matches(selector, info.pod.metadata.labels)
-    )
 
 
 @dataclass(slots=True)
@@ -534,7 +532,7 @@ class PodTopologySpread:
                     continue
                 value = node.metadata.labels[constraint.topology_key]
                 counts = spread.match_num[index]
-                counts[value] = counts.get(value, 0) + count_pods_match_selector(info.pods, constraint.selector, pod.metadata.namespace)
+                counts[value] = counts.get(value, 0) + info.count_matching(constraint.selector, constraint.selector_key, pod.metadata.namespace)
         state.write(self._filter_key, spread)
         return SUCCESS
 
@@ -631,7 +629,7 @@ class PodTopologySpread:
                 value = node.metadata.labels.get(constraint.topology_key, "")
                 if value not in counts[index]:
                     continue
-                counts[index][value] += count_pods_match_selector(info.pods, constraint.selector, pod.metadata.namespace)
+                counts[index][value] += info.count_matching(constraint.selector, constraint.selector_key, pod.metadata.namespace)
         state.write(self._score_key, _SpreadScoreState(constraints, ignored, counts, weights))
         return SUCCESS
 
@@ -645,7 +643,7 @@ class PodTopologySpread:
             if constraint.topology_key not in labels:
                 continue
             if constraint.topology_key == LABEL_HOSTNAME:
-                count = count_pods_match_selector(node_info.pods, constraint.selector, pod.metadata.namespace)
+                count = node_info.count_matching(constraint.selector, constraint.selector_key, pod.metadata.namespace)
             else:
                 count = spread.counts[index][labels[constraint.topology_key]]
             score += count * spread.weights[index] + (constraint.max_skew - 1)  # scoreForCount

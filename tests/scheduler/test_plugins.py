@@ -27,6 +27,7 @@ from chaoskube.scheduler.framework import (
     Status,
     default_normalize_score,
     node_tree_order,
+    selector_key,
     num_feasible_nodes_to_find,
     pod_requests,
     schedule_pod,
@@ -574,6 +575,27 @@ def test_filter_pods_with_pdb_violation():
     assert [i.pod.metadata.name for i in violating] == ["p3"]
     for budget in (pdb("empty", {}, 0, selector=False), pdb("elsewhere", {"app": "a"}, 0, namespace="other")):
         assert filter_pods_with_pdb_violation(pods, [budget])[0] == []
+
+
+def test_a_node_remembers_its_selector_counts_until_its_pods_change():
+    """``NodeInfo.count_matching`` is ``countPodsMatchSelector`` over the node's pods (its
+    namespace, no terminating pods), remembered per (namespace, selector) and dropped when
+    a pod is added or removed; a clone answers the same and changes on its own."""
+    from chaoskube.api.objects import LabelSelector
+
+    selector = LabelSelector(match_labels={"app": "a"})
+    key = selector_key(selector)
+    info = NodeInfo(make_node("n"))
+    for name, labels, namespace in (("p1", {"app": "a"}, "default"), ("p2", {"app": "b"}, "default"), ("p3", {"app": "a"}, "other")):
+        info.add_pod(PodInfo(make_pod(name, labels=labels, namespace=namespace)))
+    assert info.count_matching(selector, key, "default") == 1 and info.count_matching(selector, key, "other") == 1
+    assert info.count_matching(None, selector_key(None), "default") == 0
+    clone = info.clone()
+    info.add_pod(PodInfo(make_pod("p4", labels={"app": "a"})))
+    assert info.count_matching(selector, key, "default") == 2 and clone.count_matching(selector, key, "default") == 1
+    info.remove_pod("default/p1")
+    assert info.count_matching(selector, key, "default") == 1
+    assert selector_key(LabelSelector(match_labels={"x": "1", "app": "a"})) == selector_key(LabelSelector(match_labels={"app": "a", "x": "1"}))
 
 
 def candidate(node, *victims, pdb_violations=0):
