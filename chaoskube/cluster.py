@@ -25,7 +25,7 @@ from chaoskube.api.identity import admin_credentials
 from chaoskube.api.manifests import load_manifests
 from chaoskube.api.objects import Object
 from chaoskube.apiserver.server import ApiServerConfig, pod_cap, spawn_api_servers
-from chaoskube.client.client import ApiClient, ApiError
+from chaoskube.client.client import KUBE_PROXY_RATE, KUBE_SCHEDULER_RATE, KUBELET_RATE, ApiClient, ApiError
 from chaoskube.config import ControllerManagerConfig, KubeletConfig, SchedulerConfig
 from chaoskube.controllers.manager import controller_manager_main, run_leader_elected
 from chaoskube.etcd.server import EtcdConfig, current_leader, spawn_cluster
@@ -309,7 +309,7 @@ def _scheduler_main(servers: list[str], config: SchedulerConfig) -> Callable[[Pr
         credentials = user_credentials(KUBE_SCHEDULER_USER)
 
         async def lead() -> None:
-            client = ApiClient(process, servers, credentials, name=f"{process.name}/scheduler")
+            client = ApiClient(process, servers, credentials, name=f"{process.name}/scheduler", rate=KUBE_SCHEDULER_RATE)
             factory = SharedInformerFactory(client)
             scheduler = Scheduler(process, client, factory, config)
             async with trio.open_nursery() as nursery:
@@ -343,8 +343,8 @@ def _node_main(cluster: Cluster, index: int, name: str, zone: str, group: NodeGr
     pinned_to = index % len(servers) if cluster.spec.api_client_topology == "pinned" else None
 
     async def main(process: Process) -> None:
-        kubelet = Kubelet(process, ApiClient(process, servers, node_credentials(name), name=f"{name}/kubelet", pinned_to=pinned_to), node, config)
-        proxy = KubeProxy(process, ApiClient(process, servers, node_credentials(name), name=f"{name}/kube-proxy", pinned_to=pinned_to), name)
+        kubelet = Kubelet(process, ApiClient(process, servers, node_credentials(name), name=f"{name}/kubelet", pinned_to=pinned_to, rate=KUBELET_RATE), node, config)
+        proxy = KubeProxy(process, ApiClient(process, servers, node_credentials(name), name=f"{name}/kube-proxy", pinned_to=pinned_to, rate=KUBE_PROXY_RATE), name)
         cluster.kubelets[name] = kubelet
         cluster.proxies[name] = proxy
         async with trio.open_nursery() as nursery:

@@ -82,13 +82,23 @@ Leader election over the API: :class:`ApiLeaseLock` implements
 :func:`leader_election_client` builds the client with ``max(1 s, renewDeadline / 2)``
 timeouts, as ``NewFromKubeconfig`` (``resourcelock/interface.go``) does.
 
-Non-guarantees: no client-side rate limiting (client-go's QPS 5 / burst 10 token bucket is
-not modelled); no request body streaming or pagination (a list is one answer); the
+Client-side rate limiting: client-go throttles every request attempt and every watch it
+opens (``Request.tryThrottle``) with a token bucket per clientset
+(``flowcontrol.NewTokenBucketRateLimiter``: golang.org/x/time/rate, full at start, refilled
+at QPS, a waiter reserves its token and sleeps until it is due). ``ApiClient(rate=(qps,
+burst))`` gives a client that bucket; :func:`own_rate_limit` gives the calling task and the
+tasks it starts one of their own, on every client they use: kube-controller-manager builds a
+clientset per controller (``ClientBuilder.ClientOrDie(name)``), each with its own bucket.
+The components' defaults are :data:`KUBE_CONTROLLER_MANAGER_RATE` and the others below; a
+client built without ``rate`` (a test's, an experiment's workload) is not throttled.
+
+Non-guarantees: no request body streaming or pagination (a list is one answer); the
 ``user_agent`` is kept on the client only (``protocol.Request`` has no field for it).
 """
 
 from __future__ import annotations
 
+import contextvars
 from collections import deque
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
@@ -117,12 +127,17 @@ from chaoskube.api.protocol import (
     parse_timestamp,
 )
 from chaoskube.client.leaderelection import LeaseRecord, LockError
+from chaoskube.client.workqueue import BucketRateLimiter
 from chaoskube.sim.buggify import maybe_sleep
 from chaoskube.sim.outcomes import Failed, Ok, Outcome, Unknown
 from chaoskube.sim.process import Process
 
 __all__ = [
     "AMBIGUOUS",
+    "KUBELET_RATE",
+    "KUBE_CONTROLLER_MANAGER_RATE",
+    "KUBE_PROXY_RATE",
+    "KUBE_SCHEDULER_RATE",
     "MAX_RETRY_AFTER_RETRIES",
     "REFUSED",
     "ApiClient",
@@ -137,6 +152,7 @@ __all__ = [
     "leader_election_client",
     "lease_record_of",
     "lease_spec_of",
+    "own_rate_limit",
     "wire_copy",
 ]
 
@@ -156,10 +172,32 @@ PING_TIMEOUT_S = 15.0
 #: How long a stream stays silent before the client probes it (see the module docstring).
 PROBE_EVERY_S = 5.0
 
+#: Client-side rate limits (QPS, burst) of the components, their defaults:
+#: kube-controller-manager ``--kube-api-qps`` 20 / ``--kube-api-burst`` 30, per controller;
+KUBE_CONTROLLER_MANAGER_RATE = (20.0, 30)
+#: KubeSchedulerConfiguration ``clientConnection`` qps 50 / burst 100;
+KUBE_SCHEDULER_RATE = (50.0, 100)
+#: KubeletConfiguration ``kubeAPIQPS`` 50 / ``kubeAPIBurst`` 100 (since 1.27, kubernetes#116121);
+KUBELET_RATE = (50.0, 100)
+#: KubeProxyConfiguration ``clientConnection`` qps 5 / burst 10.
+KUBE_PROXY_RATE = (5.0, 10)
+
 MUTATING_VERBS = ("create", "update", "patch", "delete")
 IDEMPOTENT_READS = ("get", "list")
 _ROUTER_KEY = "chaoskube.client.client/watch-router"
 _COUNTERS_KEY = "chaoskube.client.client/counters"
+
+
+#: The bucket of the running task's own clientset (:func:`own_rate_limit`), if it has one.
+_TASK_BUCKET: contextvars.ContextVar[BucketRateLimiter | None] = contextvars.ContextVar("chaoskube-client-rate", default=None)
+
+
+def own_rate_limit(qps: float, burst: int) -> None:
+    """From now on, the calling task's requests (and those of the tasks it starts later)
+    take their tokens from a bucket of their own, whichever client sends them: one
+    controller's clientset in kube-controller-manager. Trio starts a task with a copy of
+    its parent's context, so the bucket is the task's and its children's only."""
+    _TASK_BUCKET.set(BucketRateLimiter(qps, burst))
 
 
 # =========================================================================== results
@@ -280,8 +318,10 @@ class ApiClient:
         read_idle_s: float = READ_IDLE_TIMEOUT_S,
         ping_s: float = PING_TIMEOUT_S,
         pinned_to: int | None = None,
+        rate: tuple[float, int] | None = None,
     ) -> None:
-        """``pinned_to`` (an index into ``servers``) pins the client to that server, as a
+        """``rate`` (QPS, burst) throttles the client's requests (module docstring); None,
+        the default, does not. ``pinned_to`` (an index into ``servers``) pins the client to that server, as a
         kubelet's connection sits on one API server (see :meth:`rotate`); None (the
         default) starts at a seeded random server and moves on after any network
         failure."""
@@ -308,7 +348,8 @@ class ApiClient:
             self._server_index = pinned_to
         self._sequence = 0
         self._op_ids = 0
-        self._statistics = {"requests": 0, "attempts": 0, "refused": 0, "timeouts": 0, "retry_after": 0, "watches": 0}
+        self._bucket = BucketRateLimiter(*rate) if rate is not None else None
+        self._statistics = {"requests": 0, "attempts": 0, "refused": 0, "timeouts": 0, "retry_after": 0, "watches": 0, "throttled": 0}
 
     # -- servers and ids ----------------------------------------------------------------
     @property
@@ -345,6 +386,19 @@ class ApiClient:
 
     def statistics(self) -> dict[str, int]:
         return dict(self._statistics)
+
+    async def _throttle(self) -> None:
+        """``tryThrottle``: take a token from the task's own bucket, else the client's, and
+        wait until it is due."""
+        bucket = _TASK_BUCKET.get()
+        if bucket is None:
+            bucket = self._bucket
+        if bucket is None:
+            return
+        delay = bucket.when(None, self.process.now())
+        if delay > 0:
+            self._statistics["throttled"] += 1
+            await self.process.sleep(delay)
 
     # -- one request, with retries ------------------------------------------------------
     async def request(self, request: Request) -> Response:
@@ -397,6 +451,7 @@ class ApiClient:
         return state.last
 
     async def _attempt(self, request: Request, state: _Attempts) -> Response:
+        await self._throttle()
         server = self.server
         sent = replace(request, id=self.next_id())
         state.request_id = sent.id
@@ -558,6 +613,7 @@ class ApiClient:
         Reflector, decides). Raises :class:`ApiError` (``refused`` for a refused
         connection; 504 for no answer, after asking the server to stop the stream it may
         have opened). Call :meth:`WatchStream.stop` when done."""
+        await self._throttle()
         router = _router(self.process)
         server = self.server
         watch_id = f"{self.name}/{self.process.incarnation}/watch/{router.next_number()}"

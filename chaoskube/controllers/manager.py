@@ -28,7 +28,7 @@ import trio
 from chaoskube.api.identity import KUBE_CONTROLLER_MANAGER_USER, user_credentials
 from chaoskube.api.objects import Namespace, ObjectMeta, ServiceAccount
 from chaoskube.api.protocol import Credentials
-from chaoskube.client.client import ApiClient, ApiError, ApiLeaseLock, leader_election_client
+from chaoskube.client.client import KUBE_CONTROLLER_MANAGER_RATE, ApiClient, ApiError, ApiLeaseLock, leader_election_client, own_rate_limit
 from chaoskube.client.informer import SharedInformerFactory
 from chaoskube.client.leaderelection import LeaderElectionConfig, LeaderElector
 from chaoskube.client.workqueue import RateLimitingQueue, default_controller_rate_limiter
@@ -175,15 +175,22 @@ def controller_manager_main(
         credentials = user_credentials(KUBE_CONTROLLER_MANAGER_USER)
 
         async def lead() -> None:
-            client = ApiClient(process, list(servers), credentials, name=f"{process.name}/controllers")
+            # The shared informers' clientset and each controller's own: one client (its
+            # server and ids), a token bucket per clientset (``own_rate_limit``).
+            client = ApiClient(process, list(servers), credentials, name=f"{process.name}/controllers", rate=KUBE_CONTROLLER_MANAGER_RATE)
             factory = SharedInformerFactory(client, resync_s=config.resync_s)
             available = _controllers()
             running = [available[name](process, client, factory, config) for name in controllers]
             process.world.record("controller-manager", process=process.name, event="started", controllers=list(controllers))
+
+            async def run_controller(controller: Any) -> None:
+                own_rate_limit(*KUBE_CONTROLLER_MANAGER_RATE)
+                await controller.run()
+
             async with trio.open_nursery() as nursery:
                 factory.start(nursery)
                 for controller in running:
-                    nursery.start_soon(controller.run)
+                    nursery.start_soon(run_controller, controller)
 
         await run_leader_elected(process, servers, credentials, "kube-controller-manager", lead, config=election)
 
