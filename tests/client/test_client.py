@@ -4,6 +4,7 @@ Retry-After honoured in virtual time; 409 final), the journal of mutating reques
 typed helpers, and leader election with ApiLeaseLock."""
 
 import pytest
+import trio
 
 from chaoskube.api import protocol
 from chaoskube.api.objects import Lease, ObjectMeta
@@ -20,6 +21,7 @@ from chaoskube.client.client import (
     leader_election_client,
     lease_record_of,
     lease_spec_of,
+    own_rate_limit,
 )
 from chaoskube.client.leaderelection import LeaderElectionConfig, LeaderElector, LeaseRecord, LockError
 from chaoskube.sim import World
@@ -106,6 +108,50 @@ def test_429_with_retry_after_is_honoured_in_virtual_time():
     assert 6.0 <= elapsed_s < 6.05
     assert [server for server, _ in store.requests] == ["api-0"] * 3  # same server, as client-go
     assert [e["phase"] for e in api_ops(world)] == ["invoke", "ok"]
+
+
+def test_a_rate_limited_client_spends_its_burst_then_waits_for_tokens_at_its_qps():
+    """client-go's token bucket (``flowcontrol.NewTokenBucketRateLimiter``, x/time/rate):
+    full at start with ``burst`` tokens; then one request per 1/qps s, waiters in turn; a
+    task with ``own_rate_limit`` takes from its own bucket, whatever client it uses."""
+
+    async def body(world, store, client):
+        store.put(pod("a"))
+        sent: dict[str, list[float]] = {"shared": [], "own": []}
+
+        async def get(kind: str) -> None:
+            await client.get("pods", "default", "a")
+            sent[kind].append(round(world.now, 3))
+
+        async def own_task() -> None:
+            own_rate_limit(1.0, 1)
+            await get("own")
+            await get("own")
+
+        started = world.now
+        async with trio.open_nursery() as nursery:
+            for _ in range(7):
+                nursery.start_soon(get, "shared")
+            nursery.start_soon(own_task)
+        return {kind: [t - round(started, 3) for t in times] for kind, times in sent.items()}, client.statistics()["throttled"]
+
+    _, store, (sent, throttled) = run_with_client(body, rate=(2.0, 3))
+    # 3 at once, then 0.5 s apart: the bucket refills at 2 tokens per second.
+    assert [round(t, 1) for t in sent["shared"]] == [0.0, 0.0, 0.0, 0.5, 1.0, 1.5, 2.0]
+    assert [round(t, 1) for t in sent["own"]] == [0.0, 1.0]  # its own bucket: 1 token, 1 per second
+    assert throttled == 5
+
+
+def test_a_client_without_a_rate_is_not_throttled():
+    async def body(world, store, client):
+        store.put(pod("a"))
+        started = world.now
+        for _ in range(200):
+            await client.get("pods", "default", "a")
+        return world.now - started, client.statistics()["throttled"]
+
+    _, _, (elapsed, throttled) = run_with_client(body)
+    assert throttled == 0 and elapsed < 1.0
 
 
 def test_retry_after_retries_are_bounded_by_client_gos_max_retries():
