@@ -6,14 +6,30 @@ session of its own; real runs: tests/real/test_real_signals.py."""
 from __future__ import annotations
 
 import json
+import re
 import signal
+from pathlib import Path
 
 import orjson
 import pytest
 
-from tests.signals import kill_session, left_behind, send, start, wait_for
+from tests.signals import ROOT, kill_session, left_behind, send, start, wait_for
 
-LONG = "random-nemesis"  # about 20 s of CPU: long enough to be signalled mid-run
+LONG = "random-nemesis-long"
+CATALOG = ROOT / "experiments" / "catalog"
+
+
+def long_experiment(directory: Path) -> str:
+    """random-nemesis with an hour of faults (a few minutes of CPU): long enough to be
+    signalled mid-run on a loaded machine, where the catalogue's 2-second run may end
+    first."""
+    text = (CATALOG / "random-nemesis.yaml").read_text()
+    text = text.replace("name: random-nemesis\n", f"name: {LONG}\n", 1)
+    text = re.sub(r"faults_s: \d+", "faults_s: 3600", text, count=1)
+    assert f"name: {LONG}" in text and "faults_s: 3600" in text
+    path = directory / f"{LONG}.yaml"
+    path.write_text(text)
+    return str(path)
 
 
 def journal_lines_whole(path) -> bool:
@@ -30,7 +46,7 @@ def journal_lines_whole(path) -> bool:
 @pytest.mark.parametrize(("signals", "code", "word"), [([signal.SIGTERM], 143, "stopped by SIGTERM"), ([signal.SIGINT], 130, "interrupted"), ([signal.SIGTERM, signal.SIGTERM, signal.SIGTERM], 143, "stopped by SIGTERM")])
 def test_run_stops_on_a_signal_and_keeps_a_whole_record(tmp_path, signals, code, word):
     out = tmp_path / "run"
-    process = start(["run", LONG, "--seed", "1", "--out", str(out)])
+    process = start(["run", long_experiment(tmp_path), "--seed", "1", "--out", str(out)])
     try:
         wait_for(lambda: (out / "journal.jsonl").exists() and (out / "journal.jsonl").stat().st_size > 100_000, 120, "the run to get going")
         send(process, signals)
@@ -49,7 +65,7 @@ def test_run_stops_on_a_signal_and_keeps_a_whole_record(tmp_path, signals, code,
 @pytest.mark.parametrize(("signals", "code"), [([signal.SIGTERM], 143), ([signal.SIGINT, signal.SIGINT, signal.SIGINT], 130), ([signal.SIGKILL], -9)])
 def test_explore_stops_its_workers_on_a_signal(tmp_path, signals, code):
     out = tmp_path / "campaign"
-    process = start(["explore", "mesh-partition", LONG, "--seeds", "1..40", "--jobs", "2", "--out", str(out)])
+    process = start(["explore", "mesh-partition", long_experiment(tmp_path), "--seeds", "1..40", "--jobs", "2", "--out", str(out)])
     try:
         wait_for(lambda: any(path.name.startswith(LONG) for path in out.glob("*")) if out.exists() else False, 120, "a worker to start a run")
         send(process, signals)
