@@ -266,6 +266,31 @@ def test_the_controller_deleting_an_available_pod_below_the_floor_is_caught_unle
     assert explained.valid is False  # still one short: p1 was taken by the controller itself
 
 
+def test_a_scale_down_decided_from_a_replicaset_status_that_still_counts_a_deleted_pod_is_explained():
+    """watch-resume-under-churn with BUGGIFY, seed 4: the ReplicaSet controller computes a
+    status from the pods it listed before its own deletes (syncReplicaSet), and the
+    Deployment controller scales down by those statuses (reconcileOldReplicaSets). A
+    scale-down decided while the status counted a pod already deleted takes one pod below
+    the floor; the same scale-down decided from an accurate status stays a finding."""
+    def sized(replicas: int, available: int) -> dict[str, Any]:
+        shaped = replica_set(replicas)
+        return {**shaped, "status": {**shaped["status"], "availableReplicas": available}}
+
+    start = [put(0.5, 1, "nodes", "node-1", ready_node()), put(1.0, 2, "deployments", "default/web", deployment(2)), put(1.1, 3, "replicasets", "default/web-1", sized(3, 3)),
+             put(1.2, 4, "pods", "default/p1", pod("p1")), put(1.3, 5, "pods", "default/p2", pod("p2")), put(1.4, 6, "pods", "default/p3", pod("p3"))]
+    first = [{"type": "replicaset-pods", "t": 1.8, "replicaset": "default/web-1", "action": "delete", "pods": ["default/p3", "default/p1"]},
+             put(1.8, 7, "pods", "default/p3", pod("p3", deleting=True))]
+    decided = {"type": "deployment-scale", "t": 1.9, "deployment": "default/web", "rs": "web-1", "from": 2, "to": 1, "reason": "rolling-old"}
+    second = put(2.0, 9, "pods", "default/p1", pod("p1", deleting=True))
+    stale = check_workload_invariants([*start, *first, put(1.85, 8, "replicasets", "default/web-1", sized(2, 3)), decided, second])
+    assert stale.valid is not False, stale.reason
+    assert any("statuses counted 1 available pod(s) more" in reason for entry in stale.details["explained_shortfalls"] for reason in entry["explained_by"])
+    accurate = check_workload_invariants([*start, *first, put(1.85, 8, "replicasets", "default/web-1", sized(2, 2)), decided, second])
+    assert accurate.valid is False and "below replicas - maxUnavailable = 2" in accurate.reason, accurate.reason
+    undecided = check_workload_invariants([*start, *first, put(1.85, 8, "replicasets", "default/web-1", sized(2, 3)), second])
+    assert undecided.valid is False, "no scale-down of the Deployment controller to blame"
+
+
 def test_a_scale_down_mid_rollout_is_split_by_size_not_availability():
     """workload-churn-under-nemesis with BUGGIFY, seed 65: a Deployment scaled 3 -> 1 while
     it rolled out; upstream's proportional scaling (sync.go scale) takes the largest
