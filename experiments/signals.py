@@ -75,12 +75,22 @@ def termination_as_interrupt() -> Iterator[Stopping]:
         handler(signal.SIGINT, frame)
 
     previous = signal.signal(signal.SIGTERM, on_sigterm)
+    # A process started with SIGINT ignored (a background job of a non-interactive shell,
+    # a test runner's worker) would ignore Ctrl-C, and its SIGTERM would raise
+    # KeyboardInterrupt wherever it landed -- inside Trio's own code a TrioInternalError --
+    # because Trio protects only a run that finds Python's handler installed. The command
+    # stops on both, so it installs Python's handler for its duration.
+    previous_int = signal.getsignal(signal.SIGINT)
+    if previous_int is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     _INSIDE.append(state)
     try:
         yield state
     finally:
         _INSIDE.remove(state)
         signal.signal(signal.SIGTERM, previous)
+        if previous_int is signal.SIG_IGN and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def note_interrupt(state: Stopping) -> None:

@@ -15,11 +15,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def start(argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.Popen[bytes]:
+def start(argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: Path | None = None, sigint_ignored: bool = False) -> subprocess.Popen[bytes]:
     """``chaoskube ARGV`` in a new session (so every process it starts can be found, and a
-    signal to it reaches it alone), output to a file beside nothing (collected at the end)."""
+    signal to it reaches it alone), output to a file beside nothing (collected at the end).
+    ``sigint_ignored``: started with SIGINT ignored, as a shell's background job is."""
     environment = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200", **(env or {}))
-    return subprocess.Popen([sys.executable, "-m", "chaoskube.experiments.cli", *argv], cwd=cwd or ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
+    return subprocess.Popen([sys.executable, "-m", "chaoskube.experiments.cli", *argv], cwd=cwd or ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, preexec_fn=ignore)
 
 
 def wait_for(condition: Callable[[], bool], within_s: float, what: str) -> None:

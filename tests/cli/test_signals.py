@@ -62,6 +62,24 @@ def test_run_stops_on_a_signal_and_keeps_a_whole_record(tmp_path, signals, code,
     assert not left_behind(process.pid)
 
 
+@pytest.mark.parametrize(("signals", "code"), [([signal.SIGINT], 130), ([signal.SIGTERM, signal.SIGTERM, signal.SIGTERM], 143)])
+def test_a_run_started_with_sigint_ignored_still_stops_cleanly(tmp_path, signals, code):
+    """A shell's background job (and a test runner's worker) starts with SIGINT ignored:
+    Ctrl-C must still stop the run, and SIGTERM must not raise KeyboardInterrupt inside
+    Trio's own code (a TrioInternalError, with a traceback)."""
+    out = tmp_path / "run"
+    process = start(["run", long_experiment(tmp_path), "--seed", "1", "--out", str(out)], sigint_ignored=True)
+    try:
+        wait_for(lambda: (out / "journal.jsonl").exists() and (out / "journal.jsonl").stat().st_size > 100_000, 120, "the run to get going")
+        send(process, signals)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        kill_session(process.pid)
+    assert process.returncode == code, (stdout.decode()[-2000:], stderr.decode()[-2000:])
+    assert "Traceback" not in stderr.decode(), stderr.decode()[-2000:]
+    assert json.loads((out / "result.json").read_text())["interrupted"] is True
+
+
 @pytest.mark.parametrize(("signals", "code"), [([signal.SIGTERM], 143), ([signal.SIGINT, signal.SIGINT, signal.SIGINT], 130), ([signal.SIGKILL], -9)])
 def test_explore_stops_its_workers_on_a_signal(tmp_path, signals, code):
     out = tmp_path / "campaign"
