@@ -21,7 +21,7 @@ def start(argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: Path |
     ``sigint_ignored``: started with SIGINT ignored, as a shell's background job is."""
     environment = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200", **(env or {}))
     ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
-    return subprocess.Popen([sys.executable, "-m", "chaoskube.experiments.cli", *argv], cwd=cwd or ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, preexec_fn=ignore)
+    return subprocess.Popen([sys.executable, "-m", "chaoskube.experiments.cli", *argv], cwd=cwd or ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, preexec_fn=ignore)  # noqa: PLW1509 - no threads in the test process start it
 
 
 def wait_for(condition: Callable[[], bool], within_s: float, what: str) -> None:
