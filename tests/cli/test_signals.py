@@ -44,31 +44,13 @@ def journal_lines_whole(path) -> bool:
 
 
 @pytest.mark.parametrize(("signals", "code", "word"), [([signal.SIGTERM], 143, "stopped by SIGTERM"), ([signal.SIGINT], 130, "interrupted"), ([signal.SIGTERM, signal.SIGTERM, signal.SIGTERM], 143, "stopped by SIGTERM")])
-def test_run_stops_on_a_signal_and_keeps_a_whole_record(tmp_path, signals, code, word):
+@pytest.mark.parametrize("sigint_ignored", [False, True])
+def test_run_stops_on_a_signal_and_keeps_a_whole_record(tmp_path, signals, code, word, sigint_ignored):
+    """Also when started with SIGINT ignored, as a shell's background job (and a test
+    runner's worker) is: Ctrl-C still stops the run, and SIGTERM does not raise
+    KeyboardInterrupt inside Trio's own code (a TrioInternalError, with a traceback)."""
     out = tmp_path / "run"
-    process = start(["run", long_experiment(tmp_path), "--seed", "1", "--out", str(out)])
-    try:
-        wait_for(lambda: (out / "journal.jsonl").exists() and (out / "journal.jsonl").stat().st_size > 100_000, 120, "the run to get going")
-        send(process, signals)
-        stdout, stderr = process.communicate(timeout=60)
-    finally:
-        kill_session(process.pid)
-    assert process.returncode == code, (stdout.decode()[-2000:], stderr.decode()[-2000:])
-    assert stderr.decode().strip().splitlines()[-1] == f"chaoskube: {word}"
-    payload = json.loads((out / "result.json").read_text())
-    assert payload["interrupted"] is True and payload["outcome"] == "interrupted"
-    assert journal_lines_whole(out / "journal.jsonl"), "the journal ends on a whole line"
-    assert (out / "report.md").is_file() and (out / "junit.xml").is_file()
-    assert not left_behind(process.pid)
-
-
-@pytest.mark.parametrize(("signals", "code"), [([signal.SIGINT], 130), ([signal.SIGTERM, signal.SIGTERM, signal.SIGTERM], 143)])
-def test_a_run_started_with_sigint_ignored_still_stops_cleanly(tmp_path, signals, code):
-    """A shell's background job (and a test runner's worker) starts with SIGINT ignored:
-    Ctrl-C must still stop the run, and SIGTERM must not raise KeyboardInterrupt inside
-    Trio's own code (a TrioInternalError, with a traceback)."""
-    out = tmp_path / "run"
-    process = start(["run", long_experiment(tmp_path), "--seed", "1", "--out", str(out)], sigint_ignored=True)
+    process = start(["run", long_experiment(tmp_path), "--seed", "1", "--out", str(out)], sigint_ignored=sigint_ignored)
     try:
         wait_for(lambda: (out / "journal.jsonl").exists() and (out / "journal.jsonl").stat().st_size > 100_000, 120, "the run to get going")
         send(process, signals)
@@ -77,7 +59,12 @@ def test_a_run_started_with_sigint_ignored_still_stops_cleanly(tmp_path, signals
         kill_session(process.pid)
     assert process.returncode == code, (stdout.decode()[-2000:], stderr.decode()[-2000:])
     assert "Traceback" not in stderr.decode(), stderr.decode()[-2000:]
-    assert json.loads((out / "result.json").read_text())["interrupted"] is True
+    assert stderr.decode().strip().splitlines()[-1] == f"chaoskube: {word}"
+    payload = json.loads((out / "result.json").read_text())
+    assert payload["interrupted"] is True and payload["outcome"] == "interrupted"
+    assert journal_lines_whole(out / "journal.jsonl"), "the journal ends on a whole line"
+    assert (out / "report.md").is_file() and (out / "junit.xml").is_file()
+    assert not left_behind(process.pid)
 
 
 @pytest.mark.parametrize(("signals", "code"), [([signal.SIGTERM], 143), ([signal.SIGINT, signal.SIGINT, signal.SIGINT], 130), ([signal.SIGKILL], -9)])
