@@ -89,7 +89,7 @@ def termination_as_interrupt() -> Iterator[Stopping]:
     finally:
         _INSIDE.remove(state)
         signal.signal(signal.SIGTERM, previous)
-        if previous_int is signal.SIG_IGN and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        if previous_int is signal.SIG_IGN:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 

@@ -182,8 +182,10 @@ class WorkloadView:
         # deployment uid -> [(t, n)], each change of n: from t on, the store's ReplicaSet
         # statuses counted n more available pods than its ReplicaSets had (overstated_at).
         self.overstated: dict[str, list[tuple[float, int]]] = {}
-        # "namespace/ReplicaSet" -> when the Deployment controller scaled it down
+        # "namespace/ReplicaSet" -> when the Deployment controller scaled it down; and the
+        # Deployments it scaled down (only theirs need the overstatement kept)
         self.scaled_down: dict[str, list[float]] = {}
+        self.scaling: set[str] = set()
         for event in events:
             kind = event["type"]
             if (
@@ -209,6 +211,7 @@ class WorkloadView:
             elif kind == "deployment-scale" and int(event.get("to") or 0) < int(event.get("from") or 0):
                 namespace = str(event.get("deployment", "")).partition("/")[0]
                 self.scaled_down.setdefault(f"{namespace}/{event.get('rs', '')}", []).append(event["t"])
+                self.scaling.add(str(event.get("deployment", "")))
             elif kind == "kubernetes" and event.get("event") == "final":
                 self.final_steady = bool(event.get("steady"))
         # A create whose answer its client never received (its call cancelled when the
@@ -263,7 +266,7 @@ class WorkloadView:
             assert obj is not None
             rs = self.owner("replicasets", _controller_uid(obj) if resource == "pods" else _uid(obj))
             deployment = self.owner("deployments", _controller_uid(rs[1])) if rs is not None else None
-            if deployment is not None:
+            if deployment is not None and deployment[0] in self.scaling:
                 self._note_overstated(_uid(deployment[1]))
 
     def _note_overstated(self, d_uid: str) -> None:
