@@ -60,7 +60,7 @@ import trio.testing
 from loguru import logger
 
 from chaoskube.sim.buggify import Buggify
-from chaoskube.sim.determinism import drive_virtual_time, make_trio_deterministic, next_trio_deadline, runnable_tasks
+from chaoskube.sim.determinism import drive_virtual_time, make_trio_deterministic, next_trio_deadline, runnable_tasks, thin_io_polls
 from chaoskube.sim.journal import Journal
 from chaoskube.sim.live import MAX_IDLE_WAIT_S, WallPacer
 from chaoskube.sim.network import LinkProfile, Network
@@ -503,6 +503,7 @@ class World:
             self._next_trio_deadline = next_trio_deadline()
             self._runnable = runnable_tasks()
             drive_virtual_time(self.clock, self._advance)
+            thin_io_polls()
             nursery.start_soon(self._watch, name="chaoskube-watchdog")
             self._wall_started = time.perf_counter()
             result = await main(self)
