@@ -333,11 +333,13 @@ def initial_node(spec: KubeletNode, now: float) -> Node:
 def node_status_changed(old: NodeStatus, new: NodeStatus) -> bool:
     """``nodeStatusHasChanged``: anything but the conditions' heartbeat times differs."""
 
-    def plain(status: NodeStatus) -> Any:
+    def plain(status: NodeStatus) -> NodeStatus:
         conditions = [msgspec.structs.replace(c, last_heartbeat_time=None) for c in status.conditions]
-        return to_dict(Node(status=msgspec.structs.replace(status, conditions=conditions))).get("status", {})
+        return msgspec.structs.replace(status, conditions=conditions)
 
-    return plain(old) != plain(new)
+    old, new = plain(old), plain(new)
+    # Equal structs have equal JSON; unequal ones may still (a default written out).
+    return old != new and to_dict(Node(status=old)).get("status", {}) != to_dict(Node(status=new)).get("status", {})
 
 
 # =========================================================================== pod status
@@ -826,6 +828,8 @@ class PodWorker:
         """``syncPod`` of the status manager: a merge patch of what changed, if anything."""
         pod = self.pod
         if pod is None or self.removed:
+            return
+        if pod.status == status:  # equal structs have equal JSON: nothing to report
             return
         old, new = status_dict(pod.status), status_dict(status)
         if old == new:
