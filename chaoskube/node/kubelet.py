@@ -163,7 +163,7 @@ from chaoskube.node.runtime import (
     stop_plan,
 )
 from chaoskube.sim.buggify import maybe_sleep
-from chaoskube.sim.process import Process
+from chaoskube.sim.process import Process, Wake
 
 __all__ = [
     "DrainResult",
@@ -566,7 +566,7 @@ class PodWorker:
         self.pod = pod
         self.removed = pod is None
         self.done = False
-        self._wake = trio.Event()
+        self._wake = Wake()
         self.probes: dict[tuple[str, str], ProbeState] = {}
         self._ticks: dict[tuple[str, str], float] = {}
         self._epochs: dict[tuple[str, str], float] = {}
@@ -596,13 +596,12 @@ class PodWorker:
     # -- the loop -----------------------------------------------------------------------
     async def run(self) -> None:
         while not self.done:
-            self._wake = trio.Event()
+            self._wake = Wake()
             next_at = await self.sync()
             if self.done:
                 break
             delay = min(max(next_at - self.process.now(), 0.0) + WAKE_EPSILON_S, SYNC_FREQUENCY_S)
-            with self.process.move_on_after(delay):
-                await self._wake.wait()
+            await self.process.wait_wake(self._wake, delay)
         self.kubelet._worker_done(self)
 
     async def sync(self) -> float:

@@ -98,6 +98,29 @@ class _Timer:
         self.alive = True
 
 
+class Wake:
+    """A flag a task waits on with a bound (:meth:`Process.wait_wake`): ``set`` wakes the
+    waiter. What ``with process.move_on_after(s): await event.wait()`` does, without a
+    cancel scope and a ``Cancelled`` raised through the waiter at every bound (a pod
+    worker waits so between every two syncs: 4 % of a 50-node run's CPU). One waiter."""
+
+    __slots__ = ("flag", "timer")
+
+    def __init__(self) -> None:
+        self.flag = False
+        self.timer: _Timer | None = None
+
+    def set(self) -> None:
+        if self.flag:
+            return
+        self.flag = True
+        timer = self.timer
+        if timer is not None:
+            self.timer = None
+            timer.alive = False
+            reschedule(timer.task)
+
+
 class _PendingCall:
     __slots__ = ("task", "done", "dst")
 
@@ -325,6 +348,39 @@ class Process:
             self._held.append((self._fire, timer))
             return
         timer.alive = False
+        reschedule(timer.task)
+
+    async def wait_wake(self, wake: Wake, seconds: float) -> bool:
+        """Wait until ``wake`` is set or ``seconds`` of this process's clock have passed
+        (that bound stops while the process is paused, as :meth:`move_on_after`'s does);
+        answers whether it was set. Scheduled exactly as ``with
+        self.move_on_after(seconds): await trio_event.wait()``."""
+        assert wake.timer is None, "a Wake has one waiter"
+        timer = _Timer(current_task())
+        self.world.call_at(self.world.now + max(0.0, seconds) / self._rate, self._fire_wake, (timer, wake))
+        if wake.flag:
+            timer.alive = False
+            await trio.lowlevel.checkpoint()
+            return True
+        wake.timer = timer
+
+        def abort(_: Any) -> Abort:
+            timer.alive = False
+            wake.timer = None
+            return Abort.SUCCEEDED
+
+        await wait_task_rescheduled(abort)
+        return wake.flag
+
+    def _fire_wake(self, pair: tuple[_Timer, Wake]) -> None:
+        timer, wake = pair
+        if not timer.alive:
+            return
+        if self.state is State.PAUSED:
+            self._held.append((self._fire_wake, pair))
+            return
+        timer.alive = False
+        wake.timer = None
         reschedule(timer.task)
 
     def move_on_after(self, seconds: float) -> trio.CancelScope:

@@ -4,6 +4,7 @@ import pytest
 import trio
 
 from chaoskube.sim import State, World
+from chaoskube.sim.process import Wake
 
 
 def test_kill_loses_memory_restart_keeps_the_disk():
@@ -249,6 +250,35 @@ def test_move_on_after_stops_while_paused():
 
     World(1).run(main)
     assert ended == [(6.0, True)]
+
+
+def test_wait_wake_ends_when_set_or_at_its_bound_which_stops_while_paused():
+    log = []
+
+    async def waiter(process):
+        for bound in (2, 2, 2):
+            wake = Wake()
+            process.labels["wake"] = wake
+            if bound == 2 and not log:
+                wake.set()  # set before the wait: answers at once
+            woken = await process.wait_wake(wake, bound)
+            log.append((process.world.now, woken))
+        await trio.sleep_forever()
+
+    async def main(world):
+        process = world.spawn("p", waiter)
+        await world.sleep(1)
+        process.labels["wake"].set()  # the second wait, at t=1
+        await world.sleep(1.5)  # the third wait's bound (t=3) falls in a pause
+        process.pause()
+        await world.sleep(2)
+        process.resume()  # paused from t=2.5 to 4.5: the held bound fires at resume
+        await world.sleep(5)
+        process.labels["wake"].set()  # after the bound: wakes nothing
+        process.kill()
+
+    World(1).run(main)
+    assert log == [(0.0, True), (1.0, True), (4.5, False)]
 
 
 def test_call_later_is_held_while_paused_and_dropped_after_kill():
