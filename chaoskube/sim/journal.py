@@ -29,6 +29,25 @@ def encode_event(event: dict[str, Any]) -> bytes:
     return orjson.dumps(event, option=_OPTIONS)
 
 
+def encode_value(value: Any) -> bytes:
+    """One value as the journal writes it inside an event."""
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS)
+
+
+_STRINGS: dict[str, bytes] = {}
+
+
+def json_string(text: str) -> bytes:
+    """``encode_value(text)``, remembered: process names, ports and message kinds recur in
+    every network event (at most 65,536 kept)."""
+    encoded = _STRINGS.get(text)
+    if encoded is None:
+        encoded = orjson.dumps(text)
+        if len(_STRINGS) < 65_536:
+            _STRINGS[text] = encoded
+    return encoded
+
+
 class Journal:
     def __init__(
         self,
@@ -58,6 +77,22 @@ class Journal:
         self.bytes += len(line)
         if self._retain_network or event["type"] not in NETWORK_EVENTS:
             self.events.append(event)
+        if len(self._buffer) >= self._flush_every:
+            self.flush()
+
+    @property
+    def retain_network(self) -> bool:
+        return self._retain_network
+
+    def write_encoded(self, line: bytes) -> None:
+        """Append a network event (``send``, ``deliver``, ``drop``) already encoded as
+        :func:`encode_event` would, newline included; kept in memory only as the file's
+        line, so only when network events are not retained (``retain_network``)."""
+        assert not self.closed, "journal is closed"
+        assert not self._retain_network, "a journal that retains network events needs them as dicts: use write"
+        self._buffer.append(line)
+        self.count += 1
+        self.bytes += len(line)
         if len(self._buffer) >= self._flush_every:
             self.flush()
 

@@ -163,7 +163,7 @@ class Network:
         now = world.now
         message = Message(message_id, src, dst, port, body, now, call_id, ok)
         self.sent += 1
-        world.record("send", id=message_id, src=src, dst=dst, port=port, kind=kind_of(body))
+        world.record_send(message_id, src, dst, port, kind_of(body))
         sources = self.grudge.get(dst)
         if sources is not None and src in sources:
             self.drop(message, "partition")
@@ -218,7 +218,7 @@ class Network:
                 self.send(message.dst, message.src, REPLY_PORT, "connection refused", call_id=message.call_id, ok=False)
             return
         self.delivered += 1
-        world.record("deliver", id=message.id, src=message.src, dst=message.dst)
+        world.record_deliver(message.id, message.src, message.dst)
         process.receive_message(message)
 
     def statistics(self) -> dict[str, Any]:

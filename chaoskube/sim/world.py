@@ -61,7 +61,7 @@ from loguru import logger
 
 from chaoskube.sim.buggify import Buggify
 from chaoskube.sim.determinism import drive_virtual_time, make_trio_deterministic, next_trio_deadline, runnable_tasks, thin_io_polls
-from chaoskube.sim.journal import Journal
+from chaoskube.sim.journal import Journal, encode_value, json_string
 from chaoskube.sim.live import MAX_IDLE_WAIT_S, WallPacer
 from chaoskube.sim.network import LinkProfile, Network
 from chaoskube.sim.process import Main, Process
@@ -133,6 +133,7 @@ class World:
         self.now = 0.0
         self._stamped_now: float | None = None  # the ``now`` whose rounding ``_stamped_t`` holds
         self._stamped_t = 0.0
+        self._stamped_t_json = b"0.0"  # ``_stamped_t`` as the journal writes it (b"" until needed)
         self.logger = logger.bind(seed=seed).patch(self._stamp)
         self.processes: dict[str, Process] = {}
         self._heap: list[tuple[float, int, Callable[[Any], None], Any]] = []
@@ -426,6 +427,7 @@ class World:
         if now is not self._stamped_now:  # the same float object: the same instant, rounded once
             self._stamped_now = now
             self._stamped_t = round(now, 9)
+            self._stamped_t_json = b""
         fields["t"] = self._stamped_t
         fields["type"] = type
         journal = self.journal
@@ -457,6 +459,47 @@ class World:
                 del self._record_hooks[type]
 
         return remove
+
+    def record_send(self, message_id: int, src: str, dst: str, port: str, kind: str) -> None:
+        """``record("send", id=..., src=..., dst=..., port=..., kind=...)``, the same bytes,
+        written without building the event: the network's send and deliver events are
+        nine in ten of a cluster's journal (bench/cluster.py: 445k of 498k)."""
+        if self._record_hooks or self.journal.retain_network:
+            self.record("send", id=message_id, src=src, dst=dst, port=port, kind=kind)
+            return
+        self._write_line(
+            b'{"dst":%b,"id":%d,"kind":%b,"port":%b,"src":%b,"t":%b,"type":"send"}\n'
+            % (json_string(dst), message_id, json_string(kind), json_string(port), json_string(src), self._t_json())
+        )
+
+    def record_deliver(self, message_id: int, src: str, dst: str) -> None:
+        """``record("deliver", id=..., src=..., dst=...)``, as :meth:`record_send`."""
+        if self._record_hooks or self.journal.retain_network:
+            self.record("deliver", id=message_id, src=src, dst=dst)
+            return
+        self._write_line(
+            b'{"dst":%b,"id":%d,"src":%b,"t":%b,"type":"deliver"}\n' % (json_string(dst), message_id, json_string(src), self._t_json())
+        )
+
+    def _t_json(self) -> bytes:
+        now = self.now
+        if now is not self._stamped_now:
+            self._stamped_now = now
+            self._stamped_t = round(now, 9)
+            self._stamped_t_json = b""
+        if not self._stamped_t_json:
+            self._stamped_t_json = encode_value(self._stamped_t)
+        return self._stamped_t_json
+
+    def _write_line(self, line: bytes) -> None:
+        """The end of :meth:`record` for an event already encoded (no hooks armed)."""
+        journal = self.journal
+        journal.write_encoded(line)
+        watchdog = self.watchdog
+        if watchdog.max_journal_bytes is not None and journal.bytes > watchdog.max_journal_bytes and self.livelock is None:
+            self._trip(f"the journal passed {watchdog.max_journal_bytes:,} bytes at t={self.now:.6f} s")
+        elif watchdog.max_wall_s is not None and journal.count % _WALL_EVERY == 0 and self.livelock is None:
+            self._check_wall()
 
     # -- running ------------------------------------------------------------------------
     def run(self, main: Callable[[World], Awaitable[T]]) -> T:

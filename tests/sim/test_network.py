@@ -252,3 +252,32 @@ def test_calls_and_connection_messages_are_never_duplicated():
     world.run(main)
     assert answered[:20] == list(range(20))
     assert len(answered) == 40  # neither the requests nor the stream messages doubled
+
+
+def test_network_events_written_encoded_are_the_bytes_of_the_event_dicts(tmp_path):
+    """Send and deliver events are written pre-encoded (World.record_send/record_deliver)
+    unless network events are retained as dicts: the two journals are byte-identical."""
+    from chaoskube.sim import Journal
+
+    async def echo(process):
+        while True:
+            request = await process.receive()
+            if request.call_id:
+                process.reply(request, {"type": "Pong", "n": request.body})
+
+    async def main(world):
+        world.spawn("srv-\u00e9\"1", echo)  # a name JSON must escape
+        caller = world.spawn("cli", sink)
+        for index in range(30):
+            caller.send("srv-\u00e9\"1", index, port="p\\q")
+            await world.sleep(0.0001 * index)  # instants whose times print many digits
+        await world.sleep(0.1 + 1e-7)
+
+    paths = []
+    for retain in (False, True):
+        path = tmp_path / f"journal-{retain}.jsonl"
+        World(3, journal=Journal(path, retain_network=retain), link=LinkProfile(delay_s=0.000123, jitter_s=0.01)).run(main)
+        paths.append(path.read_bytes())
+    assert paths[0].count(b'"type":"send"') == 30
+    assert paths[0].count(b'"type":"deliver"') == 30
+    assert paths[0] == paths[1]
