@@ -27,6 +27,8 @@ from typing import Any
 
 import orjson
 
+from chaoskube.api.manifests import ManifestError, from_json
+
 __all__ = [
     "CONTROLLER_MANAGER_LEASE",
     "Change",
@@ -371,6 +373,7 @@ class StoreHistory:
         self._times: list[float] = []
         self._revisions: list[int] = []
         self._decoded: dict[tuple[str, str, int], Obj] = {}
+        self._typed: dict[tuple[str, str, int], Any] = {}
         seen: set[int] = set()
         for event in events:
             if event.get("type") != "raft-apply" or not event.get("events"):
@@ -437,6 +440,22 @@ class StoreHistory:
         obj = self._decoded.get(cache_key)
         if obj is None:
             obj = self._decoded[cache_key] = _loads(version.value)
+        return obj
+
+    def typed(self, resource: str, key: str, version: Version) -> Any:
+        """The typed API object of ``version`` (``from_json``), decoded once; None for a
+        delete or a value that does not decode. Every watch filter of a run (a kubelet's
+        per node, an informer's per selector) asks about the same versions."""
+        if version.value is None:
+            return None
+        cache_key = (resource, key, version.revision)
+        if cache_key in self._typed:
+            return self._typed[cache_key]
+        try:
+            obj = from_json(version.value, key)
+        except ManifestError:
+            obj = None
+        self._typed[cache_key] = obj
         return obj
 
     def uid(self, resource: str, key: str, version: Version) -> str:
