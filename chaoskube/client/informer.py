@@ -63,7 +63,7 @@ handler delays the others and the watch); no per-handler resync periods; no watc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -77,12 +77,14 @@ __all__ = [
     "DeletedFinalStateUnknown",
     "ExponentialBackoff",
     "Indexer",
+    "LABEL_INDEX",
     "NAMESPACE_INDEX",
     "Reflector",
     "ReflectorStore",
     "SharedInformer",
     "SharedInformerFactory",
     "meta_namespace_index",
+    "namespace_label_index",
     "meta_namespace_key",
     "record_informer_caches",
     "split_meta_namespace_key",
@@ -127,6 +129,19 @@ def split_meta_namespace_key(key: str) -> tuple[str, str]:
 def meta_namespace_index(obj: Any) -> list[str]:
     """``MetaNamespaceIndexFunc``: a cluster-scoped object indexes under ""."""
     return [obj.metadata.namespace]
+
+
+#: An index of (namespace, label) pairs: what :meth:`Indexer.by_labels` narrows a
+#: selector's candidates with. (A Service's or a PDB's pods, looked up per sync, were a
+#: scan of the namespace's pods each time: client-go's ``podLister.Pods(ns).List``.)
+LABEL_INDEX = "chaoskube.namespace-label"
+
+
+def namespace_label_index(obj: Any) -> list[str]:
+    """``namespace/key=value`` for each label (neither a label key nor its value may hold
+    "=", nor a namespace "/")."""
+    namespace = obj.metadata.namespace
+    return [f"{namespace}/{key}={value}" for key, value in obj.metadata.labels.items()]
 
 
 # =========================================================================== indexer
@@ -238,6 +253,38 @@ class Indexer:
     def by_index(self, index_name: str, value: str) -> list[Any]:
         """The objects whose index function ``index_name`` yields ``value``."""
         return [self._items[key] for key in self.index_keys(index_name, value)]
+
+    def ensure_indexers(self, indexers: dict[str, IndexFunc]) -> None:
+        """:meth:`add_indexers` for the names not yet in use (several controllers share
+        one informer and each may ask for the same index)."""
+        missing = {name: function for name, function in indexers.items() if name not in self._indexers}
+        if missing:
+            self.add_indexers(missing)
+
+    def by_labels(self, namespace: str, labels: Mapping[str, str]) -> list[Any]:
+        """The objects of ``namespace`` whose labels include every pair of ``labels``, by
+        key: ``[o for o in by_index(NAMESPACE_INDEX, namespace) if labels ⊆ o's labels]``.
+        With :data:`LABEL_INDEX` only the smallest pair's objects are looked at."""
+        items = self._items
+        if not labels or LABEL_INDEX not in self._indexers:
+            keys = self.index_keys(NAMESPACE_INDEX, namespace)
+        else:
+            index = self._indices[LABEL_INDEX]
+            smallest: set[str] | None = None
+            for key, value in labels.items():
+                bucket = index.get(f"{namespace}/{key}={value}")
+                if not bucket:
+                    return []
+                if smallest is None or len(bucket) < len(smallest):
+                    smallest = bucket
+            keys = sorted(smallest or ())
+        out = []
+        for key in keys:
+            obj = items[key]
+            own = obj.metadata.labels
+            if all(own.get(name) == value for name, value in labels.items()):
+                out.append(obj)
+        return out
 
     def list_index_values(self, index_name: str) -> list[str]:
         """``ListIndexFuncValues``: every value the index holds."""

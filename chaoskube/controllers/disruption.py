@@ -72,10 +72,12 @@ from chaoskube.api.objects import (
 from chaoskube.api.protocol import parse_timestamp, timestamp
 from chaoskube.client.client import ApiClient, ApiError
 from chaoskube.client.informer import (
+    LABEL_INDEX,
     NAMESPACE_INDEX,
     DeletedFinalStateUnknown,
     SharedInformerFactory,
     meta_namespace_key,
+    namespace_label_index,
 )
 from chaoskube.client.workqueue import QueueShutDown, RateLimitingQueue
 from chaoskube.config import ControllerManagerConfig
@@ -330,6 +332,7 @@ class DisruptionController:
         self.client = client
         self.config = config
         self.pods = informers.informer("pods")
+        self.pods.indexer.ensure_indexers({LABEL_INDEX: namespace_label_index})
         self.pdbs = informers.informer("poddisruptionbudgets")
         self.replica_sets = informers.informer("replicasets")
         self.deployments = informers.informer("deployments")
@@ -396,7 +399,10 @@ class DisruptionController:
 
     def pods_for(self, pdb: PodDisruptionBudget) -> list[Pod]:
         """``getPodsForPdb``, from the cache, in key order."""
-        return [pod for pod in self.pods.indexer.by_index(NAMESPACE_INDEX, pdb.metadata.namespace) if pdb_selects(pdb, pod)]
+        selector = pdb.spec.selector
+        if selector is None:
+            return []  # a missing selector selects nothing
+        return [pod for pod in self.pods.indexer.by_labels(pdb.metadata.namespace, selector.match_labels) if pdb_selects(pdb, pod)]
 
     async def sync(self, key: str) -> None:
         """``sync``: a conflict is only retried; any other failure fails safe, then retried."""

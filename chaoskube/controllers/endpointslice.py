@@ -80,10 +80,12 @@ from chaoskube.api.objects import (
 )
 from chaoskube.client.client import ApiClient, ApiError
 from chaoskube.client.informer import (
+    LABEL_INDEX,
     NAMESPACE_INDEX,
     DeletedFinalStateUnknown,
     SharedInformerFactory,
     meta_namespace_key,
+    namespace_label_index,
 )
 from chaoskube.client.workqueue import (
     BucketRateLimiter,
@@ -556,6 +558,7 @@ class EndpointSliceController:
         self.max_endpoints_per_slice = max_endpoints_per_slice
         self.delete_orphaned_slices = delete_orphaned_slices
         self.pods = informers.informer("pods")
+        self.pods.indexer.ensure_indexers({LABEL_INDEX: namespace_label_index})
         self.services = informers.informer("services")
         self.nodes = informers.informer("nodes")
         self.slices = informers.informer("endpointslices")
@@ -651,7 +654,7 @@ class EndpointSliceController:
             return
         if service.spec.type == "ExternalName" or not service.spec.selector:
             return
-        pods = [pod for pod in self.pods.indexer.by_index(NAMESPACE_INDEX, namespace) if selects(service.spec.selector, pod.metadata.labels)]
+        pods = self.pods.indexer.by_labels(namespace, service.spec.selector)  # ``selects``: the selector is not empty
         slices = [s for s in self._slices_of(namespace, name) if s.metadata.deletion_timestamp is None]
         if self.tracker.stale(service, slices):
             raise EndpointSliceSyncError("EndpointSlice informer cache is out of date")

@@ -4,11 +4,14 @@ closed stream, a killed or a paused server, resync, indexes, the factory; and th
 parts (indexer, keys, backoff) table by table."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chaoskube.api import protocol
 from chaoskube.api.objects import Namespace, ObjectMeta, ServiceAccount
 from chaoskube.client.client import PROBE_EVERY_S, ApiClient
 from chaoskube.client.informer import (
+    LABEL_INDEX,
     NAMESPACE_INDEX,
     DeletedFinalStateUnknown,
     ExponentialBackoff,
@@ -16,6 +19,7 @@ from chaoskube.client.informer import (
     SharedInformer,
     SharedInformerFactory,
     meta_namespace_key,
+    namespace_label_index,
     split_meta_namespace_key,
 )
 from chaoskube.sim import World
@@ -25,6 +29,24 @@ SERVERS = ("api-0", "api-1")
 
 
 # -- pure parts ------------------------------------------------------------------------------------
+_LABELS = st.dictionaries(st.sampled_from(["app", "tier", "x"]), st.sampled_from(["a", "b"]), max_size=3)
+_POD_WRITES = st.lists(st.tuples(st.sampled_from(["p0", "p1", "p2", "p3", "p4"]), st.sampled_from(["ns", "other"]), _LABELS, st.booleans()), max_size=25)
+
+
+@settings(max_examples=150, deadline=None)
+@given(writes=_POD_WRITES, namespace=st.sampled_from(["ns", "other", "none"]), selector=_LABELS)
+def test_by_labels_is_the_namespace_scan_filtered_with_or_without_the_label_index(writes, namespace, selector):
+    indexed, plain = Indexer(), Indexer()
+    indexed.ensure_indexers({LABEL_INDEX: namespace_label_index})
+    indexed.ensure_indexers({LABEL_INDEX: namespace_label_index})  # asked twice: one index
+    for name, ns, labels, delete in writes:
+        for indexer in (indexed, plain):
+            (indexer.delete if delete else indexer.update)(pod(name, ns, labels))
+    scan = [p for p in plain.by_index(NAMESPACE_INDEX, namespace) if all(p.metadata.labels.get(k) == v for k, v in selector.items())]
+    assert [meta_namespace_key(p) for p in indexed.by_labels(namespace, selector)] == [meta_namespace_key(p) for p in scan]
+    assert [meta_namespace_key(p) for p in plain.by_labels(namespace, selector)] == [meta_namespace_key(p) for p in scan]
+
+
 def test_keys_are_meta_namespace_keys():
     assert meta_namespace_key(pod("a", "ns")) == "ns/a"
     assert meta_namespace_key(Namespace(metadata=ObjectMeta(name="kube-system"))) == "kube-system"
