@@ -133,7 +133,7 @@ class World:
         self.now = 0.0
         self._stamped_now: float | None = None  # the ``now`` whose rounding ``_stamped_t`` holds
         self._stamped_t = 0.0
-        self._stamped_t_json = b"0.0"  # ``_stamped_t`` as the journal writes it (b"" until needed)
+        self._stamped_t_json = b""  # ``_stamped_t`` as the journal writes it (b"" until needed)
         self.logger = logger.bind(seed=seed).patch(self._stamp)
         self.processes: dict[str, Process] = {}
         self._heap: list[tuple[float, int, Callable[[Any], None], Any]] = []
@@ -437,11 +437,7 @@ class World:
             if hooks:
                 for hook in tuple(hooks):
                     hook(fields)
-        watchdog = self.watchdog
-        if watchdog.max_journal_bytes is not None and journal.bytes > watchdog.max_journal_bytes and self.livelock is None:
-            self._trip(f"the journal passed {watchdog.max_journal_bytes:,} bytes at t={self.now:.6f} s")
-        elif watchdog.max_wall_s is not None and journal.count % _WALL_EVERY == 0 and self.livelock is None:
-            self._check_wall()
+        self._check_journal(journal)
 
     def on_record(self, type: str, hook: Callable[[dict[str, Any]], None]) -> Callable[[], None]:  # noqa: A002
         """Call ``hook(event)`` right after each event of ``type`` is journaled (the dict
@@ -495,6 +491,10 @@ class World:
         """The end of :meth:`record` for an event already encoded (no hooks armed)."""
         journal = self.journal
         journal.write_encoded(line)
+        self._check_journal(journal)
+
+    def _check_journal(self, journal: Journal) -> None:
+        """The watchdog's bounds on the journal's size and on wall-clock time."""
         watchdog = self.watchdog
         if watchdog.max_journal_bytes is not None and journal.bytes > watchdog.max_journal_bytes and self.livelock is None:
             self._trip(f"the journal passed {watchdog.max_journal_bytes:,} bytes at t={self.now:.6f} s")
