@@ -91,11 +91,12 @@ class Inbox:
 
 
 class _Timer:
-    __slots__ = ("task", "alive")
+    __slots__ = ("alive", "task", "wake")
 
-    def __init__(self, task: Any) -> None:
+    def __init__(self, task: Any, wake: Wake | None = None) -> None:
         self.task = task
         self.alive = True
+        self.wake = wake  # the Wake it bounds a wait on (Process.wait_wake), if any
 
 
 class Wake:
@@ -348,6 +349,8 @@ class Process:
             self._held.append((self._fire, timer))
             return
         timer.alive = False
+        if timer.wake is not None:
+            timer.wake.timer = None
         reschedule(timer.task)
 
     async def wait_wake(self, wake: Wake, seconds: float) -> bool:
@@ -356,8 +359,8 @@ class Process:
         answers whether it was set. Scheduled exactly as ``with
         self.move_on_after(seconds): await trio_event.wait()``."""
         assert wake.timer is None, "a Wake has one waiter"
-        timer = _Timer(current_task())
-        self.world.call_at(self.world.now + max(0.0, seconds) / self._rate, self._fire_wake, (timer, wake))
+        timer = _Timer(current_task(), wake)
+        self.world.call_at(self.world.now + max(0.0, seconds) / self._rate, self._fire, timer)
         if wake.flag:
             timer.alive = False
             await trio.lowlevel.checkpoint()
@@ -371,17 +374,6 @@ class Process:
 
         await wait_task_rescheduled(abort)
         return wake.flag
-
-    def _fire_wake(self, pair: tuple[_Timer, Wake]) -> None:
-        timer, wake = pair
-        if not timer.alive:
-            return
-        if self.state is State.PAUSED:
-            self._held.append((self._fire_wake, pair))
-            return
-        timer.alive = False
-        wake.timer = None
-        reschedule(timer.task)
 
     def move_on_after(self, seconds: float) -> trio.CancelScope:
         """A cancel scope cancelled after ``seconds`` of this process's clock; like
