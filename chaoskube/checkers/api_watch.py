@@ -95,7 +95,7 @@ class SelectedChanges:
                 continue
             before = False
             for version in store.versions(selector.resource, key):
-                after = not version.deleted and self._selects(selector.resource, key, version, labels, fields)
+                after = not version.deleted and self._selects(key, version, labels, fields)
                 if before and after:
                     changes.append((version.revision, key, "MODIFIED"))
                 elif after:
@@ -108,10 +108,10 @@ class SelectedChanges:
         self.revisions = [change[0] for change in changes]
         self._labels, self._fields = labels, fields
 
-    def _selects(self, resource: str, key: str, version: Any, labels: Any, fields: Any) -> bool:
+    def _selects(self, key: str, version: Any, labels: Any, fields: Any) -> bool:
         if labels is None and fields is None:
             return True
-        obj = self.store.typed(resource, key, version)
+        obj = self.store.typed(self.filter.resource, key, version)
         return obj is not None and matches(obj, labels, fields)
 
     def selects(self, key: str, revision: int) -> bool:
@@ -119,7 +119,7 @@ class SelectedChanges:
         version = self.store.live_at(self.filter.resource, key, revision)
         if version is None:
             return False
-        return self._selects(self.filter.resource, key, version, self._labels, self._fields)
+        return self._selects(key, version, self._labels, self._fields)
 
     def next_after(self, revision: int) -> tuple[int, str, str] | None:
         index = bisect.bisect_right(self.revisions, revision)

@@ -423,12 +423,7 @@ class World:
     # -- journal ------------------------------------------------------------------------
     def record(self, type: str, **fields: Any) -> None:  # noqa: A002 - the journal's field name
         """Append one event to the journal, stamped with the virtual time."""
-        now = self.now
-        if now is not self._stamped_now:  # the same float object: the same instant, rounded once
-            self._stamped_now = now
-            self._stamped_t = round(now, 9)
-            self._stamped_t_json = b""
-        fields["t"] = self._stamped_t
+        fields["t"] = self._journal_t()
         fields["type"] = type
         journal = self.journal
         journal.write(fields)
@@ -477,14 +472,20 @@ class World:
             b'{"dst":%b,"id":%d,"src":%b,"t":%b,"type":"deliver"}\n' % (json_string(dst), message_id, json_string(src), self._t_json())
         )
 
-    def _t_json(self) -> bytes:
+    def _journal_t(self) -> float:
+        """The virtual time as the journal stamps it (rounded to the nanosecond)."""
         now = self.now
-        if now is not self._stamped_now:
+        if now is not self._stamped_now:  # the same float object: the same instant, rounded once
             self._stamped_now = now
             self._stamped_t = round(now, 9)
             self._stamped_t_json = b""
+        return self._stamped_t
+
+    def _t_json(self) -> bytes:
+        """:meth:`_journal_t` encoded, once per instant."""
+        t = self._journal_t()
         if not self._stamped_t_json:
-            self._stamped_t_json = encode_value(self._stamped_t)
+            self._stamped_t_json = encode_value(t)
         return self._stamped_t_json
 
     def _write_line(self, line: bytes) -> None:
