@@ -21,7 +21,9 @@ applies faults to real processes (``experiments/real/runner.py``).
 Contract for a host: ``now`` and ``record`` are its journal's time and writer; ``sleep``
 waits on its clock; ``prepare_workload`` creates the workload and waits until it settles;
 ``booted`` switches to the run seed (a real run has none: it returns
-at once); ``start_faults`` starts the fault phase's schedule and returns at once
+at once) and returns the phases the rest of the run follows when they are not the ones
+it began with (a fault-free reference run forked from this boot: ``simulated.py``), else
+None; ``start_faults`` starts the fault phase's schedule and returns at once
 (the driver then sleeps ``phases.faults_s``); ``heal_all`` heals every fault, idempotently,
 and stops faults not yet applied; ``stop_workload`` returns once the workload's operations
 have ended. The driver calls each exactly once, in the order above, unless one raises.
@@ -50,7 +52,7 @@ class PhaseHost(Protocol):
 
     async def prepare_workload(self) -> None: ...
 
-    async def booted(self) -> None: ...
+    async def booted(self) -> Phases | None: ...
 
     async def start_workload(self) -> None: ...
 
@@ -101,7 +103,7 @@ async def drive_phases(host: PhaseHost, phases: Phases, record: PhaseRecord, *, 
     record.before = await wait_steady_state(host, phases.setup_s, poll_s)
     mark("workload")
     await host.prepare_workload()
-    await host.booted()
+    phases = await host.booted() or phases
     await host.start_workload()
     await host.sleep(phases.warmup_s)
     mark("faults")

@@ -21,6 +21,7 @@ import gc
 import hashlib
 import os
 import shutil
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -33,7 +34,7 @@ import orjson
 
 from chaoskube import __version__
 from chaoskube.checkers.verdict import Verdict, run_checker, worst
-from chaoskube.experiments.model import Experiment, experiment_dir
+from chaoskube.experiments.model import Experiment, Phases, experiment_dir
 from chaoskube.experiments.phases import PhaseRecord, drive_phases
 from chaoskube.experiments.probes import ProbeRunner, checker_name, judge_hypothesis_before, judge_probe
 from chaoskube.experiments.reports import write_result
@@ -43,6 +44,7 @@ from chaoskube.experiments.systems.base import System
 from chaoskube.faults import FaultInjector, ScheduledFault
 from chaoskube.faults.kinds import idle_skip
 from chaoskube.sim import Journal, Livelock, Watchdog, World
+from chaoskube.sim.determinism import isolate_forked_run
 
 #: The (shortest, longest) wait between two steady-state probes, in virtual seconds.
 STEADY_STATE_POLL_S = (0.1, 1.0)
@@ -99,7 +101,10 @@ class _RunLog:
 class SimulatedHost:
     """The phase host of a simulated run (phases.PhaseHost)."""
 
-    def __init__(self, world: World, experiment: Experiment, system: System, progress: Progress | None, target: RunTarget | None = None, fork: Fork | None = None, run_log: _RunLog | None = None) -> None:
+    def __init__(
+        self, world: World, experiment: Experiment, system: System, progress: Progress | None, target: RunTarget | None = None, fork: Fork | None = None, run_log: _RunLog | None = None,
+        reference: _ReferenceFork | None = None,
+    ) -> None:
         self.world = world
         self.experiment = experiment
         self.system = system
@@ -107,6 +112,7 @@ class SimulatedHost:
         self.target = target if target is not None else RunTarget(world.seed, Path("."))
         self.fork = fork
         self.run_log = run_log
+        self.reference = reference
         self.injector: FaultInjector | None = None
         self.probes: ProbeRunner | None = None  # the experiment's probes (probes.py), if any
         self.healed = False
@@ -137,10 +143,13 @@ class SimulatedHost:
     async def prepare_workload(self) -> None:
         await self.system.prepare_workload()
 
-    async def booted(self) -> None:
-        """The boot is over: at the next quiescent point, fork (a campaign's hook) and
-        switch to the run seed. Both ways do the same things in the same order, so a
-        forked run and an unforked one write the same journal."""
+    async def booted(self) -> Phases | None:
+        """The boot is over: at the next quiescent point, fork (a campaign's hook), fork
+        the differential checker's reference (:class:`_ReferenceFork`) and switch to the
+        run seed. Every way does the same things in the same order, so a forked run and an
+        unforked one write the same journal. Returns the reference's phases in the
+        reference's copy (phases.PhaseHost)."""
+        began_with = self.experiment.phases
 
         def switch() -> None:
             run_log = self.run_log
@@ -151,11 +160,14 @@ class SimulatedHost:
                 self.fork(self.world, self.target)
             if self.target.experiment is not None:
                 self.experiment = self.target.experiment
-            if self.target.forked:
-                self.world.journal.redirect(self.target.out / "journal.jsonl")
-                self.world.restart_wall_clock()  # --max-wall counts this run's own time, not the shared boot's
-            if run_log is not None:
-                run_log.reopen(self.target.out)
+            if self.reference is not None and self.reference.fork(self):
+                pass  # the reference's copy: it journals into the reference's cache (fork)
+            else:
+                if self.target.forked:
+                    self.world.journal.redirect(self.target.out / "journal.jsonl")
+                    self.world.restart_wall_clock()  # --max-wall counts this run's own time, not the shared boot's
+                if run_log is not None:
+                    run_log.reopen(self.target.out)
             # The young generation's count restarts here in every copy (a forking parent
             # allocates between forks), so collections fall at the same allocations.
             gc.freeze()
@@ -165,6 +177,7 @@ class SimulatedHost:
                 self.world.buggify.start(self.world, buggify)
 
         await self.world.wait_quiescent(switch)
+        return self.experiment.phases if self.experiment.phases != began_with else None
 
     async def start_workload(self) -> None:
         await self.system.start_workload()
@@ -225,12 +238,16 @@ class _ProgressReporter:
         self.planned_s = planned_s
         self.progress = progress
         self._stop = threading.Event()
+        #: Held while it reports, and by a fork of the run (_ReferenceFork): no copy of the
+        #: process starts with a lock (a terminal's, the logger's) that this thread held.
+        self.lock = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name="chaoskube-progress", daemon=True)
         self._thread.start()
 
     def _loop(self) -> None:
         while not self._stop.wait(PROGRESS_EVERY_S):
-            self.progress(self.world.now, self.planned_s)
+            with self.lock:
+                self.progress(self.world.now, self.planned_s)
 
     def stop(self) -> None:
         self._stop.set()
@@ -304,26 +321,21 @@ class ReferenceRun:
     journal_sha256: str
     key: str
     cached: bool
+    forked: bool = False  # computed by a copy of the run forked from its boot (_ReferenceFork)
 
 
 def reference_run(experiment: Experiment, system_class: type[System], seed: int, cache_dir: Path, *, boot_seed: int | None = None) -> ReferenceRun:
     """The fault-free run of ``experiment`` with run seed ``seed`` (booted, as the run, with
     ``boot_seed``: default the experiment's): read from ``cache_dir`` when a run with the
     same :func:`reference_key` left it there (a campaign shares one directory among its
-    runs), else run now (its journal in ``cache_dir/<key>/journal.jsonl``) and cached.
-    Gallery variants are the caller's to apply, as for the run itself. In a forked
-    campaign it runs, whole, in the child of the seed that first needs it."""
-    from chaoskube.checkers.differential import end_state
-
+    runs, and a run forks its reference from its own boot: :class:`_ReferenceFork`), else
+    run now, whole (its journal in ``cache_dir/<key>/journal.jsonl``), and cached.
+    Gallery variants are the caller's to apply, as for the run itself."""
     boot_seed = experiment.boot_seed if boot_seed is None else boot_seed
     key = reference_key(experiment, seed, boot_seed)
-    cached = cache_dir / f"{key}.json"
-    if cached.exists():
-        try:
-            data = orjson.loads(cached.read_bytes())
-            return ReferenceRun(data["end_state"], data["journal_sha256"], key, True)
-        except (OSError, orjson.JSONDecodeError, KeyError):
-            pass  # written by a run that died half-way: run it again
+    cached = _read_reference(cache_dir / f"{key}.json", key)
+    if cached is not None:
+        return cached
     reference = fault_free(experiment)
     cluster, workload = system_class.options(reference.cluster, reference.workload, base_dir=experiment_dir(experiment))
     (cache_dir / key).mkdir(parents=True, exist_ok=True)
@@ -336,11 +348,138 @@ def reference_run(experiment: Experiment, system_class: type[System], seed: int,
         await drive_phases(SimulatedHost(world, reference, system, None, target), reference.phases, PhaseRecord(), poll_s=STEADY_STATE_POLL_S)
 
     world.run(main)
+    return _write_reference(cache_dir / f"{key}.json", key, reference, seed, boot_seed, world)
+
+
+def _read_reference(path: Path, key: str, *, forked: bool = False) -> ReferenceRun | None:
+    """The reference cached at ``path``, if a run finished writing it there (``forked``:
+    by this run's own copy, :class:`_ReferenceFork`)."""
+    try:
+        data = orjson.loads(path.read_bytes())
+        return ReferenceRun(data["end_state"], data["journal_sha256"], key, cached=not forked, forked=forked)
+    except (OSError, orjson.JSONDecodeError, KeyError):
+        return None  # not there, or written by a run that died half-way: run it again
+
+
+def _write_reference(path: Path, key: str, reference: Experiment, seed: int, boot_seed: int, world: World) -> ReferenceRun:
+    """Cache the end state of the reference run ``world`` has just run."""
+    from chaoskube.checkers.differential import end_state
+
     state = end_state(world.journal.events)
-    temporary = cached.with_suffix(f".{os.getpid()}.tmp")
-    temporary.write_bytes(orjson.dumps({"experiment": experiment.name, "seed": seed, "boot_seed": boot_seed, "journal_sha256": world.fingerprint, "end_state": state}, option=orjson.OPT_SORT_KEYS))
-    temporary.replace(cached)  # atomic: a campaign's workers may race for one key
+    temporary = path.with_suffix(f".{os.getpid()}.tmp")
+    temporary.write_bytes(orjson.dumps({"experiment": reference.name, "seed": seed, "boot_seed": boot_seed, "journal_sha256": world.fingerprint, "end_state": state}, option=orjson.OPT_SORT_KEYS))
+    temporary.replace(path)  # atomic: a campaign's workers may race for one key
     return ReferenceRun(state, world.fingerprint, key, False)
+
+
+def _threads() -> int:
+    """How many threads this process has: the kernel's count, which sees threads that
+    ``threading`` does not (started with ``_thread``, as execnet's in a pytest-xdist
+    worker)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
+
+
+class _ReferenceFork:
+    """The differential checker's reference, forked from the run's own boot.
+
+    A reference run (:func:`reference_run`) boots exactly as the run does: the same
+    cluster, workload and boot seed. It draws nothing from the faults, BUGGIFY or the
+    checkers before the boot ends, so a third of a seed's work was a second copy of the boot.
+    Instead, at the boot's quiescent point (``SimulatedHost.booted``: after a campaign's
+    fork, before the switch to the run seed) the run forks once more. The copy goes on as
+    :func:`fault_free`'s experiment (the reference's phases, no faults, no BUGGIFY), its
+    journal continued in the reference's cache directory. At the end it writes the
+    cache entry (:func:`_write_reference`) and exits. The run reads that entry when its
+    checkers need it (:meth:`result`), and falls back to :func:`reference_run` if the copy
+    died without writing it.
+
+    The copy's journal is byte for byte the one :func:`reference_run` writes
+    (tests/experiments/test_reference_fork.py). A process with threads other than the
+    progress reporter (which :attr:`lock` pauses) is not forked: a copy could start with
+    a lock that another thread held. There, and when the entry is already cached, the
+    reference is computed or read afterwards, as before."""
+
+    def __init__(self, cache: Path | None, boot_seed: int, lock: threading.Lock | None = None) -> None:
+        self.cache = cache  # None: the run directory's reference/
+        self.boot_seed = boot_seed
+        self.lock = lock
+        self.pid: int | None = None
+        self.path: Path | None = None
+        self.key = ""
+        self.reference: Experiment | None = None  # set in the copy
+        self.seed = 0
+
+    def fork(self, host: SimulatedHost) -> bool:
+        """Fork the reference of ``host``'s run, unless it is cached or the process has
+        other threads. True in the copy, which then runs the reference."""
+        target = host.target
+        cache = self.cache if self.cache is not None else target.out / "reference"
+        self.key = reference_key(host.experiment, target.seed, self.boot_seed)
+        self.path = cache / f"{self.key}.json"
+        if self.path.exists() or _threads() > 1 + (self.lock is not None):
+            return False
+        (cache / self.key).mkdir(parents=True, exist_ok=True)
+        if self.lock is not None:
+            with self.lock:
+                pid = os.fork()
+        else:
+            pid = os.fork()
+        if pid != 0:
+            self.pid = pid
+            return False
+        isolate_forked_run()
+        self.reference, self.seed = fault_free(host.experiment), target.seed
+        host.experiment = self.reference
+        host.progress, host.run_log = None, None
+        host.world.journal.redirect(cache / self.key / "journal.jsonl")
+        host.world.restart_wall_clock()
+        return True
+
+    @property
+    def in_copy(self) -> bool:
+        return self.reference is not None
+
+    def finish(self, world: World, completed: bool) -> None:
+        """In the copy, once its run ended (``completed``: not by an error, an interrupt
+        or the watchdog): write the cache entry and exit, whatever happens."""
+        assert self.reference is not None and self.path is not None
+        code = 1
+        try:
+            if completed:
+                _write_reference(self.path, self.key, self.reference, self.seed, self.boot_seed, world)
+                world.journal.close()
+                code = 0
+        finally:
+            os._exit(code)
+
+    def result(self) -> ReferenceRun | None:
+        """In the run: the reference its copy computed, once it has; None if none was
+        forked or it died without writing one."""
+        if self.pid is None:
+            return None
+        self._reap()
+        assert self.path is not None
+        return _read_reference(self.path, self.key, forked=True)
+
+    def abandon(self) -> None:
+        """In the run, when its checkers will not run: stop the copy."""
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self._reap()
+
+    def _reap(self) -> None:
+        assert self.pid is not None
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+        self.pid = None
 
 
 def run_simulated(
@@ -380,25 +519,31 @@ def run_simulated(
     hosts: list[SimulatedHost] = []
     target = RunTarget(seed, out, time.perf_counter(), time.process_time())
     run_log = _RunLog(out)
+    reporter = _ProgressReporter(world, phases.warmup_s + phases.faults_s + phases.settle_s + 2.0, progress) if progress is not None else None
+    cache = Path(reference_cache) if reference_cache is not None else None  # None: the run directory's reference/
+    reference = _ReferenceFork(cache, boot_seed, reporter.lock if reporter is not None else None) if "differential" in experiment.checkers else None
 
     async def main(world: World) -> None:
         system = system_class(world, cluster, workload)
         system.recovery_s = phases.recovery_s  # the liveness deadline after heal (convergence)
-        host = SimulatedHost(world, experiment, system, progress, target, fork, run_log)
+        host = SimulatedHost(world, experiment, system, progress, target, fork, run_log, reference)
         hosts.append(host)
         await drive_phases(host, phases, record, poll_s=STEADY_STATE_POLL_S)
 
     interrupted = False
     livelock: Livelock | None = None
-    reporter = _ProgressReporter(world, phases.warmup_s + phases.faults_s + phases.settle_s + 2.0, progress) if progress is not None else None
+    completed = False
     try:
         world.run(main)
+        completed = True
     except KeyboardInterrupt:
         interrupted = True
         stopping_now()
     except Livelock as error:
         livelock = error
     finally:
+        if reference is not None and reference.in_copy:  # the reference's copy: never returns
+            reference.finish(world, completed)
         if reporter is not None:
             reporter.stop()
         run_log.close()
@@ -412,9 +557,10 @@ def run_simulated(
     if livelock is not None:
         verdicts["livelock"] = Verdict(False, f"livelock: {livelock.reason}", (livelock.where,), {"where": livelock.where})
         system = None  # its checkers would judge half a run
-    if system is not None and not interrupted and "differential" in experiment.checkers:
-        cache = Path(reference_cache) if reference_cache is not None else target.out / "reference"
-        system.reference = reference_run(experiment, system_class, target.seed, cache, boot_seed=boot_seed)
+    if system is not None and not interrupted and reference is not None:
+        system.reference = reference.result() or reference_run(experiment, system_class, target.seed, cache or target.out / "reference", boot_seed=boot_seed)
+    elif reference is not None:
+        reference.abandon()
     if system is not None and not interrupted:
         verdicts = judge_run(experiment, system, record, world)
     result = RunResult(

@@ -1128,7 +1128,7 @@ class KubernetesSystem(System):
             if reference is None:
                 return Verdict(None, "no reference run: the differential checker needs the runner's fault-free run of this experiment and seed")
             verdict = run_checker(checker, events, reference.state)
-            return Verdict(verdict.valid, verdict.reason, verdict.evidence, {**verdict.details, "reference_journal_sha256": reference.journal_sha256, "reference_cached": reference.cached})
+            return Verdict(verdict.valid, verdict.reason, verdict.evidence, {**verdict.details, "reference_journal_sha256": reference.journal_sha256, "reference_cached": reference.cached, "reference_forked": reference.forked})
         if name == "timing-contracts":
             from chaoskube.checkers.timing import TimingConfig
 
