@@ -55,8 +55,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from chaoskube.etcd.raft_log import Entry, RaftLog, Snapshot
 
@@ -111,15 +113,13 @@ _TERMLESS = frozenset({MsgType.PROP, MsgType.READ_INDEX})
 _VOTE_TYPES = frozenset({MsgType.VOTE, MsgType.VOTE_RESP, MsgType.PRE_VOTE, MsgType.PRE_VOTE_RESP})
 
 
-@dataclass(frozen=True, slots=True)
-class HardState:
+class HardState(msgspec.Struct, frozen=True):
     term: int = 0
     vote: int = 0
     commit: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class Message:
+class Message(msgspec.Struct, frozen=True):
     type: MsgType
     to: int
     from_: int
@@ -134,22 +134,19 @@ class Message:
     context: Any = None
 
 
-@dataclass(frozen=True, slots=True)
-class ReadState:
+class ReadState(msgspec.Struct, frozen=True):
     """Reads that started with ``context`` may be served once ``index`` is applied."""
 
     index: int
     context: Any
 
 
-@dataclass(frozen=True, slots=True)
-class SoftState:
+class SoftState(msgspec.Struct, frozen=True):
     lead: int
     role: Role
 
 
-@dataclass(frozen=True, slots=True)
-class Ready:
+class Ready(msgspec.Struct, frozen=True):
     """What the caller must do now, in the order of the module docstring.
 
     ``committed_entries`` may include entries of this same Ready's ``entries``
@@ -587,9 +584,9 @@ class Raft:
             assert message.term != 0, f"{message.type} must carry a term"
         elif message.type in _TERMLESS:
             if message.term != 0:
-                message = replace(message, term=0)
+                message = msgspec.structs.replace(message, term=0)
         elif message.term != self._term:  # most callers already set it: skip the copy
-            message = replace(message, term=self._term)
+            message = msgspec.structs.replace(message, term=self._term)
         self._messages.append(message)
 
     def _step(self, m: Message) -> bool:
@@ -943,7 +940,7 @@ class Raft:
         if m.type in (MsgType.PROP, MsgType.READ_INDEX):
             if self._lead == NONE:
                 return False  # no leader known: dropped
-            self._send(replace(m, to=self._lead, from_=self.id))
+            self._send(msgspec.structs.replace(m, to=self._lead, from_=self.id))
             return True
         if m.type is MsgType.APP:
             self._election_elapsed = 0
