@@ -815,7 +815,10 @@ class NodeLifecycleController:
 
     async def _monitor_node(self, node: Node, ready: dict[str, str | None], limiter: trio.CapacityLimiter) -> None:
         async with limiter:
-            result = await self._update_node_health(deep_copy(node))
+            # The informer's node itself, not a copy (upstream copies it up front): nothing
+            # below changes it in place; every write copies it first (_update_node_health,
+            # _swap_taints).
+            result = await self._update_node_health(node)
             if result is None:
                 return  # "Update health of Node from Controller error, Skipping - no pods will be evicted"
             step, node = result

@@ -298,15 +298,24 @@ class World:
                         self._instant_events = 0
                         self._sample = None
                         self._next_check = self._first_check
-                while heap and heap[0][0] <= next_time:
-                    _, _, callback, argument = heappop(heap)
-                    callback(argument)
-                    self.events_run += 1
-                    self._instant_events += 1
-                    if self._instant_events >= self._next_check:
-                        self._check_watchdog(callback)
-                        if self.livelock is not None:
-                            return
+                # The counts are kept in locals while the callbacks run (two attribute
+                # updates per event were ~2 % of a cluster run) and stored on the way out.
+                start = count = self._instant_events
+                next_check = self._next_check
+                try:
+                    while heap and heap[0][0] <= next_time:
+                        _, _, callback, argument = heappop(heap)
+                        callback(argument)
+                        count += 1
+                        if count >= next_check:
+                            self._instant_events = count
+                            self._check_watchdog(callback)
+                            next_check = self._next_check
+                            if self.livelock is not None:
+                                return
+                finally:
+                    self.events_run += count - start
+                    self._instant_events = count
                 if runnable() or not heap:
                     return
         except Exception as error:  # noqa: BLE001 - a bug in a callback or message handler
