@@ -36,7 +36,6 @@ without the outside program), and every outside request in the journal.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import shlex
 import signal
@@ -56,7 +55,7 @@ from chaoskube.experiments.model import Experiment, Phases, experiment_dir
 from chaoskube.experiments.phases import PhaseRecord, drive_phases
 from chaoskube.experiments.reports import write_result
 from chaoskube.experiments.result import RunResult, close_run_log, open_run_log
-from chaoskube.experiments.signals import stopping_now
+from chaoskube.experiments.signals import die_with_parent, stopping_now
 from chaoskube.experiments.simulated import STEADY_STATE_POLL_S, SimulatedHost, judge_run
 from chaoskube.experiments.systems.base import System
 from chaoskube.sim import Journal, Process, World
@@ -67,7 +66,6 @@ OPERATOR = "operator"
 #: How long a live run's fault phase lasts without an experiment: until Ctrl-C.
 FOREVER_S = 10 * 365 * 24 * 3600.0
 MAX_LINE = 4000  # journaled characters of one output line
-PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
@@ -258,9 +256,9 @@ def _kill_group(pid: int) -> None:
 
 
 def _die_with_parent() -> None:
-    """In the child: SIGKILL it when chaoskube dies (Linux ``PR_SET_PDEATHSIG``)."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    """In the child: SIGKILL it when chaoskube dies, where the OS can."""
+    with contextlib.suppress(OSError):
+        die_with_parent()
 
 
 async def _pump(world: World, stream: Any, name: str) -> None:

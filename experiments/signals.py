@@ -25,12 +25,30 @@ ends, SIGKILL included.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import signal
 import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+#: Linux ``prctl`` option: the signal a process gets when its parent dies.
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """In a child process: SIGKILL it when its parent dies (Linux
+    ``prctl(PR_SET_PDEATHSIG)``), so that a SIGKILLed chaoskube takes its real etcd members,
+    its live cluster and its forked reference runs along. Raises OSError where the call
+    is missing or fails."""
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except AttributeError as error:
+        raise OSError("prctl is not available here") from error
+    if prctl(PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG)")
+
 
 #: The commands running in this process (termination_as_interrupt blocks), innermost last.
 _INSIDE: list[Stopping] = []

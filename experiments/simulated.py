@@ -17,6 +17,7 @@ a forked run writes byte for byte what an unforked run of the same seeds writes.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import hashlib
 import os
@@ -38,7 +39,7 @@ from chaoskube.experiments.model import Experiment, Phases, experiment_dir
 from chaoskube.experiments.phases import PhaseRecord, drive_phases
 from chaoskube.experiments.probes import ProbeRunner, checker_name, judge_hypothesis_before, judge_probe
 from chaoskube.experiments.reports import write_result
-from chaoskube.experiments.signals import stopping_now
+from chaoskube.experiments.signals import die_with_parent, stopping_now
 from chaoskube.experiments.result import Progress, RunResult, close_run_log, open_run_log
 from chaoskube.experiments.systems.base import System
 from chaoskube.faults import FaultInjector, ScheduledFault
@@ -422,6 +423,7 @@ class _ReferenceFork:
         if self.path.exists() or _threads() > 1 + (self.lock is not None):
             return False
         (cache / self.key).mkdir(parents=True, exist_ok=True)
+        parent = os.getpid()
         if self.lock is not None:
             with self.lock:
                 pid = os.fork()
@@ -430,6 +432,10 @@ class _ReferenceFork:
         if pid != 0:
             self.pid = pid
             return False
+        with contextlib.suppress(OSError):
+            die_with_parent()  # a SIGKILLed run takes its copy along
+        if os.getppid() != parent:  # it died before that
+            os._exit(1)
         isolate_forked_run()
         self.reference, self.seed = fault_free(host.experiment), target.seed
         host.experiment = self.reference

@@ -35,7 +35,6 @@ SIGKILLed and reaped by :meth:`RealEtcdCluster.aclose`, which callers run in a
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import os
 import shutil
@@ -49,6 +48,7 @@ from typing import Any
 
 import trio
 
+from chaoskube.experiments.signals import die_with_parent
 from chaoskube.faults.kinds import Plan
 
 __all__ = [
@@ -128,9 +128,6 @@ def symmetric_blocks(grudge: dict[str, set[str] | frozenset[str]], members: list
     return {member: sorted(sources) for member, sources in sorted(blocks.items())}
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 @dataclass
@@ -279,7 +276,7 @@ class RealEtcdCluster:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # Ctrl-C reaches the runner only; it stops the members
-                preexec_fn=_die_with_parent,  # noqa: PLW1509 - no threads fork here
+                preexec_fn=die_with_parent,  # noqa: PLW1509 - no threads fork here
             )
         member.paused = False
         member.pids.append(member.process.pid)

@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.signals import ROOT, kill_session, left_behind, send, start, wait_for
+from tests.signals import ROOT, kill_session, left_behind, send, session_processes, start, wait_for
 
 LONG = "random-nemesis-long"
 CATALOG = ROOT / "experiments" / "catalog"
@@ -86,3 +86,27 @@ def test_explore_stops_its_workers_on_a_signal(tmp_path, signals, code):
         assert summary["finished_runs"] < summary["planned_runs"] == 80
         for run in summary["runs"]:
             assert (out / f"{run['experiment']}-seed{run['seed']}" / "result.json").is_file()
+
+
+def test_a_killed_run_takes_its_forked_reference_along(tmp_path):
+    """``run`` forks the differential checker's reference from its own boot
+    (simulated._ReferenceFork); SIGKILL leaves the run no chance to stop it, so the copy
+    dies with its parent (``PR_SET_PDEATHSIG``) rather than run on alone. Its reference has
+    a workload step near the end of an hour-long fault phase: minutes of work left."""
+    path = Path(long_experiment(tmp_path))
+    text = path.read_text().replace("  traffic: true\n", "  traffic: true\n  steps: [{after_s: 3500, action: scale, deployment: web, replicas: 4}]\n", 1)
+    assert "after_s: 3500" in text
+    path.write_text(text)
+    out = tmp_path / "run"
+    process = start(["run", str(path), "--seed", "1", "--out", str(out)])
+    try:
+        wait_for(lambda: any((out / "reference").glob("*/journal.jsonl")) if (out / "reference").exists() else False, 120, "the reference to be forked")
+        assert len(session_processes(process.pid)) == 2, session_processes(process.pid)  # the run and its copy
+        send(process, [signal.SIGKILL])
+        process.wait(timeout=60)  # not communicate(): a copy left alive would hold its pipes open
+        leftover = left_behind(process.pid, within_s=5.0)
+    finally:
+        kill_session(process.pid)
+        process.communicate(timeout=60)
+    assert process.returncode == -9
+    assert not leftover, f"processes left: {leftover}"
