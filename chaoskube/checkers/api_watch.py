@@ -51,7 +51,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaoskube.api.selectors import SelectorError, matches, parse_field_selector, parse_label_selector
+from chaoskube.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from chaoskube.checkers.replay import StoreHistory
 from chaoskube.checkers.verdict import Verdict
 
@@ -111,8 +111,11 @@ class SelectedChanges:
     def _selects(self, key: str, version: Any, labels: Any, fields: Any) -> bool:
         if labels is None and fields is None:
             return True
-        obj = self.store.typed(self.filter.resource, key, version)
-        return obj is not None and matches(obj, labels, fields)
+        resource = self.filter.resource
+        obj = self.store.typed(resource, key, version)
+        if obj is None or (labels is not None and not labels.matches(obj)):
+            return False
+        return fields is None or fields.matches_fields(self.store.selectable(resource, key, version))
 
     def selects(self, key: str, revision: int) -> bool:
         """The object ``key`` existed at ``revision`` and was selected."""

@@ -28,6 +28,7 @@ from typing import Any
 import orjson
 
 from chaoskube.api.manifests import ManifestError, from_json
+from chaoskube.api.selectors import selectable_fields
 
 __all__ = [
     "CONTROLLER_MANAGER_LEASE",
@@ -374,6 +375,7 @@ class StoreHistory:
         self._revisions: list[int] = []
         self._decoded: dict[tuple[str, str, int], Obj] = {}
         self._typed: dict[tuple[str, str, int], Any] = {}
+        self._selectable: dict[tuple[str, str, int], dict[str, str]] = {}
         seen: set[int] = set()
         for event in events:
             if event.get("type") != "raft-apply" or not event.get("events"):
@@ -457,6 +459,16 @@ class StoreHistory:
             obj = None
         self._typed[cache_key] = obj
         return obj
+
+    def selectable(self, resource: str, key: str, version: Version) -> dict[str, str]:
+        """The fields :meth:`typed`'s object can be selected by (``selectable_fields``),
+        computed once per version: every kubelet's watch filter (``spec.nodeName=...``)
+        asks about every pod version. Call it only where :meth:`typed` is not None."""
+        cache_key = (resource, key, version.revision)
+        fields = self._selectable.get(cache_key)
+        if fields is None:
+            fields = self._selectable[cache_key] = selectable_fields(self.typed(resource, key, version))
+        return fields
 
     def uid(self, resource: str, key: str, version: Version) -> str:
         obj = self.object(resource, key, version)

@@ -688,7 +688,7 @@ def check_scheduling_decisions(events: Iterable[Event], *, pending_bound_s: floa
                 pending_since.pop(change.key, None)
                 feasible_since.pop(change.key, None)
         now = event["t"]
-        due = any(now > since + pending_bound_s for key, since in feasible_since.items() if key not in reported)
+        due = bool(feasible_since) and any(now > since + pending_bound_s for key, since in feasible_since.items() if key not in reported)
         # Bounded work: only pods pending for a while, at most every EVALUATE_EVERY_S -- and
         # always before a deadline is judged, so no change goes unseen.
         if dirty and (now - last_evaluation >= EVALUATE_EVERY_S or due):
@@ -704,7 +704,7 @@ def check_scheduling_decisions(events: Iterable[Event], *, pending_bound_s: floa
                     feasible_since.setdefault(key, now)
                 else:
                     feasible_since.pop(key, None)
-        for key, since in sorted(feasible_since.items()):
+        for key, since in sorted(feasible_since.items()) if feasible_since else ():
             deadline = since + pending_bound_s
             if key in reported or event["t"] <= deadline:
                 continue
