@@ -378,9 +378,12 @@ def build_timeline(events: Sequence[Mapping[str, Any]], end_s: float = 0.0) -> T
     availability = rate_buckets(events, ("client-op", "api-op"), bucket_s, end_s)
     if availability:
         timeline.rate_lanes["availability"] = availability
-    services = sorted({str(event.get("service", "")) for event in events if event["type"] == "traffic"})
-    for service in services:
-        buckets = rate_buckets([event for event in events if event["type"] == "traffic" and str(event.get("service", "")) == service], ("traffic",), bucket_s, end_s)
+    traffic: dict[str, list[Mapping[str, Any]]] = {}  # by service, in one pass over the journal
+    for event in events:
+        if event["type"] == "traffic":
+            traffic.setdefault(str(event.get("service", "")), []).append(event)
+    for service in sorted(traffic):
+        buckets = rate_buckets(traffic[service], ("traffic",), bucket_s, end_s)
         if buckets:
             timeline.rate_lanes[f"service:{service}" if service else "service"] = buckets
     probes = rate_buckets(events, ("probe",), bucket_s, end_s)
@@ -678,7 +681,9 @@ svg .axis line, svg .phase line { stroke: #999; } svg .phase line { stroke-dasha
 """
 
 
-def render_html(result: RunResult, events: Sequence[Mapping[str, Any]]) -> str:
+def render_html(result: RunResult, events: Sequence[Mapping[str, Any]], answers: Any = None) -> str:
+    """report.html. ``answers``: the run's :func:`~chaoskube.experiments.answers.answer`, when
+    the caller has it already (computed from ``events`` otherwise)."""
     payload = result.to_json()
     experiment = result.experiment
     timeline = build_timeline(events, round(result.simulated_seconds, 6))  # as result.json records it
@@ -697,7 +702,7 @@ def render_html(result: RunResult, events: Sequence[Mapping[str, Any]]) -> str:
         + (f'<p id="inconclusive"><strong>Inconclusive:</strong> {len(result.skipped_faults)} fault(s) were not applied when they fell due, so the run did not test what the experiment says: {esc("; ".join(result.skipped_faults))}</p>' if result.inconclusive else "")
         + "</header>",
         _facts(result, payload),
-        _answers(result, events),
+        _answers(result, events, answers),
         _verdicts(result, payload),
         *_evidence(payload),
         '<section id="timeline-section"><h2>Timeline</h2>',
@@ -712,14 +717,15 @@ def render_html(result: RunResult, events: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _answers(result: RunResult, events: Sequence[Mapping[str, Any]]) -> str:
+def _answers(result: RunResult, events: Sequence[Mapping[str, Any]], answers: Any = None) -> str:
     """The answers to the user's questions (:mod:`chaoskube.experiments.answers`):
     ``section#answers`` with ``table#workloads`` (``tr[data-workload]``), ``table#services``
     (``tr[data-service]``), ``ul#refused-evictions``, ``ul#taint-evictions``,
     ``ul#unready-pods``."""
     from chaoskube.experiments.answers import answer
 
-    answers = answer(events, result.simulated_seconds, skipped=result.skipped_unsupported)
+    if answers is None:
+        answers = answer(events, result.simulated_seconds, skipped=result.skipped_unsupported)
     if answers.empty:
         return ""
 
@@ -905,11 +911,11 @@ def _options(result: RunResult) -> str:
     return f'<section id="options"><h2>Options</h2><pre>{esc(text)}</pre></section>'
 
 
-def write_html(result: RunResult, events: Sequence[Mapping[str, Any]] | None = None) -> Path:
+def write_html(result: RunResult, events: Sequence[Mapping[str, Any]] | None = None, answers: Any = None) -> Path:
     """Write ``report.html`` into the run directory; reads the journal when ``events`` is
-    None."""
+    None. ``answers``: as for :func:`render_html`."""
     if events is None:
         events = read_timeline_events(result.out_dir / "journal.jsonl")
     path = result.out_dir / "report.html"
-    write_atomic(path, render_html(result, events))
+    write_atomic(path, render_html(result, events, answers))
     return path

@@ -33,12 +33,13 @@ def write_result(result: RunResult, events: Sequence[dict[str, Any]] | None = No
     payload["answers"] = None if answers.empty else answers.to_json()
     write_atomic(result.out_dir / "result.json", orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
     write_atomic(result.out_dir / "report.md", render_markdown(result, answers))
-    write_reports(result, events)
+    write_reports(result, events, answers)
 
 
-def write_reports(result: RunResult, events: Sequence[dict[str, Any]] | None = None) -> None:
-    """report.html and junit.xml of a run whose result is known."""
-    write_html(result, events)
+def write_reports(result: RunResult, events: Sequence[dict[str, Any]] | None = None, answers: Any = None) -> None:
+    """report.html and junit.xml of a run whose result is known (``answers``: the run's,
+    if computed already)."""
+    write_html(result, events, answers)
     write_junit(result.out_dir / "junit.xml", [result.to_json()])
 
 
