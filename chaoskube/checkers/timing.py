@@ -56,6 +56,7 @@ history; True otherwise, with every contract's counts in ``details``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -334,6 +335,7 @@ def _judge_evictions(evictions: list[Event], store: StoreReplay, events: list[Ev
     bound_since: dict[str, float] = {}
     timers: dict[str, tuple[str, float, float]] = {}  # pod -> (node, start, toleration) while it runs
     late: set[str] = set()
+    due: float | None = None  # the earliest deadline of a running timer not yet judged; None: to compute
     index = 0
     for event in events:
         while index < len(pending) and pending[index]["t"] <= event["t"]:
@@ -358,6 +360,12 @@ def _judge_evictions(evictions: list[Event], store: StoreReplay, events: list[Ev
                         bound_since.setdefault(f"deleted:{change.key}", change.t)
         if touched_nodes or touched_pods:
             _update_timers(replay, timers, tainted_since, bound_since, touched_nodes, touched_pods)
+            due = None
+        if due is None:
+            due = min((start + tolerate_s + EVICTION_SLACK_S for key, (_, start, tolerate_s) in timers.items() if key not in late), default=math.inf)
+        if event["t"] <= due:
+            continue  # no timer ran out: the loop below would judge nothing
+        due = None
         for key, (node, start, tolerate_s) in list(timers.items()):
             deadline = start + tolerate_s + EVICTION_SLACK_S
             if key in late or event["t"] <= deadline:
