@@ -34,6 +34,7 @@ import msgspec
 import orjson
 
 from chaoskube import __version__
+from chaoskube.checkers.replay import shared_decoding
 from chaoskube.checkers.verdict import Verdict, run_checker, worst
 from chaoskube.experiments.model import Experiment, Phases, experiment_dir
 from chaoskube.experiments.phases import PhaseRecord, drive_phases
@@ -567,23 +568,24 @@ def run_simulated(
         system.reference = reference.result() or reference_run(experiment, system_class, target.seed, cache or target.out / "reference", boot_seed=boot_seed)
     elif reference is not None:
         reference.abandon()
-    if system is not None and not interrupted:
-        verdicts = judge_run(experiment, system, record, world)
-    result = RunResult(
-        experiment=experiment,
-        seed=target.seed,
-        out_dir=target.out,
-        verdicts=verdicts,
-        journal_sha256=world.fingerprint,
-        simulated_seconds=world.now,
-        wall_seconds=wall,
-        metrics=(system.metrics() if system is not None else {}) | record.metrics() | ({"events_run": world.events_run} if livelock is not None else {}),
-        phases=record.phases,
-        faults=[{"id": f.id, "applied_at": f.applied_at, "healed_at": f.healed_at, **f.plan.to_json()} for f in injector.faults] if injector else [],
-        skipped_faults=[skip for skip in injector.skipped if not idle_skip(skip)] if injector else [],  # Jepsen's specs may select nobody (faults/kinds.py)
-        interrupted=interrupted,
-        boot_seed=boot_seed,
-        skipped_unsupported=list(getattr(system, "skipped", []) or []),
-    )
-    write_result(result, world.journal.events)
+    with shared_decoding():  # the checkers and the reports replay one journal: decode it once
+        if system is not None and not interrupted:
+            verdicts = judge_run(experiment, system, record, world)
+        result = RunResult(
+            experiment=experiment,
+            seed=target.seed,
+            out_dir=target.out,
+            verdicts=verdicts,
+            journal_sha256=world.fingerprint,
+            simulated_seconds=world.now,
+            wall_seconds=wall,
+            metrics=(system.metrics() if system is not None else {}) | record.metrics() | ({"events_run": world.events_run} if livelock is not None else {}),
+            phases=record.phases,
+            faults=[{"id": f.id, "applied_at": f.applied_at, "healed_at": f.healed_at, **f.plan.to_json()} for f in injector.faults] if injector else [],
+            skipped_faults=[skip for skip in injector.skipped if not idle_skip(skip)] if injector else [],  # Jepsen's specs may select nobody (faults/kinds.py)
+            interrupted=interrupted,
+            boot_seed=boot_seed,
+            skipped_unsupported=list(getattr(system, "skipped", []) or []),
+        )
+        write_result(result, world.journal.events)
     return result
