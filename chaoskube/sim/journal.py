@@ -34,17 +34,19 @@ def encode_value(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS)
 
 
-_STRINGS: dict[str, bytes] = {}
+#: :func:`json_string`'s memo; a hot caller may look in it first (``JSON_STRINGS.get(text) or
+#: json_string(text)``), saving the call.
+JSON_STRINGS: dict[str, bytes] = {}
 
 
 def json_string(text: str) -> bytes:
     """``encode_value(text)``, remembered: process names, ports and message kinds recur in
     every network event (at most 65,536 kept)."""
-    encoded = _STRINGS.get(text)
+    encoded = JSON_STRINGS.get(text)
     if encoded is None:
         encoded = orjson.dumps(text)
-        if len(_STRINGS) < 65_536:
-            _STRINGS[text] = encoded
+        if len(JSON_STRINGS) < 65_536:
+            JSON_STRINGS[text] = encoded
     return encoded
 
 

@@ -61,7 +61,7 @@ from loguru import logger
 
 from chaoskube.sim.buggify import Buggify
 from chaoskube.sim.determinism import drive_virtual_time, make_trio_deterministic, next_trio_deadline, runnable_tasks, thin_io_polls
-from chaoskube.sim.journal import Journal, encode_value, json_string
+from chaoskube.sim.journal import JSON_STRINGS, Journal, encode_value, json_string
 from chaoskube.sim.live import MAX_IDLE_WAIT_S, WallPacer
 from chaoskube.sim.network import LinkProfile, Network
 from chaoskube.sim.process import Main, Process
@@ -129,6 +129,7 @@ class World:
         self.seed = seed
         self.random = RandomTree(seed)
         self.journal = journal if isinstance(journal, Journal) else Journal(journal)
+        self._retains_network = self.journal.retain_network  # fixed for a journal's life
         self.clock = trio.testing.MockClock(autojump_threshold=0)
         self.now = 0.0
         self._stamped_now: float | None = None  # the ``now`` whose rounding ``_stamped_t`` holds
@@ -464,21 +465,27 @@ class World:
         """``record("send", id=..., src=..., dst=..., port=..., kind=...)``, the same bytes,
         written without building the event: the network's send and deliver events are
         nine in ten of a cluster's journal (bench/cluster.py: 445k of 498k)."""
-        if self._record_hooks or self.journal.retain_network:
+        if self._record_hooks or self._retains_network:
             self.record("send", id=message_id, src=src, dst=dst, port=port, kind=kind)
             return
+        strings = JSON_STRINGS  # json_string's memo, looked in first: four calls saved per send
+        t = self._stamped_t_json if self.now is self._stamped_now else b""
         self._write_line(
             b'{"dst":%b,"id":%d,"kind":%b,"port":%b,"src":%b,"t":%b,"type":"send"}\n'
-            % (json_string(dst), message_id, json_string(kind), json_string(port), json_string(src), self._t_json())
+            % (strings.get(dst) or json_string(dst), message_id, strings.get(kind) or json_string(kind), strings.get(port) or json_string(port),
+               strings.get(src) or json_string(src), t or self._t_json())
         )
 
     def record_deliver(self, message_id: int, src: str, dst: str) -> None:
         """``record("deliver", id=..., src=..., dst=...)``, as :meth:`record_send`."""
-        if self._record_hooks or self.journal.retain_network:
+        if self._record_hooks or self._retains_network:
             self.record("deliver", id=message_id, src=src, dst=dst)
             return
+        strings = JSON_STRINGS
+        t = self._stamped_t_json if self.now is self._stamped_now else b""
         self._write_line(
-            b'{"dst":%b,"id":%d,"src":%b,"t":%b,"type":"deliver"}\n' % (json_string(dst), message_id, json_string(src), self._t_json())
+            b'{"dst":%b,"id":%d,"src":%b,"t":%b,"type":"deliver"}\n'
+            % (strings.get(dst) or json_string(dst), message_id, strings.get(src) or json_string(src), t or self._t_json())
         )
 
     def _journal_t(self) -> float:
