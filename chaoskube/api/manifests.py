@@ -65,6 +65,9 @@ DuplicateKeys = Literal["error", "last-wins"]
 #: exhausting memory or the stack: nesting depth, and values after YAML aliases are
 #: expanded ("billion laughs"). Real manifests nest about 12 deep and hold a few thousand values.
 MAX_DEPTH = 100
+#: libyaml's bound on nesting (``YAML_MAX_NESTING_LEVEL``, checked by its scanner since
+#: libyaml 0.2.6, which PyYAML 6.0.4's wheels bundle): deeper input fails there first.
+LIBYAML_MAX_NESTING = 1000
 MAX_VALUES = 1_000_000
 _INT64 = (-(2**63), 2**63 - 1)
 
@@ -489,6 +492,12 @@ def _check_syntax(text: str, source: str, *, max_depth: int = MAX_DEPTH) -> None
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 depth -= 1
     except yaml.YAMLError as error:
+        if max_depth < LIBYAML_MAX_NESTING and "exceeded maximum nesting depth" in str(getattr(error, "problem", "")):
+            # libyaml's own bound (PyYAML >= 6.0.4 bundles it), met while its scanner looks
+            # ahead for a simple key, before the parser hands over the event past ours.
+            mark = getattr(error, "problem_mark", None)
+            line = mark.line + 1 if mark is not None else "?"
+            raise ManifestError(source, f"nested more than {max_depth} deep (line {line})", document=max(document, 1)) from None
         raise ManifestError(source, _yaml_problem(error), document=max(document, 1)) from None
     except (RecursionError, ValueError, TypeError, OverflowError) as error:
         raise ManifestError(source, f"not valid YAML: {type(error).__name__}: {error}", document=max(document, 1)) from None
