@@ -418,7 +418,7 @@ class _ReferenceFork:
         """Fork the reference of ``host``'s run, unless it is cached or the process has
         other threads. True in the copy, which then runs the reference."""
         target = host.target
-        cache = self.cache if self.cache is not None else target.out / "reference"
+        cache = self.directory(target)
         self.key = reference_key(host.experiment, target.seed, self.boot_seed)
         self.path = cache / f"{self.key}.json"
         if self.path.exists() or _threads() > 1 + (self.lock is not None):
@@ -444,6 +444,11 @@ class _ReferenceFork:
         host.world.journal.redirect(cache / self.key / "journal.jsonl")
         host.world.restart_wall_clock()
         return True
+
+    def directory(self, target: RunTarget) -> Path:
+        """Where the reference of ``target``'s run is cached: the campaign's shared
+        directory, else the run directory's ``reference/``."""
+        return self.cache if self.cache is not None else target.out / "reference"
 
     @property
     def in_copy(self) -> bool:
@@ -527,7 +532,7 @@ def run_simulated(
     target = RunTarget(seed, out, time.perf_counter(), time.process_time())
     run_log = _RunLog(out)
     reporter = _ProgressReporter(world, phases.warmup_s + phases.faults_s + phases.settle_s + 2.0, progress) if progress is not None else None
-    cache = Path(reference_cache) if reference_cache is not None else None  # None: the run directory's reference/
+    cache = Path(reference_cache) if reference_cache is not None else None
     reference = _ReferenceFork(cache, boot_seed, reporter.lock if reporter is not None else None) if "differential" in experiment.checkers else None
 
     async def main(world: World) -> None:
@@ -565,7 +570,7 @@ def run_simulated(
         verdicts["livelock"] = Verdict(False, f"livelock: {livelock.reason}", (livelock.where,), {"where": livelock.where})
         system = None  # its checkers would judge half a run
     if system is not None and not interrupted and reference is not None:
-        system.reference = reference.result() or reference_run(experiment, system_class, target.seed, cache or target.out / "reference", boot_seed=boot_seed)
+        system.reference = reference.result() or reference_run(experiment, system_class, target.seed, reference.directory(target), boot_seed=boot_seed)
     elif reference is not None:
         reference.abandon()
     with shared_decoding():  # the checkers and the reports replay one journal: decode it once

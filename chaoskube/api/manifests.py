@@ -480,6 +480,11 @@ def _check_syntax(text: str, source: str, *, max_depth: int = MAX_DEPTH) -> None
     """
     document = 0
     depth = 0
+
+    def too_deep(mark: Any) -> ManifestError:
+        line = mark.line + 1 if mark is not None else "?"
+        return ManifestError(source, f"nested more than {max_depth} deep (line {line})", document=max(document, 1))
+
     try:
         for event in yaml.parse(text, Loader=_Loader):
             if isinstance(event, yaml.DocumentStartEvent):
@@ -487,17 +492,14 @@ def _check_syntax(text: str, source: str, *, max_depth: int = MAX_DEPTH) -> None
             elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 depth += 1
                 if depth > max_depth:
-                    line = event.start_mark.line + 1 if event.start_mark is not None else "?"
-                    raise ManifestError(source, f"nested more than {max_depth} deep (line {line})", document=document)
+                    raise too_deep(event.start_mark)
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 depth -= 1
     except yaml.YAMLError as error:
         if max_depth < LIBYAML_MAX_NESTING and "exceeded maximum nesting depth" in str(getattr(error, "problem", "")):
             # libyaml's own bound (PyYAML >= 6.0.4 bundles it), met while its scanner looks
             # ahead for a simple key, before the parser hands over the event past ours.
-            mark = getattr(error, "problem_mark", None)
-            line = mark.line + 1 if mark is not None else "?"
-            raise ManifestError(source, f"nested more than {max_depth} deep (line {line})", document=max(document, 1)) from None
+            raise too_deep(getattr(error, "problem_mark", None)) from None
         raise ManifestError(source, _yaml_problem(error), document=max(document, 1)) from None
     except (RecursionError, ValueError, TypeError, OverflowError) as error:
         raise ManifestError(source, f"not valid YAML: {type(error).__name__}: {error}", document=max(document, 1)) from None
