@@ -54,7 +54,9 @@ Models are small classes: ``init()``, ``step(state, op) -> (legal, new_state)``,
 (ops) -> list[list[Op]]``, and optionally ``read_only(op) -> bool`` (true only if ``step``
 never changes the state for this operation), and the hooks of the reductions above
 (``resets``, ``may_reach``, ``needs_observer``, ``observes``, ``producers``,
-``drop_unobserved``); each is used only when the model has it. States must be hashable.
+``drop_unobserved``), and ``reads(state, op) -> bool | None`` (None where ``read_only`` is
+false, else ``step(state, op)[0]``: one call where the greedy pass would make two); each is
+used only when the model has it. States must be hashable.
 
 Evidence of a violation: a few determinate operations of one partition that cannot be
 linearized even if every other operation took effect at any time after its invocation, or
@@ -169,6 +171,17 @@ class RegisterModel:
     def read_only(self, op: Op) -> bool:
         return op.f == "read" or (op.f == "cas" and op.output is False)
 
+    def reads(self, state: Any, op: Op) -> bool | None:
+        """None when ``op`` may change the state (not ``read_only``); else whether it is
+        legal in ``state`` (``step(state, op)[0]``), in one call."""
+        f = op.f
+        if f == "read":
+            output = op.output
+            return output is UNKNOWN or state == output
+        if f == "cas" and op.output is False:
+            return state != op.value[0]
+        return None
+
     def resets(self, op: Op) -> bool:
         """Whether ``op`` may change the state (a write; a cas that may swap)."""
         return op.f == "write" or (op.f == "cas" and op.output is not False)
@@ -253,6 +266,14 @@ class KVModel:
 
     def read_only(self, op: Op) -> bool:
         return op.f == "get"
+
+    def reads(self, state: Any, op: Op) -> bool | None:
+        """None when ``op`` may change the state (not a get); else whether it is legal in
+        ``state``."""
+        if op.f == "get":
+            output = op.output
+            return output is UNKNOWN or state == output
+        return None
 
     def resets(self, op: Op) -> bool:
         """Whether ``op`` may set the state to something that does not extend it (a put)."""
@@ -612,7 +633,7 @@ def _greedy(ops: Sequence[Op], model: Any) -> bool:
     blind: dict[int, Op] = {}  # invoked 'info' state-changing operations not linearized
     done: set[int] = set()  # determinate operations linearized before their return
     position, count = 0, len(by_call)
-    flags = list(map(read_only, by_call)) if read_only is not None else [False] * count
+    reads = _reads_of(model)
     # Invariant between returns: no pending reader is legal in the current state (each is
     # tried on invocation and again at every change of state).
     inf = math.inf
@@ -621,20 +642,20 @@ def _greedy(ops: Sequence[Op], model: Any) -> bool:
         ret = op.ret
         while next_call <= ret:
             invoked = by_call[position]
-            reader = flags[position]
             position += 1
             next_call = by_call[position].call if position < count else inf
-            if reader:
-                if invoked.ret == inf:  # an 'info' read-only operation is left out
-                    continue
-                if step(state, invoked)[0]:  # absorbed at once
-                    done.add(invoked.index)
+            legal = reads(state, invoked)
+            if legal is None:  # it may change the state
+                if invoked.ret != inf:
+                    writers[invoked.index] = invoked
                 else:
-                    readers[invoked.index] = invoked
-            elif invoked.ret != inf:
-                writers[invoked.index] = invoked
+                    blind[invoked.index] = invoked
+            elif invoked.ret == inf:  # an 'info' read-only operation is left out
+                continue
+            elif legal:  # absorbed at once
+                done.add(invoked.index)
             else:
-                blind[invoked.index] = invoked
+                readers[invoked.index] = invoked
         index = op.index
         if index in done:
             done.discard(index)
@@ -660,7 +681,7 @@ def _greedy(ops: Sequence[Op], model: Any) -> bool:
                     del writers[other.index]
                     done.add(other.index)
                     if readers:
-                        _drain_legal_readers(step, state, readers, done)
+                        _drain_legal_readers(reads, state, readers, done)
                 legal, new = step(state, op)
                 assert legal, op
         if not legal:
@@ -675,22 +696,34 @@ def _greedy(ops: Sequence[Op], model: Any) -> bool:
                 else:
                     del blind[other.index]
                 if readers:  # what the intermediate state makes legal goes first
-                    _drain_legal_readers(step, state, readers, done)
+                    _drain_legal_readers(reads, state, readers, done)
             legal, new = step(state, op)
             assert legal, op
         if new is not state and new != state:
             state = new
             if readers:
-                _drain_legal_readers(step, state, readers, done)
+                _drain_legal_readers(reads, state, readers, done)
     return True
 
 
-def _drain_legal_readers(step: Any, state: Any, readers: dict[int, Op], done: set[int]) -> None:
+def _reads_of(model: Any) -> Any:
+    """``model.reads(state, op)``: None when ``op`` may change the state, else whether it is
+    legal in ``state``; made of ``read_only`` and ``step`` when the model has no ``reads``."""
+    reads = getattr(model, "reads", None)
+    if reads is not None:
+        return reads
+    read_only, step = getattr(model, "read_only", None), model.step
+    if read_only is None:
+        return lambda state, op: None
+    return lambda state, op: step(state, op)[0] if read_only(op) else None
+
+
+def _drain_legal_readers(reads: Any, state: Any, readers: dict[int, Op], done: set[int]) -> None:
     """For :func:`_greedy`: linearize now, at ``state``, every pending read-only operation
     that ``state`` makes legal (a read cannot change the state, so the order among them
     does not matter)."""
     for reader in list(readers.values()):
-        if step(state, reader)[0]:
+        if reads(state, reader):
             del readers[reader.index]
             done.add(reader.index)
 

@@ -210,6 +210,27 @@ def test_register_model_steps(state, spec, legal, new):
         assert got_new == new
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([None, 0, 1, 2]), st.sampled_from(["read", "write", "cas"]), st.sampled_from([None, 0, 1]),
+       st.sampled_from([None, 0, 1, 2]), st.sampled_from([None, 0, 1, 2, True, False, UNKNOWN]))
+def test_register_reads_is_read_only_and_step_in_one_call(state, f, expected, value, output):
+    """``reads`` (the greedy pass's one call per invocation) answers None exactly for the
+    operations that are not read-only, and otherwise what ``step`` says of their legality."""
+    argument = {"read": None, "write": value, "cas": (expected, value)}[f]
+    op = Op(0, 0, f, None, argument, output if f != "cas" or output in (True, False, UNKNOWN) else UNKNOWN, "ok", 0.0, 1.0)
+    model = RegisterModel()
+    assert model.reads(state, op) == (model.step(state, op)[0] if model.read_only(op) else None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["", "x", "x y"]), st.sampled_from(["get", "put", "append"]), st.sampled_from(["", "x", " y", "x y"]),
+       st.sampled_from(["", "x", "x y", UNKNOWN]))
+def test_kv_reads_is_read_only_and_step_in_one_call(state, f, value, output):
+    op = Op(0, 0, f, "k", None if f == "get" else value, output if f == "get" else None, "ok", 0.0, 1.0)
+    model = KVModel()
+    assert model.reads(state, op) == (model.step(state, op)[0] if model.read_only(op) else None)
+
+
 # -- against a deliberately simple oracle ------------------------------------------------------
 
 
