@@ -77,10 +77,10 @@ the best so far (sound, not known 1-minimal), and ``details['evidence_status']``
 from __future__ import annotations
 
 import math
+import operator
 from bisect import bisect_left, bisect_right
 from collections.abc import Generator, Sequence
 from dataclasses import replace
-from itertools import repeat
 from operator import attrgetter
 from time import perf_counter
 from typing import Any, Protocol
@@ -415,7 +415,8 @@ def _search(ops: Sequence[Op], model: Any, deadline: float | None,
 
 
 def _first_violation(partitions: Sequence[Sequence[Op]], model: Any, deadline: float | None,
-                     max_slices: int | None = None, stuck: dict[str, Any] | None = None) -> int | None:
+                     max_slices: int | None = None, stuck: dict[str, Any] | None = None,
+                     greedy: Sequence[bool] = ()) -> int | None:
     """The position of a non-linearizable partition, or None if all are linearizable.
 
     The searches run round-robin, a slice of steps each in turn, and the first to answer False
@@ -430,22 +431,30 @@ def _first_violation(partitions: Sequence[Sequence[Op]], model: Any, deadline: f
     ``stuck["op"]`` (when given) is the determinate operation that no explored
     linearization got past: the earliest-returning one still pending in the deepest
     configuration (porcupine reports the longest partial linearizations the same way).
+    A cheap refutation is also left in ``stuck["refutation"]``: ``("refuted", op)`` or
+    ``("stale", (earlier, later))``. ``greedy``: the greedy pass's answers for the first
+    partitions when the caller already has them (for the same partitions, in this order).
     """
     frontiers: list[dict[str, Any]] = [{} for _ in partitions]
     # 1. The greedy pass (linear): it proves most partitions of a correct history at once.
-    hard = [position for position, part in enumerate(partitions) if not (_GREEDY_FIRST and _greedy(part, model))]
+    known = len(greedy)
+    hard = [position for position, part in enumerate(partitions)
+            if not (_GREEDY_FIRST and (greedy[position] if position < known else _greedy(part, model)))]
     if deadline is not None and perf_counter() > deadline:
         raise _OutOfTime
     # 2. Cheap refutations of the rest (n log n) before any search: a read of a value never
     # written or written only later, then a read of the past.
     for position in hard:
         refuted = _refuted(partitions[position], model)
+        refutation = None if refuted is None else ("refuted", refuted)
         if refuted is None:
             pair = _stale(partitions[position], model)
             refuted = None if pair is None else pair[1]
+            refutation = None if pair is None else ("stale", pair)
         if refuted is not None:
             if stuck is not None:
                 stuck["op"] = refuted
+                stuck["refutation"] = refutation
             return position
     # 3. The searches, round-robin.
     active = [(position, _search_steps(partitions[position], model, frontiers[position], greedy=False)) for position in hard]
@@ -1169,7 +1178,7 @@ class _Budget:
 
 
 def _minimal_evidence(ops: Sequence[Op], model: Any, deadline: float | None, budget: _Budget | None = None,
-                      stuck_op: Op | None = None) -> tuple[list[Op], list[Op], bool]:
+                      stuck_op: Op | None = None, refutation: tuple[str, Any] | None = None) -> tuple[list[Op], list[Op], bool]:
     """Explain why ``ops`` (one non-linearizable partition) is not linearizable.
 
     Returns ``(evidence, context, minimal)``: ``evidence`` is a set of determinate operations
@@ -1204,6 +1213,8 @@ def _minimal_evidence(ops: Sequence[Op], model: Any, deadline: float | None, bud
     work early with the best evidence so far (``minimal`` False, ``budget.why`` says why).
     ``stuck_op``: where the verdict's search got stuck (found again when not given: the
     same operation, since each partition's search is independent of the others).
+    ``refutation``: the cheap refutation :func:`_first_violation` found, when it found one
+    (``stuck["refutation"]``), so that it is not looked for again.
     """
     budget = budget or _Budget(deadline)
     read_only = getattr(model, "read_only", None) or (lambda op: False)
@@ -1214,14 +1225,15 @@ def _minimal_evidence(ops: Sequence[Op], model: Any, deadline: float | None, bud
         weakened = [op if op.ret == math.inf else _weakened(op) for op in prefix if id(op) not in chosen and not read_only(op)]
         return drop(evidence, weakened)
 
-    refuted = _refuted(ops, model)
+    kind, found = refutation if refutation is not None else (None, None)
+    refuted = found if kind == "refuted" else None if kind == "stale" else _refuted(ops, model)
     if refuted is not None:
         before = [op for op in ops if op.call <= refuted.ret]
         return [refuted], context_of(before, [refuted]), True
     stuck: dict[str, Any] = {"op": stuck_op}
     evidence = [op for op in ops if op.ret != math.inf]
     context = context_of(ops, evidence)
-    pair = _stale(ops, model)
+    pair = found if kind == "stale" else _stale(ops, model)
     try:
         if pair is not None:  # 1b. a read of the past: its proof, then greedy removal
             evidence = _stale_evidence(ops, model, *pair)
@@ -1289,6 +1301,11 @@ def _removed(evidence: list[Op], context: list[Op], model: Any, budget: _Budget,
         return evidence, context, False
 
 
+def _same_operations(first: Sequence[Op], second: Sequence[Op]) -> bool:
+    """Whether two partitions hold the same operations in the same order."""
+    return len(first) == len(second) and all(map(operator.is_, first, second))
+
+
 def _describe_key(key: Any) -> str:
     return "the register" if key is None else f"key {key!r}"
 
@@ -1324,9 +1341,15 @@ def check_linearizability(ops: Sequence[Op], model: Any, *,
     details: dict[str, Any] = {"ops": len(kept), "partitions": len(partitions)}
     linearizable = (f"linearizable: {len(kept)} operations in {len(partitions)} "
                     f"partition{'s' if len(partitions) != 1 else ''}")
-    if _GREEDY_FIRST and all(map(_greedy, partitions, repeat(model))):
-        details["check_seconds"] = round(perf_counter() - started, 6)
-        return Verdict(True, linearizable, (), details)
+    proved: list[bool] = []  # the greedy pass's answers, up to its first failure
+    if _GREEDY_FIRST:
+        for part in partitions:
+            proved.append(_greedy(part, model))
+            if not proved[-1]:
+                break
+        else:
+            details["check_seconds"] = round(perf_counter() - started, 6)
+            return Verdict(True, linearizable, (), details)
 
     def finish(valid: bool | None, reason: str, evidence: tuple[Op, ...] = ()) -> Verdict:
         details["check_seconds"] = round(perf_counter() - started, 6)
@@ -1334,11 +1357,14 @@ def check_linearizability(ops: Sequence[Op], model: Any, *,
 
     # Otherwise in the order of the history (the searches, the evidence and which violation
     # is reported first do not depend on the order the operations were given in).
+    given = partitions
     kept.sort(key=_BY_INDEX)
     partitions = [sorted(part, key=_BY_INDEX) for part in model.partition(kept)]
+    if len(given) != len(partitions) or not all(map(_same_operations, given[:len(proved)], partitions)):
+        proved = []  # in another order: the greedy pass goes again
     stuck: dict[str, Any] = {}
     try:
-        failing = _first_violation(partitions, model, deadline, None, stuck)
+        failing = _first_violation(partitions, model, deadline, None, stuck, proved)
     except _OutOfTime:
         return finish(None, f"time limit of {time_limit_s} s hit before every partition was "
                       "checked")
@@ -1355,7 +1381,7 @@ def check_linearizability(ops: Sequence[Op], model: Any, *,
     if evidence_time_limit_s is not None:
         evidence_deadline = min(deadline if deadline is not None else math.inf, verdict_at + evidence_time_limit_s)
     budget = _Budget(evidence_deadline)
-    evidence, context, minimal = _minimal_evidence(part, model, evidence_deadline, budget, stuck.get("op"))
+    evidence, context, minimal = _minimal_evidence(part, model, evidence_deadline, budget, stuck.get("op"), stuck.get("refutation"))
     details["evidence_seconds"] = round(perf_counter() - verdict_at, 6)
     details["evidence_minimal"] = minimal
     details["evidence_status"] = "1-minimal" if minimal else f"best so far ({budget.why})" if budget.why else "best so far"
