@@ -543,29 +543,30 @@ def _stale(ops: Sequence[Op], model: Any) -> tuple[Op, Op] | None:
             return earlier, later  # no reset can take effect between them
         if reset_value is None:
             continue  # a reset may take effect between them
-        between = _resets_between(determinate, latest_ret, count, indeterminate, bisect_right(open_calls, later.ret), earlier)
-        if between is not None and not any(may_reach(reset_value(op), later) for op in between):
+        if not _excused(determinate, latest_ret, count, indeterminate, bisect_right(open_calls, later.ret), earlier, later, may_reach, reset_value):
             return earlier, later
     return None
 
 
-def _resets_between(determinate: list[Op], latest_ret: list[float], count: int, indeterminate: list[Op], open_count: int,
-                    earlier: Op) -> list[Op] | None:
-    """The resets among ``determinate[:count]`` (by call) that return after ``earlier``'s
-    invocation, and ``indeterminate[:open_count]``, but ``earlier`` itself; None past
-    _STALE_WINDOW_MAX of them scanned."""
+def _excused(determinate: list[Op], latest_ret: list[float], count: int, indeterminate: list[Op], open_count: int,
+             earlier: Op, later: Op, may_reach: Any, reset_value: Any) -> bool:
+    """For :func:`_stale`: whether a reset that may take effect between ``earlier`` and
+    ``later`` leaves a state ``later`` can reach -- one of ``determinate[:count]`` (by call)
+    returning after ``earlier``'s invocation, most recent first, or of
+    ``indeterminate[:open_count]``; ``earlier`` itself aside -- or there are more than
+    _STALE_WINDOW_MAX of either to weigh (the pair is then left alone: sound). It stops at
+    the first reset that excuses the pair."""
     if open_count > _STALE_WINDOW_MAX:
-        return None
-    between = [op for op in indeterminate[:open_count] if op is not earlier]
+        return True
     for scanned, i in enumerate(range(count - 1, -1, -1), start=1):
         if latest_ret[i] < earlier.call:
             break  # nothing at or before i returns after earlier's invocation
         if scanned > _STALE_WINDOW_MAX:
-            return None
+            return True
         op = determinate[i]
-        if op.ret >= earlier.call and op is not earlier:
-            between.append(op)
-    return between
+        if op.ret >= earlier.call and op is not earlier and may_reach(reset_value(op), later):
+            return True
+    return any(op is not earlier and may_reach(reset_value(op), later) for op in indeterminate[:open_count])
 
 
 def _stale_evidence(ops: Sequence[Op], model: Any, earlier: Op, later: Op) -> list[Op]:
