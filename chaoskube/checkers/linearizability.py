@@ -46,9 +46,13 @@ Reductions on top of porcupine, all exact (they never change the answer):
   that observes the state (model ``observes``); any linearization can be normalized so, an
   overwritten 'info' write being left out.
 
-Operation sets are bitsets (Python ints): determinate operations get the low bits in order of
-completion, so the earliest-completing pending one is the lowest clear bit, and the candidates
-for the next linearization point are a precomputed mask for that bit.
+Operation sets are bitsets (Python ints), kept short: determinate operations are numbered in
+order of completion, and a configuration holds the earliest-completing pending one (every
+one before it is linearized) and a bitset of the ones after it, relative to it; 'info'
+operations have a bitset of their own. The candidates for the next linearization point are
+precomputed per earliest pending operation in the same relative form. So the search costs
+time and memory in proportion to the history's length, not its square (a single register
+of 60,000 operations: 0.8 s; it was past the memory bound at 45,000).
 
 Models are small classes: ``init()``, ``step(state, op) -> (legal, new_state)``, ``partition
 (ops) -> list[list[Op]]``, and optionally ``read_only(op) -> bool`` (true only if ``step``
@@ -117,8 +121,6 @@ _GREEDY_GROUP_MAX = 8
 # to make an illegal operation legal (:func:`_bridge`).
 _BRIDGE_DEPTH = 4
 _BRIDGE_NODES = 64
-# Partitions up to this length get every candidate mask computed up front (at most 8 MiB).
-_PRECOMPUTED_MASKS_MAX = 4096
 
 
 class Model(Protocol):
@@ -890,34 +892,31 @@ def _search_steps(ops: Sequence[Op], model: Any, frontier: dict[str, Any] | None
             signature = op.index
         classes.setdefault(signature, []).append(op)
     order = list(determinate)
-    class_first = class_last = 0
+    class_first = class_last = 0  # (bits of the 'info' region: bit q is order[det_count + q])
     for members in classes.values():
         members.sort(key=_BY_CALL)
-        class_first |= 1 << len(order)
+        class_first |= 1 << (len(order) - len(determinate))
         order.extend(members)
-        class_last |= 1 << (len(order) - 1)
+        class_last |= 1 << (len(order) - len(determinate) - 1)
     order.extend(info_read_only)
     det_count, count = len(determinate), len(order)
-    det_mask = (1 << det_count) - 1
-    info_mask = ((1 << count) - 1) ^ det_mask
+    info_count = count - det_count
     ro_flags = [read_only(op) for op in order]
-    ro_mask = 0
-    for bit, flag in enumerate(ro_flags):
-        if flag:
-            ro_mask |= 1 << bit
-    info_rw_mask = info_mask & ~ro_mask
-    not_last = info_rw_mask & ~class_last
-    # Candidates while determinate operation j is the earliest-returning pending one: every
-    # operation invoked no later than it returns, i.e. the first invoked[j] of by_call.
+    # A configuration is (base, d, i, state): every determinate operation before ``base`` is
+    # linearized and ``base`` itself is not (it is the earliest-returning pending one); bit k
+    # of ``d`` is determinate operation base + k; bit q of ``i`` is 'info' operation
+    # det_count + q. So no set of operations is as long as the history: the determinate
+    # part covers the operations between the earliest pending one and the latest invoked
+    # by its return (a window a few concurrent clients wide), and the search's time and
+    # memory grow with the history's length, not with its square.
+    info_ro = 0
+    for q in range(info_count):
+        if ro_flags[det_count + q]:
+            info_ro |= 1 << q
+    info_rw = ((1 << info_count) - 1) ^ info_ro
+    not_last = info_rw & ~class_last
     calls = [op.call for op in order]
     by_call = sorted(range(count), key=calls.__getitem__)  # stable: ties in bit order
-    invoked: list[int] = []
-    position = 0
-    for op in determinate:
-        ret = op.ret
-        while position < count and calls[by_call[position]] <= ret:
-            position += 1
-        invoked.append(position)
     # Pruning by reachability (models with ``resets`` and ``may_reach``): the earliest-
     # returning pending determinate read-only operation must take effect before it
     # returns, after the operations invoked by then only; if none of those may reset the
@@ -925,12 +924,11 @@ def _search_steps(ops: Sequence[Op], model: Any, frontier: dict[str, Any] | None
     resets = getattr(model, "resets", None)
     may_reach = getattr(model, "may_reach", None)
     prune = resets is not None and may_reach is not None
-    reset_mask = 0
-    if prune:
-        for bit, op in enumerate(order):
-            if resets(op):
-                reset_mask |= 1 << bit
-    ro_det_mask = ro_mask & det_mask
+    reset_flags = [bool(resets(op)) for op in order] if prune else [False] * count
+    reset_info = 0
+    for q in range(info_count):
+        if reset_flags[det_count + q]:
+            reset_info |= 1 << q
     # Blind indeterminate operations (models with ``needs_observer`` and ``observes``): an
     # 'info' write is only worth linearizing right before an operation that observes the
     # state (a read it makes legal, a cas it makes swap); any linearization can be
@@ -938,137 +936,200 @@ def _search_steps(ops: Sequence[Op], model: Any, frontier: dict[str, Any] | None
     # After one that made no read legal, only observing operations are tried next.
     needs_observer = getattr(model, "needs_observer", None)
     observes = getattr(model, "observes", None)
-    blind_mask = observer_rw_mask = 0
+    observer_flags = [False] * count
+    blind_info = observer_info = 0
     if needs_observer is not None and observes is not None:
         for bit, op in enumerate(order):
             if ro_flags[bit]:
                 continue
             if bit >= det_count and needs_observer(op):
-                blind_mask |= 1 << bit
+                blind_info |= 1 << (bit - det_count)
             if observes(op):
-                observer_rw_mask |= 1 << bit
+                observer_flags[bit] = True
+                if bit >= det_count:
+                    observer_info |= 1 << (bit - det_count)
+    # The candidates while determinate operation b is the earliest-returning pending one:
+    # every operation invoked no later than it returns. Determinate ones relative to b
+    # (state-changing, those of them that observe, read-only, resets), 'info' ones as bits
+    # of the info region; built in one walk of the operations by invocation (each b's sets
+    # from the last by a shift and the newly invoked).
+    det_rw_at: list[int] = []
+    det_observer_at: list[int] = []
+    det_ro_at: list[int] = []
+    det_reset_at: list[int] = []
+    info_at: list[int] = []  # an int object shared while no 'info' operation is invoked
+    rel_rw = rel_observer = rel_ro = rel_reset = info = 0
+    window = position = 0
+    for b, op in enumerate(determinate):
+        if b:
+            rel_rw >>= 1
+            rel_observer >>= 1
+            rel_ro >>= 1
+            rel_reset >>= 1
+        ret = op.ret
+        while position < count and calls[by_call[position]] <= ret:
+            j = by_call[position]
+            position += 1
+            if j < det_count:
+                flag = 1 << (j - b)  # j >= b: an earlier-returning one was invoked by then
+                if ro_flags[j]:
+                    rel_ro |= flag
+                else:
+                    rel_rw |= flag
+                    if observer_flags[j]:
+                        rel_observer |= flag
+                if reset_flags[j]:
+                    rel_reset |= flag
+            else:
+                info |= 1 << (j - det_count)
+        det_rw_at.append(rel_rw)
+        det_observer_at.append(rel_observer)
+        det_ro_at.append(rel_ro)
+        det_reset_at.append(rel_reset)
+        info_at.append(info)
+        window = max(window, (rel_rw | rel_ro).bit_length())
+    next_ro = [det_count] * (det_count + 1)  # the first determinate read-only operation from b on
+    for b in range(det_count - 1, -1, -1):
+        next_ro[b] = b if ro_flags[b] else next_ro[b + 1]
+    resets_before = [0] * (det_count + 1)  # determinate resets before b
+    for b in range(det_count):
+        resets_before[b + 1] = resets_before[b] + reset_flags[b]
     reach_cache: list[dict[Any, bool]] = [{} for _ in range(det_count)] if prune else []
-    ro_candidates: Sequence[int]
-    det_rw_candidates: Sequence[int]
-    info_candidates: Sequence[int]
-    reset_candidates: Sequence[int]
-    if count <= _PRECOMPUTED_MASKS_MAX:
-        candidates = []
-        mask = position = 0
-        for target in invoked:
-            while position < target:
-                mask |= 1 << by_call[position]
-                position += 1
-            candidates.append(mask)
-        ro_candidates = [mask & ro_mask for mask in candidates]
-        det_rw_candidates = [mask & det_mask & ~ro_mask for mask in candidates]
-        info_candidates = [mask & info_rw_mask for mask in candidates]
-        reset_candidates = [mask & reset_mask for mask in candidates]
-    else:  # a mask per operation would take memory in the square of the partition's length
-        walker = _CandidateWalker(by_call, invoked)
-        ro_candidates = _CandidateMasks(walker, ro_mask)
-        det_rw_candidates = _CandidateMasks(walker, det_mask & ~ro_mask)
-        info_candidates = _CandidateMasks(walker, info_rw_mask)
-        reset_candidates = _CandidateMasks(walker, reset_mask)
     transitions: list[dict[Any, Any]] = [{} for _ in order]
     step = model.step
-    configurations_max = _SEARCH_BYTES_MAX // (3 * count // 8 + 150)
+    # A configuration in the memo keeps a key and the 'info' sets it was reached with.
+    configurations_max = _SEARCH_BYTES_MAX // (3 * (info_count + window) // 8 + 400)
 
     def transition(bit: int, state: Any) -> Any:
         legal, new = step(state, order[bit])
         result = new if legal else _ILLEGAL
-        if legal and (ro_mask >> bit) & 1:
+        if legal and ro_flags[bit]:
             assert new == state, f"read-only {order[bit]} changed the state"
         transitions[bit][state] = result
         return result
 
-    def reachable(linearized: int, state: Any) -> bool:
+    def reachable(b: int, d: int, i: int, state: Any) -> bool:
         """False when the configuration is dead by the reachability rule above."""
-        pending = ro_det_mask & ~linearized
-        if not pending:
+        span = d.bit_length()
+        r = next_ro[b]
+        while r < det_count and r - b < span and (d >> (r - b)) & 1:
+            r = next_ro[r + 1]
+        if r >= det_count:
+            return True  # no determinate read-only operation pending
+        # A pending reset among r's candidates: a determinate one before r (all invoked),
+        # one from r on invoked by r's return, or an 'info' one.
+        pending = ~d & ((1 << min(span, r - b)) - 1)
+        while pending:
+            low = pending & -pending
+            pending ^= low
+            if reset_flags[b + low.bit_length() - 1]:
+                return True
+        if r - b > span and resets_before[r] > resets_before[b + span]:
             return True
-        bit = (pending & -pending).bit_length() - 1
-        if reset_candidates[bit] & ~linearized:
+        if det_reset_at[r] & ~(d >> (r - b)) or info_at[r] & reset_info & ~i:
             return True
-        cache = reach_cache[bit]
+        cache = reach_cache[r]
         answer = cache.get(state)
         if answer is None:
-            answer = cache[state] = bool(may_reach(state, order[bit]))
+            answer = cache[state] = bool(may_reach(state, order[r]))
         return answer
 
-    def absorb(linearized: int, state: Any) -> tuple[int, int]:
-        """Linearize every legal read-only candidate; return (linearized, lowest pending bit)."""
-        lowest = ~linearized & (linearized + 1)
-        while lowest & det_mask:
-            pending = ro_candidates[lowest.bit_length() - 1] & ~linearized
+    def absorb(b: int, d: int, i: int, state: Any) -> tuple[int, int, int]:
+        """Linearize every legal read-only candidate; return the configuration's sets."""
+        while True:
+            pending = det_ro_at[b] & ~d
             while pending:
                 low = pending & -pending
                 pending ^= low
-                bit = low.bit_length() - 1
+                bit = b + low.bit_length() - 1
                 new = transitions[bit].get(state, _MISSING)
                 if new is _MISSING:
                     new = transition(bit, state)
                 if new is not _ILLEGAL:
-                    linearized |= low
-            after = ~linearized & (linearized + 1)
-            if after == lowest:
-                break
-            lowest = after
-        return linearized, lowest
+                    d |= low
+            pending = info_at[b] & info_ro & ~i
+            while pending:
+                low = pending & -pending
+                pending ^= low
+                bit = det_count + low.bit_length() - 1
+                new = transitions[bit].get(state, _MISSING)
+                if new is _MISSING:
+                    new = transition(bit, state)
+                if new is not _ILLEGAL:
+                    i |= low
+            if not d & 1:
+                return b, d, i
+            shift = (~d & (d + 1)).bit_length() - 1  # the earliest pending one moved on
+            d >>= shift
+            b += shift
+            if b >= det_count:
+                return b, d, i
 
     state = model.init()
-    linearized, lowest = absorb(0, state)
-    if not lowest & det_mask:
+    b, d, i = absorb(0, 0, 0, state)
+    if b >= det_count:
         return True
-    deepest = lowest.bit_length() - 1  # the lowest pending determinate bit, at its highest
-    main_mask = ~info_rw_mask
-    seen = {(linearized & main_mask, state): [linearized & info_rw_mask]}
-    stack_linearized = [linearized]
-    stack_state = [state]
-    bit = lowest.bit_length() - 1
-    leaders = ((linearized & not_last) << 1 | class_first) & ~linearized
-    stack_branches = [(det_rw_candidates[bit] & ~linearized) | (info_candidates[bit] & leaders)]
+    deepest = b  # the earliest pending determinate operation, at its latest
+    seen = {(b, d, i & info_ro, state): [i & info_rw]}
+    stack_b, stack_d, stack_i, stack_state = [b], [d], [i], [state]
+    leaders = ((i & not_last) << 1 | class_first) & ~i
+    stack_det, stack_info = [det_rw_at[b] & ~d], [info_at[b] & info_rw & leaders]  # branches left
     steps = stored = 0  # stored: configurations added to the memo (an upper bound on its size)
-    while stack_branches:
-        branches = stack_branches[-1]
-        if not branches:
-            stack_branches.pop()
-            stack_state.pop()
-            stack_linearized.pop()
-            continue
-        low = branches & -branches
-        stack_branches[-1] = branches ^ low
+    while stack_det:
+        branches = stack_det[-1]
+        if branches:
+            low = branches & -branches
+            stack_det[-1] = branches ^ low
+            determinate_branch = True
+        else:
+            branches = stack_info[-1]
+            if not branches:
+                stack_det.pop()
+                stack_info.pop()
+                stack_b.pop()
+                stack_d.pop()
+                stack_i.pop()
+                stack_state.pop()
+                continue
+            low = branches & -branches
+            stack_info[-1] = branches ^ low
+            determinate_branch = False
         steps += 1
         if steps % _STEPS_PER_SLICE == 0:
-            if len(stack_branches) + stored > configurations_max:
+            if len(stack_det) + stored > configurations_max:
                 raise _OutOfMemory
             yield
-        bit = low.bit_length() - 1
-        state = stack_state[-1]
+        b, d, i, state = stack_b[-1], stack_d[-1], stack_i[-1], stack_state[-1]
+        bit = (b if determinate_branch else det_count) + low.bit_length() - 1
         new = transitions[bit].get(state, _MISSING)
         if new is _MISSING:
             new = transition(bit, state)
-        if new is _ILLEGAL or (low & info_mask and new == state):
+        if new is _ILLEGAL or (not determinate_branch and new == state):
             continue
-        linearized = stack_linearized[-1] | low
-        lowest = ~linearized & (linearized + 1)
-        if not lowest & det_mask:
-            return True
-        bit = lowest.bit_length() - 1
-        restricted = bool(low & blind_mask)
-        if ro_candidates[bit] & ~linearized:  # (the common case without is inlined)
-            before = linearized
-            linearized, lowest = absorb(linearized, new)
-            if not lowest & det_mask:
+        if determinate_branch:
+            d |= low
+            if d & 1:
+                shift = (~d & (d + 1)).bit_length() - 1
+                d >>= shift
+                b += shift
+                if b >= det_count:
+                    return True
+            restricted = False
+        else:
+            i |= low
+            restricted = bool(low & blind_info)
+        if det_ro_at[b] & ~d or info_at[b] & info_ro & ~i:  # (the common case without is inlined)
+            before = (b, d, i)
+            b, d, i = absorb(b, d, i, new)
+            if b >= det_count:
                 return True
-            bit = lowest.bit_length() - 1
-            restricted = restricted and linearized == before
-        if prune and not reachable(linearized, new):
+            restricted = restricted and (b, d, i) == before
+        if prune and not reachable(b, d, i, new):
             continue
         # Dominance: the same determinate progress and state, reached before with a subset of
         # these indeterminate operations linearized, had every option this one has.
-        key = (linearized & main_mask, new, True) if restricted else (linearized & main_mask, new)
-        used = linearized & info_rw_mask
+        key = (b, d, i & info_ro, new, True) if restricted else (b, d, i & info_ro, new)
+        used = i & info_rw
         earlier = seen.get(key)
         if earlier is None:
             seen[key] = [used]
@@ -1084,46 +1145,23 @@ def _search_steps(ops: Sequence[Op], model: Any, frontier: dict[str, Any] | None
             earlier[:] = [other for other in earlier if other | used != other]
             earlier.append(used)
         stored += 1
-        if bit > deepest:
-            deepest = bit
-        stack_linearized.append(linearized)
+        if b > deepest:
+            deepest = b
+        stack_b.append(b)
+        stack_d.append(d)
+        stack_i.append(i)
         stack_state.append(new)
-        leaders = ((linearized & not_last) << 1 | class_first) & ~linearized
-        branches = (det_rw_candidates[bit] & ~linearized) | (info_candidates[bit] & leaders)
-        stack_branches.append(branches & observer_rw_mask if restricted else branches)
+        leaders = ((i & not_last) << 1 | class_first) & ~i
+        branches = det_rw_at[b] & ~d
+        info_branches = info_at[b] & info_rw & leaders
+        if restricted:
+            branches &= det_observer_at[b]
+            info_branches &= observer_info
+        stack_det.append(branches)
+        stack_info.append(info_branches)
     if frontier is not None:
         frontier["op"] = order[deepest]
     return False
-
-
-class _CandidateWalker:
-    """The candidate mask for determinate operation j, built by moving from the last j asked
-    (the search's frontier moves little between steps) instead of kept for every j."""
-
-    def __init__(self, by_call: list[int], invoked: list[int]) -> None:
-        self.by_call, self.invoked = by_call, invoked
-        self.position = self.mask = 0
-
-    def mask_for(self, j: int) -> int:
-        target, position, mask, by_call = self.invoked[j], self.position, self.mask, self.by_call
-        while position < target:
-            mask |= 1 << by_call[position]
-            position += 1
-        while position > target:
-            position -= 1
-            mask ^= 1 << by_call[position]
-        self.position, self.mask = position, mask
-        return mask
-
-
-class _CandidateMasks:
-    """``walker.mask_for(j) & select``, indexable like the precomputed lists."""
-
-    def __init__(self, walker: _CandidateWalker, select: int) -> None:
-        self.walker, self.select = walker, select
-
-    def __getitem__(self, j: int) -> int:
-        return self.walker.mask_for(j) & self.select
 
 
 def _truncated(ops: Sequence[Op], count: int) -> list[Op]:
