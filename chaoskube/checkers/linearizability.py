@@ -361,12 +361,14 @@ class _KVProducers:
 
     def __init__(self) -> None:
         self.values: set[str] = set()
+        self.lengths: set[int] = set()  # of the values: a suffix of each length is looked up
         self.any = False  # a value that is not a string: give up refuting
 
     def add(self, op: Op) -> None:
         if op.f in ("put", "append"):
             if isinstance(op.value, str):
                 self.values.add(op.value)
+                self.lengths.add(len(op.value))
             else:
                 self.any = True
 
@@ -376,7 +378,11 @@ class _KVProducers:
             return True
         if not isinstance(output, str):
             return False
-        return any(output.endswith(value) for value in self.values)
+        values = self.values
+        if "" in values:
+            return True  # every string ends with ""
+        size = len(output)
+        return any(output[-length:] in values for length in self.lengths if length <= size)
 
 
 class _OutOfTime(Exception):

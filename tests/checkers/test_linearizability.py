@@ -231,6 +231,18 @@ def test_kv_reads_is_read_only_and_step_in_one_call(state, f, value, output):
     assert model.reads(state, op) == (model.step(state, op)[0] if model.read_only(op) else None)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="xy 12", max_size=4), max_size=6), st.text(alphabet="xy 12", max_size=8))
+def test_kv_producers_match_the_suffix_rule(values, output):
+    """A get can observe what the puts and appends so far can leave: "" or a string ending
+    with one of their values (looked up by suffix length, not by trying every value)."""
+    producers = KVModel().producers()
+    for index, value in enumerate(values):
+        producers.add(Op(index, 0, "append", "k", value, None, "ok", 0.0, 1.0))
+    get = Op(len(values), 0, "get", "k", None, output, "ok", 0.0, 1.0)
+    assert producers.can_produce(get) is (output == "" or any(output.endswith(value) for value in values))
+
+
 # -- against a deliberately simple oracle ------------------------------------------------------
 
 
