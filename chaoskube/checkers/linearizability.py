@@ -108,8 +108,9 @@ _EVIDENCE_TOTAL_SLICES = 200
 #: The evidence's own time limit by default, in seconds (check_linearizability).
 EVIDENCE_TIME_LIMIT_S = 10.0
 # Bound on the memory of one partition's search: each explored configuration keeps about three
-# bitsets as long as the partition, so memory grows with the square of its length (as in
-# porcupine). At the bound the answer is unknown rather than the machine running out.
+# bitsets as long as its 'info' operations plus its window of concurrent determinate ones
+# (porcupine's are as long as the partition, so its memory grows with the square of the
+# length). At the bound the answer is unknown rather than the machine running out.
 _SEARCH_BYTES_MAX = 512 * 2**20
 # Whether each search starts with the greedy just-in-time pass (:func:`_greedy`); tests turn
 # it off to compare against the plain search.
