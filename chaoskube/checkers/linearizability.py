@@ -681,7 +681,8 @@ def _greedy(ops: Sequence[Op], model: Any) -> bool:
             continue
         writer = readers.pop(index, None) is None
         if writer:
-            del writers[index]
+            if writers.pop(index, None) is None:  # never invoked by its return
+                raise ValueError(f"operation {index} returns before it is invoked: {op}")
         legal, new = step(state, op)
         if legal and writer and writers and len(writers) <= _GREEDY_GROUP_MAX:
             # Other state-changing operations still pending may belong before this one
@@ -1404,6 +1405,9 @@ def check_linearizability(ops: Sequence[Op], model: Any, *,
     # Otherwise in the order of the history (the searches, the evidence and which violation
     # is reported first do not depend on the order the operations were given in).
     given = partitions
+    early = next((op for op in kept if op.ret < op.call), None)
+    if early is not None:
+        raise ValueError(f"operation {early.index} returns before it is invoked: {early}")
     kept.sort(key=_BY_INDEX)
     partitions = [sorted(part, key=_BY_INDEX) for part in model.partition(kept)]
     if len(given) != len(partitions) or not all(map(_same_operations, given[:len(proved)], partitions)):

@@ -480,6 +480,15 @@ def test_a_long_single_register_is_searched_in_linear_memory(monkeypatch):
     assert verdict.valid is True, verdict.reason
 
 
+@pytest.mark.parametrize("greedy_first", [True, False])
+def test_an_operation_returning_before_its_invocation_is_refused(monkeypatch, greedy_first):
+    monkeypatch.setattr(linearizability, "_GREEDY_FIRST", greedy_first)
+    ops = [Op(0, 0, "get", "k", None, "ab", "ok", 3.0, 3.0), Op(1, 1, "append", "k", "b", None, "ok", 5.0, 3.0),
+           Op(2, 2, "append", "k", "b", None, "ok", 3.0, 5.0)]
+    with pytest.raises(ValueError, match="operation 1 returns before it is invoked"):
+        check_linearizability(ops, KVModel())
+
+
 def test_memory_bound_gives_unknown(monkeypatch):
     monkeypatch.setattr(linearizability, "_SEARCH_BYTES_MAX", 10_000)
     verdict = check_linearizability(adversarial(200), RegisterModel(), time_limit_s=None)
