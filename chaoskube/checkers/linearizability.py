@@ -182,7 +182,8 @@ class RegisterModel:
             output = op.output
             return output is UNKNOWN or state == output
         if f == "cas" and op.output is False:
-            return state != op.value[0]
+            expected, _new = op.value
+            return state != expected
         return None
 
     def resets(self, op: Op) -> bool:
@@ -560,22 +561,24 @@ def _stale(ops: Sequence[Op], model: Any) -> tuple[Op, Op] | None:
 def _excused(determinate: list[Op], latest_ret: list[float], count: int, indeterminate: list[Op], open_count: int,
              earlier: Op, later: Op, may_reach: Any, reset_value: Any) -> bool:
     """For :func:`_stale`: whether a reset that may take effect between ``earlier`` and
-    ``later`` leaves a state ``later`` can reach -- one of ``determinate[:count]`` (by call)
-    returning after ``earlier``'s invocation, most recent first, or of
-    ``indeterminate[:open_count]``; ``earlier`` itself aside -- or there are more than
-    _STALE_WINDOW_MAX of either to weigh (the pair is then left alone: sound). It stops at
-    the first reset that excuses the pair."""
+    ``later`` leaves a state ``later`` can reach -- one of ``indeterminate[:open_count]``,
+    or of ``determinate[:count]`` (by call) returning after ``earlier``'s invocation, most
+    recent first; ``earlier`` itself aside -- or there are more than _STALE_WINDOW_MAX of
+    either to weigh (the pair is then left alone: sound). It stops at the first reset that
+    excuses the pair, without listing the others."""
     if open_count > _STALE_WINDOW_MAX:
         return True
+    completed = []
     for scanned, i in enumerate(range(count - 1, -1, -1), start=1):
         if latest_ret[i] < earlier.call:
             break  # nothing at or before i returns after earlier's invocation
         if scanned > _STALE_WINDOW_MAX:
             return True
         op = determinate[i]
-        if op.ret >= earlier.call and op is not earlier and may_reach(reset_value(op), later):
-            return True
-    return any(op is not earlier and may_reach(reset_value(op), later) for op in indeterminate[:open_count])
+        if op.ret >= earlier.call and op is not earlier:
+            completed.append(op)
+    return (any(may_reach(reset_value(op), later) for op in indeterminate[:open_count] if op is not earlier)
+            or any(may_reach(reset_value(op), later) for op in completed))
 
 
 def _stale_evidence(ops: Sequence[Op], model: Any, earlier: Op, later: Op) -> list[Op]:
@@ -1381,13 +1384,14 @@ def check_linearizability(ops: Sequence[Op], model: Any, *,
     kept = [op for op in ops if op.status != "fail"] if "fail" in statuses else list(ops)
     if "info" in statuses:
         assert all(op.ret == math.inf for op in kept if op.status == "info"), \
-            f"info operation must be open: {[op for op in kept if op.status == 'info' and op.ret != math.inf][0]}"
+            f"info operation must be open: {min((op for op in kept if op.status == 'info' and op.ret != math.inf), key=_BY_INDEX)}"
     # The common case first: the greedy pass proves every partition, in whatever order the
     # operations come (its linearization is a proof whatever the order of ties).
     partitions = model.partition(kept)
     details: dict[str, Any] = {"ops": len(kept), "partitions": len(partitions)}
     linearizable = (f"linearizable: {len(kept)} operations in {len(partitions)} "
                     f"partition{'s' if len(partitions) != 1 else ''}")
+    out_of_time = f"time limit of {time_limit_s} s hit before every partition was checked"
     proved: list[bool] = []  # the greedy pass's answers, up to its first failure
     if _GREEDY_FIRST:
         for part in partitions:
@@ -1395,7 +1399,10 @@ def check_linearizability(ops: Sequence[Op], model: Any, *,
             if not proved[-1]:
                 break
         else:
-            details["check_seconds"] = round(perf_counter() - started, 6)
+            now = perf_counter()
+            details["check_seconds"] = round(now - started, 6)
+            if deadline is not None and now > deadline:  # as the search answers past it
+                return Verdict(None, out_of_time, (), details)
             return Verdict(True, linearizable, (), details)
 
     def finish(valid: bool | None, reason: str, evidence: tuple[Op, ...] = ()) -> Verdict:
@@ -1416,8 +1423,7 @@ def check_linearizability(ops: Sequence[Op], model: Any, *,
     try:
         failing = _first_violation(partitions, model, deadline, None, stuck, proved)
     except _OutOfTime:
-        return finish(None, f"time limit of {time_limit_s} s hit before every partition was "
-                      "checked")
+        return finish(None, out_of_time)
     except _OutOfMemory:
         longest = max(len(part) for part in partitions)
         return finish(None, f"memory bound of {_SEARCH_BYTES_MAX // 2**20} MiB hit before "

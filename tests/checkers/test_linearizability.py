@@ -489,6 +489,13 @@ def test_an_operation_returning_before_its_invocation_is_refused(monkeypatch, gr
         check_linearizability(ops, KVModel())
 
 
+def test_a_time_limit_passed_gives_unknown_even_when_the_greedy_pass_proves_it():
+    ops = [Op(0, 0, "write", None, 1, None, "ok", 0.0, 1.0), Op(1, 1, "read", None, None, 1, "ok", 2.0, 3.0)]
+    verdict = check_linearizability(ops, RegisterModel(), time_limit_s=0)
+    assert verdict.valid is None and verdict.reason.startswith("time limit of 0 s hit")
+    assert check_linearizability(ops, RegisterModel(), time_limit_s=10).valid is True
+
+
 def test_memory_bound_gives_unknown(monkeypatch):
     monkeypatch.setattr(linearizability, "_SEARCH_BYTES_MAX", 10_000)
     verdict = check_linearizability(adversarial(200), RegisterModel(), time_limit_s=None)
