@@ -1045,29 +1045,25 @@ def _search_steps(ops: Sequence[Op], model: Any, frontier: dict[str, Any] | None
             answer = cache[state] = bool(may_reach(state, order[r]))
         return answer
 
+    def legal_among(pending: int, offset: int, state: Any) -> int:
+        """The bits of ``pending`` (read-only operations ``offset + k``) legal in ``state``."""
+        legal = 0
+        while pending:
+            low = pending & -pending
+            pending ^= low
+            bit = offset + low.bit_length() - 1
+            new = transitions[bit].get(state, _MISSING)
+            if new is _MISSING:
+                new = transition(bit, state)
+            if new is not _ILLEGAL:
+                legal |= low
+        return legal
+
     def absorb(b: int, d: int, i: int, state: Any) -> tuple[int, int, int]:
         """Linearize every legal read-only candidate; return the configuration's sets."""
         while True:
-            pending = det_ro_at[b] & ~d
-            while pending:
-                low = pending & -pending
-                pending ^= low
-                bit = b + low.bit_length() - 1
-                new = transitions[bit].get(state, _MISSING)
-                if new is _MISSING:
-                    new = transition(bit, state)
-                if new is not _ILLEGAL:
-                    d |= low
-            pending = info_at[b] & info_ro & ~i
-            while pending:
-                low = pending & -pending
-                pending ^= low
-                bit = det_count + low.bit_length() - 1
-                new = transitions[bit].get(state, _MISSING)
-                if new is _MISSING:
-                    new = transition(bit, state)
-                if new is not _ILLEGAL:
-                    i |= low
+            d |= legal_among(det_ro_at[b] & ~d, b, state)
+            i |= legal_among(info_at[b] & info_ro & ~i, det_count, state)
             if not d & 1:
                 return b, d, i
             shift = (~d & (d + 1)).bit_length() - 1  # the earliest pending one moved on
