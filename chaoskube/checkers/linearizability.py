@@ -455,15 +455,11 @@ def _first_violation(partitions: Sequence[Sequence[Op]], model: Any, deadline: f
     # 2. Cheap refutations of the rest (n log n) before any search: a read of a value never
     # written or written only later, then a read of the past.
     for position in hard:
-        refuted = _refuted(partitions[position], model)
-        refutation = None if refuted is None else ("refuted", refuted)
-        if refuted is None:
-            pair = _stale(partitions[position], model)
-            refuted = None if pair is None else pair[1]
-            refutation = None if pair is None else ("stale", pair)
-        if refuted is not None:
+        refutation = _refutation(partitions[position], model)
+        if refutation is not None:
             if stuck is not None:
-                stuck["op"] = refuted
+                kind, found = refutation
+                stuck["op"] = found if kind == "refuted" else found[1]
                 stuck["refutation"] = refutation
             return position
     # 3. The searches, round-robin.
@@ -495,6 +491,16 @@ def _first_violation(partitions: Sequence[Sequence[Op]], model: Any, deadline: f
 #: How many possible resets :func:`_stale` weighs between one pair of observations before it
 #: leaves that pair (sound: the scan may miss a stale read, never invent one).
 _STALE_WINDOW_MAX = 256
+
+
+def _refutation(ops: Sequence[Op], model: Any) -> tuple[str, Any] | None:
+    """The cheap refutation of ``ops`` (one partition), if any: ``("refuted", op)``
+    (:func:`_refuted`), else ``("stale", (earlier, later))`` (:func:`_stale`)."""
+    refuted = _refuted(ops, model)
+    if refuted is not None:
+        return "refuted", refuted
+    pair = _stale(ops, model)
+    return None if pair is None else ("stale", pair)
 
 
 def _stale(ops: Sequence[Op], model: Any) -> tuple[Op, Op] | None:
@@ -920,10 +926,7 @@ def _search_steps(ops: Sequence[Op], model: Any, frontier: dict[str, Any] | None
     # part covers the operations between the earliest pending one and the latest invoked
     # by its return (a window a few concurrent clients wide), and the search's time and
     # memory grow with the history's length, not with its square.
-    info_ro = 0
-    for q in range(info_count):
-        if ro_flags[det_count + q]:
-            info_ro |= 1 << q
+    info_ro = _bits(ro_flags[det_count:])
     info_rw = ((1 << info_count) - 1) ^ info_ro
     not_last = info_rw & ~class_last
     calls = [op.call for op in order]
@@ -936,10 +939,7 @@ def _search_steps(ops: Sequence[Op], model: Any, frontier: dict[str, Any] | None
     may_reach = getattr(model, "may_reach", None)
     prune = resets is not None and may_reach is not None
     reset_flags = [bool(resets(op)) for op in order] if prune else [False] * count
-    reset_info = 0
-    for q in range(info_count):
-        if reset_flags[det_count + q]:
-            reset_info |= 1 << q
+    reset_info = _bits(reset_flags[det_count:])
     # Blind indeterminate operations (models with ``needs_observer`` and ``observes``): an
     # 'info' write is only worth linearizing right before an operation that observes the
     # state (a read it makes legal, a cas it makes swap); any linearization can be
@@ -1066,9 +1066,7 @@ def _search_steps(ops: Sequence[Op], model: Any, frontier: dict[str, Any] | None
             i |= legal_among(info_at[b] & info_ro & ~i, det_count, state)
             if not d & 1:
                 return b, d, i
-            shift = (~d & (d + 1)).bit_length() - 1  # the earliest pending one moved on
-            d >>= shift
-            b += shift
+            b, d = _moved_on(b, d)
             if b >= det_count:
                 return b, d, i
 
@@ -1116,9 +1114,7 @@ def _search_steps(ops: Sequence[Op], model: Any, frontier: dict[str, Any] | None
         if determinate_branch:
             d |= low
             if d & 1:
-                shift = (~d & (d + 1)).bit_length() - 1
-                d >>= shift
-                b += shift
+                b, d = _moved_on(b, d)
                 if b >= det_count:
                     return True
             restricted = False
@@ -1169,6 +1165,23 @@ def _search_steps(ops: Sequence[Op], model: Any, frontier: dict[str, Any] | None
     if frontier is not None:
         frontier["op"] = order[deepest]
     return False
+
+
+def _bits(flags: Sequence[bool]) -> int:
+    """The bitset of the positions of ``flags`` that are true."""
+    bits = 0
+    for position, flag in enumerate(flags):
+        if flag:
+            bits |= 1 << position
+    return bits
+
+
+def _moved_on(b: int, d: int) -> tuple[int, int]:
+    """For :func:`_search_steps`: ``(b, d)`` once determinate operation ``b`` (bit 0 of
+    ``d``) is linearized: the earliest pending one is past the run of linearized ones, and
+    ``d`` relative to it."""
+    shift = (~d & (d + 1)).bit_length() - 1
+    return b + shift, d >> shift
 
 
 def _truncated(ops: Sequence[Op], count: int) -> list[Op]:
@@ -1271,15 +1284,14 @@ def _minimal_evidence(ops: Sequence[Op], model: Any, deadline: float | None, bud
         weakened = [op if op.ret == math.inf else _weakened(op) for op in prefix if id(op) not in chosen and not read_only(op)]
         return drop(evidence, weakened)
 
-    kind, found = refutation if refutation is not None else (None, None)
-    refuted = found if kind == "refuted" else None if kind == "stale" else _refuted(ops, model)
-    if refuted is not None:
-        before = [op for op in ops if op.call <= refuted.ret]
-        return [refuted], context_of(before, [refuted]), True
+    kind, found = refutation or _refutation(ops, model) or (None, None)
+    if kind == "refuted":
+        before = [op for op in ops if op.call <= found.ret]
+        return [found], context_of(before, [found]), True
     stuck: dict[str, Any] = {"op": stuck_op}
     evidence = [op for op in ops if op.ret != math.inf]
     context = context_of(ops, evidence)
-    pair = found if kind == "stale" else _stale(ops, model)
+    pair = found if kind == "stale" else None
     try:
         if pair is not None:  # 1b. a read of the past: its proof, then greedy removal
             evidence = _stale_evidence(ops, model, *pair)
