@@ -11,9 +11,12 @@ and phases replaced (issue 6, "Must show", the benchmark):
 - faults: the catalogue's nemesis kinds and count, from 6 s into a ``--faults-s`` fault
   phase (default 120 simulated seconds) and healed within ``faults_s - 12`` s of it;
 - checkers: every checker the kubernetes system offers (``KubernetesSystem.checkers()``)
-  that applies (``admission`` needs webhooks; this cluster has none) but ``leader-election``
-  and ``service-availability``, which the catalogue entry leaves out on purpose (a nemesis
-  may rightly fail them, and an experiment expected to pass has no checker that may fail).
+  that applies (``admission`` and ``admission-timing`` need webhooks, ``authorization``
+  tenants: this cluster and workload have neither) but ``leader-election`` and
+  ``service-availability``, which the catalogue entry leaves out on purpose (a nemesis may
+  rightly fail them, and an experiment expected to pass has no checker that may fail).
+  ``garbage-collection`` and ``graceful-termination`` answer unknown on a seed whose faults
+  delete nothing (nothing to judge): such a seed is printed "NOT as expected" with them.
 
 Each seed runs sequentially in this process through
 :func:`chaoskube.experiments.runner.run_experiment` into its own temporary directory, so it writes
@@ -100,14 +103,14 @@ def build_experiment(*, nodes: int, pods: int, deployments: int, faults_s: float
     workload["converge_s"] = 300.0
     cluster = {"etcdMembers": 3, "apiServers": 2, "controllerManagers": 2, "schedulers": 2, "nodeGroups": [{"count": nodes, "zones": ["zone-a", "zone-b", "zone-c"]}]}
     system = SYSTEMS[data["system"]]
-    # ``admission`` judges webhook calls: it applies only to a cluster with webhooks
-    # (random-nemesis has none; it would answer unknown, "nothing to judge");
-    # ``end-state`` judges the workload's own end_state assertions: this workload has none
-    checkers = sorted(
-        name
-        for name in system.checkers()
-        if (name != "admission" or cluster.get("webhooks")) and (name != "end-state" or workload.get("end_state")) and name not in NOT_CHECKED
-    )
+    # ``admission`` and ``admission-timing`` judge webhook calls: they apply only to a
+    # cluster with webhooks (random-nemesis has none; they would answer unknown, "nothing
+    # to judge"); ``authorization`` judges adversarial tenants' attempts (workload
+    # ``tenants``: none here); ``end-state`` judges the workload's own end_state
+    # assertions: this workload has none
+    needs = {"admission": bool(cluster.get("webhooks")), "admission-timing": bool(cluster.get("webhooks")),
+             "authorization": bool(workload.get("tenants")), "end-state": bool(workload.get("end_state"))}
+    checkers = sorted(name for name in system.checkers() if needs.get(name, True) and name not in NOT_CHECKED)
     top_level = "nemesis" in Experiment.__struct_fields__
     if faults:
         if top_level:
