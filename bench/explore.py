@@ -63,6 +63,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -250,6 +251,12 @@ def campaign_cpu(experiment: Any, seeds: list[int], work: Path, *, fork: bool) -
     return pool.cpu_seconds(), result.records, pool.boot_seconds()
 
 
+def _valid(verdict: Any) -> str:
+    """A campaign record's verdict as ``true`` / ``false`` / ``unknown``."""
+    valid = verdict.get("valid") if isinstance(verdict, dict) else verdict
+    return {True: "true", False: "false", None: "unknown"}.get(valid, str(valid)) if not isinstance(valid, str) else valid
+
+
 def compare_fork(experiment: Any, seeds: list[int], work: Path) -> None:
     forked_cpu, forked, boots = campaign_cpu(experiment, seeds, work, fork=True)
     whole_cpu, whole, _ = campaign_cpu(experiment, seeds, work, fork=False)
@@ -265,6 +272,10 @@ def compare_fork(experiment: Any, seeds: list[int], work: Path) -> None:
     print(f"  unforked  : {whole_cpu:7.2f} s CPU = {per_whole:5.2f} s per seed = {60.0 / per_whole:5.1f} seeds per CPU minute  target >= 15: {'met' if 60.0 / per_whole >= 15 else 'NOT met'}")
     print(f"  ratio     : {per_whole / per_forked:.2f} (CPU per seed unforked / forked, same seeds, same run); journals identical: {'yes' if same else 'NO'}")
     print(f"  outcomes  : forked {sum(r['as_expected'] for r in forked)}/{len(forked)} as expected, unforked {sum(r['as_expected'] for r in whole)}/{len(whole)}")
+    for label, records in (("forked", forked), ("unforked", whole)):
+        answered = Counter((name, _valid(verdict)) for record in records for name, verdict in sorted((record.get("verdicts") or {}).items()) if _valid(verdict) != "true")
+        if answered:  # what kept seeds from being as expected: a violation, or a checker with nothing to judge
+            print(f"  {label:<9} : " + ", ".join(f"{name} {valid} in {count}" for (name, valid), count in sorted(answered.items())))
 
 
 def main() -> None:
