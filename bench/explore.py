@@ -254,7 +254,7 @@ def campaign_cpu(experiment: Any, seeds: list[int], work: Path, *, fork: bool) -
 def _valid(verdict: Any) -> str:
     """A campaign record's verdict as ``true`` / ``false`` / ``unknown``."""
     valid = verdict.get("valid") if isinstance(verdict, dict) else verdict
-    return {True: "true", False: "false", None: "unknown"}.get(valid, str(valid)) if not isinstance(valid, str) else valid
+    return valid if isinstance(valid, str) else {True: "true", False: "false"}.get(valid, "unknown")
 
 
 def compare_fork(experiment: Any, seeds: list[int], work: Path) -> None:
