@@ -833,8 +833,10 @@ def _others_first(step: Any, read_only: Any, reach: Any, state: Any, after: Any,
     that must follow them all and may precede the next determinate state-changing
     invocation is legal after this order and not after the usual one (or, up to the next
     invocation of one that may reset the state, can reach its observation, model
-    ``may_reach``, after this order and not the other). A heuristic: a wrong guess only makes
-    the greedy pass give up."""
+    ``may_reach``, after this order and not the other), or when that next determinate
+    state-changing operation (invoked after them all, maybe past an 'info' one) is -- a cas
+    that expects one of their values. A heuristic: a wrong guess only makes the greedy pass
+    give up."""
     later = after
     for other in group:
         legal, later = step(later, other)
@@ -853,19 +855,27 @@ def _others_first(step: Any, read_only: Any, reach: Any, state: Any, after: Any,
         return True
     horizon = math.inf  # the next invocation of a determinate state-changing operation
     reset_horizon = math.inf  # ... of one that may reset the state (model ``resets``)
+    first_change = None  # that determinate one, even past an 'info' reset
     for upcoming in by_call[position:position + 64]:
         if read_only is not None and read_only(upcoming):
             continue
-        if horizon == math.inf and upcoming.ret != math.inf:
-            horizon = upcoming.call
-        if reach is None or reach[1](upcoming):
+        if first_change is None and upcoming.ret != math.inf:
+            first_change = upcoming
+            if reset_horizon == math.inf:
+                horizon = upcoming.call
+        if reset_horizon == math.inf and (reach is None or reach[1](upcoming)):
             reset_horizon = upcoming.call
+        if first_change is not None and reset_horizon != math.inf:
             break
     settled = max(other.ret for other in group)
     for upcoming in by_return[start:start + 64]:
         if upcoming.index in done or upcoming.call <= settled:
             continue
         if read_only is None or not read_only(upcoming):
+            if upcoming is first_change:  # it follows them all: legal after one order only?
+                legal_earlier = step(earlier, upcoming)[0]
+                if legal_earlier != step(later, upcoming)[0]:
+                    return legal_earlier
             continue
         if upcoming.call < horizon:  # may come right after them: legal or not
             legal_earlier = step(earlier, upcoming)[0]
