@@ -447,21 +447,28 @@ def _first_violation(partitions: Sequence[Sequence[Op]], model: Any, deadline: f
     """
     frontiers: list[dict[str, Any]] = [{} for _ in partitions]
     # 1. The greedy pass (linear): it proves most partitions of a correct history at once.
+    # 2. A partition it leaves is tried at once for a cheap refutation (n log n) -- a read of
+    # a value never written or written only later, then a read of the past -- so a violation
+    # found so ends the check before the partitions after it are walked (the same one is
+    # reported: every partition before it was proved or not refuted).
     known = len(greedy)
-    hard = [position for position, part in enumerate(partitions)
-            if not (_GREEDY_FIRST and (greedy[position] if position < known else _greedy(part, model)))]
+    hard = []
+    for position, part in enumerate(partitions):
+        if _GREEDY_FIRST and (greedy[position] if position < known else _greedy(part, model)):
+            continue
+        refutation = _refutation(part, model)
+        if refutation is None:
+            hard.append(position)
+            continue
+        if deadline is not None and perf_counter() > deadline:
+            raise _OutOfTime
+        if stuck is not None:
+            kind, found = refutation
+            stuck["op"] = found if kind == "refuted" else found[1]
+            stuck["refutation"] = refutation
+        return position
     if deadline is not None and perf_counter() > deadline:
         raise _OutOfTime
-    # 2. Cheap refutations of the rest (n log n) before any search: a read of a value never
-    # written or written only later, then a read of the past.
-    for position in hard:
-        refutation = _refutation(partitions[position], model)
-        if refutation is not None:
-            if stuck is not None:
-                kind, found = refutation
-                stuck["op"] = found if kind == "refuted" else found[1]
-                stuck["refutation"] = refutation
-            return position
     # 3. The searches, round-robin.
     active = [(position, _search_steps(partitions[position], model, frontiers[position], greedy=False)) for position in hard]
     turns = 0
