@@ -590,6 +590,27 @@ def test_kv_greedy_first_agrees_with_the_plain_search(ops):
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(register_histories(max_ops=12), st.lists(st.tuples(st.integers(0, 3), st.integers(1, 5)), max_size=8), st.booleans())
+def test_the_greedy_look_ahead_cursors_answer_as_a_scan_does(ops, steps, with_resets):
+    """_Invocations (asked at positions that only move forward) gives what a scan of the
+    window from that position would: the first determinate state-changing operation, the
+    first that may reset the state."""
+    model = RegisterModel()
+    by_call = sorted((op for op in ops if op.status != "fail"), key=lambda op: op.call)
+    resets = model.resets if with_resets else None
+    invocations = linearizability._Invocations(by_call, model.read_only, resets)
+
+    def scan(position, window, test):
+        return next((index for index in range(position, min(position + window, len(by_call))) if test(by_call[index])), None)
+
+    position = 0
+    for forward, window in steps:
+        position += forward
+        assert invocations.next_change(position, window) == scan(position, window, lambda op: op.ret != math.inf and not model.read_only(op))
+        assert invocations.next_reset(position, window) == scan(position, window, lambda op: not model.read_only(op) and (resets is None or resets(op)))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(register_histories(max_ops=8))
 def test_register_refutations_are_sound(ops):
     model = RegisterModel()
