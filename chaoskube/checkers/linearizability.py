@@ -577,8 +577,8 @@ def _excused(determinate: list[Op], latest_ret: list[float], count: int, indeter
     ``later`` leaves a state ``later`` can reach -- one of ``indeterminate[:open_count]``,
     or of ``determinate[:count]`` (by call) returning after ``earlier``'s invocation, most
     recent first; ``earlier`` itself aside -- or there are more than _STALE_WINDOW_MAX of
-    either to weigh (the pair is then left alone: sound). It stops at the first reset that
-    excuses the pair, without listing the others."""
+    either to weigh (the pair is then left alone: sound). The open resets are asked first,
+    then the completed ones, and the first that excuses the pair ends it."""
     if open_count > _STALE_WINDOW_MAX:
         return True
     completed = []
@@ -774,7 +774,8 @@ class _Invocations:
     it, any state-changing one), each within a window. Each is found by a cursor that never
     moves back, so an operation is asked ``read_only`` and ``resets`` about once per
     partition rather than once per question (a 64-wide scan each: a quarter of a key-value
-    check's time)."""
+    check's time). The two scans are written out apart: one loop testing which question it
+    answers cost 2 % on the sets of short histories."""
 
     __slots__ = ("by_call", "read_only", "resets", "_change", "_reset")
 
