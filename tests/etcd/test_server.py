@@ -68,8 +68,13 @@ def test_leader_kill_elects_a_new_leader_and_keeps_acknowledged_writes():
             new = current_leader(world, registry)
         gap = world.now - killed_at
         value = await client.read("k")
+        first = registry[old]
         world.process(old).restart()
         await world.sleep(3)
+        second = registry[old]
+        # statistics() is the incarnation's: the disk's fsync count runs on across the restart
+        assert second is not first and first.statistics()["fsyncs"] > 0 and second.statistics()["fsyncs"] > 0
+        assert first.statistics()["fsyncs"] + second.statistics()["fsyncs"] == world.process(old).disk.fsyncs
         return old, new, gap, value
 
     world, (old, new, gap, value) = run_cluster(story)
