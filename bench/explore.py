@@ -34,8 +34,9 @@ whether the journals of both are the same (they must be), and the targets (>= 30
 CPU minute forked, >= 15 without). ``--no-campaign`` skips this part.
 
 Then, in this process (``--no-split`` skips it), printed per seed: wall seconds per seed (mean / min / max), seeds per minute, the CPU seconds of
-the process per seed (on a shared machine wall / CPU above 1 says the core was not ours
-alone: compare runs by CPU time then), the split between
+the seed (this process's, and the differential checker's reference copy's, a child the run
+forks from its boot and reaps before it returns; on a shared machine wall / CPU above 1
+says the core was not ours alone: compare runs by CPU time then), the split between
 the simulation (``world.run``), the checkers and the report writing, and the ratio to a
 baseline measured in the same process: the same experiment with no faults (nemesis and
 schedule removed), ``--baseline-seeds`` seeds of it. The ratio faults / no faults says
@@ -140,7 +141,8 @@ class Timing:
 
     seed: int
     total: float = 0.0
-    cpu: float = 0.0  # CPU seconds of this process for the seed: what contention on the core does not inflate
+    cpu: float = 0.0  # CPU seconds for the seed, the reference copy's included: what contention on the core does not inflate
+    reference: float = 0.0  # of those, the differential checker's reference copy (a child forked from the boot)
     simulation: float = 0.0
     checkers: float = 0.0
     reports: float = 0.0
@@ -189,10 +191,11 @@ def run_seed(experiment: Any, seed: int, work: Path) -> Timing:
     timing = Timing(seed)
     out = work / f"{experiment.name}-{seed}"
     with timed_phases(timing):
-        started, cpu = time.perf_counter(), time.process_time()
+        started, cpu, children = time.perf_counter(), time.process_time(), _children_cpu()
         result = run_experiment(experiment, seed, out)
         timing.total = time.perf_counter() - started
-        timing.cpu = time.process_time() - cpu
+        timing.reference = _children_cpu() - children  # the run reaps its reference copy before it returns
+        timing.cpu = time.process_time() - cpu + timing.reference
     timing.simulation = result.wall_seconds
     timing.simulated = result.simulated_seconds
     timing.as_expected = result.as_expected
@@ -203,6 +206,11 @@ def run_seed(experiment: Any, seed: int, work: Path) -> Timing:
     return timing
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_seeds(experiment: Any, seeds: list[int], work: Path, label: str, wrap: Callable[[Callable[[], Any]], Any] | None = None) -> list[Timing]:
     timings = []
     for seed in seeds:
@@ -211,7 +219,7 @@ def run_seeds(experiment: Any, seeds: list[int], work: Path, label: str, wrap: C
         timings.append(timing)
         verdict = "as expected" if timing.as_expected else f"NOT as expected (failing: {', '.join(timing.failing) or 'none'})"
         print(
-            f"  {label} seed {seed:>4}: {timing.total:6.2f} s wall ({timing.cpu:6.2f} s CPU) = sim {timing.simulation:5.2f} + checkers {timing.checkers:5.2f} + reports {timing.reports:5.2f} + other {timing.other:4.2f}"
+            f"  {label} seed {seed:>4}: {timing.total:6.2f} s wall ({timing.cpu:6.2f} s CPU, reference copy {timing.reference:4.2f}) = sim {timing.simulation:5.2f} + checkers {timing.checkers:5.2f} + reports {timing.reports:5.2f} + other {timing.other:4.2f}"
             f"; {timing.simulated:6.1f} simulated s; journal {timing.journal_bytes / 1e6:5.1f} MB; {verdict}",
             flush=True,
         )
@@ -224,7 +232,8 @@ def summarise(label: str, timings: list[Timing]) -> float:
     part = lambda name: statistics.fmean(getattr(t, name) for t in timings)  # noqa: E731
     cpu = statistics.fmean(t.cpu for t in timings)
     print(f"  {label:<10}: {mean:6.2f} s wall per seed (min {min(totals):.2f}, max {max(totals):.2f}, n {len(totals)}) = {60.0 / mean:5.1f} seeds/min on one core")
-    print(f"  {'':<10}  {cpu:6.2f} s CPU per seed = {60.0 / cpu:5.1f} seeds/min of CPU (wall / CPU = {mean / cpu:.2f}: above 1, the core was shared)")
+    reference = statistics.fmean(t.reference for t in timings)
+    print(f"  {'':<10}  {cpu:6.2f} s CPU per seed = {60.0 / cpu:5.1f} seeds/min of CPU, the reference copy's {reference:.2f} s included (wall / CPU = {mean / cpu:.2f}: above 1, the core was shared)")
     print(
         f"  {'':<10}  split: simulation {part('simulation'):.2f} s ({part('simulation') / mean:.0%}), checkers {part('checkers'):.2f} s ({part('checkers') / mean:.0%}), "
         f"reports {part('reports'):.2f} s ({part('reports') / mean:.0%}), other {part('other'):.2f} s; {part('simulated') / part('simulation'):.0f}x real time while simulating"
