@@ -8,9 +8,16 @@ process (and undoes them on exit); an experiment names them in its ``broken`` fi
 ``chaoskube run|explore --broken NAME``), and the runner applies them around the run, so
 ``chaoskube explore`` runs a broken build in every worker and ``chaoskube replay`` runs it
 again. Each variant's patch is one function or method replaced by a copy with the bug.
+While applied, each call of a replaced function or method is counted (:func:`calls`): a
+run that the checkers let pass is worth knowing apart from one that never reached the
+broken code (a coverage gap, not an oracle gap); the runner records the counts in the
+result's ``metrics["broken_calls"]``.
 
 Guarantees: :func:`applied` restores every patched attribute on exit, in reverse order,
 even when the body raises; unknown names raise :class:`KeyError` listing the known ones.
+A replacement that is a function, a coroutine function or a static or class method is
+counted by a wrapper with its name and signature (``functools.wraps``); one that is a
+value (a constant, a flag) is not (:func:`calls` answers None for it).
 Non-guarantees: patches are process-global (every World in the process sees them while
 applied), so two runs with different variants must not share a process concurrently.
 """
@@ -18,8 +25,11 @@ applied), so two runs with different variants must not share a process concurren
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
-from collections.abc import Callable, Iterator, Sequence
+import inspect
+import types
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,21 +158,77 @@ def check(names: Sequence[str]) -> None:
             raise KeyError(f"unknown broken variant {name!r}; known: {', '.join(sorted(VARIANTS))}")
 
 
+#: Calls of each applied variant's replacement in this process since it was applied
+#: (None: a value, not counted). A forked run inherits its boot's count, as an unforked
+#: run counts its own boot.
+_CALLS: dict[str, int | None] = {}
+
+
+def calls() -> dict[str, int | None]:
+    """How often each variant applied now ran its broken code, by name (sorted)."""
+    return dict(sorted(_CALLS.items()))
+
+
+def _counted(name: str, replacement: Any) -> Any:
+    """``replacement`` wrapped to count its calls in ``_CALLS[name]`` (module docstring)."""
+    if isinstance(replacement, (staticmethod, classmethod)):
+        return type(replacement)(_counted(name, replacement.__func__))
+    if inspect.iscoroutinefunction(replacement):
+
+        @functools.wraps(replacement)
+        async def counted_coroutine(*args: Any, **kwargs: Any) -> Any:
+            _CALLS[name] += 1  # type: ignore[operator]
+            return await replacement(*args, **kwargs)
+
+        return counted_coroutine
+    if isinstance(replacement, types.FunctionType):
+
+        @functools.wraps(replacement)
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            _CALLS[name] += 1  # type: ignore[operator]
+            return replacement(*args, **kwargs)
+
+        return counted
+    _CALLS[name] = None
+    return replacement
+
+
+def reach(counts: Mapping[str, int | None] | None) -> str:
+    """What a run's ``metrics["broken_calls"]`` says, in words: whether the broken code ran
+    (a run the checkers let pass had then an oracle gap) or never did (a coverage gap:
+    the run did not reach it). Empty when nothing was counted."""
+    known = {name: count for name, count in (counts or {}).items() if count is not None}
+    if not known:
+        return ""
+    if not any(known.values()):
+        return "the broken code never ran (0 calls): this run did not reach it"
+    if len(known) == 1:
+        (count,) = known.values()
+        return f"the broken code ran {count:,} time{'s' if count != 1 else ''}"
+    return "the broken code ran: " + ", ".join(f"{name} {count:,} time{'s' if count != 1 else ''}" for name, count in known.items())
+
+
 @contextlib.contextmanager
 def applied(names: Sequence[str]) -> Iterator[None]:
-    """Patch the named variants in for the duration of the block."""
+    """Patch the named variants in for the duration of the block, each call of their
+    broken code counted (:func:`calls`)."""
     check(names)
     undo: list[tuple[Any, str, Any]] = []
+    counted = dict(_CALLS)
+    _CALLS.clear()
     try:
         for name in names:
             variant = VARIANTS[name]
             owner, attribute = _resolve(variant.target)
             undo.append((owner, attribute, owner.__dict__[attribute] if isinstance(owner, type) else getattr(owner, attribute)))
-            setattr(owner, attribute, variant.replacement())
+            _CALLS[name] = 0
+            setattr(owner, attribute, _counted(name, variant.replacement()))
         yield
     finally:
         for owner, attribute, original in reversed(undo):
             setattr(owner, attribute, original)
+        _CALLS.clear()
+        _CALLS.update(counted)
 
 
 def _grant_any_vote() -> Any:

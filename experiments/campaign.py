@@ -676,7 +676,8 @@ def summarize(result: CampaignResult, seeds: str, workers: int) -> dict[str, Any
     experiments = []
     for name in sorted({record["experiment"] for record in records}):
         mine = [record for record in records if record["experiment"] == name]
-        metric_names = sorted({key for record in mine for key in record["metrics"]})
+        # the figures (a count, a time); not what a metric holds as a table (broken_calls)
+        metric_names = sorted({key for record in mine for key, value in record["metrics"].items() if not isinstance(value, (dict, list))})
         experiments.append(
             {
                 "experiment": name,
@@ -733,8 +734,19 @@ def summarize(result: CampaignResult, seeds: str, workers: int) -> dict[str, Any
     }
 
 
+def reached(record: Mapping[str, Any]) -> bool | None:
+    """Whether a run with broken variants ran their broken code (``metrics["broken_calls"]``,
+    chaoskube.gallery.calls); None when nothing was counted (no counts recorded, or only
+    variants that patch a value)."""
+    counts = [count for count in ((record.get("metrics") or {}).get("broken_calls") or {}).values() if count is not None]
+    return any(counts) if counts else None
+
+
 def _findings(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per experiment run with broken variants: which seeds each checker failed on."""
+    """Per experiment run with broken variants: which seeds each checker failed on, and in
+    how many runs the broken code ran (``runs_reaching``: None when it was not counted) and
+    went unnoticed there (``reached_unnoticed``): a variant never caught is a coverage gap
+    when its code never ran, an oracle gap when it ran."""
     out = []
     for name in sorted({record["experiment"] for record in records if record.get("broken")}):
         mine = [record for record in records if record["experiment"] == name and record.get("broken")]
@@ -752,6 +764,8 @@ def _findings(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "caught_by": caught_by,
                 "runs": len(mine),
                 "runs_with_findings": sum(1 for record in mine if record.get("findings")),
+                "runs_reaching": None if all(reached(record) is None for record in mine) else sum(1 for record in mine if reached(record)),
+                "reached_unnoticed": sum(1 for record in mine if reached(record) and not record.get("findings")),
                 "failed_on": {checker: sorted(failed[checker]) for checker in order},
                 "caught_by_failed_on": sorted({seed for checker in caught_by for seed in failed.get(checker, ())}),
                 "first": None if first is None else {"seed": first["seed"], "checkers": first["findings"], "replay": first["replay"], "out_dir": first["out_dir"]},
@@ -904,6 +918,18 @@ def _stopped_lines(summary: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def reach_line(item: Mapping[str, Any]) -> str:
+    """In how many runs a variant's broken code ran (a :func:`_findings` item), for
+    summary.md and the terminal; empty when it was not counted."""
+    if item.get("runs_reaching") is None:
+        return ""
+    return (
+        f"the broken code ran in {item['runs_reaching']} of {item['runs']} runs"
+        + (f", unnoticed in {item['reached_unnoticed']} of them" if item["reached_unnoticed"] else "")
+        + (": these runs never reached it (a coverage gap: an experiment or seeds that do, `chaoskube list --broken`)" if not item["runs_reaching"] else "")
+    )
+
+
 def _findings_lines(summary: Mapping[str, Any]) -> list[str]:
     lines = []
     for item in summary.get("findings", ()):
@@ -913,6 +939,9 @@ def _findings_lines(summary: Mapping[str, Any]) -> list[str]:
                else f"the variant's checker ({', '.join(item['caught_by']) or 'none named'}) failed on no seed" + ("; other checkers caught it:" if item["failed_on"] else ""))
         )
         lines += [f"  - {checker} failed on seeds {_seed_list(seeds)}" for checker, seeds in item["failed_on"].items()]
+        reach = reach_line(item)
+        if reach:
+            lines.append(f"  - {reach}")
         if item["first"]:
             lines.append(f"  - first: seed {item['first']['seed']} — `{item['first']['replay']}`")
     return lines
@@ -1043,6 +1072,7 @@ def render_summary_html(summary: Mapping[str, Any]) -> str:
     findings = [
         [
             esc(item["experiment"]), esc(", ".join(item["broken"])), esc(", ".join(item["caught_by"])), f"{item['runs_with_findings']}/{item['runs']}",
+            "—" if item.get("runs_reaching") is None else f"{item['runs_reaching']}/{item['runs']}" + (f" ({item['reached_unnoticed']} unnoticed)" if item["reached_unnoticed"] else ""),
             esc("; ".join(f"{checker}: {_seed_list(seeds)}" for checker, seeds in item["failed_on"].items()) or "none"),
             f"<code>{esc(item['first']['replay'])}</code> (<a href=\"{esc(Path(item['first']['out_dir']).name)}/report.html\">report</a>)" if item["first"] else "—",
         ]
@@ -1071,8 +1101,8 @@ def render_summary_html(summary: Mapping[str, Any]) -> str:
             f'replay <code>{esc(stopped["replay"])}</code>; <a href="{esc(Path(stopped["out_dir"]).name)}/report.html">report</a>; {stopped["not_started"]} run(s) not started.</p>'
         ) if stopped else "",
         (
-            "<h2>Broken on purpose: findings</h2><p class=\"muted\">Runs with gallery variants patched in (chaoskube/gallery.py): the seeds each checker failed on, the variant's checker first.</p>"
-            + table("findings", ["experiment", "broken", "caught by", "runs with findings", "failed on seeds", "first finding"], findings)
+            "<h2>Broken on purpose: findings</h2><p class=\"muted\">Runs with gallery variants patched in (chaoskube/gallery.py): the seeds each checker failed on, the variant's checker first; a run that never ran the broken code could not catch it (a coverage gap, not an oracle gap).</p>"
+            + table("findings", ["experiment", "broken", "caught by", "runs with findings", "runs that ran the broken code", "failed on seeds", "first finding"], findings)
         ) if findings else "",
         "<h2>Experiments</h2><p class=\"muted\">Verdicts per checker: pass/fail/unknown over seeds; metrics min/mean/max.</p>",
         table("experiments", ["experiment", "runs", "as expected", "unexpected", "verdicts", "ok fraction", "lost s", "stalled s", "metrics", "wall s"], experiments),

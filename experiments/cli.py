@@ -475,7 +475,12 @@ def _print_finding(result: Any) -> None:
     broken = ", ".join(result.experiment.broken)
     caught_by = {variants.VARIANTS[name].caught_by for name in result.experiment.broken if name in variants.VARIANTS}
     if not result.failing:
-        stdout.print(f"not caught: with {broken} broken on purpose every checker passed on seed {result.seed} (try `chaoskube explore` over more seeds)", markup=False)
+        reach = variants.reach(result.metrics.get("broken_calls"))
+        if reach.startswith("the broken code never ran"):  # a coverage gap: more of the same seeds may not help
+            hint = "an experiment or seeds that reach it: `chaoskube list --broken` names one for each variant"
+        else:
+            hint = "try `chaoskube explore` over more seeds"
+        stdout.print(f"not caught: with {broken} broken on purpose every checker passed on seed {result.seed}{'; ' + reach if reach else ''} ({hint})", markup=False)
         return
     for name in sorted(result.failing, key=lambda name: (name not in caught_by, name)):
         mark = " (the variant's caught_by checker)" if name in caught_by else ""
@@ -715,7 +720,13 @@ class _campaign_progress:
         if record.get("error"):
             return f"ERROR: {record['error']}"
         if record.get("broken"):
-            return f"caught: {', '.join(record['findings'])}" if record["findings"] else ("not caught" if record["as_expected"] else "NOT as expected")
+            if record["findings"]:
+                return f"caught: {', '.join(record['findings'])}"
+            if not record["as_expected"]:
+                return "NOT as expected"
+            from chaoskube.experiments.campaign import reached
+
+            return {True: "not caught (its code ran)", False: "not caught (its code never ran)"}.get(reached(record), "not caught")
         if record.get("inconclusive") and record.get("checkers_as_expected"):
             return "INCONCLUSIVE (a fault was not applied)"
         return "as expected" if record["as_expected"] else "NOT as expected"
@@ -755,7 +766,7 @@ def _own_checker_line(item: dict[str, Any]) -> str:
 
 
 def _print_campaign(summary: dict[str, Any], paths: list[Path]) -> None:
-    from chaoskube.experiments.campaign import end_line
+    from chaoskube.experiments.campaign import end_line, reach_line
 
     table = Table("experiment", "seeds", "passed as expected", "unexpected", "time (s)", title=f"explore: seeds {escape(summary['seeds'])}")
     for item in summary["experiments"]:
@@ -766,6 +777,8 @@ def _print_campaign(summary: dict[str, Any], paths: list[Path]) -> None:
         stdout.print(f"findings with {', '.join(item['broken'])} broken on purpose in {item['experiment']}: {item['runs_with_findings']} of {item['runs']} runs failed a checker; {_own_checker_line(item)}", markup=False)
         for checker, seeds in item["failed_on"].items():
             stdout.print(f"  {checker} failed on seeds {', '.join(str(seed) for seed in seeds[:20])}{' …' if len(seeds) > 20 else ''}", markup=False)
+        if reach_line(item):
+            stdout.print(f"  {reach_line(item)}", markup=False)
     for heading, broken in (("not as expected:", False), ("findings (a checker failed):", True)):
         items = [item for item in summary["unexpected_runs"] if bool(item.get("broken")) == broken]
         if items:

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from chaoskube import gallery
 from chaoskube.experiments.junit import write_junit
 from chaoskube.experiments.report_html import write_html
 from chaoskube.experiments.result import RunResult, write_atomic
@@ -66,7 +67,8 @@ def render_markdown(result: RunResult, answers: Any = None) -> str:
         f"- Outcome: **{outcome_words(result)}** "
         f"(expected: {experiment.expected.outcome}{' — ' + experiment.expected.failure_mode if experiment.expected.failure_mode else ''})",
         *([f"- **Inconclusive**: {len(result.skipped_faults)} fault(s) were not applied when they fell due, so the run did not test what the experiment says (see Faults)"] if result.inconclusive else []),
-        *([f"- Broken on purpose (gallery variants patched in, chaoskube/gallery.py): {', '.join(f'`{name}`' for name in experiment.broken)}"] if experiment.broken else []),
+        *([f"- Broken on purpose (gallery variants patched in, chaoskube/gallery.py): {', '.join(f'`{name}`' for name in experiment.broken)}"
+           + (f"; {reach}" if (reach := gallery.reach(result.metrics.get("broken_calls"))) else "")] if experiment.broken else []),
         f"- Journal sha256: `{result.journal_sha256}`",
         f"- Simulated {round(result.simulated_seconds, 6):.1f} s in {round(result.wall_seconds, 3):.2f} s of wall time",  # as result.json rounds them
         f"- Replay: `{result.replay}`",

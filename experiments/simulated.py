@@ -33,7 +33,7 @@ from typing import Any
 import msgspec
 import orjson
 
-from chaoskube import __version__
+from chaoskube import __version__, gallery
 from chaoskube.checkers.replay import shared_decoding
 from chaoskube.checkers.verdict import Verdict, run_checker, worst
 from chaoskube.experiments.model import Experiment, Phases, experiment_dir
@@ -560,6 +560,7 @@ def run_simulated(
             reporter.stop()
         run_log.close()
     wall = time.perf_counter() - target.started
+    broken_calls = gallery.calls()  # the run's own, before a reference run computed here adds to them
     if target.experiment is not None:  # a mutant forked from this boot (RunTarget.experiment)
         experiment = target.experiment
     host = hosts[0] if hosts else None
@@ -584,7 +585,8 @@ def run_simulated(
             journal_sha256=world.fingerprint,
             simulated_seconds=world.now,
             wall_seconds=wall,
-            metrics=(system.metrics() if system is not None else {}) | record.metrics() | ({"events_run": world.events_run} if livelock is not None else {}),
+            metrics=(system.metrics() if system is not None else {}) | record.metrics() | ({"events_run": world.events_run} if livelock is not None else {})
+            | ({"broken_calls": broken_calls} if experiment.broken else {}),
             phases=record.phases,
             faults=[{"id": f.id, "applied_at": f.applied_at, "healed_at": f.healed_at, **f.plan.to_json()} for f in injector.faults] if injector else [],
             skipped_faults=[skip for skip in injector.skipped if not idle_skip(skip)] if injector else [],  # Jepsen's specs may select nobody (faults/kinds.py)
