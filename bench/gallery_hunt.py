@@ -6,7 +6,8 @@ For each variant: ``chaoskube explore EXPERIMENT --broken NAME --seeds 1..N --fa
 catch is hunted again with ``--boot-seed seed`` (each seed boots its own cluster: bugs
 that need a particular boot state, docs/campaigns.md). A row: the first seed that caught
 it, which boot, the checkers that failed there (the variant's ``caught_by`` first), and
-the replay command.
+the replay command; for a variant never caught, in how many runs its broken code ran
+(``runs_reaching`` of the summary: 0 is a coverage gap, more an oracle gap).
 
     python3 bench/gallery_hunt.py [--seeds 50] [--jobs 1] [--only NAME ...] [--out runs/hunt]
 
@@ -38,7 +39,7 @@ def hunt(name: str, experiment: str, seeds: int, jobs: int, out: Path, boot: str
     findings = summary.get("findings") or []
     first = findings[0]["first"] if findings else None
     if first is None:
-        return {"caught": False, "runs": summary.get("finished_runs"), "boot": boot or "0"}
+        return {"caught": False, "runs": summary.get("finished_runs"), "boot": boot or "0", "reaching": findings[0].get("runs_reaching") if findings else None}
     return {"caught": True, "seed": first["seed"], "checkers": first["checkers"], "replay": first["replay"], "boot": boot or "0", "runs": summary.get("finished_runs")}
 
 
@@ -68,7 +69,8 @@ def main() -> None:
             checkers = sorted(row["checkers"], key=lambda name: (name != row["caught_by"], name))
             print(f"| `{row['name']}` | {row['experiment']} | {row['caught_by']} | {row['boot'] if row['boot'] != 'seed' else '= seed'} | {row['seed']} | {', '.join(checkers)} |")
         else:
-            print(f"| `{row['name']}` | {row['experiment']} | {row['caught_by']} | 0, then = seed | not in 1..{args.seeds} | -- |")
+            reach = "not counted" if row.get("reaching") is None else f"its code ran in {row['reaching']} of {row['runs']} runs ({'an oracle gap' if row['reaching'] else 'a coverage gap'})"
+            print(f"| `{row['name']}` | {row['experiment']} | {row['caught_by']} | 0, then = seed | not in 1..{args.seeds}: {reach} | -- |")
 
 
 if __name__ == "__main__":
