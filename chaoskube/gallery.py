@@ -164,9 +164,10 @@ def check(names: Sequence[str]) -> None:
 _CALLS: dict[str, int | None] = {}
 
 
-def calls() -> dict[str, int | None]:
-    """How often each variant applied now ran its broken code, by name (sorted)."""
-    return dict(sorted(_CALLS.items()))
+def calls(names: Sequence[str] | None = None) -> dict[str, int | None]:
+    """How often each variant applied now (or each of ``names`` that is) ran its broken
+    code, by name (sorted)."""
+    return {name: count for name, count in sorted(_CALLS.items()) if names is None or name in names}
 
 
 def _counted(name: str, replacement: Any) -> Any:
@@ -177,7 +178,7 @@ def _counted(name: str, replacement: Any) -> Any:
 
         @functools.wraps(replacement)
         async def counted_coroutine(*args: Any, **kwargs: Any) -> Any:
-            _CALLS[name] += 1  # type: ignore[operator]
+            _CALLS[name] = (_CALLS.get(name) or 0) + 1
             return await replacement(*args, **kwargs)
 
         return counted_coroutine
@@ -185,7 +186,7 @@ def _counted(name: str, replacement: Any) -> Any:
 
         @functools.wraps(replacement)
         def counted(*args: Any, **kwargs: Any) -> Any:
-            _CALLS[name] += 1  # type: ignore[operator]
+            _CALLS[name] = (_CALLS.get(name) or 0) + 1
             return replacement(*args, **kwargs)
 
         return counted
@@ -214,8 +215,7 @@ def applied(names: Sequence[str]) -> Iterator[None]:
     broken code counted (:func:`calls`)."""
     check(names)
     undo: list[tuple[Any, str, Any]] = []
-    counted = dict(_CALLS)
-    _CALLS.clear()
+    outer = {name: _CALLS[name] for name in names if name in _CALLS}  # an enclosing application's counts
     try:
         for name in names:
             variant = VARIANTS[name]
@@ -227,8 +227,9 @@ def applied(names: Sequence[str]) -> Iterator[None]:
     finally:
         for owner, attribute, original in reversed(undo):
             setattr(owner, attribute, original)
-        _CALLS.clear()
-        _CALLS.update(counted)
+        for name in names:
+            _CALLS.pop(name, None)
+        _CALLS.update(outer)
 
 
 def _grant_any_vote() -> Any:

@@ -560,7 +560,7 @@ def run_simulated(
             reporter.stop()
         run_log.close()
     wall = time.perf_counter() - target.started
-    broken_calls = gallery.calls()  # the run's own, before a reference run computed here adds to them
+    broken_calls = gallery.calls(experiment.broken)  # the run's own, before a reference run computed here adds to them
     if target.experiment is not None:  # a mutant forked from this boot (RunTarget.experiment)
         experiment = target.experiment
     host = hosts[0] if hosts else None

@@ -8,7 +8,7 @@ test runs each variant once, at the first seed ``chaoskube explore <experiment> 
 <variant> --seeds 1..50 --fail-fast`` found -- with the shared boot (boot seed 0), or with
 ``--boot-seed seed`` for a variant the shared boot caught on no seed
 (``bench/gallery_hunt.py``; :data:`FIRST_CATCH`, the table in docs/checkers.md) -- with its
-``caught_by`` checker only, and asserts that checker fails.
+``caught_by`` checker only, and asserts that checker fails and that the broken code ran.
 The livelock variant runs under a tighter watchdog (200,000 events at one instant) so
 the test takes seconds."""
 
@@ -147,3 +147,5 @@ def test_each_variant_is_caught_by_its_checker_at_its_first_seed(name, tmp_path)
     verdict = result.verdicts[variant.caught_by]
     assert verdict.valid is False, f"{name}: {variant.caught_by} answered {verdict.valid}: {verdict.reason}"
     assert verdict.reason
+    calls = result.metrics["broken_calls"][name]  # the catch is the broken code's, not the run's anyway
+    assert calls is None or calls > 0, f"{name}: its broken code never ran, yet {variant.caught_by} failed"

@@ -61,3 +61,5 @@ def test_each_variant_is_caught_on_its_seed(name, tmp_path):
     verdict = result.verdicts[variant.caught_by]
     assert verdict.valid is False, verdict.reason
     assert verdict.evidence, "a finding comes with the history that shows it"
+    calls = result.metrics["broken_calls"][name]
+    assert calls is None or calls > 0, f"{name}: its broken code never ran, yet {variant.caught_by} failed"

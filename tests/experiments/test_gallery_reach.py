@@ -65,14 +65,16 @@ def test_each_call_of_a_replaced_function_coroutine_or_static_method_is_counted_
     assert [Component().step(1), Component.helper(1), Component.LIMIT, trio.run(Component().call, 1)] == [2, 2, 3, 2]
 
 
-def test_counts_start_at_zero_each_time_and_an_inner_application_gives_the_outer_its_counts_back(variants):
+def test_counts_start_at_zero_each_time_and_an_inner_application_leaves_the_outer_counting(variants):
     with gallery.applied(["t-step"]):
         Component().step(0)
-        with gallery.applied(["t-call"]):
-            assert gallery.calls() == {"t-call": 0}
-        assert gallery.calls() == {"t-step": 1}
+        with gallery.applied(["t-call"]), gallery.applied([]):  # a run inside a test's own application
+            Component().step(0)
+            assert gallery.calls() == {"t-call": 0, "t-step": 2} and gallery.calls(["t-call"]) == {"t-call": 0}
+        assert gallery.calls() == {"t-step": 2}
     with gallery.applied(["t-step"]):
         assert gallery.calls() == {"t-step": 0}
+    assert gallery.calls() == {}
 
 
 def test_reach_in_words():
