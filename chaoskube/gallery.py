@@ -194,15 +194,22 @@ def _counted(name: str, replacement: Any) -> Any:
     return replacement
 
 
+def ran(counts: Mapping[str, int | None] | None) -> bool | None:
+    """Whether the broken code of the variants ``counts`` counted (a run's
+    ``metrics["broken_calls"]``) ran at all; None when nothing was counted."""
+    known = [count for count in (counts or {}).values() if count is not None]
+    return any(known) if known else None
+
+
 def reach(counts: Mapping[str, int | None] | None) -> str:
     """What a run's ``metrics["broken_calls"]`` says, in words: whether the broken code ran
     (a run the checkers let pass had then an oracle gap) or never did (a coverage gap:
     the run did not reach it). Empty when nothing was counted."""
-    known = {name: count for name, count in (counts or {}).items() if count is not None}
-    if not known:
+    if ran(counts) is None:
         return ""
-    if not any(known.values()):
+    if not ran(counts):
         return "the broken code never ran (0 calls): this run did not reach it"
+    known = {name: count for name, count in (counts or {}).items() if count is not None}
     if len(known) == 1:
         (count,) = known.values()
         return f"the broken code ran {count:,} time{'s' if count != 1 else ''}"

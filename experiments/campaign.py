@@ -738,8 +738,9 @@ def reached(record: Mapping[str, Any]) -> bool | None:
     """Whether a run with broken variants ran their broken code (``metrics["broken_calls"]``,
     chaoskube.gallery.calls); None when nothing was counted (no counts recorded, or only
     variants that patch a value)."""
-    counts = [count for count in ((record.get("metrics") or {}).get("broken_calls") or {}).values() if count is not None]
-    return any(counts) if counts else None
+    from chaoskube import gallery
+
+    return gallery.ran((record.get("metrics") or {}).get("broken_calls"))
 
 
 def _findings(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

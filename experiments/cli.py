@@ -475,8 +475,9 @@ def _print_finding(result: Any) -> None:
     broken = ", ".join(result.experiment.broken)
     caught_by = {variants.VARIANTS[name].caught_by for name in result.experiment.broken if name in variants.VARIANTS}
     if not result.failing:
-        reach = variants.reach(result.metrics.get("broken_calls"))
-        if reach.startswith("the broken code never ran"):  # a coverage gap: more of the same seeds may not help
+        counts = result.metrics.get("broken_calls")
+        reach = variants.reach(counts)
+        if variants.ran(counts) is False:  # a coverage gap: more of the same seeds may not help
             hint = "an experiment or seeds that reach it: `chaoskube list --broken` names one for each variant"
         else:
             hint = "try `chaoskube explore` over more seeds"
@@ -777,8 +778,8 @@ def _print_campaign(summary: dict[str, Any], paths: list[Path]) -> None:
         stdout.print(f"findings with {', '.join(item['broken'])} broken on purpose in {item['experiment']}: {item['runs_with_findings']} of {item['runs']} runs failed a checker; {_own_checker_line(item)}", markup=False)
         for checker, seeds in item["failed_on"].items():
             stdout.print(f"  {checker} failed on seeds {', '.join(str(seed) for seed in seeds[:20])}{' …' if len(seeds) > 20 else ''}", markup=False)
-        if reach_line(item):
-            stdout.print(f"  {reach_line(item)}", markup=False)
+        if reach := reach_line(item):
+            stdout.print(f"  {reach}", markup=False)
     for heading, broken in (("not as expected:", False), ("findings (a checker failed):", True)):
         items = [item for item in summary["unexpected_runs"] if bool(item.get("broken")) == broken]
         if items:
