@@ -11,7 +11,9 @@ code  meaning
       expected to pass, an expected failure that did not show, an unknown verdict); with
       ``--broken``, a finding (a checker caught the broken component); ``replay``: the
       fingerprints differ; ``check-history``: not linearizable; ``mark-fixed``: still fails
-2     bad input: one line on stderr naming the file, field or flag, and no traceback
+2     bad input: one line on stderr naming the file, field or flag, and no traceback;
+      ``list``: a catalogue entry cannot load (each such entry is listed on its own line
+      with its error, the others as usual)
 3     undecided: ``check-history`` could not decide in ``--time-limit``
 4     inconclusive: every checker answered as expected, but a fault was not applied when it
       fell due (its target matched nothing then: no leader, say), so the run did not test
@@ -125,16 +127,30 @@ def cli() -> None:
 @cli.command("list")
 @click.option("--broken", "broken", is_flag=True, help="List the gallery of deliberately broken components instead (for --broken NAME).")
 def list_experiments(broken: bool) -> None:
-    """One experiment per line: its name and what it does."""
+    """One experiment per line: its name and what it does. A catalogue entry that cannot
+    load (a broken install, an edited file) is listed on its own line with its one-line
+    error, in its place among the rest; then the command exits 2 (bad input: the catalogue
+    as installed is not whole) after listing every entry that loads."""
     from chaoskube.experiments import registry
 
     if broken:
         _print_gallery()
         return
-    experiments = registry.load_all()
-    width = max((len(experiment.name) for experiment in experiments), default=0)
-    for experiment in experiments:
-        click.echo(f"{experiment.name.ljust(width)}  {experiment.title}")
+    loaded: list[tuple[str, str]] = []
+    broken_entries = 0
+    for name in registry.names():
+        try:
+            experiment = registry.find(name)
+        except ExperimentError as error:
+            broken_entries += 1
+            loaded.append((name, f"CANNOT LOAD: {_one_line(str(error))}"))
+        else:
+            loaded.append((experiment.name, experiment.title))
+    width = max((len(name) for name, _ in loaded), default=0)
+    for name, text in loaded:
+        click.echo(f"{name.ljust(width)}  {text}")
+    if broken_entries:
+        fail(f"{broken_entries} of {len(loaded)} catalogue entries cannot load (listed above); the others can run")
 
 
 @cli.command()
