@@ -648,27 +648,40 @@ class ApiServer:
 
     async def _update_scale(self, request: Request, user: UserInfo, info: KindInfo) -> Response:
         """PUT .../scale: write ``spec.replicas`` (or the CRD's specReplicasPath) of the
-        parent through the ordinary update path (admission, validation, storage)."""
+        parent through the ordinary update path (admission, validation, storage).
+
+        As upstream's ``scaleUpdatedObjectInfo`` (``pkg/registry/apps/deployment/storage``):
+        the Scale's resourceVersion, when it has one, is the precondition; without one the
+        write is a read-modify-write of the freshest parent, retried on a lost race
+        (GuaranteedUpdate), so a controller's status write in between is no conflict."""
         body = request.body
         if not isinstance(body, Scale):
             raise _refuse(bad_request(f"the body of {request.resource}/scale must be a Scale, not {type(body).__name__}"))
         if body.spec.replicas < 0:
             raise _refuse(invalid(request.resource, request.name, [f"spec.replicas: Invalid value: {body.spec.replicas}: must be greater than or equal to 0"]))
-        stored = await self._stored(info.resource, request.namespace, request.name)
-        if body.metadata.resource_version and body.metadata.resource_version != stored.object.metadata.resource_version:
-            raise _refuse(conflict(info.resource, request.name))
-        parent = copy_object(stored.object)
-        if isinstance(parent, CustomObject):
-            paths = self._scale_paths(info)
-            assert paths is not None
-            document = to_dict(parent)
-            self._path_set(document, paths[0], body.spec.replicas)
-            parent = info.type(metadata=parent.metadata, content={key: value for key, value in document.items() if key not in ("apiVersion", "kind", "metadata")})
-        else:
-            parent.spec.replicas = body.spec.replicas
-        update = Request(verb="update", resource=request.resource, namespace=request.namespace, name=request.name, credentials=request.credentials, body=parent, dry_run=request.dry_run, id=request.id)
-        response = await self._update(update, user, info)
-        return Response(200, object=self._scale_of(info, response.object), server=self.name)
+        demanded = body.metadata.resource_version
+        for _ in range(MAX_ATTEMPTS):
+            stored = await self._stored(info.resource, request.namespace, request.name)
+            if demanded and demanded != stored.object.metadata.resource_version:
+                raise _refuse(conflict(info.resource, request.name))
+            parent = copy_object(stored.object)
+            if isinstance(parent, CustomObject):
+                paths = self._scale_paths(info)
+                assert paths is not None
+                document = to_dict(parent)
+                self._path_set(document, paths[0], body.spec.replicas)
+                parent = info.type(metadata=parent.metadata, content={key: value for key, value in document.items() if key not in ("apiVersion", "kind", "metadata")})
+            else:
+                parent.spec.replicas = body.spec.replicas
+            update = Request(verb="update", resource=request.resource, namespace=request.namespace, name=request.name, credentials=request.credentials, body=parent, dry_run=request.dry_run, id=request.id)
+            try:
+                response = await self._update(update, user, info)
+            except StatusError as error:
+                if error.status.code == 409 and not demanded:
+                    continue  # the parent changed since this read: read it again
+                raise
+            return Response(200, object=self._scale_of(info, response.object), server=self.name)
+        raise _refuse(conflict(info.resource, request.name, f"the object kept changing: gave up after {MAX_ATTEMPTS} attempts"))
 
     async def _establish_crds(self) -> None:
         """NamingConditionController + EstablishingController: every CRD in this replica's

@@ -638,6 +638,7 @@ class ApiFront:
             if info.verb not in ("update", "patch"):
                 raise StatusError(Status(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({info.verb} {info.resource}/scale)"))
             data = codec.decode_body(body, headers.get("content-type", "application/json"))
+            media = ""
             if info.verb == "update":
                 wanted = data
             else:
@@ -654,8 +655,13 @@ class ApiFront:
                     raise StatusError(Status(422, "Invalid", str(error))) from None
             if not isinstance(wanted, dict) or not isinstance((wanted.get("spec") or {}).get("replicas", 0), int):
                 raise StatusError(bad_request("the body must be an autoscaling/v1 Scale with an integer spec.replicas"))
-            demanded = (wanted.get("metadata") or {}).get("resourceVersion") or ""
-            version = demanded if info.verb == "update" else (demanded or scale["metadata"].get("resourceVersion", ""))
+            # The precondition a client asked for: a PUT's Scale's resourceVersion, or one the
+            # patch itself sets. The patched Scale always carries the version it was read at
+            # (the patch applies to the read Scale): that version guards this attempt only,
+            # and a conflict on it is retried with a fresh read, as the patch handler's
+            # GuaranteedUpdate does (``endpoints/handlers/patch.go``).
+            demanded = str((wanted.get("metadata") or {}).get("resourceVersion") or "") if info.verb == "update" else _patch_demands_version(data, media)
+            version = demanded or scale["metadata"].get("resourceVersion", "")
             meta = current.object.metadata
             written = Scale(metadata=ObjectMeta(name=meta.name, namespace=meta.namespace, uid=meta.uid, resource_version=version), spec=ScaleSpec(replicas=int((wanted.get("spec") or {}).get("replicas", 0))))
             response = await self._api(replica, client, Request(verb="update", body=written, dry_run=dry_run, **common), record)
@@ -833,6 +839,19 @@ class ApiFront:
 
 
 # ----------------------------------------------------------------------------- helpers
+def _patch_demands_version(patch: Any, media: str) -> str:
+    """The resourceVersion a merge or JSON patch sets (its own precondition), or ""."""
+    if media == "application/json-patch+json":
+        if isinstance(patch, list):
+            for op in patch:
+                if isinstance(op, dict) and op.get("path") == "/metadata/resourceVersion" and op.get("op") in ("add", "replace", "test"):
+                    return str(op.get("value") or "")
+        return ""
+    if isinstance(patch, dict) and isinstance(patch.get("metadata"), dict):
+        return str(patch["metadata"].get("resourceVersion") or "")
+    return ""
+
+
 def _key(obj: Any) -> str:
     meta = obj.metadata
     return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
