@@ -61,28 +61,30 @@ def most_recent_schedule_time(
 ) -> tuple[_dt.datetime, _dt.datetime | None, str, str | None]:
     """``mostRecentScheduleTime``: (earliest time, most recent activation at or before
     ``now`` or None, missed: none / few / many, error or None)."""
+    # Times compare and subtract on the absolute clock, as Go's do (Python compares two
+    # datetimes of one zone by their wall clocks, fold ignored: wrong across a DST fall-back).
     earliest = last_schedule if last_schedule is not None else creation
     missed = NONE_MISSED
     if include_starting_deadline and starting_deadline_s is not None:
-        deadline = now - _dt.timedelta(seconds=starting_deadline_s)
-        if deadline > earliest:
+        deadline = _absolute_add(now, -starting_deadline_s)
+        if _utc(deadline) > _utc(earliest):
             earliest = deadline
     t1 = schedule.next(earliest)
     t2 = schedule.next(t1) if t1 is not None else None
-    if t1 is not None and now < t1:
+    if t1 is not None and _utc(now) < _utc(t1):
         return earliest, None, missed, None
-    if t2 is not None and now < t2:
+    if t2 is not None and _utc(now) < _utc(t2):
         return earliest, t1, missed, None
-    between = round((t2 - t1).total_seconds()) if t1 is not None and t2 is not None else 0
+    between = round((_utc(t2) - _utc(t1)).total_seconds()) if t1 is not None and t2 is not None else 0
     if between < 1:
         return earliest, None, missed, "time difference between two schedules is less than 1 second"
     assert t1 is not None
-    elapsed = int((now - t1).total_seconds())
+    elapsed = int((_utc(now) - _utc(t1)).total_seconds())
     number_missed = elapsed // between + 1
     most_recent = None
-    potential = t1 + _dt.timedelta(seconds=(number_missed - 1 - 1) * between)
+    potential = _absolute_add(t1, (number_missed - 1 - 1) * between)
     t = schedule.next(potential)
-    while t is not None and not t > now:
+    while t is not None and not _utc(t) > _utc(now):
         most_recent = t
         t = schedule.next(t)
     if number_missed > 100:
@@ -90,6 +92,16 @@ def most_recent_schedule_time(
     elif number_missed > 0:
         missed = FEW_MISSED
     return earliest, most_recent, missed, None
+
+
+def _utc(moment: _dt.datetime) -> _dt.datetime:
+    return moment.astimezone(_dt.UTC)
+
+
+def _absolute_add(moment: _dt.datetime, seconds: float) -> _dt.datetime:
+    """Go's ``t.Add``: seconds on the absolute clock, the answer in ``moment``'s zone."""
+    assert moment.tzinfo is not None
+    return (_utc(moment) + _dt.timedelta(seconds=seconds)).astimezone(moment.tzinfo)
 
 
 def next_schedule_time_duration(creation: _dt.datetime, last_schedule: _dt.datetime | None, now: _dt.datetime, schedule: Schedule) -> float:
@@ -104,7 +116,7 @@ def next_schedule_time_duration(creation: _dt.datetime, last_schedule: _dt.datet
     following = schedule.next(anchor)
     if following is None:
         return 3600.0 * 24 * 365
-    return (following - now).total_seconds() + NEXT_SCHEDULE_DELTA_S
+    return (_utc(following) - _utc(now)).total_seconds() + NEXT_SCHEDULE_DELTA_S
 
 
 def _moment(virtual_s: float, tz: _dt.tzinfo) -> _dt.datetime:
@@ -218,9 +230,9 @@ class CronJobController:
         _, scheduled, missed, error = most_recent_schedule_time(created, last, cron.spec.starting_deadline_seconds, now, schedule, True)
         if missed == MANY_MISSED:
             self._record(cron, "too-many-missed")
-        if scheduled is None or scheduled > now:
+        if scheduled is None or _utc(scheduled) > _utc(now):
             return next_schedule_time_duration(created, last, now, schedule)
-        if cron.spec.starting_deadline_seconds is not None and scheduled + _dt.timedelta(seconds=cron.spec.starting_deadline_seconds) < now:
+        if cron.spec.starting_deadline_seconds is not None and _utc(scheduled) + _dt.timedelta(seconds=cron.spec.starting_deadline_seconds) < _utc(now):
             self._record(cron, "missed-schedule", scheduled=scheduled.isoformat())
             return next_schedule_time_duration(created, last, now, schedule)
         job = job_from_template(cron, scheduled.astimezone(_dt.timezone.utc))

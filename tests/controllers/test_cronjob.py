@@ -85,3 +85,20 @@ def test_schedules_as_robfig_parses_them(text: str, after_: dt.datetime, expecte
 def test_bad_schedules_are_refused(text: str) -> None:
     with pytest.raises(ScheduleError):
         parse_schedule(text)
+
+
+def test_a_job_at_a_repeated_hour_runs_twice_across_the_fall_back() -> None:
+    """America/New_York, 2012-11-04: 01:00 happens at -0400 and again at -0500; robfig's
+    ``Next`` fires at both, and ``mostRecentScheduleTime`` must subtract and compare the two
+    on the absolute clock (by wall clock they are equal, and the schedule looked broken)."""
+    from zoneinfo import ZoneInfo
+
+    new_york = ZoneInfo("America/New_York")
+    creation = dt.datetime(2012, 11, 4, 4, 30, tzinfo=dt.UTC).astimezone(new_york)  # 00:30 EDT
+    now = dt.datetime(2012, 11, 4, 6, 30, tzinfo=dt.UTC).astimezone(new_york)  # 01:30 EST
+    earliest, most_recent, missed, error = most_recent_schedule_time(creation, None, None, now, parse_schedule("0 1 * * *"), False)
+    assert error is None
+    assert most_recent is not None and most_recent.astimezone(dt.UTC) == dt.datetime(2012, 11, 4, 6, 0, tzinfo=dt.UTC)  # 01:00 EST
+    assert missed == FEW_MISSED
+    wait = next_schedule_time_duration(creation, most_recent, now, parse_schedule("0 1 * * *"))
+    assert wait == pytest.approx(24 * 3600 - 30 * 60 + 0.1)  # 01:00 EST on 11-05
