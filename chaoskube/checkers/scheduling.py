@@ -64,19 +64,31 @@ and resumed lags more than the 1 s; swarm seed 66), are listed as races in ``det
    what the pods bound there request -- for longer than :data:`PENDING_BOUND_S` (the
    scheduler's ``podMaxBackoffSeconds`` 10 s + ``podInitialBackoffSeconds`` 1 s + the
    cache lag + 3 s) is a finding, judged only while a kube-scheduler led and neither the
-   store, the API nor the scheduler was under a fault.
+   store, the API nor the scheduler was under a fault. A node is feasible only if the pod's
+   PersistentVolumeClaims allow it, as the scheduler's volume filters decide (issue 32: a
+   StatefulSet replica whose zonal volume lives only in a cordoned node's zone was called
+   feasible elsewhere): **VolumeBinding** (``plugins/volumebinding``, as
+   :mod:`chaoskube.scheduler.volumebinding` models it) -- every claim exists and is not
+   being deleted; a bound claim's volume exists and its ``spec.nodeAffinity`` accepts the
+   node ("node(s) had volume node affinity conflict"); an unbound claim's class binds
+   ``WaitForFirstConsumer`` (else "pod has unbound immediate PersistentVolumeClaims") and an
+   available matching volume accepts the node or the class's provisioner can provision
+   there (``allowedTopologies``) -- and **VolumeZone** (``plugins/volumezone``): a bound
+   volume's ``topology.kubernetes.io/zone`` / ``region`` labels (and their
+   ``failure-domain.beta`` forms; ``__``-separated value sets) are the node's ("node(s) had
+   no available volume zone").
 
 Answers False with the first violation in time (evidence: the binding's store change and
 what it broke), unknown when the journal has no store history or no binding, True
-otherwise. Limits: inter-pod (anti-)affinity, topology spread, ports, volumes and
-pod-level ``resources`` are not judged; a binding to a node absent from the store is listed
+otherwise. Limits: inter-pod (anti-)affinity, topology spread, ports, volumes (in items
+1-4; item 6 models the volume filters) and pod-level ``resources`` are not judged; a binding to a node absent from the store is listed
 as unchecked.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -94,6 +106,7 @@ __all__ = [
     "pod_requests",
     "scheduling_problems",
     "tolerates",
+    "volume_problem",
 ]
 
 Event = dict[str, Any]
@@ -634,6 +647,120 @@ def _pod_fits_node(pod: Obj, node_name: str, node: Obj, used: dict[str, Fraction
     return True
 
 
+#: The volume node-affinity / zone reasons, upstream's strings (``volumebinding/binder.go``,
+#: ``volumezone/volume_zone.go``).
+ERR_VOLUME_NODE_CONFLICT = "node(s) had volume node affinity conflict"
+ERR_VOLUME_ZONE_CONFLICT = "node(s) had no available volume zone"
+ERR_NO_VOLUMES = "node(s) didn't find available persistent volumes to bind"
+ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+ERR_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+#: VolumeZone's topology labels (``volumezone.topologyLabels``): GA and deprecated beta.
+VOLUME_TOPOLOGY_LABELS = (
+    "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
+    "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
+)
+_NO_PROVISIONER = ("", "kubernetes.io/no-provisioner")
+
+
+def _node_selector_matches(selector: Obj | None, node_name: str, labels: dict[str, str]) -> bool:
+    """A required ``NodeSelector`` (a volume's ``nodeAffinity.required``): None matches
+    every node, else one non-empty term whose every expression and field matches."""
+    if selector is None:
+        return True
+    fields = {"metadata.name": node_name}
+    for term in selector.get("nodeSelectorTerms") or ():
+        expressions, match_fields = term.get("matchExpressions") or [], term.get("matchFields") or []
+        if not expressions and not match_fields:
+            continue
+        if all(_requirement_matches(r, labels) for r in expressions) and all(_requirement_matches(r, fields) for r in match_fields):
+            return True
+    return False
+
+
+def _volume_accepts(volume: Obj, node_name: str, labels: dict[str, str]) -> bool:
+    return _node_selector_matches(((volume.get("spec") or {}).get("nodeAffinity") or {}).get("required"), node_name, labels)
+
+
+def _volume_zone_matches(volume: Obj, labels: dict[str, str]) -> bool:
+    """VolumeZone's Filter for one bound volume: each of its topology labels names (one of,
+    ``__``-separated) the node's value for that label."""
+    volume_labels = labels_of(volume)
+    for key in VOLUME_TOPOLOGY_LABELS:
+        value = volume_labels.get(key)
+        if value is None:
+            continue
+        if labels.get(key) not in set(value.split("__")):
+            return False
+    return True
+
+
+def _class_topology_allows(storage_class: Obj, labels: dict[str, str]) -> bool:
+    terms = storage_class.get("allowedTopologies") or []
+    if not terms:
+        return True
+    return any(
+        all(labels.get(expression.get("key")) in (expression.get("values") or []) for expression in term.get("matchLabelExpressions") or ())
+        for term in terms
+    )
+
+
+def _static_volume_for(claim: Obj, node_name: str, labels: dict[str, str], volumes: Mapping[str, Obj]) -> bool:
+    """An available volume the claim could bind to that accepts the node (the scheduler's
+    ``_static_match``: class, capacity, access modes, selector, node affinity)."""
+    spec = claim.get("spec") or {}
+    want = parse_quantity(((spec.get("resources") or {}).get("requests") or {}).get("storage", "0"))
+    for _, volume in sorted(volumes.items()):
+        volume_spec = volume.get("spec") or {}
+        if volume_spec.get("claimRef") is not None or (volume.get("status") or {}).get("phase", "") not in ("Available", ""):
+            continue
+        if (volume_spec.get("storageClassName") or "") != (spec.get("storageClassName") or ""):
+            continue
+        if parse_quantity((volume_spec.get("capacity") or {}).get("storage", "0")) < want:
+            continue
+        if not all(mode in (volume_spec.get("accessModes") or ()) for mode in spec.get("accessModes") or ()):
+            continue
+        if spec.get("selector") is not None and not selector_matches(spec["selector"], labels_of(volume)):
+            continue
+        if _volume_accepts(volume, node_name, labels):
+            return True
+    return False
+
+
+def volume_problem(pod: Obj, node_name: str, node: Obj, claims: Mapping[str, Obj], volumes: Mapping[str, Obj], classes: Mapping[str, Obj]) -> str | None:
+    """Why the scheduler's volume filters (VolumeBinding's PreFilter and Filter, VolumeZone's
+    Filter) refuse ``node`` for ``pod``, in upstream's words; None when they accept it.
+    ``claims`` by ``namespace/name``, ``volumes`` and ``classes`` by name (the store's keys)."""
+    namespace = (pod.get("metadata") or {}).get("namespace", "")
+    labels = labels_of(node)
+    for entry in (pod.get("spec") or {}).get("volumes") or ():
+        reference = entry.get("persistentVolumeClaim") if isinstance(entry, dict) else None
+        if not isinstance(reference, dict) or not reference.get("claimName"):
+            continue
+        claim = claims.get(f"{namespace}/{reference['claimName']}")
+        if claim is None:
+            return f'persistentvolumeclaim "{reference["claimName"]}" not found'
+        if (claim.get("metadata") or {}).get("deletionTimestamp"):
+            return f'persistentvolumeclaim "{reference["claimName"]}" is being deleted'
+        spec = claim.get("spec") or {}
+        if spec.get("volumeName"):
+            volume = volumes.get(spec["volumeName"])
+            if volume is None:
+                return ERR_PV_NOT_EXIST
+            if not _volume_accepts(volume, node_name, labels):
+                return ERR_VOLUME_NODE_CONFLICT
+            if not _volume_zone_matches(volume, labels):
+                return ERR_VOLUME_ZONE_CONFLICT
+            continue
+        storage_class = classes.get(spec["storageClassName"]) if spec.get("storageClassName") else None
+        if storage_class is None or (storage_class.get("volumeBindingMode") or "Immediate") != "WaitForFirstConsumer":
+            return ERR_UNBOUND_IMMEDIATE
+        if _static_volume_for(claim, node_name, labels, volumes):
+            continue
+        if storage_class.get("provisioner", "") in _NO_PROVISIONER or not _class_topology_allows(storage_class, labels):
+            return ERR_NO_VOLUMES
+    return None
+
+
 def _pending(pod: Obj | None) -> bool:
     if pod is None:
         return False
@@ -650,7 +777,7 @@ def check_scheduling_decisions(events: Iterable[Event], *, pending_bound_s: floa
     events = list(events)
     end_t = events[-1]["t"] if events else 0.0
     health = run_health(events, end_t, "kube-scheduler")
-    store = StoreReplay(("pods", "nodes"))
+    store = StoreReplay(("pods", "nodes", "persistentvolumeclaims", "persistentvolumes", "storageclasses"))
     used: dict[str, dict[str, Fraction]] = {}
     counts: dict[str, int] = {}
     feasible_since: dict[str, float] = {}
@@ -700,7 +827,11 @@ def check_scheduling_decisions(events: Iterable[Event], *, pending_bound_s: floa
                     dirty = True  # look again once it is old enough
                     continue
                 pod = store.get("pods", key)
-                if any(_pod_fits_node(pod, name, node, used.get(name, {}), counts.get(name, 0)) for name, node in nodes):
+                claims, volumes, classes = (store.objects(resource) for resource in ("persistentvolumeclaims", "persistentvolumes", "storageclasses"))
+                if any(
+                    _pod_fits_node(pod, name, node, used.get(name, {}), counts.get(name, 0)) and volume_problem(pod, name, node, claims, volumes, classes) is None
+                    for name, node in nodes
+                ):
                     feasible_since.setdefault(key, now)
                 else:
                     feasible_since.pop(key, None)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 
-from chaoskube.checkers.scheduling import check_scheduling_decisions, preemption_victims
+import pytest
+
+from chaoskube.checkers.scheduling import check_scheduling_decisions, preemption_victims, volume_problem
 
 
 def pod(key, priority, cpu="400m", start="2024-01-01T00:00:00Z", labels=None):
@@ -85,3 +87,84 @@ def test_a_pod_pending_while_a_node_fits_is_a_finding_past_the_bound():
 def test_a_pod_that_fits_nowhere_may_wait():
     events = [LEADING, apply(1.0, ready_node("n1", cpu="200m")), apply(2.0, pending_pod("p")), apply(60.0, ready_node("n1", cpu="200m"))]
     assert check_scheduling_decisions(events).valid is True
+
+
+# =========================================================================== volumes (issue 32)
+def zonal_node(name, zone):
+    key, node = ready_node(name)
+    return key, {**node, "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}}}
+
+
+def claimed_pod(name, claim):
+    key, pod = pending_pod(name, cpu="100m")
+    return key, {**pod, "spec": {**pod["spec"], "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]}}
+
+
+def zonal_volume(name, zone, claim=None, labels=True, affinity=True):
+    spec = {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "standard"}
+    if affinity:
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]}]}]}}
+    if claim:
+        spec["claimRef"] = {"namespace": "d", "name": claim}
+    return f"/registry/persistentvolumes/{name}", {"metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone} if labels else {}}, "spec": spec, "status": {"phase": "Bound" if claim else "Available"}}
+
+
+def claim_object(name, volume="", storage_class="standard"):
+    return f"/registry/persistentvolumeclaims/d/{name}", {"metadata": {"name": name, "namespace": "d"}, "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "10Gi"}}, "storageClassName": storage_class, "volumeName": volume}}
+
+
+def storage_class(mode="WaitForFirstConsumer", provisioner="chaoskube.io/zonal-disk", topologies=None):
+    body = {"metadata": {"name": "standard"}, "provisioner": provisioner, "volumeBindingMode": mode}
+    if topologies:
+        body["allowedTopologies"] = [{"matchLabelExpressions": [{"key": "topology.kubernetes.io/zone", "values": topologies}]}]
+    return "/registry/storageclasses/standard", body
+
+
+def by_key(*entries, prefix):
+    return {key.removeprefix(prefix): body for key, body in entries}
+
+
+#: (case, claim, volumes, class, node zone, expected reason or None) -- the scheduler's
+#: VolumeBinding (chaoskube/scheduler/volumebinding.py) and upstream's VolumeZone.
+VOLUME_CASES = [
+    ("bound volume in the node's zone", claim_object("c", "pv"), [zonal_volume("pv", "zone-a", "c")], storage_class(), "zone-a", None),
+    ("bound volume in another zone", claim_object("c", "pv"), [zonal_volume("pv", "zone-c", "c")], storage_class(), "zone-a", "node(s) had volume node affinity conflict"),
+    ("zone label only (VolumeZone)", claim_object("c", "pv"), [zonal_volume("pv", "zone-c", "c", affinity=False)], storage_class(), "zone-a", "node(s) had no available volume zone"),
+    ("zone label naming a set", claim_object("c", "pv"), [zonal_volume("pv", "zone-c__zone-a", "c", affinity=False)], storage_class(), "zone-a", None),
+    ("bound to a missing volume", claim_object("c", "gone"), [], storage_class(), "zone-a", "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"),
+    ("no claim", None, [], storage_class(), "zone-a", 'persistentvolumeclaim "c" not found'),
+    ("unbound, Immediate class", claim_object("c"), [], storage_class(mode="Immediate"), "zone-a", "pod has unbound immediate PersistentVolumeClaims"),
+    ("unbound, WaitForFirstConsumer, provisioner anywhere", claim_object("c"), [], storage_class(), "zone-a", None),
+    ("unbound, provisioner not allowed in the zone", claim_object("c"), [], storage_class(topologies=["zone-b"]), "zone-a", "node(s) didn't find available persistent volumes to bind"),
+    ("unbound, static only, volume elsewhere", claim_object("c"), [zonal_volume("pv", "zone-b")], storage_class(provisioner="kubernetes.io/no-provisioner"), "zone-a", "node(s) didn't find available persistent volumes to bind"),
+    ("unbound, static only, volume here", claim_object("c"), [zonal_volume("pv", "zone-a")], storage_class(provisioner="kubernetes.io/no-provisioner"), "zone-a", None),
+]
+
+
+@pytest.mark.parametrize(("case", "claim", "volumes", "klass", "zone", "expected"), VOLUME_CASES, ids=[row[0] for row in VOLUME_CASES])
+def test_volume_filters_as_the_scheduler_applies_them(case, claim, volumes, klass, zone, expected):
+    _, pod = claimed_pod("p", "c")
+    _, node = zonal_node("n1", zone)
+    claims = by_key(*([claim] if claim else []), prefix="/registry/persistentvolumeclaims/")
+    problem = volume_problem(pod, "n1", node, claims, by_key(*volumes, prefix="/registry/persistentvolumes/"), by_key(klass, prefix="/registry/storageclasses/"))
+    assert problem == expected
+
+
+def test_a_pod_whose_volume_lives_only_in_a_cordoned_zone_may_wait():
+    """Issue 32 (node-drain-with-pdb --manifests docs/examples/shop): the replica's zonal
+    volume is in zone-c, whose only node is cordoned; zone-a's node has room but the scheduler
+    rightly refuses it (volume node affinity conflict) -- no finding."""
+    cordoned_key, cordoned = zonal_node("n3", "zone-c")
+    cordoned = {**cordoned, "spec": {"unschedulable": True}}
+    events = [
+        LEADING,
+        apply(1.0, zonal_node("n1", "zone-a"), (cordoned_key, cordoned), storage_class(), claim_object("c", "pv"), zonal_volume("pv", "zone-c", "c")),
+        apply(2.0, claimed_pod("p", "c")),
+        *[{"type": "x", "t": float(t)} for t in range(3, 60)],
+        apply(60.0, zonal_node("n1", "zone-a")),
+    ]
+    assert check_scheduling_decisions(events).valid is True
+    # The same pod whose volume is in zone-a fits n1 all along: a finding.
+    events[1] = apply(1.0, zonal_node("n1", "zone-a"), (cordoned_key, cordoned), storage_class(), claim_object("c", "pv"), zonal_volume("pv", "zone-a", "c"))
+    verdict = check_scheduling_decisions(events)
+    assert verdict.valid is False and "stayed Pending" in verdict.reason
