@@ -30,7 +30,7 @@ from typing import Any
 from chaoskube.api.workloads import desired_pods
 from chaoskube.checkers.replay import StoreReplay, pod_ready
 
-__all__ = ["Answers", "ServiceAnswer", "WorkloadAnswer", "answer", "ready_pod_steps_from_store"]
+__all__ = ["Answers", "ServiceAnswer", "WorkloadAnswer", "answer", "ready_pod_steps_from_store", "shown_windows", "windows_text"]
 
 WORKLOAD_RESOURCES = {
     "deployments": "Deployment", "statefulsets": "StatefulSet", "daemonsets": "DaemonSet", "replicasets": "ReplicaSet",
@@ -38,6 +38,31 @@ WORKLOAD_RESOURCES = {
 }
 STORE_RESOURCES = ("pods", "nodes", *WORKLOAD_RESOURCES)
 MAX_ROWS = 50
+#: Outage (and below-desired) windows a report row shows: the first few in time, plus the
+#: longest when it is not among them; the rest are counted ("... and N more"; result.json
+#: has every one).
+MAX_WINDOWS_SHOWN = 5
+
+
+def shown_windows(windows: list[tuple[float, float | None, int]], limit: int = MAX_WINDOWS_SHOWN) -> tuple[list[tuple[float, float | None, int]], int]:
+    """The windows a report row shows, in time order, and how many it leaves out: the first
+    ``limit``, and always the longest (the row names its length; issue 32: the longest of 23
+    was not among the five shown). A window still open at the end counts from its start
+    to its start, as :attr:`ServiceAnswer.longest_s` measures it."""
+    if len(windows) <= limit:
+        return list(windows), 0
+    length = [(end if end is not None else start) - start for start, end, _ in windows]
+    longest = max(range(len(windows)), key=lambda index: (length[index], -index))
+    chosen = list(range(limit)) if longest < limit else [*range(limit - 1), longest]
+    return [windows[index] for index in chosen], len(windows) - len(chosen)
+
+
+def windows_text(windows: list[tuple[float, float | None, int]], render: Any, empty: str) -> str:
+    """A report cell: :func:`shown_windows` rendered by ``render(window)``, joined by
+    "; ", then "… and N more" when some are left out (``empty`` when there are none)."""
+    shown, more = shown_windows(windows)
+    text = "; ".join(render(window) for window in shown) or empty
+    return text + (f"; … and {more} more" if more else "")
 
 
 @dataclass
@@ -388,7 +413,7 @@ def markdown_lines(answers: Answers) -> list[str]:
                 lines.append(f"| {w.name} | {w.desired} | never reached its desired replicas | — | {w.why or '—'} |")
                 continue
             lowest = "—" if w.minimum_ready is None else f"{w.minimum_ready}/{w.desired}"
-            when = "; ".join(f"{_t(start)} – {_t(end)} (lowest {low})" for start, end, low in w.windows[:5]) or "—"
+            when = windows_text(w.windows, lambda window: f"{_t(window[0])} – {_t(window[1])} (lowest {window[2]})", "—")
             if w.why:
                 when += f"; at the end: {w.why}"
             lines.append(f"| {w.name} | {w.desired} | {w.below_s:.1f} s | {lowest} | {when} |")
@@ -396,7 +421,7 @@ def markdown_lines(answers: Answers) -> list[str]:
     if answers.services:
         lines += ["| Service | availability | down | longest outage | outage windows |", "|---|---|---|---|---|"]
         for s in answers.services:
-            windows = "; ".join(f"{_t(start)} – {_t(end)} ({failed} failed)" for start, end, failed in s.windows[:5]) or "none"
+            windows = windows_text(s.windows, lambda window: f"{_t(window[0])} – {_t(window[1])} ({window[2]} failed)", "none")
             lines.append(f"| {s.service} | {100 * s.availability:.1f}% of {s.requests} requests | {s.down_s:.1f} s | {s.longest_s:.1f} s | {windows} |")
         lines.append("")
     lines += [f"Refused evictions: {len(answers.refused_evictions)}" if answers.refused_evictions else "Refused evictions: none", ""]

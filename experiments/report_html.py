@@ -722,7 +722,7 @@ def _answers(result: RunResult, events: Sequence[Mapping[str, Any]], answers: An
     ``section#answers`` with ``table#workloads`` (``tr[data-workload]``), ``table#services``
     (``tr[data-service]``), ``ul#refused-evictions``, ``ul#taint-evictions``,
     ``ul#unready-pods``."""
-    from chaoskube.experiments.answers import answer
+    from chaoskube.experiments.answers import answer, windows_text
 
     if answers is None:
         answers = answer(events, result.simulated_seconds, skipped=result.skipped_unsupported)
@@ -743,7 +743,7 @@ def _answers(result: RunResult, events: Sequence[Mapping[str, Any]], answers: An
                 rows.append(f'<tr data-workload="{esc(w.name)}"><td>{esc(w.name)}</td><td>{w.desired}</td><td colspan="2">never reached its desired replicas</td><td>{esc(w.why)}</td></tr>')
                 continue
             lowest = "—" if w.minimum_ready is None else f"{w.minimum_ready}/{w.desired}"
-            when = "; ".join(f"{t(start)} – {t(end)} (lowest {low})" for start, end, low in w.windows[:5]) or "—"
+            when = windows_text(w.windows, lambda window: f"{t(window[0])} – {t(window[1])} (lowest {window[2]})", "—")
             if w.why:
                 when += f"; at the end: {w.why}"
             rows.append(f'<tr data-workload="{esc(w.name)}"><td>{esc(w.name)}</td><td>{w.desired}</td><td>{w.below_s:.1f} s</td><td>{lowest}</td><td>{esc(when)}</td></tr>')
@@ -751,7 +751,7 @@ def _answers(result: RunResult, events: Sequence[Mapping[str, Any]], answers: An
     if answers.services:
         rows = []
         for s in answers.services:
-            windows = "; ".join(f"{t(start)} – {t(end)} ({failed} failed)" for start, end, failed in s.windows[:5]) or "none"
+            windows = windows_text(s.windows, lambda window: f"{t(window[0])} – {t(window[1])} ({window[2]} failed)", "none")
             rows.append(f'<tr data-service="{esc(s.service)}"><td>{esc(s.service)}</td><td>{100 * s.availability:.1f}% of {s.requests}</td><td>{s.down_s:.1f} s</td><td>{s.longest_s:.1f} s</td><td>{esc(windows)}</td></tr>')
         parts.append('<table id="services"><tr><th>Service</th><th>availability</th><th>down</th><th>longest outage</th><th>outage windows</th></tr>' + "".join(rows) + "</table>")
     refused = "".join(f"<li>{row['t']:.1f} s: pod {esc(row['pod'])}, PodDisruptionBudget {esc(row['pdb'])}: {esc(row['reason'])}</li>" for row in answers.refused_evictions[:50])
