@@ -1,0 +1,119 @@
+"""chaoskube.api.fieldpath: structured-merge-diff's non-table tests (merge/conflict_test.go,
+merge/obsolete_versions_test.go) and the fieldsV1 notation (fieldpath/serialize.go)."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from chaoskube.api import fieldpath as fp
+
+
+def P(*elements):
+    return tuple(element if isinstance(element, tuple) else fp.field_element(element) for element in elements)
+
+
+def KBF(*pairs):
+    return fp.key_element(*zip(pairs[0::2], pairs[1::2]))
+
+
+def _two_managers():
+    return {
+        "Bob": fp.VersionedSet(frozenset({P("key"), P("list", KBF("key", "a", "id", 2), "id")}), "v1", False),
+        "Alice": fp.VersionedSet(frozenset({P("value"), P("list", KBF("key", "a", "id", 2), "key")}), "v1", False),
+    }
+
+
+def test_new_from_sets() -> None:
+    """conflict_test.go TestNewFromSets."""
+    got = fp.ConflictError(fp.conflicts_from_managers(_two_managers()))
+    assert str(got) == '''conflicts with "Alice":
+- .value
+- .list[id=2,key="a"].key
+conflicts with "Bob":
+- .key
+- .list[id=2,key="a"].id'''
+
+
+def test_to_set() -> None:
+    """conflict_test.go TestToSet."""
+    conflicts = fp.conflicts_from_managers(_two_managers())
+    assert {conflict.path for conflict in conflicts} == {P("key"), P("value"), P("list", KBF("key", "a", "id", 2), "id"), P("list", KBF("key", "a", "id", 2), "key")}
+
+
+def test_conflicts_from_managers() -> None:
+    """conflict_test.go TestConflictsFromManagers."""
+    got = fp.ConflictError(fp.conflicts_from_managers({"Bob": fp.VersionedSet(frozenset({
+        P("obj", "template", "obj", "list", KBF("name", "a"), "id"), P("obj", "template", "obj", "list", KBF("name", "a"), "key"),
+    }), "v1", False)}))
+    assert str(got) == '''conflicts with "Bob":
+- .obj.template.obj.list[name="a"].id
+- .obj.template.obj.list[name="a"].key'''
+
+
+class _SpecificVersions:
+    """obsolete_versions_test.go specificVersionConverter."""
+
+    def __init__(self, *versions: str) -> None:
+        self.accepted = set(versions)
+
+    def __call__(self, value, from_version, to_version):
+        if to_version not in self.accepted:
+            raise fp.MissingVersion(to_version)
+        return value
+
+
+def test_obsolete_versions() -> None:
+    """obsolete_versions_test.go TestObsoleteVersions: managers at a version that no longer
+    converts are dropped."""
+    schema, ref = fp.deduced_schema()
+    converter = _SpecificVersions("v1", "v2")
+    updater = fp.Updater(schema, lambda version: ref, converter)
+    live, managers = updater.update(None, {"v1": 0}, "v1", {}, "v1")
+    live, managers = updater.update(live, {"v1": 0, "v2": 0}, "v2", managers, "v2")
+    converter.accepted = {"v2", "v3"}
+    live, managers = updater.update(live, {"v1": 0, "v2": 0, "v3": 0}, "v3", managers, "v3")
+    assert {m: (v.set, v.api_version) for m, v in managers.items()} == {"v2": (frozenset({P("v2")}), "v2"), "v3": (frozenset({P("v3")}), "v3")}
+
+
+def test_apply_obsolete_version() -> None:
+    """obsolete_versions_test.go TestApplyObsoleteVersion: a manager's last applied set at
+    a version gone is not pruned."""
+    schema = fp.parse_schema(yaml.safe_load("""types:
+- name: sets
+  map:
+    fields:
+    - name: list
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative"""))
+    converter = _SpecificVersions("v1")
+    updater = fp.Updater(schema, lambda version: fp.TypeRef("sets"), converter)
+    live, managers = updater.apply(None, {"list": ["a", "b", "c", "d"]}, "v1", {}, "apply", False)
+    converter.accepted = {"v2"}
+    new, managers = updater.apply(live, {"list": ["a"]}, "v2", managers, "apply", False)
+    live = live if new is fp.NO_CHANGE else new
+    assert fp.compare(live, {"list": ["a", "b", "c", "d"]}, schema, fp.TypeRef("sets")).empty()
+
+
+def test_fields_v1_notation_round_trips() -> None:
+    """fieldpath/serialize.go: ``f:``, ``k:``, ``v:``, ``i:`` and ``.`` for a member with children."""
+    paths = frozenset({
+        P("metadata", "labels", "app"),
+        P("spec", "containers", KBF("name", "web")),
+        P("spec", "containers", KBF("name", "web"), "image"),
+        P("metadata", "finalizers", fp.value_element("x")),
+        P("list", fp.index_element(0)),
+    })
+    document = fp.fields_v1(paths)
+    assert document == {
+        "f:list": {"i:0": {}},
+        "f:metadata": {"f:finalizers": {'v:"x"': {}}, "f:labels": {"f:app": {}}},
+        "f:spec": {"f:containers": {'k:{"name":"web"}': {".": {}, "f:image": {}}}},
+    }
+    assert fp.set_from_fields_v1(document) == paths
+    assert fp.path_string(P("spec", "containers", KBF("name", "web"), "image")) == '.spec.containers[name="web"].image'
+    with pytest.raises(ValueError):
+        fp.set_from_fields_v1({"x:oops": {}})

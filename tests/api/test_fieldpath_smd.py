@@ -1,0 +1,171 @@
+"""structured-merge-diff's merge table tests, every row, against chaoskube.api.fieldpath.
+
+The rows are transcribed by ``transcribe_smd.py`` into ``data/smd_merge_cases.json`` (source
+commit named in the file); the fixture below is ``internal/fixture/state.go``: operations
+run in order on one live object, then the live object and the managers are compared with
+the row's ``Object`` and ``Managed`` (sets and API versions; ``Difference`` ignores whether
+a manager applied), and no manager may be left with an empty set. Rows this model cannot
+run are listed in ``EXPECTED_FAILURES`` with the reason (strict xfail)."""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from chaoskube.api import fieldpath as fp
+
+DATA = json.loads((Path(__file__).parent / "data" / "smd_merge_cases.json").read_text())
+
+#: (test, row) -> why this model does not pass it.
+EXPECTED_FAILURES: dict[tuple[str, str], str] = {
+    ("TestExtractApply", name): "ExtractApply (typed.ExtractItems: a client extracting its applied configuration from the live object) is not modelled"
+    for table in DATA["tables"] if table["test"] == "TestExtractApply" for name in table["rows"]
+}
+#: Whole tables not runnable here, with the reason.
+TABLE_LIMITS = {
+    "TestMultipleAppliersReliantFieldsConversions": "its converter fails on a missing field by design (Go code, not a table of values)",
+    "TestGranularToAtomicSchemaChanges": "ChangeParser (a schema changing under an object: ReconcileFieldSetWithSchema) is not modelled",
+    "TestAtomicToGranularSchemaChanges": "ChangeParser (a schema changing under an object: ReconcileFieldSetWithSchema) is not modelled",
+    "TestAssociativeListSchemaChanges": "ChangeParser (a schema changing under an object: ReconcileFieldSetWithSchema) is not modelled",
+    "TestPromoteFieldToAssociativeListKey": "ChangeParser (a schema changing under an object: ReconcileFieldSetWithSchema) is not modelled",
+    "TestIgnoredFields": "the table builds its sets with Go code the transcriber does not evaluate",
+}
+
+
+def _fix_tabs(text: str) -> str:
+    """``FixTabsOrDie``: the common leading tabs removed."""
+    lines = text.split("\n")
+    if lines and not lines[0].strip():
+        lines = lines[1:]
+    return textwrap.dedent("\n".join(line.replace("\t", "    ") if not line.strip() else line for line in lines)).replace("\t", "  ")
+
+
+def _load(text: str):
+    return yaml.safe_load(_fix_tabs(text)) if text.strip() else None
+
+
+def _element(text: str) -> tuple:
+    return fp.deserialize_element(text)
+
+
+def _set(paths) -> frozenset:
+    return frozenset(tuple(_element(e) for e in path) for path in paths)
+
+
+def _parser(name: str):
+    if name == "DeducedParser":
+        schema, ref = fp.deduced_schema()
+        return schema, lambda version: ref
+    spec = DATA["parsers"][name]
+    schema = fp.parse_schema(yaml.safe_load(spec["schema"]))
+    root = spec["type"]
+    return schema, (lambda version: fp.TypeRef(root)) if root else (lambda version: fp.TypeRef(version))
+
+
+def _repeating(schema):
+    """``repeatingConverter`` (multiple_appliers_test.go): each key of the YAML form is
+    its first letter repeated N times for version vN; values are dropped."""
+
+    def convert(value, from_version, to_version):
+        if len(to_version) < 2 or to_version[0] != "v" or not to_version[1:].isdigit():
+            raise fp.MissingVersion(to_version)
+        count = int(to_version[1:])
+        text = yaml.safe_dump(value, default_flow_style=False, sort_keys=True)
+        lines = text.split("\n")
+        out = lines[0]
+        for line in lines[1:]:
+            spaces = len(line) - len(line.lstrip(" "))
+            if spaces == 0:
+                break
+            out += f"\n{' ' * spaces}{line[spaces] * count}:"
+        return yaml.safe_load(out)
+
+    return convert
+
+
+def _rows():
+    for table in DATA["tables"]:
+        for name in sorted(table.get("rows") or {}):
+            key = (table["test"], name)
+            marks = []
+            if key in EXPECTED_FAILURES:
+                marks.append(pytest.mark.xfail(strict=True, reason=EXPECTED_FAILURES[key]))
+            yield pytest.param(table, name, id=f"{table['test']}/{name}", marks=marks)
+
+
+def _limited_tables():
+    for table in DATA["tables"]:
+        if "rows" not in table:
+            yield pytest.param(table, id=table["test"])
+
+
+def run_case(table: dict, row: dict) -> None:
+    schema, type_for = _parser(table["parser"])
+    convert = _repeating(schema) if table["converter"].startswith("repeatingConverter") else None
+    filters = row.get("IgnoreFilter") or row.get("IgnoredFields") or {}
+    ignored = {version: _set(spec["exclude"] if isinstance(spec, dict) else spec) for version, spec in filters.items()}
+    updater = fp.Updater(schema, type_for, convert, ignored=ignored, return_input_on_noop=bool(row.get("ReturnInputOnNoop")))
+    live = None
+    live_version = ""
+    managers: dict = {}
+    for index, op in enumerate(row["Ops"]):
+        kind = op["op"]
+        version = op.get("APIVersion", "")
+        if kind not in ("Apply", "ForceApply", "Update"):
+            raise NotImplementedError(kind)
+        if live is not None and live_version and live_version != version:
+            live = updater.convert(live, live_version, version)
+        obj = _load(op["Object"])
+        if kind == "Update":
+            live, managers = updater.update(live, obj, version, managers, op["Manager"])
+        else:
+            try:
+                new, managers = updater.apply(live, obj, version, managers, op["Manager"], kind == "ForceApply")
+            except fp.ConflictError as error:
+                if op.get("Conflicts") is None:
+                    raise AssertionError(f"operation {index}: unexpected conflicts {error}") from None
+                got = {(c.manager, c.path) for c in error.conflicts}
+                want = {(c.get("manager", c.get("Manager")), tuple(_element(e) for e in c.get("path", c.get("Path")))) for c in op["Conflicts"]}
+                assert got == want, f"operation {index}: conflicts {got} != {want}"
+                continue
+            if op.get("Conflicts"):
+                raise AssertionError(f"operation {index}: expected conflicts {op['Conflicts']}, got none")
+            if new is not fp.NO_CHANGE:
+                live = new
+        live_version = version
+    if row.get("Object"):
+        expected = _load(row["Object"])
+        if live_version and row.get("APIVersion") and live_version != row["APIVersion"]:
+            live = updater.convert(live, live_version, row["APIVersion"])
+        comparison = fp.compare(live, expected, schema, type_for(row.get("APIVersion", "")))
+        assert comparison.empty(), f"live {live!r} != expected {expected!r}: {comparison}"
+    if row.get("Managed") is not None:
+        want = {m: (_set(v["set"]), v["apiVersion"]) for m, v in row["Managed"].items()}
+        got = {m: (v.set, v.api_version) for m, v in managers.items()}
+        diff = {m for m in set(want) | set(got) if (m in want) != (m in got) and (want.get(m, (frozenset(),))[0] or got.get(m, (frozenset(),))[0]) or (m in want and m in got and want[m] != got[m])}
+        assert not diff, "managers differ: " + "; ".join(f"{m}: want {fp.set_string(want.get(m, (frozenset(), ''))[0])!r}@{want.get(m, ('', ''))[1]} got {fp.set_string(got.get(m, (frozenset(), ''))[0])!r}@{got.get(m, ('', ''))[1]}" for m in sorted(diff))
+    for manager, entry in managers.items():
+        assert entry.set, f"manager {manager} left with an empty set"
+
+
+#: Tables whose every row must fail (``if test.Test(parser) == nil { t.Fatal("Should fail") }``).
+TABLES_EXPECTING_ERRORS = {"TestDefaultKeysFlatErrors"}
+
+
+@pytest.mark.parametrize(("table", "name"), list(_rows()))
+def test_smd_merge_row(table: dict, name: str) -> None:
+    if table["test"] in TABLES_EXPECTING_ERRORS:
+        with pytest.raises((fp.ListItemError, fp.ConflictError, AssertionError)):
+            run_case(table, table["rows"][name])
+        return
+    run_case(table, table["rows"][name])
+
+
+@pytest.mark.parametrize("table", list(_limited_tables()))
+def test_smd_tables_not_runnable_are_listed(table: dict) -> None:
+    assert table["test"] in TABLE_LIMITS, f"{table['test']}: {table['error']}"

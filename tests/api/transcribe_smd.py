@@ -1,0 +1,157 @@
+"""Transcribes structured-merge-diff's merge table tests (``merge/*_test.go``) into
+``data/smd_merge_cases.json``: every ``tests := map[string]TestCase{...}`` table, row by
+row, with the schema its parser declares. Run by hand against a checkout:
+
+    python tests/api/transcribe_smd.py /path/to/structured-merge-diff COMMIT
+
+The Go literals are rewritten into Python expressions (builders below) and evaluated; no
+row is dropped: a row whose operations this cannot express is written with ``"untranscribable"``
+and the reason, and the test marks it xfail."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+FILES = ["leaf", "set", "key", "nested", "multiple_appliers", "deduced", "default_keys", "duplicates",
+         "field_level_overrides", "preserve_unknown", "schema_change", "ignore", "extract_apply"]
+
+
+def _pe(value):
+    if isinstance(value, str):
+        return "f:" + value
+    return value
+
+
+class _Key:
+    def __init__(self, *pairs):
+        fields = dict(zip(pairs[0::2], pairs[1::2]))
+        self.text = "k:" + json.dumps(dict(sorted(fields.items())), separators=(",", ":"))
+
+
+class _Val:
+    def __init__(self, value):
+        self.text = "v:" + json.dumps(value, separators=(",", ":"))
+
+
+def _P(*elements):
+    out = []
+    for element in elements:
+        if isinstance(element, str):
+            out.append("f:" + element)
+        elif isinstance(element, int):
+            out.append(f"i:{element}")
+        else:
+            out.append(element.text)
+    return out
+
+
+def _NS(*paths):
+    return [list(path) for path in paths]
+
+
+def builders():
+    def op(kind):
+        return lambda **fields: {"op": kind, **fields}
+
+    return {
+        "_P": _P, "_NS": _NS, "_KBF": _Key, "_V": _Val, "_SV": _Val,
+        "Apply": op("Apply"), "ForceApply": op("ForceApply"), "Update": op("Update"), "ExtractApply": op("ExtractApply"),
+        "ChangeParser": op("ChangeParser"),
+        "fieldpath_NewVersionedSet": lambda paths, version, applied: {"set": paths, "apiVersion": version, "applied": applied},
+        "fieldpath_NewSet": _NS, "fieldpath_MakePathOrDie": _P, "fieldpath_APIVersion": lambda text: text,
+        "merge_Conflict": lambda **fields: {"manager": fields["Manager"], "path": fields["Path"]},
+        "fieldpath_NewExcludeSetFilter": lambda paths: {"exclude": paths},
+        "fieldpath_MakePrefixMatcherOrDie": lambda *elements: {"prefix": elements},
+        "TestCase": lambda **fields: fields, "True": True, "False": False, "None": None,
+        "value_NewValueInterface": _Val,
+    }
+
+
+_CALL_TYPES = {"Apply", "ForceApply", "Update", "ExtractApply", "ChangeParser", "merge_Conflict", "TestCase"}
+_LIST_TYPES = {"[]Operation", "merge_Conflicts", "[]interface"}
+
+
+def go_to_python(source: str) -> str:
+    strings: list[str] = []
+
+    def keep(match: re.Match) -> str:
+        text = match.group(0)
+        strings.append(repr(text[1:-1]) if text[0] == "`" else text)
+        return f"__S{len(strings) - 1}__"
+
+    code = re.sub(r'`[^`]*`|"(?:[^"\\\n]|\\.)*"', keep, source)
+    code = re.sub(r"//[^\n]*", "", code)
+    code = re.sub(r"fieldpath\.|merge\.|value\.", lambda m: m.group(0)[:-1] + "_", code)
+    out = ""
+    stack = []
+    for c in code:
+        if c == "{":
+            prefix = re.search(r"((?:\[\])?(?:map\[\w+\])?[A-Za-z_]\w*)\s*$", out)
+            name = prefix.group(1) if prefix else ""
+            if name in _CALL_TYPES:
+                out += "(**{"
+                stack.append("call")
+            elif name in _LIST_TYPES or name.startswith("[]"):
+                out = out[: len(out) - len(name)] + "["
+                stack.append("list")
+            else:
+                if name and re.match(r"(map\[\w+\]\w+|fieldpath_ManagedFields)$", name):
+                    out = out[: len(out) - len(name)]
+                out += "{"
+                stack.append("dict")
+            continue
+        if c == "}":
+            out += {"call": "})", "list": "]", "dict": "}"}[stack.pop()]
+            continue
+        out += c
+    out = re.sub(r"([{,]\s*)([A-Z][A-Za-z]*):", r'\1"\2":', out)
+    out = re.sub(r"\btrue\b", "True", out)
+    out = re.sub(r"\bfalse\b", "False", out)
+    out = re.sub(r"\bnil\b", "None", out)
+    return re.sub(r"__S(\d+)__", lambda m: strings[int(m.group(1))], out)
+
+
+def extract_tables(source: str):
+    """(test function, parser expression, converter, table source) for each table."""
+    for match in re.finditer(r"func (Test\w+)\(t \*testing.T\) \{\n(.*?)\n\}\n", source, re.S):
+        name, body = match.groups()
+        table = re.search(r"tests := (map\[string\]TestCase\{.*?\n\t\})\n", body, re.S)
+        if not table:
+            continue
+        run = re.search(r"test\.(Test|TestWithConverter)\((\w+)(?:, (\w+(?:\{\w+\})?))?\)", body)
+        converter = re.search(r"converter := (\w+)", body)
+        yield name, run.group(2) if run else "", (run.group(3) or (converter.group(1) if converter else "")) if run else "", table.group(1)
+
+
+def extract_parsers(source: str):
+    out = {}
+    for match in re.finditer(r"var (\w+) = func\(\) \*?(?:typed\.)?Parser \{\n\tparser, err := typed\.NewParser\(`(.*?)`\)(.*?)\n\}\(\)", source, re.S):
+        name, schema, rest = match.groups()
+        root = re.search(r'parser\.Type\("(\w+)"\)', rest)
+        out[name] = {"schema": schema, "type": root.group(1) if root else ""}
+    return out
+
+
+def main() -> None:
+    repo, commit = sys.argv[1], sys.argv[2]
+    cases = {"source": f"kubernetes-sigs/structured-merge-diff@{commit} merge/*_test.go", "parsers": {}, "tables": []}
+    env = builders()
+    for stem in FILES:
+        source = subprocess.run(["git", "-C", repo, "show", f"{commit}:merge/{stem}_test.go"], capture_output=True, text=True, check=True).stdout
+        cases["parsers"].update(extract_parsers(source))
+        for test, parser, converter, table in extract_tables(source):
+            python = go_to_python(table)
+            try:
+                rows = eval(python, dict(env))
+            except Exception as error:  # noqa: BLE001 - reported in the data
+                cases["tables"].append({"file": f"merge/{stem}_test.go", "test": test, "error": f"{type(error).__name__}: {error}"})
+                continue
+            cases["tables"].append({"file": f"merge/{stem}_test.go", "test": test, "parser": parser, "converter": converter, "rows": rows})
+    json.dump(cases, sys.stdout, indent=1, sort_keys=True)
+
+
+if __name__ == "__main__":
+    main()
