@@ -518,6 +518,7 @@ class _progress:
             shown = [0]
 
             def line(now: float, planned: float) -> None:
+                planned = max(planned, now)  # a plan that ran over reads 100% of what ran, never "45.0 of 39.0"
                 quarter = min(4, int(4 * now / planned)) if planned else 4
                 if quarter > shown[0]:
                     shown[0] = quarter

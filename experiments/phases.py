@@ -31,6 +31,7 @@ have ended. The driver calls each exactly once, in the order above, unless one r
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -90,13 +91,41 @@ class PhaseRecord:
         return {"recovery_s": round(self.recovery_s, 6)} if self.recovery_s is not None else {}
 
 
-async def drive_phases(host: PhaseHost, phases: Phases, record: PhaseRecord, *, poll_s: tuple[float, float]) -> None:
+#: What a run spends after ``settle`` until ``check``: stopping the workload (its operations
+#: end within their timeouts), as the progress line plans it.
+STOP_ALLOWANCE_S = 2.0
+
+
+def planned_end_s(phases: Phases, boundary: str, now: float) -> float:
+    """When the run is planned to reach ``check``, as known at ``boundary`` reached at
+    ``now``: the phases still ahead, the recovery wait at its deadline (``recovery_s``) until
+    the steady state is back, and :data:`STOP_ALLOWANCE_S`. The boot (``setup`` to
+    ``workload``) takes what it takes, so the plan is made again at every boundary (issue
+    32: a fixed plan of warm-up + faults + settle + 2 s read "100% (45.0 of 39.0 s
+    planned)"); at ``check`` it is ``now``."""
+    ahead = {
+        "setup": phases.warmup_s + phases.faults_s + phases.recovery_s + phases.settle_s + STOP_ALLOWANCE_S,
+        "workload": phases.warmup_s + phases.faults_s + phases.recovery_s + phases.settle_s + STOP_ALLOWANCE_S,
+        "faults": phases.faults_s + phases.recovery_s + phases.settle_s + STOP_ALLOWANCE_S,
+        "heal": phases.recovery_s + phases.settle_s + STOP_ALLOWANCE_S,
+        "recovered": phases.settle_s + STOP_ALLOWANCE_S,
+        "recovery-deadline": phases.settle_s + STOP_ALLOWANCE_S,
+        "stop-workload": STOP_ALLOWANCE_S,
+        "check": 0.0,
+    }
+    return now + ahead[boundary]
+
+
+async def drive_phases(host: PhaseHost, phases: Phases, record: PhaseRecord, *, poll_s: tuple[float, float], plan: Callable[[float], None] | None = None) -> None:
     """Run the phases on ``host``, filling ``record`` as they pass. ``poll_s``: the
-    (shortest, longest) wait between two steady-state probes."""
+    (shortest, longest) wait between two steady-state probes. ``plan``: told the planned
+    end (:func:`planned_end_s`) at every boundary, for a progress line."""
 
     def mark(name: str) -> None:
         record.phases[name] = round(host.now, 6)
         host.record("phase", name=name)
+        if plan is not None:
+            plan(planned_end_s(phases, name, host.now))
 
     mark("setup")
     await host.start()

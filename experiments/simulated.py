@@ -37,7 +37,7 @@ from chaoskube import __version__, gallery
 from chaoskube.checkers.replay import shared_decoding
 from chaoskube.checkers.verdict import Verdict, run_checker, worst
 from chaoskube.experiments.model import Experiment, Phases, experiment_dir
-from chaoskube.experiments.phases import PhaseRecord, drive_phases
+from chaoskube.experiments.phases import PhaseRecord, drive_phases, planned_end_s
 from chaoskube.experiments.probes import ProbeRunner, checker_name, judge_hypothesis_before, judge_probe
 from chaoskube.experiments.reports import write_result
 from chaoskube.experiments.signals import die_with_parent, stopping_now
@@ -246,15 +246,23 @@ class _ProgressReporter:
         self._thread = threading.Thread(target=self._loop, name="chaoskube-progress", daemon=True)
         self._thread.start()
 
+    def replan(self, planned_s: float) -> None:
+        """The planned end, made again at a phase boundary (phases.planned_end_s)."""
+        self.planned_s = planned_s
+
+    def _report(self) -> None:
+        now = self.world.now
+        self.progress(now, max(self.planned_s, now))  # never "45.0 of 39.0 s planned"
+
     def _loop(self) -> None:
         while not self._stop.wait(PROGRESS_EVERY_S):
             with self.lock:
-                self.progress(self.world.now, self.planned_s)
+                self._report()
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
-        self.progress(self.world.now, self.planned_s)
+        self._report()
 
 
 def judge_run(experiment: Experiment, system: System, record: PhaseRecord, world: World) -> dict[str, Verdict]:
@@ -531,7 +539,7 @@ def run_simulated(
     hosts: list[SimulatedHost] = []
     target = RunTarget(seed, out, time.perf_counter(), time.process_time())
     run_log = _RunLog(out)
-    reporter = _ProgressReporter(world, phases.warmup_s + phases.faults_s + phases.settle_s + 2.0, progress) if progress is not None else None
+    reporter = _ProgressReporter(world, planned_end_s(phases, "setup", 0.0), progress) if progress is not None else None
     cache = Path(reference_cache) if reference_cache is not None else None
     reference = _ReferenceFork(cache, boot_seed, reporter.lock if reporter is not None else None) if "differential" in experiment.checkers else None
 
@@ -540,7 +548,7 @@ def run_simulated(
         system.recovery_s = phases.recovery_s  # the liveness deadline after heal (convergence)
         host = SimulatedHost(world, experiment, system, progress, target, fork, run_log, reference)
         hosts.append(host)
-        await drive_phases(host, phases, record, poll_s=STEADY_STATE_POLL_S)
+        await drive_phases(host, phases, record, poll_s=STEADY_STATE_POLL_S, plan=reporter.replan if reporter is not None else None)
 
     interrupted = False
     livelock: Livelock | None = None

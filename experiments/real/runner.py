@@ -39,7 +39,7 @@ import trio
 
 from chaoskube.checkers.verdict import Verdict, run_checker
 from chaoskube.experiments.model import Experiment, ExperimentError
-from chaoskube.experiments.phases import PhaseRecord, drive_phases
+from chaoskube.experiments.phases import PhaseRecord, drive_phases, planned_end_s
 from chaoskube.experiments.real import cluster as real_cluster
 from chaoskube.experiments.real.cluster import REAL_KINDS, RealFault
 from chaoskube.experiments.real.workdir import open_workdir
@@ -189,7 +189,11 @@ class RealHost:
         self.workers = trio.CancelScope()
         self.injector = trio.CancelScope()
         phases = experiment.phases
-        self.planned_s = phases.warmup_s + phases.faults_s + phases.settle_s + 2.0
+        self.planned_s = planned_end_s(phases, "setup", 0.0)
+
+    def replan(self, planned_s: float) -> None:
+        """The planned end, made again at a phase boundary (phases.planned_end_s)."""
+        self.planned_s = planned_s
 
     @property
     def now(self) -> float:
@@ -208,7 +212,7 @@ class RealHost:
         self.nursery.start_soon(self.poller.run)
         self.nursery.start_soon(_flush_every, self.recorder.journal, 0.5)
         if self.progress is not None:
-            self.nursery.start_soon(_report_progress, self.recorder, self.progress, self.planned_s)
+            self.nursery.start_soon(_report_progress, self.recorder, self.progress, self)
 
     async def steady_state(self) -> Verdict:
         return await steady_state(self.http, self.cluster, self.poller, self.workload.timeout_s)
@@ -317,7 +321,7 @@ async def _main(experiment: Experiment, seed: int, options: RealEtcdCluster, wor
         host = RealHost(nursery, experiment, seed, options, workload, recorder, cluster, http, progress)
         state["host"] = host
         try:
-            await drive_phases(host, experiment.phases, state["record"], poll_s=STEADY_STATE_POLL_S)
+            await drive_phases(host, experiment.phases, state["record"], poll_s=STEADY_STATE_POLL_S, plan=host.replan)
         finally:
             state["elapsed_s"] = recorder.now
             with trio.CancelScope(shield=True):
@@ -336,9 +340,12 @@ async def _flush_every(journal: Journal, every_s: float) -> None:
         journal.flush()
 
 
-async def _report_progress(recorder: Recorder, progress: Progress, planned: float) -> None:
+async def _report_progress(recorder: Recorder, progress: Progress, host: RealHost) -> None:
+    """``progress(now, planned)`` every second; ``host.planned_s`` is made again at every
+    phase boundary (phases.planned_end_s) and never reads less than ``now``."""
     while True:
-        progress(recorder.now, planned)
+        now = recorder.now
+        progress(now, max(host.planned_s, now))
         await trio.sleep(1.0)
 
 

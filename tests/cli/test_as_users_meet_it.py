@@ -33,3 +33,22 @@ def test_list_of_a_whole_catalogue_exits_0(in_process):  # noqa: F811
     result = in_process("list")
     assert result.returncode == 0 and "CANNOT LOAD" not in result.stdout and not result.stderr
     assert len(result.stdout.splitlines()) == len(list((ROOT / "experiments" / "catalog").glob("*.yaml")))
+
+
+def test_the_progress_line_never_reads_more_than_was_planned(tmp_path):
+    """Issue 32: a run of etcd-leader-kill printed "100% (45.0 of 39.0 s planned)": the plan
+    left out the boot and the recovery wait. It is now made again at every phase boundary."""
+    import re
+
+    from tests.cli.test_cli import chaoskube
+
+    result = chaoskube("run", "etcd-leader-kill", "--seed", "1", "--out", str(tmp_path / "run"))
+    assert result.returncode == 0, result.stderr
+    lines = [re.fullmatch(r"etcd-leader-kill: (\d+)% \(([\d.]+) of ([\d.]+) s planned\)", line) for line in result.stderr.splitlines() if "planned" in line]
+    assert lines and all(lines), result.stderr
+    shown = [(int(m.group(1)), float(m.group(2)), float(m.group(3))) for m in lines]
+    for percent, now, planned in shown:
+        assert now <= planned and percent <= 100 * now / planned + 1e-9, shown
+    assert [percent for percent, _, _ in shown] == sorted(percent for percent, _, _ in shown)
+    percent, now, planned = shown[-1]
+    assert percent == 100 and now == planned, shown  # the end: all of what ran
