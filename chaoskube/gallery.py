@@ -1139,3 +1139,70 @@ RAFT_TRIGGER_VARIANTS: tuple[Variant, ...] = (
 )
 DETECTION_VARIANTS = DETECTION_VARIANTS + RAFT_TRIGGER_VARIANTS
 VARIANTS.update((variant.name, variant) for variant in RAFT_TRIGGER_VARIANTS)
+
+
+# =========================================================================== the application kinds (issue 35)
+# Bugs of the StatefulSet, Job and CronJob controllers (and of what they rely on), each
+# modelled on a public report and caught by the kind's own oracle (docs/checkers.md):
+# ``statefulset-invariants``, ``job-invariants``, ``cronjob-invariants``.
+
+
+def _recreate_below_partition_at_update() -> Any:
+    """statefulset.versioned_revision that gives every (re)created pod the update revision,
+    whatever the partition: a pod below the partition that is deleted comes back updated,
+    the canary's protection gone (kubernetes/kubernetes#119685, "pod having ordinal number
+    less than partition number is getting updated automatically if pod restart", a 1.27
+    regression; #121534, "Statefulset scales out wrong pods with partition"). Upstream
+    ``newVersionedStatefulSetPod`` keeps ordinals below ``start + partition`` at the
+    current revision; the docs: "even if they are deleted, they will be recreated at the
+    previous version"."""
+
+    def versioned_revision(sts: Any, ordinal: int, current_revision: str, update_revision: str) -> str:
+        return update_revision  # the bug: the partition is not consulted
+
+    return versioned_revision
+
+
+def _taint_manager_force_deletes() -> Any:
+    """TaintEvictionController._add_condition_and_delete that force-deletes (grace 0) the
+    pods of a node tainted NoExecute, as the node controller did before Kubernetes 1.5
+    (kubernetes/kubernetes#35145, fixed by PR #35235 "Node controller to not force delete
+    pods"; PR #66126 proposed it again and was held for this reason): a pod of a node cut
+    off from the control plane leaves the store while its containers still run there, and
+    the StatefulSet controller, free to reuse the name, starts a second pod of the same
+    identity elsewhere -- the split brain the at-most-one guarantee exists to prevent."""
+    from chaoskube.api.objects import Pod
+    from chaoskube.api.protocol import DeleteOptions
+    from chaoskube.client.client import ApiError
+    from chaoskube.controllers.nodelifecycle import with_pod_condition
+    from chaoskube.api.objects import PodCondition
+
+    async def add_condition_and_delete(self: Any, namespace: str, name: str) -> bool | None:
+        try:
+            pod = await self.client.get("pods", namespace, name)
+            assert isinstance(pod, Pod)
+            condition = PodCondition(type="DisruptionTarget", status="True", reason="DeletionByTaintManager", message="Taint manager: deleting due to NoExecute taint")
+            updated = with_pod_condition(pod, condition, self.process.now())
+            if updated is not None:
+                await self.client.update_status(updated)
+            await self.client.delete("pods", namespace, name, options=DeleteOptions(grace_period_seconds=0))  # the bug: a force deletion
+        except ApiError as error:
+            return None if error.code == 404 and not error.ambiguous else False
+        return True
+
+    return add_condition_and_delete
+
+
+APP_VARIANTS: tuple[Variant, ...] = (
+    Variant(
+        "statefulset-recreates-below-partition-at-update-revision", "kube-controller-manager StatefulSet",
+        "a pod below a rolling update's partition that is deleted is recreated at the update revision (kubernetes#119685, #121534)",
+        "statefulset-invariants", "statefulset-partitioned-rollout-under-node-failure", "chaoskube.controllers.statefulset:versioned_revision", _recreate_below_partition_at_update,
+    ),
+    Variant(
+        "taint-manager-force-deletes-unreachable-pods", "kube-controller-manager node lifecycle",
+        "the taint manager force-deletes (grace 0) the pods of an unreachable node, so a StatefulSet starts a second pod of the same identity while the first still runs (kubernetes#35145, PR #35235, PR #66126)",
+        "statefulset-invariants", "statefulset-identity-under-partition", "chaoskube.controllers.nodelifecycle:TaintEvictionController._add_condition_and_delete", _taint_manager_force_deletes,
+    ),
+)
+VARIANTS.update((variant.name, variant) for variant in APP_VARIANTS)

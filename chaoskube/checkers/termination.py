@@ -53,6 +53,8 @@ its endpoints and the convergence checker (the pod never goes away).
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,6 +79,7 @@ class _Deletion:
     deadline_t: float  # the earliest (request time + grace) of any delete
     grace_s: float
     marks: list[dict[str, Any]] = field(default_factory=list)
+    gone_t: float = math.inf  # when the pod left the store (a later pod may reuse its name: a StatefulSet's)
 
 
 def _ready_and_terminating(t: float, key: str, endpoint_slice: dict[str, Any], summary: Any) -> list[tuple[float, str, tuple[Any, ...]]]:
@@ -123,7 +126,9 @@ def check_graceful_termination(events: Sequence[Event], *, endpoint_bound_s: flo
                         found.deadline_t = min(found.deadline_t, change.t + grace)
                         found.grace_s = min(found.grace_s, grace)
                         found.marks.append(change.summary())
-            elif before is not None and not before.get("metadata", {}).get("deletionTimestamp"):
+            elif before is not None and (before.get("metadata", {}).get("uid", "") and (change.key, before["metadata"]["uid"]) in deletions):
+                deletions[(change.key, before["metadata"]["uid"])].gone_t = change.t
+            if after is None and before is not None and not before.get("metadata", {}).get("deletionTimestamp"):
                 forced.add((change.key, before.get("metadata", {}).get("uid", "")))
                 bound = before.get("spec", {}).get("nodeName")
                 terminal = before.get("status", {}).get("phase") in ("Succeeded", "Failed")
@@ -164,6 +169,8 @@ def check_graceful_termination(events: Sequence[Event], *, endpoint_bound_s: flo
         counts["endpoints_checked"] += 1
         bound = deadline_under_leader(deletion.first_t, acting, endpoint_bound_s)
         for row in rows:
+            if row["from"] >= deletion.gone_t:
+                continue  # a later pod of the same name (a StatefulSet recreates its pods by name)
             deadline = bound
             for started, ended in stuck.get(row["slice"], ()):
                 if started <= deadline and ended >= deletion.first_t:

@@ -173,6 +173,20 @@ def _identity_matches(sts: StatefulSet, pod: Pod, ordinal: int) -> bool:
     return pod.metadata.labels.get(POD_NAME_LABEL) == pod.metadata.name and pod.metadata.labels.get(POD_INDEX_LABEL) == str(ordinal)
 
 
+def versioned_revision(sts: StatefulSet, ordinal: int, current_revision: str, update_revision: str) -> str:
+    """``newVersionedStatefulSetPod``'s choice: a RollingUpdate set (re)creates ordinals
+    below ``start + partition`` (without ``rollingUpdate``: below ``start +
+    status.currentReplicas``) at the current revision, the others at the update revision
+    ("even if they are deleted, they will be recreated at the previous version")."""
+    strategy = sts.spec.update_strategy
+    start = sts.spec.ordinals.start if sts.spec.ordinals is not None else 0
+    partition = strategy.rolling_update.partition if strategy.rolling_update is not None and strategy.rolling_update.partition is not None else None
+    keep_current = strategy.type in ("RollingUpdate", "") and (
+        (partition is None and ordinal - start < sts.status.current_replicas) or (partition is not None and ordinal < start + partition)
+    )
+    return current_revision if keep_current else update_revision
+
+
 @dataclass(frozen=True, slots=True)
 class Action:
     """One step of the plan: ``create`` (pod ``ordinal`` at ``revision``, its claims first),
@@ -244,10 +258,7 @@ def plan_stateful_set(
     for ordinal in range(start, start + count):
         pod = replicas.get(ordinal)
         if pod is None:
-            keep_current = strategy.type in ("RollingUpdate", "") and (
-                (partition is None and ordinal - start < sts.status.current_replicas) or (partition is not None and ordinal < partition)
-            )
-            plan.actions.append(Action("create", ordinal, current_revision if keep_current else update_revision, reason="missing"))
+            plan.actions.append(Action("create", ordinal, versioned_revision(sts, ordinal, current_revision, update_revision), reason="missing"))
             if monotonic:
                 return plan
             continue
@@ -280,11 +291,13 @@ def plan_stateful_set(
             return plan
     if strategy.type == "OnDelete":
         return plan
-    minimum = partition if partition is not None else start
+    minimum = start + partition if partition is not None else start  # updateMin: replicas[partition], ordinal start + partition
     for ordinal in range(start + count - 1, minimum - 1, -1):
         pod = replicas.get(ordinal)
         if pod is None:
-            continue
+            # Being created in this sync (upstream puts the new pod in ``replicas`` before the
+            # update loop): not healthy yet, so the update waits for it, as with Parallel.
+            return plan
         if pod.metadata.labels.get(CONTROLLER_REVISION_HASH_LABEL) != update_revision and not _terminating(pod):
             plan.actions.append(Action("delete", ordinal, pod=pod, reason=f"rolling update to {update_revision}"))
             return plan
@@ -470,4 +483,4 @@ class StatefulSetController:
         self.process.world.record("statefulset-pod", statefulset=meta_namespace_key(sts), pod=pod, action=action, reason=reason, controller=self.name)
 
 
-__all__ += ["Plan", "complete_rolling_update", "new_claims"]
+__all__ += ["Plan", "complete_rolling_update", "new_claims", "versioned_revision"]

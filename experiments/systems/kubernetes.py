@@ -33,7 +33,8 @@ Workload options (:class:`KubernetesWorkload`):
   annotation, ``staging/src/k8s.io/kubectl/pkg/polymorphichelpers/objectrestarter.go``),
   ``scale`` (``spec.replicas``), ``drain`` (``kubectl drain --ignore-daemonsets`` by
   :func:`chaoskube.node.kubelet.drain`, of ``node`` or else of the node holding most pods
-  of ``deployment``, first by name on ties), ``uncordon`` and ``delete`` (``kubectl delete
+  of ``deployment``, first by name on ties), ``uncordon``, ``delete-pod`` (``kubectl delete pod``
+  of ``pod``, NAMESPACE/NAME: a graceful deletion) and ``delete`` (``kubectl delete
   --cascade=background|foreground|orphan``: the Deployment with ``propagation``
   Background, Foreground or Orphan; it leaves the steady state at once). Each is journaled
   as a ``workload-step`` event {action, target, outcome}; an API error ends that step only.
@@ -155,6 +156,8 @@ CLUSTER_CHECKERS: dict[str, tuple[str, str, str]] = {
     "differential": ("chaoskube.checkers.differential", "check_differential", "the end state equals a fault-free run's of the same experiment and seed, after normalization, but for differences the faults excuse"),
     # issue 19: security under faults (needs the workload's `tenants`)
     "timing-contracts": ("chaoskube.checkers.timing", "check_timing_contracts", "node monitor grace, NoExecute tolerationSeconds, zone eviction rates, termination grace periods and leader-election lease durations, each within its documented bound"),
+    # issue 35: the application kinds' own guarantees
+    "statefulset-invariants": ("chaoskube.checkers.statefulsets", "check_statefulset_invariants", "at most one running pod per StatefulSet identity (force deletions by users listed), OrderedReady creation and termination order, rolling updates one pod at a time from the highest ordinal within the partition, each pod's claims first"),
     "authorization": ("chaoskube.checkers.authorization", "check_authorization", "no adversarial tenant's forbidden attempt succeeded and no permitted one was refused, by an oracle of the RBAC, Node, NodeRestriction, NamespaceLifecycle and token rules over the policy in the store (cache lag bounded and reported)"),
 }
 
@@ -222,13 +225,14 @@ class WorkloadStep(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, fro
     replaces the built-in Deployments."""
 
     after_s: float
-    action: Literal["rollout", "scale", "drain", "uncordon", "delete"]
+    action: Literal["rollout", "scale", "drain", "uncordon", "delete", "delete-pod"]
     deployment: str = ""
     workload: str = ""
     replicas: int | None = None
     by: int | None = None  # scale: add this many replicas to each selected workload
     node: str = ""
     propagation: Literal["Background", "Foreground", "Orphan"] = "Background"  # delete: kubectl delete --cascade
+    pod: str = ""  # delete-pod: kubectl delete pod NAME (NAMESPACE/NAME, or NAME in default)
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.after_s) and 0 <= self.after_s <= 3600):
@@ -245,6 +249,8 @@ class WorkloadStep(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, fro
             raise ValueError("`drain` needs `node`, `deployment` or `workload` (the node holding most of its pods)")
         if self.action == "uncordon" and not self.node:
             raise ValueError("`uncordon` needs `node`")
+        if self.action == "delete-pod" and not self.pod:
+            raise ValueError("`delete-pod` needs `pod` (NAMESPACE/NAME, or NAME in default)")
         if self.workload:
             parse_workload_selector(self.workload)
 
@@ -798,6 +804,11 @@ class KubernetesSystem(System):
             elif step.action == "uncordon":
                 await cordon(client, step.node, unschedulable=False)
                 outcome = "uncordoned"
+            elif step.action == "delete-pod":  # kubectl delete pod NAME: a graceful deletion (its own grace period)
+                pod_namespace, _, pod_name = step.pod.rpartition("/")
+                target = f"{pod_namespace or 'default'}/{pod_name}"
+                await client.delete("pods", pod_namespace or "default", pod_name)
+                outcome = "deleted"
             elif step.action == "delete":  # kubectl delete KIND NAME --cascade=..., for each workload selected
                 from chaoskube.api.protocol import DeleteOptions
 

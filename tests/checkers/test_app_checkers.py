@@ -1,0 +1,176 @@
+"""The application kinds' oracles (issue 35) on small hand-made journals: each rule
+answers false on the history that breaks it and true (or unknown) on its fixed twin."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from chaoskube.checkers.statefulsets import check_statefulset_invariants, running_intervals
+
+Event = dict[str, Any]
+
+
+class Journal:
+    """A journal built by hand: store writes (``raft-apply``) and other records, in order."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.revision = 0
+
+    def put(self, t: float, resource: str, key: str, value: dict[str, Any]) -> int:
+        self.revision += 1
+        self.events.append({"type": "raft-apply", "t": t, "revision": self.revision, "member": "etcd-1", "events": [["PUT", f"/registry/{resource}/{key}", json.dumps(value), self.revision]]})
+        return self.revision
+
+    def delete(self, t: float, resource: str, key: str) -> None:
+        self.revision += 1
+        self.events.append({"type": "raft-apply", "t": t, "revision": self.revision, "member": "etcd-1", "events": [["DELETE", f"/registry/{resource}/{key}", None, self.revision]]})
+
+    def record(self, t: float, kind: str, **fields: Any) -> None:
+        self.events.append({"type": kind, "t": t, **fields})
+
+
+def stateful_set(replicas: int = 3, *, partition: int | None = None, current: str = "db-a", update: str = "db-a", policy: str = "OrderedReady", claims: bool = True) -> dict[str, Any]:
+    strategy: dict[str, Any] = {"type": "RollingUpdate"}
+    if partition is not None:
+        strategy["rollingUpdate"] = {"partition": partition}
+    spec: dict[str, Any] = {"replicas": replicas, "podManagementPolicy": policy, "updateStrategy": strategy, "selector": {"matchLabels": {"app": "db"}}}
+    if claims:
+        spec["volumeClaimTemplates"] = [{"metadata": {"name": "data"}}]
+    return {"metadata": {"name": "db", "namespace": "default", "uid": "sts-uid", "generation": 1}, "spec": spec,
+            "status": {"currentRevision": current, "updateRevision": update, "observedGeneration": 1}}
+
+
+def stateful_pod(ordinal: int, *, revision: str = "db-a", ready: bool = True, deleting: bool = False, uid: str = "", node: str = "node-1") -> dict[str, Any]:
+    name = f"db-{ordinal}"
+    meta: dict[str, Any] = {"name": name, "namespace": "default", "uid": uid or f"{name}-uid", "labels": {"app": "db", "controller-revision-hash": revision},
+                            "ownerReferences": [{"kind": "StatefulSet", "name": "db", "uid": "sts-uid", "controller": True}]}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {"metadata": meta, "spec": {"nodeName": node, "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": f"data-db-{ordinal}"}}]},
+            "status": {"phase": "Running" if ready else "Pending", "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+def claim(ordinal: int) -> dict[str, Any]:
+    return {"metadata": {"name": f"data-db-{ordinal}", "namespace": "default", "uid": f"claim-{ordinal}"}}
+
+
+def three_members(journal: Journal, *, first_ready: bool = True, **set_fields: Any) -> None:
+    """db-0..db-2 created one after the other, each Ready before the next (or db-0 never Ready)."""
+    journal.put(1.0, "statefulsets", "default/db", stateful_set(**set_fields))
+    for ordinal in range(3):
+        t = 2.0 + 4 * ordinal
+        journal.put(t, "persistentvolumeclaims", f"default/data-db-{ordinal}", claim(ordinal))
+        journal.put(t + 0.1, "pods", f"default/db-{ordinal}", stateful_pod(ordinal, ready=False, node=f"node-{ordinal + 1}"))
+        journal.record(t + 1, "container-start", pod=f"default/db-{ordinal}", node=f"node-{ordinal + 1}", container="db")
+        if ordinal or first_ready:
+            journal.put(t + 1.5, "pods", f"default/db-{ordinal}", stateful_pod(ordinal, node=f"node-{ordinal + 1}"))
+
+
+def test_statefulset_invariants_answer_unknown_without_a_statefulset():
+    assert check_statefulset_invariants([]).valid is None
+
+
+def test_ordered_creation_waits_for_each_predecessor_to_be_running_and_ready():
+    good = Journal()
+    three_members(good)
+    verdict = check_statefulset_invariants(good.events)
+    assert verdict.valid is True, verdict.reason
+    bad = Journal()
+    three_members(bad, first_ready=False)
+    verdict = check_statefulset_invariants(bad.events)
+    assert verdict.valid is False and verdict.details["rule"] == "statefulset-ordered-creation", verdict.reason
+    assert "db-0" in verdict.reason
+
+
+def test_a_pod_created_before_its_claim_is_caught():
+    journal = Journal()
+    journal.put(1.0, "statefulsets", "default/db", stateful_set(replicas=1))
+    journal.put(2.0, "pods", "default/db-0", stateful_pod(0))
+    verdict = check_statefulset_invariants(journal.events)
+    assert verdict.valid is False and verdict.details["rule"] == "statefulset-claim"
+
+
+def test_two_running_copies_of_one_identity_are_caught_unless_a_user_force_deleted_it():
+    def history(force: bool) -> list[Event]:
+        journal = Journal()
+        three_members(journal)
+        # node-1 is cut off: db-0 keeps running there; the pod leaves the store anyway
+        if force:
+            journal.record(40.0, "api-op", client="kubectl", op_id="1.1", phase="invoke", verb="delete", resource="pods", namespace="default", name="db-0", grace_s=0)
+        journal.delete(40.1, "pods", "default/db-0")
+        journal.put(41.0, "pods", "default/db-0", stateful_pod(0, uid="second", node="node-4", ready=False))
+        journal.record(42.0, "container-start", pod="default/db-0", node="node-4", container="db")
+        return journal.events
+
+    verdict = check_statefulset_invariants(history(force=False))
+    assert verdict.valid is False and verdict.details["rule"] == "statefulset-at-most-one", verdict.reason
+    assert "node-1" in verdict.reason and "node-4" in verdict.reason
+    verdict = check_statefulset_invariants(history(force=True))
+    assert verdict.valid is True, verdict.reason
+    assert verdict.details["force_deleted"] and "force deletion" in verdict.reason
+
+
+def test_a_container_stops_with_its_node_and_comes_back_only_if_adopted():
+    journal = Journal()
+    journal.record(1.0, "container-start", pod="default/db-0", node="node-1", container="db")
+    journal.record(5.0, "process", event="kill", process="node-1")
+    journal.record(6.0, "container-start", pod="default/db-0", node="node-2", container="db")
+    journal.record(20.0, "kubelet", event="start", node="node-1", adopted=[])
+    intervals = running_intervals(journal.events)["default/db-0"]
+    assert sorted(intervals) == [(1.0, 5.0, "node-1"), (6.0, float("inf"), "node-2")]
+    journal.record(30.0, "process", event="kill", process="node-2")
+    journal.record(31.0, "kubelet", event="start", node="node-2", adopted=["default/db-0"])
+    journal.record(33.0, "container-exit", pod="default/db-0", node="node-2", container="db", exited_ago_s=1.0)
+    assert sorted(running_intervals(journal.events)["default/db-0"])[-1] == (31.0, 32.0, "node-2")
+
+
+def rolling_delete(journal: Journal, t: float, ordinal: int, *, revision: str) -> None:
+    """The StatefulSet controller deletes db-<ordinal> (marks it), as the journal shows it."""
+    written = journal.put(t, "pods", f"default/db-{ordinal}", stateful_pod(ordinal, revision=revision, deleting=True, node=f"node-{ordinal + 1}"))
+    journal.record(t, "api-request", id="kube-controller-manager-1/controllers/1/9", verb="delete", resource="pods", namespace="default", name=f"db-{ordinal}", code=200, resource_version=str(written))
+    journal.record(t + 0.01, "statefulset-pod", statefulset="default/db", pod=f"db-{ordinal}", action="delete", reason="rolling update")
+
+
+def test_a_rolling_update_respects_the_partition_and_goes_one_pod_at_a_time():
+    base = Journal()
+    three_members(base, partition=1)
+    base.put(30.0, "statefulsets", "default/db", stateful_set(partition=1, current="db-a", update="db-b"))
+    ok = Journal()
+    ok.events, ok.revision = list(base.events), base.revision
+    rolling_delete(ok, 31.0, 2, revision="db-a")
+    assert check_statefulset_invariants(ok.events).valid is True
+    below = Journal()
+    below.events, below.revision = list(base.events), base.revision
+    rolling_delete(below, 31.0, 0, revision="db-a")
+    verdict = check_statefulset_invariants(below.events)
+    assert verdict.valid is False and verdict.details["rule"] == "statefulset-partition", verdict.reason
+    early = Journal()
+    early.events, early.revision = list(base.events), base.revision
+    rolling_delete(early, 31.0, 1, revision="db-a")  # db-2 is not updated yet
+    verdict = check_statefulset_invariants(early.events)
+    assert verdict.valid is False and verdict.details["rule"] == "statefulset-rolling-update", verdict.reason
+
+
+def test_a_pod_recreated_below_the_partition_keeps_the_current_revision():
+    def history(revision: str) -> list[Event]:
+        journal = Journal()
+        three_members(journal, partition=1)
+        journal.put(30.0, "statefulsets", "default/db", stateful_set(partition=1, current="db-a", update="db-b"))
+        journal.delete(50.0, "pods", "default/db-0")
+        journal.put(51.0, "pods", "default/db-0", stateful_pod(0, revision=revision, uid="again", ready=False))
+        return journal.events
+
+    assert check_statefulset_invariants(history("db-a")).valid is True
+    verdict = check_statefulset_invariants(history("db-b"))
+    assert verdict.valid is False and verdict.details["rule"] == "statefulset-partition" and "below the partition" in verdict.reason
+
+
+def test_scale_down_terminates_from_the_highest_ordinal():
+    journal = Journal()
+    three_members(journal)
+    journal.put(30.0, "statefulsets", "default/db", stateful_set(replicas=1))
+    rolling_delete(journal, 31.0, 1, revision="db-a")  # db-2 is still there
+    verdict = check_statefulset_invariants(journal.events)
+    assert verdict.valid is False and verdict.details["rule"] == "statefulset-termination-order", verdict.reason
