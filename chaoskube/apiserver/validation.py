@@ -360,120 +360,548 @@ def _daemon_set(ds: DaemonSet) -> list[str]:
 
 
 # =========================================================================== batch
+#
+# ``pkg/apis/batch/validation/validation.go`` (v1.30), function for function; the options
+# are upstream's ``JobValidationOptions`` (the server passes what the Job strategy passes:
+# prefixed labels on create, elastic Indexed Jobs, mutable scheduling directives only while
+# the Job is suspended and has never started). Tested row by row against upstream's own
+# tables in ``tests/apiserver/test_batch_validation_upstream.py``.
 
 _FAILURE_ACTIONS = ("Count", "FailIndex", "FailJob", "Ignore")
+_EXIT_CODE_OPERATORS = ("In", "NotIn")
+_CONDITION_STATUSES = ("False", "True", "Unknown")
+_POD_REPLACEMENT_POLICIES = ("Failed", "TerminatingOrFailed")
 JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+LEGACY_JOB_UID_LABEL = "controller-uid"
+LEGACY_JOB_NAME_LABEL = "job-name"
+MAX_PARALLELISM_FOR_INDEXED_JOB = 100_000
+MAX_FAILED_INDEXES_FOR_INDEXED_JOB = 100_000
+COMPLETIONS_SOFT_LIMIT = 100_000
+PARALLELISM_LIMIT_FOR_HIGH_COMPLETIONS = 10_000
+MAX_FAILED_INDEXES_LIMIT_FOR_HIGH_COMPLETIONS = 10_000
+MAX_POD_FAILURE_POLICY_RULES = 20
+MAX_POD_FAILURE_POLICY_ON_EXIT_CODES_VALUES = 255
+MAX_POD_FAILURE_POLICY_ON_POD_CONDITIONS_PATTERNS = 20
+MAX_MANAGED_BY_LENGTH = 63
+MAX_SUCCEEDED_INDEXES_BYTES = 64 * 1024
+MAX_SUCCESS_POLICY_RULES = 20
+_QUALIFIED_NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_HTTP_PATH = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+")
+_DNS_1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS_1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_TIME_ZONE_PART = re.compile(r"[A-Za-z.\-_0-9+]{1,14}")
 
 
-def _job_spec(spec: JobSpec, path: str, *, generated_selector: bool) -> list[str]:
-    """``validateJobSpec`` (``pkg/apis/batch/validation/validation.go``)."""
-    causes = []
-    for field, value in (("parallelism", spec.parallelism), ("completions", spec.completions), ("activeDeadlineSeconds", spec.active_deadline_seconds), ("backoffLimit", spec.backoff_limit), ("ttlSecondsAfterFinished", spec.ttl_seconds_after_finished)):
-        causes.extend(_non_negative(f"{path}.{field}", value))
-    if spec.active_deadline_seconds == 0:
-        causes.append(_invalid(f"{path}.activeDeadlineSeconds", 0, "must be greater than or equal to 1"))
-    if spec.completion_mode and spec.completion_mode not in ("NonIndexed", "Indexed"):
-        causes.append(_unsupported(f"{path}.completionMode", spec.completion_mode, ("NonIndexed", "Indexed")))
-    if spec.completion_mode == "Indexed" and spec.completions is None:
-        causes.append(_required(f"{path}.completions", "when completion mode is Indexed"))
-    policy = spec.template.spec.restart_policy
-    if policy not in ("OnFailure", "Never"):
-        if not policy:
-            causes.append(_required(f"{path}.template.spec.restartPolicy", 'valid values: "OnFailure", "Never"'))
+def _omit(path: str, why: str) -> str:
+    """``field.Invalid(path, field.OmitValueType{}, why)``: no value printed."""
+    return f"{path}: Invalid value: {why}"
+
+
+def _quoted_list(values: Iterable[str]) -> str:
+    """Go's ``%q`` of a ``[]string``: ``["a" "b"]``."""
+    return "[" + " ".join(go_value(value) for value in values) + "]"
+
+
+def _int32s(values: list[int]) -> str:
+    return "[]int32{" + ", ".join(str(value) for value in values) + "}"
+
+
+def _go_selector(selector: LabelSelector) -> str:
+    """``%#v`` of a ``metav1.LabelSelector``."""
+    labels = go_value(selector.match_labels) if selector.match_labels else "map[string]string(nil)"
+    expressions = "[]v1.LabelSelectorRequirement(nil)" if not selector.match_expressions else "[]v1.LabelSelectorRequirement{" + ", ".join(
+        f"v1.LabelSelectorRequirement{{Key:{go_value(r.key)}, Operator:{go_value(r.operator)}, Values:{'[]string(nil)' if not r.values else go_value(r.values)}}}" for r in selector.match_expressions) + "}"
+    return f"v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{expressions}}}"
+
+
+def qualified_name_problems(value: str) -> list[str]:
+    """``validation.IsQualifiedName``'s messages (``prefix/name``, the name at most 63)."""
+    problems = []
+    prefix, slash, name = value.rpartition("/")
+    if value.count("/") > 1:
+        return ["a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character "
+                "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+    if slash:
+        if not prefix:
+            problems.append("prefix part must be non-empty")
         else:
-            causes.append(_unsupported(f"{path}.template.spec.restartPolicy", policy, ("OnFailure", "Never")))
-    causes.extend(_pod_spec(spec.template.spec, f"{path}.template.spec"))
-    if generated_selector and spec.selector is not None and not matches(spec.selector, spec.template.metadata.labels):
-        causes.append(_invalid(f"{path}.template.metadata.labels", spec.template.metadata.labels, "`selector` does not match template `labels`"))
-    if spec.pod_failure_policy is not None:
-        if policy != "Never":
-            causes.append(_invalid(f"{path}.template.spec.restartPolicy", policy, 'only "Never" is supported when podFailurePolicy is specified'))
-        for index, rule in enumerate(spec.pod_failure_policy.rules):
-            where = f"{path}.podFailurePolicy.rules[{index}]"
-            if rule.action not in _FAILURE_ACTIONS:
-                causes.append(_unsupported(f"{where}.action", rule.action, _FAILURE_ACTIONS))
-            if rule.action == "FailIndex" and spec.backoff_limit_per_index is None:
-                causes.append(_forbidden(f"{where}.action", "the 'FailIndex' action can only be used when backoffLimitPerIndex is set"))
-            if rule.on_exit_codes is not None and rule.on_pod_conditions:
-                causes.append(_invalid(where, "", "specifying both OnExitCodes and OnPodConditions is not supported"))
-            elif rule.on_exit_codes is None and not rule.on_pod_conditions:
-                causes.append(_invalid(where, "", "specifying one of OnExitCodes and OnPodConditions is required"))
-            if rule.on_exit_codes is not None:
-                codes = rule.on_exit_codes
-                if codes.operator not in ("In", "NotIn"):
-                    causes.append(_unsupported(f"{where}.onExitCodes.operator", codes.operator, ("In", "NotIn")))
-                if not codes.values:
-                    causes.append(_required(f"{where}.onExitCodes.values", "at least one value is required"))
-                if len(codes.values) > 255:
-                    causes.append(f"{where}.onExitCodes.values: Too many: {len(codes.values)}: must have at most 255 items")
-                previous = None
-                for position, code in enumerate(codes.values):
-                    if code == 0 and codes.operator == "In":
-                        causes.append(_invalid(f"{where}.onExitCodes.values[{position}]", 0, "must not be 0 for the In operator"))
-                    if previous is not None and code == previous:
-                        causes.append(f"{where}.onExitCodes.values[{position}]: Duplicate value: {code}")
-                    elif previous is not None and code < previous:
-                        causes.append(_invalid(f"{where}.onExitCodes.values[{position}]", code, "must be ordered"))
-                    previous = code
-            for position, pattern in enumerate(rule.on_pod_conditions):
-                if pattern.status and pattern.status not in ("True", "False", "Unknown"):
-                    causes.append(_unsupported(f"{where}.onPodConditions[{position}].status", pattern.status, ("True", "False", "Unknown")))
+            problems.extend("prefix part " + problem for problem in _subdomain_problems(prefix))
+    if not name:
+        problems.append("name part must be non-empty")
+    elif len(name) > 63:
+        problems.append("name part must be no more than 63 characters")
+    if not _QUALIFIED_NAME_PART.fullmatch(name):
+        problems.append("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character "
+                        "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+    return problems
+
+
+def _subdomain_problems(value: str) -> list[str]:
+    """``validation.IsDNS1123Subdomain``'s messages."""
+    problems = []
+    if len(value) > 253:
+        problems.append("must be no more than 253 characters")
+    if not _DNS_1123_SUBDOMAIN.fullmatch(value):
+        problems.append("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character "
+                        "(e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+    return problems
+
+
+def _domain_prefixed_path(path: str, value: str) -> list[str]:
+    """``validation.IsDomainPrefixedPath``."""
+    host, slash, rest = value.partition("/")
+    if not slash or not host or not rest:
+        return [_invalid(path, value, 'must be a domain-prefixed path (such as "acme.io/foo")')]
+    causes = [_invalid(path, host, problem) for problem in _subdomain_problems(host)]
+    if not _HTTP_PATH.fullmatch(rest):
+        causes.append(_invalid(path, rest, "Invalid path must match the regex [A-Za-z0-9/\\-._~%!$&'()*+,;=:]+ (e.g. '/', or '/foo')"))
     return causes
 
 
-def _job(job: Job) -> list[str]:
-    causes = _job_spec(job.spec, "spec", generated_selector=True)
-    if job.spec.selector is None:
-        causes.append(_required("spec.selector"))
-    return causes
+def _has_label(labels: Mapping[str, str], path: str, key: str, expected: str) -> list[str]:
+    """``ValidateHasLabel``."""
+    if key not in labels:
+        return [_required(f"{path}.labels[{key}]", f"must be '{expected}'")]
+    if labels[key] != expected:
+        return [_invalid(f"{path}.labels[{key}]", dict(labels), f"must be '{expected}'")]
+    return []
 
 
-def _job_update(old: Job, new: Job) -> list[str]:
-    """``ValidateJobSpecUpdate``: selector, template (unless suspended), completions (unless
-    Indexed elastic scaling) and completionMode are immutable."""
+def _validate_generated_selector(job: Job, require_prefixed_labels: bool) -> list[str]:
+    """``validateGeneratedSelector``: unless ``manualSelector``, the pod template carries the
+    Job's uid and name labels and the selector selects exactly those."""
+    if job.spec.manual_selector or job.spec.selector is None:
+        return []
     causes = []
-    if msgspec.json.encode(old.spec.selector) != msgspec.json.encode(new.spec.selector):
+    uid, name = job.metadata.uid, job.metadata.name
+    if not uid:
+        causes.append(_required("metadata.uid"))
+    labels = job.spec.template.metadata.labels
+    where = "spec.template.metadata"
+    causes += _has_label(labels, where, LEGACY_JOB_UID_LABEL, uid) + _has_label(labels, where, LEGACY_JOB_NAME_LABEL, name)
+    expected = {}
+    if require_prefixed_labels:
+        causes += _has_label(labels, where, JOB_UID_LABEL, uid) + _has_label(labels, where, JOB_NAME_LABEL, name)
+        expected = {JOB_UID_LABEL: uid, JOB_NAME_LABEL: name}
+    expected.update({LEGACY_JOB_UID_LABEL: uid, LEGACY_JOB_NAME_LABEL: name})
+    if not matches(job.spec.selector, expected):
+        causes.append(f"spec.selector: Invalid value: {_go_selector(job.spec.selector)}: `selector` not auto-generated")
+    return causes
+
+
+def validate_indexes_format(text: str, completions: int) -> tuple[int, str | None]:
+    """``validateIndexesFormat``: (number of indexes, error message or None)."""
+    if not text:
+        return 0, None
+    last: int | None = None
+    total = 0
+    for interval in text.split(","):
+        low, high, error = _parse_index_interval(interval, completions)
+        if error is not None:
+            return 0, error
+        if last is not None and last >= low:
+            return 0, f"non-increasing order, previous: {last}, current: {low}"
+        total += high - low + 1
+        last = high
+    return total, None
+
+
+def _atoi(text: str) -> int | None:
+    """Go's ``strconv.Atoi`` (64-bit): None where it errs (syntax, or out of range)."""
+    if not re.fullmatch(r"[+-]?[0-9]+", text) or len(text.lstrip("+-").lstrip("0")) > 19:
+        return None
+    number = int(text)
+    return number if -(1 << 63) <= number < (1 << 63) else None
+
+
+def _parse_index_interval(text: str, completions: int) -> tuple[int, int, str | None]:
+    """``parseIndexInterval``."""
+    limits = text.split("-")
+    if len(limits) > 2:
+        return 0, 0, f"the fragment {go_value(text)} violates the requirement that an index interval can have at most two parts separated by '-'"
+    low = _atoi(limits[0])
+    if low is None:
+        return 0, 0, f"cannot convert string to integer for index: {go_value(limits[0])}"
+    if low >= completions:
+        return 0, 0, f"too large index: {go_value(limits[0])}"
+    if len(limits) == 1:
+        return low, low, None
+    high = _atoi(limits[1])
+    if high is None:
+        return 0, 0, f"cannot convert string to integer for index: {go_value(limits[1])}"
+    if high >= completions:
+        return 0, 0, f"too large index: {go_value(limits[1])}"
+    if low >= high:
+        return 0, 0, f"non-increasing order, previous: {low}, current: {high}"
+    return low, high, None
+
+
+def validate_failed_indexes_not_overlap_completed(completed: str, failed: str, completions: int) -> str | None:
+    """``validateFailedIndexesNotOverlapCompleted``: intervals that do not parse are skipped
+    (their format is reported elsewhere)."""
+    if not completed or not failed:
+        return None
+    completed_intervals, failed_intervals = completed.split(","), failed.split(",")
+    c_pos = f_pos = 0
+    c_low, c_high, c_error = _parse_index_interval(completed_intervals[0], completions)
+    f_low, f_high, f_error = _parse_index_interval(failed_intervals[0], completions)
+    while c_pos < len(completed_intervals) and f_pos < len(failed_intervals):
+        if c_error is not None or (f_error is None and c_low <= f_low and not (c_low <= f_high and f_low <= c_high)):
+            c_pos += 1
+            if c_pos < len(completed_intervals):
+                c_low, c_high, c_error = _parse_index_interval(completed_intervals[c_pos], completions)
+        elif f_error is not None or not (c_low <= f_high and f_low <= c_high):
+            f_pos += 1
+            if f_pos < len(failed_intervals):
+                f_low, f_high, f_error = _parse_index_interval(failed_intervals[f_pos], completions)
+        else:
+            return f"failedIndexes and completedIndexes overlap at index: {max(c_low, f_low)}"
+    return None
+
+
+def _success_policy_value(policy: Mapping[str, Any]) -> str:
+    rules = policy.get("rules") or []
+    inner = ", ".join("batch.SuccessPolicyRule{...}" for _ in rules)
+    return f"batch.SuccessPolicy{{Rules:[]batch.SuccessPolicyRule{{{inner}}}}}"
+
+
+def _validate_success_policy(spec: JobSpec, path: str) -> list[str]:
+    """``validateSuccessPolicy`` and ``validateSuccessPolicyRule``."""
+    assert spec.success_policy is not None
+    causes = []
+    rules = spec.success_policy.get("rules") or []
+    if not rules:
+        causes.append(_required(f"{path}.rules", "at least one rules must be specified when the successPolicy is specified"))
+    if len(rules) > MAX_SUCCESS_POLICY_RULES:
+        causes.append(f"{path}.rules: Too many: {len(rules)}: must have at most {MAX_SUCCESS_POLICY_RULES} items")
+    completions = spec.completions or 0
+    for index, rule in enumerate(rules):
+        where = f"{path}.rules[{index}]"
+        count, indexes = rule.get("succeededCount"), rule.get("succeededIndexes")
+        if count is None and indexes is None:
+            causes.append(_required(where, "at least one of succeededCount or succeededIndexes must be specified"))
+        total = 0
+        if indexes is not None:
+            if len(indexes) > MAX_SUCCEEDED_INDEXES_BYTES:
+                causes.append(f"{where}.succeededIndexes: Too long: must have at most {MAX_SUCCEEDED_INDEXES_BYTES} bytes")
+            total, error = validate_indexes_format(indexes, completions)
+            if error is not None:
+                causes.append(_invalid(f"{where}.succeededIndexes", indexes, f"error parsing succeededIndexes: {error}"))
+        if count is not None:
+            causes.extend(_non_negative(f"{where}.succeededCount", count))
+            if count > completions:
+                causes.append(_invalid(f"{where}.succeededCount", count, f"must be less than or equal to {completions} (the number of specified completions)"))
+            if indexes is not None and count > total:
+                causes.append(_invalid(f"{where}.succeededCount", count, f"must be less than or equal to {total} (the number of indexes in the specified succeededIndexes field)"))
+    return causes
+
+
+def _validate_pod_failure_policy(spec: JobSpec, path: str) -> list[str]:
+    """``validatePodFailurePolicy`` and its rules."""
+    assert spec.pod_failure_policy is not None
+    causes = []
+    rules_path = f"{path}.rules"
+    rules = spec.pod_failure_policy.rules
+    if len(rules) > MAX_POD_FAILURE_POLICY_RULES:
+        causes.append(f"{rules_path}: Too many: {len(rules)}: must have at most {MAX_POD_FAILURE_POLICY_RULES} items")
+    containers = {c.name for c in spec.template.spec.containers} | {c.name for c in spec.template.spec.init_containers}
+    for index, rule in enumerate(rules):
+        where = f"{rules_path}[{index}]"
+        if rule.action == "":
+            causes.append(_required(f"{where}.action", f"valid values: {_quoted_list(_FAILURE_ACTIONS)}"))
+        elif rule.action == "FailIndex":
+            if spec.backoff_limit_per_index is None:
+                causes.append(_invalid(f"{where}.action", rule.action, "requires the backoffLimitPerIndex to be set"))
+        elif rule.action not in _FAILURE_ACTIONS:
+            causes.append(_unsupported(f"{where}.action", rule.action, _FAILURE_ACTIONS))
+        if rule.on_exit_codes is not None:
+            codes, codes_path = rule.on_exit_codes, f"{where}.onExitCodes"
+            if codes.operator == "":
+                causes.append(_required(f"{codes_path}.operator", f"valid values: {_quoted_list(_EXIT_CODE_OPERATORS)}"))
+            elif codes.operator not in _EXIT_CODE_OPERATORS:
+                causes.append(_unsupported(f"{codes_path}.operator", codes.operator, _EXIT_CODE_OPERATORS))
+            if codes.container_name is not None and codes.container_name not in containers:
+                causes.append(_invalid(f"{codes_path}.containerName", codes.container_name, "must be one of the container or initContainer names in the pod template"))
+            if not codes.values:
+                causes.append(f"{codes_path}.values: Invalid value: {_int32s(codes.values)}: at least one value is required")
+            elif len(codes.values) > MAX_POD_FAILURE_POLICY_ON_EXIT_CODES_VALUES:
+                causes.append(f"{codes_path}.values: Too many: {len(codes.values)}: must have at most {MAX_POD_FAILURE_POLICY_ON_EXIT_CODES_VALUES} items")
+            ordered, seen = True, set()
+            for position, code in enumerate(codes.values):
+                if codes.operator == "In" and code == 0:
+                    causes.append(_invalid(f"{codes_path}.values[{position}]", 0, "must not be 0 for the In operator"))
+                if code in seen:
+                    causes.append(f"{codes_path}.values[{position}]: Duplicate value: {code}")
+                seen.add(code)
+                if position > 0 and codes.values[position - 1] > code:
+                    ordered = False
+            if not ordered:
+                causes.append(f"{codes_path}.values: Invalid value: {_int32s(codes.values)}: must be ordered")
+        if rule.on_pod_conditions:
+            patterns_path = f"{where}.onPodConditions"
+            if len(rule.on_pod_conditions) > MAX_POD_FAILURE_POLICY_ON_POD_CONDITIONS_PATTERNS:
+                causes.append(f"{patterns_path}: Too many: {len(rule.on_pod_conditions)}: must have at most {MAX_POD_FAILURE_POLICY_ON_POD_CONDITIONS_PATTERNS} items")
+            for position, pattern in enumerate(rule.on_pod_conditions):
+                causes.extend(_invalid(f"{patterns_path}[{position}].type", pattern.type, problem) for problem in qualified_name_problems(pattern.type))
+                if pattern.status == "":
+                    causes.append(_required(f"{patterns_path}[{position}].status", f"valid values: {_quoted_list(_CONDITION_STATUSES)}"))
+                elif pattern.status not in _CONDITION_STATUSES:
+                    causes.append(_unsupported(f"{patterns_path}[{position}].status", pattern.status, _CONDITION_STATUSES))
+        if rule.on_exit_codes is not None and rule.on_pod_conditions:
+            causes.append(_omit(where, "specifying both OnExitCodes and OnPodConditions is not supported"))
+        if rule.on_exit_codes is None and not rule.on_pod_conditions:
+            causes.append(_omit(where, "specifying one of OnExitCodes and OnPodConditions is required"))
+    return causes
+
+
+def _job_spec_fields(spec: JobSpec, path: str) -> list[str]:
+    """``validateJobSpec``: the spec without the selector rules."""
+    causes = []
+    for field, value in (("parallelism", spec.parallelism), ("completions", spec.completions), ("activeDeadlineSeconds", spec.active_deadline_seconds),
+                         ("backoffLimit", spec.backoff_limit), ("ttlSecondsAfterFinished", spec.ttl_seconds_after_finished), ("backoffLimitPerIndex", spec.backoff_limit_per_index)):
+        causes.extend(_non_negative(f"{path}.{field}", value))
+    if spec.max_failed_indexes is not None:
+        causes.extend(_non_negative(f"{path}.maxFailedIndexes", spec.max_failed_indexes))
+        if spec.backoff_limit_per_index is None:
+            causes.append(_required(f"{path}.backoffLimitPerIndex", "when maxFailedIndexes is specified"))
+    if spec.managed_by is not None:
+        causes.extend(_domain_prefixed_path(f"{path}.managedBy", spec.managed_by))
+        if len(spec.managed_by) > MAX_MANAGED_BY_LENGTH:
+            causes.append(f"{path}.managedBy: Too long: may not be longer than {MAX_MANAGED_BY_LENGTH}")
+    if spec.completion_mode is not None:
+        if spec.completion_mode not in ("NonIndexed", "Indexed"):
+            causes.append(_unsupported(f"{path}.completionMode", spec.completion_mode, ("NonIndexed", "Indexed")))
+        if spec.completion_mode == "Indexed":
+            if spec.completions is None:
+                causes.append(_required(f"{path}.completions", "when completion mode is Indexed"))
+            if spec.parallelism is not None and spec.parallelism > MAX_PARALLELISM_FOR_INDEXED_JOB:
+                causes.append(_invalid(f"{path}.parallelism", spec.parallelism, f"must be less than or equal to {MAX_PARALLELISM_FOR_INDEXED_JOB} when completion mode is Indexed"))
+            if spec.completions is not None and spec.max_failed_indexes is not None and spec.max_failed_indexes > spec.completions:
+                causes.append(_invalid(f"{path}.maxFailedIndexes", spec.max_failed_indexes, "must be less than or equal to completions"))
+            if spec.max_failed_indexes is not None and spec.max_failed_indexes > MAX_FAILED_INDEXES_FOR_INDEXED_JOB:
+                causes.append(_invalid(f"{path}.maxFailedIndexes", spec.max_failed_indexes, f"must be less than or equal to {MAX_FAILED_INDEXES_FOR_INDEXED_JOB}"))
+            if spec.completions is not None and spec.completions > COMPLETIONS_SOFT_LIMIT and spec.backoff_limit_per_index is not None:
+                if spec.max_failed_indexes is None:
+                    causes.append(_required(f"{path}.maxFailedIndexes", f"must be specified when completions is above {COMPLETIONS_SOFT_LIMIT}"))
+                if spec.parallelism is not None and spec.parallelism > PARALLELISM_LIMIT_FOR_HIGH_COMPLETIONS:
+                    causes.append(_invalid(f"{path}.parallelism", spec.parallelism,
+                                           f"must be less than or equal to {PARALLELISM_LIMIT_FOR_HIGH_COMPLETIONS} when completions are above {COMPLETIONS_SOFT_LIMIT} and used with backoff limit per index"))
+                if spec.max_failed_indexes is not None and spec.max_failed_indexes > MAX_FAILED_INDEXES_LIMIT_FOR_HIGH_COMPLETIONS:
+                    causes.append(_invalid(f"{path}.maxFailedIndexes", spec.max_failed_indexes,
+                                           f"must be less than or equal to {MAX_FAILED_INDEXES_LIMIT_FOR_HIGH_COMPLETIONS} when completions are above {COMPLETIONS_SOFT_LIMIT} and used with backoff limit per index"))
+    if spec.completion_mode in (None, "NonIndexed"):
+        if spec.backoff_limit_per_index is not None:
+            causes.append(_invalid(f"{path}.backoffLimitPerIndex", spec.backoff_limit_per_index, "requires indexed completion mode"))
+        if spec.max_failed_indexes is not None:
+            causes.append(_invalid(f"{path}.maxFailedIndexes", spec.max_failed_indexes, "requires indexed completion mode"))
+    if spec.pod_failure_policy is not None:
+        causes.extend(_validate_pod_failure_policy(spec, f"{path}.podFailurePolicy"))
+    if spec.success_policy is not None:
+        if spec.completion_mode != "Indexed":
+            causes.append(f"{path}.successPolicy: Invalid value: {_success_policy_value(spec.success_policy)}: requires indexed completion mode")
+        else:
+            causes.extend(_validate_success_policy(spec, f"{path}.successPolicy"))
+    if spec.pod_replacement_policy is not None:
+        if spec.pod_failure_policy is not None:
+            if spec.pod_replacement_policy != "Failed":
+                causes.append(_unsupported(f"{path}.podReplacementPolicy", spec.pod_replacement_policy, ("Failed",)))
+        elif spec.pod_replacement_policy not in _POD_REPLACEMENT_POLICIES:
+            causes.append(_unsupported(f"{path}.podReplacementPolicy", spec.pod_replacement_policy, _POD_REPLACEMENT_POLICIES))
+    causes.extend(_pod_spec(spec.template.spec, f"{path}.template.spec"))
+    policy = spec.template.spec.restart_policy
+    if policy in ("Always", ""):
+        causes.append(_required(f"{path}.template.spec.restartPolicy", 'valid values: "OnFailure", "Never"'))
+    elif policy not in ("OnFailure", "Never"):
+        causes.append(_unsupported(f"{path}.template.spec.restartPolicy", policy, ("OnFailure", "Never")))
+    elif spec.pod_failure_policy is not None and policy != "Never":
+        causes.append(_invalid(f"{path}.template.spec.restartPolicy", policy, 'only "Never" is supported when podFailurePolicy is specified'))
+    return causes
+
+
+def _job_spec(spec: JobSpec, path: str) -> list[str]:
+    """``ValidateJobSpec``: the fields, a selector, and a template the selector selects."""
+    causes = _job_spec_fields(spec, path)
+    if spec.selector is None:
+        causes.append(_required(f"{path}.selector"))
+    elif not matches(spec.selector, spec.template.metadata.labels):
+        causes.append(_invalid(f"{path}.template.metadata.labels", spec.template.metadata.labels, "`selector` does not match template `labels`"))
+    return causes
+
+
+def validate_job(job: Job, *, require_prefixed_labels: bool = False) -> list[str]:
+    """``ValidateJob`` (the server passes ``require_prefixed_labels=True``, as the Job
+    strategy does on create)."""
+    causes = _metadata(job)
+    causes += _validate_generated_selector(job, require_prefixed_labels)
+    causes += _job_spec(job.spec, "spec")
+    if job.spec.completion_mode == "Indexed" and job.spec.completions is not None and job.spec.completions > 0:
+        hostname = f"{job.metadata.name}-{job.spec.completions - 1}"
+        if len(hostname) > 63 or not _DNS_1123_LABEL.fullmatch(hostname):
+            causes.append(_invalid("metadata.name", job.metadata.name, f"will not able to create pod with invalid DNS label: {hostname}"))
+    return causes
+
+
+def _encoded(value: object) -> bytes:
+    return msgspec.json.encode(value)
+
+
+def _template_update(new: JobSpec, old: JobSpec, path: str, allow_mutable_scheduling_directives: bool) -> list[str]:
+    """``validatePodTemplateUpdate``: the template is immutable, but for the scheduling
+    directives (node affinity, node selector, tolerations, labels, annotations, scheduling
+    gates) while the Job is suspended and has never started."""
+    template, old_template = new.template, old.template
+    if allow_mutable_scheduling_directives:
+        new_affinity, old_affinity = template.spec.affinity, old_template.spec.affinity
+        if new_affinity is None and old_affinity is not None:
+            old_affinity = msgspec.structs.replace(old_affinity, node_affinity=None)
+            if old_affinity == type(old_affinity)():
+                old_affinity = None
+        elif new_affinity is not None and old_affinity is None:
+            old_affinity = type(new_affinity)(node_affinity=new_affinity.node_affinity)
+        elif new_affinity is not None and old_affinity is not None:
+            old_affinity = msgspec.structs.replace(old_affinity, node_affinity=new_affinity.node_affinity)
+        old_template = msgspec.structs.replace(
+            old_template,
+            metadata=msgspec.structs.replace(old_template.metadata, labels=template.metadata.labels, annotations=template.metadata.annotations),
+            spec=msgspec.structs.replace(old_template.spec, affinity=old_affinity, node_selector=template.spec.node_selector, tolerations=template.spec.tolerations,
+                                         scheduling_gates=template.spec.scheduling_gates),
+        )
+    if _encoded(template) != _encoded(old_template):
+        return [_immutable(f"{path}.template", "")]
+    return []
+
+
+def _completions_update(new: JobSpec, old: JobSpec, path: str, allow_elastic_indexed_jobs: bool) -> list[str]:
+    """``validateCompletions``: immutable, but an Indexed Job's may change together with
+    parallelism (elastic Indexed Jobs)."""
+    if not allow_elastic_indexed_jobs or new.completion_mode != "Indexed":
+        return [] if new.completions == old.completions else [_immutable(path, new.completions)]
+    if new.completions == old.completions or new.completions is None:
+        return []
+    if new.completions != new.parallelism:
+        return [_invalid(path, new.completions, "can only be modified in tandem with spec.parallelism")]
+    return []
+
+
+def validate_job_update(new: Job, old: Job, *, allow_mutable_scheduling_directives: bool = False, allow_elastic_indexed_jobs: bool = False) -> list[str]:
+    """``ValidateJobUpdate``: the spec as on create (without the generated-selector rules)
+    and the immutable fields."""
+    causes = _metadata(new)
+    spec, old_spec = new.spec, old.spec
+    causes += _job_spec(spec, "spec")
+    causes += _completions_update(spec, old_spec, "spec.completions", allow_elastic_indexed_jobs)
+    if _encoded(spec.selector) != _encoded(old_spec.selector):
         causes.append(_immutable("spec.selector", ""))
-    if not (old.spec.suspend or False) and msgspec.json.encode(old.spec.template) != msgspec.json.encode(new.spec.template):
-        causes.append(_immutable("spec.template", ""))
-    if old.spec.completions != new.spec.completions and old.spec.completion_mode != "Indexed":
-        causes.append(_immutable("spec.completions", new.spec.completions))
-    if old.spec.completion_mode != new.spec.completion_mode:
-        causes.append(_immutable("spec.completionMode", new.spec.completion_mode))
+    causes += _template_update(spec, old_spec, "spec", allow_mutable_scheduling_directives)
+    for field, value, old_value in (("completionMode", spec.completion_mode, old_spec.completion_mode), ("podFailurePolicy", spec.pod_failure_policy, old_spec.pod_failure_policy),
+                                    ("backoffLimitPerIndex", spec.backoff_limit_per_index, old_spec.backoff_limit_per_index), ("managedBy", spec.managed_by, old_spec.managed_by),
+                                    ("successPolicy", spec.success_policy, old_spec.success_policy)):
+        if _encoded(value) != _encoded(old_value):
+            causes.append(_immutable(f"spec.{field}", value if isinstance(value, (str, int)) else ""))
+    return causes
+
+
+def validate_job_update_status(new: Job, old: Job) -> list[str]:
+    """``ValidateJobUpdateStatus`` with the options all off (the status strategy's
+    stricter checks of finished Jobs are not modelled): counts not negative, uncounted pod
+    uids not empty and not repeated."""
+    status = new.status
+    causes = []
+    for field, value in (("active", status.active), ("succeeded", status.succeeded), ("failed", status.failed), ("ready", status.ready), ("terminating", status.terminating)):
+        causes.extend(_non_negative(f"status.{field}", value))
+    if status.uncounted_terminated_pods is not None:
+        seen: set[str] = set()
+        for group in ("succeeded", "failed"):
+            for index, uid in enumerate(getattr(status.uncounted_terminated_pods, group)):
+                where = f"status.uncountedTerminatedPods.{group}[{index}]"
+                if uid == "":
+                    causes.append(_invalid(where, uid, "must not be empty"))
+                elif uid in seen:
+                    causes.append(f"{where}: Duplicate value: {go_value(uid)}")
+                else:
+                    seen.add(uid)
     return causes
 
 
 _CONCURRENCY = ("Allow", "Forbid", "Replace")
 
 
-def _cron_job(cron: CronJob) -> list[str]:
-    """``ValidateCronJobCreate``: name length, schedule (parsed as the controller parses
-    it, ``TZ=`` forbidden), timeZone, concurrencyPolicy, deadlines, history limits, and the
-    job template as a Job spec."""
+def validate_time_zone(time_zone: str | None, path: str) -> list[str]:
+    """``validateTimeZone``: an IANA name (not ``Local``) that loads."""
+    if time_zone is None:
+        return []
+    if time_zone == "":
+        return [_invalid(path, time_zone, "timeZone must be nil or non-empty string")]
+    for part in time_zone.split("/"):
+        if part in (".", "..") or part.startswith("-") or not _TIME_ZONE_PART.fullmatch(part):
+            return [_invalid(path, time_zone, f"unknown time zone {time_zone}")]
     causes = []
+    if time_zone.lower() == "local":
+        causes.append(_invalid(path, time_zone, "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones"))
+    if not valid_time_zone(time_zone) or time_zone != "Local" and time_zone.lower() == "local":
+        causes.append(_invalid(path, time_zone, f"unknown time zone {time_zone}"))
+    return causes
+
+
+def _schedule_format(schedule: str, allow_tz_in_schedule: bool, time_zone: str | None, path: str) -> list[str]:
+    """``validateScheduleFormat``: robfig's ParseStandard, and ``TZ=`` refused (kept on an
+    update of a schedule that had it, unless timeZone is set too)."""
+    causes = []
+    try:
+        parse_schedule(schedule)
+    except ScheduleError as error:
+        causes.append(_invalid(path, schedule, str(error)))
+    if allow_tz_in_schedule and "TZ" in schedule and time_zone is not None:
+        causes.append(_invalid(path, schedule, "cannot use both timeZone field and TZ or CRON_TZ in schedule"))
+    elif not allow_tz_in_schedule and "TZ" in schedule:
+        causes.append(_invalid(path, schedule, "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"))
+    return causes
+
+
+def _job_template_spec(template: Any, path: str) -> list[str]:
+    """``ValidateJobTemplateSpec``: the Job spec; the selector is generated, so none given."""
+    causes = _job_spec_fields(template.spec, f"{path}.spec")
+    if template.spec.selector is not None:
+        causes.append(f"{path}.spec.selector: Invalid value: {_go_selector(template.spec.selector)}: `selector` will be auto-generated")
+    if template.spec.manual_selector:
+        causes.append(f'{path}.spec.manualSelector: Unsupported value: true: supported values: "nil", "false"')
+    return causes
+
+
+def validate_cron_job_spec(spec: Any, old_spec: Any | None, path: str) -> list[str]:
+    """``validateCronJobSpec`` (``old_spec`` None on create)."""
+    causes = []
+    if not spec.schedule:
+        causes.append(_required(f"{path}.schedule"))
+    else:
+        allow_tz = old_spec is not None and "TZ" in old_spec.schedule
+        causes += _schedule_format(spec.schedule, allow_tz, spec.time_zone, f"{path}.schedule")
+    causes += _non_negative(f"{path}.startingDeadlineSeconds", spec.starting_deadline_seconds)
+    if old_spec is None or old_spec.time_zone != spec.time_zone:
+        causes += validate_time_zone(spec.time_zone, f"{path}.timeZone")
+    if spec.concurrency_policy == "":
+        causes.append(_required(f"{path}.concurrencyPolicy"))
+    elif spec.concurrency_policy not in _CONCURRENCY:
+        causes.append(_unsupported(f"{path}.concurrencyPolicy", spec.concurrency_policy, _CONCURRENCY))
+    causes += _job_template_spec(spec.job_template, f"{path}.jobTemplate")
+    causes += _non_negative(f"{path}.successfulJobsHistoryLimit", spec.successful_jobs_history_limit)
+    causes += _non_negative(f"{path}.failedJobsHistoryLimit", spec.failed_jobs_history_limit)
+    return causes
+
+
+def validate_cron_job_create(cron: CronJob) -> list[str]:
+    """``ValidateCronJobCreate``: the metadata, the spec, and a name short enough for the
+    Jobs' (``<name>-<minutes>``, at most 52 characters)."""
+    causes = _metadata(cron) + validate_cron_job_spec(cron.spec, None, "spec")
     if len(cron.metadata.name) > CRONJOB_NAME_MAX:
         causes.append(_invalid("metadata.name", cron.metadata.name, f"must be no more than {CRONJOB_NAME_MAX} characters"))
-    spec = cron.spec
-    if not spec.schedule:
-        causes.append(_required("spec.schedule"))
-    elif "TZ" in spec.schedule:
-        causes.append(_invalid("spec.schedule", spec.schedule, "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"))
-    else:
-        try:
-            parse_schedule(spec.schedule)
-        except ScheduleError as error:
-            causes.append(_invalid("spec.schedule", spec.schedule, str(error)))
-    if spec.time_zone is not None and not valid_time_zone(spec.time_zone):
-        causes.append(_invalid("spec.timeZone", spec.time_zone, "unknown time zone " + spec.time_zone))
-    if spec.concurrency_policy and spec.concurrency_policy not in _CONCURRENCY:
-        causes.append(_unsupported("spec.concurrencyPolicy", spec.concurrency_policy, _CONCURRENCY))
-    elif not spec.concurrency_policy:
-        causes.append(_required("spec.concurrencyPolicy"))
-    causes.extend(_non_negative("spec.startingDeadlineSeconds", spec.starting_deadline_seconds))
-    causes.extend(_non_negative("spec.successfulJobsHistoryLimit", spec.successful_jobs_history_limit))
-    causes.extend(_non_negative("spec.failedJobsHistoryLimit", spec.failed_jobs_history_limit))
-    causes.extend(_job_spec(spec.job_template.spec, "spec.jobTemplate.spec", generated_selector=False))
     return causes
+
+
+def validate_cron_job_update(new: CronJob, old: CronJob) -> list[str]:
+    """``ValidateCronJobUpdate``: no name-length rule (old CronJobs stay updatable)."""
+    return _metadata(new) + validate_cron_job_spec(new.spec, old.spec, "spec")
 
 
 # =========================================================================== core: config and storage
@@ -798,9 +1226,9 @@ def validate_create(obj: Object) -> list[str]:
     elif isinstance(obj, DaemonSet):
         causes.extend(_daemon_set(obj))
     elif isinstance(obj, Job):
-        causes.extend(_job(obj))
+        causes.extend(validate_job(obj, require_prefixed_labels=True))
     elif isinstance(obj, CronJob):
-        causes.extend(_cron_job(obj))
+        causes.extend(validate_cron_job_create(obj))
     elif isinstance(obj, PodDisruptionBudget):
         causes.extend(_pdb(obj))
     elif isinstance(obj, ConfigMap):
@@ -865,7 +1293,13 @@ def validate_update(old: Object, new: Object) -> list[str]:
     if isinstance(new, StatefulSet):
         causes.extend(_stateful_set_update(old, new))
     elif isinstance(new, Job):
-        causes.extend(_job_update(old, new))
+        # The Job strategy's ValidateUpdate (and ValidateStatusUpdate: the status of a main-
+        # resource update is the old one): elastic Indexed Jobs (GA), mutable scheduling
+        # directives while suspended and never started.
+        causes = validate_job_update(new, old, allow_mutable_scheduling_directives=bool(old.spec.suspend) and old.status.start_time is None,
+                                     allow_elastic_indexed_jobs=True) + validate_job_update_status(new, old)
+    elif isinstance(new, CronJob):
+        causes = validate_cron_job_update(new, old)
     elif isinstance(new, (ConfigMap, Secret)):
         causes.extend(_immutable_data(old, new))
     elif isinstance(new, PersistentVolumeClaim):

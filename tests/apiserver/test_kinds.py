@@ -84,7 +84,7 @@ def test_a_job_gets_its_generated_selector_and_a_cron_job_its_defaults():
     assert job.object.spec.selector.match_labels == {"batch.kubernetes.io/controller-uid": uid}
     assert job.object.spec.template.metadata.labels["batch.kubernetes.io/job-name"] == "pi"
     assert (job.object.spec.completions, job.object.spec.parallelism, job.object.spec.backoff_limit) == (1, 1, 6)
-    assert bad_restart.status.message == 'Job.batch "bad" is invalid: spec.template.spec.restartPolicy: Unsupported value: "Always": supported values: "OnFailure", "Never"'
+    assert bad_restart.status.message == 'Job.batch "bad" is invalid: spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"'  # upstream's wording for Always
     assert cron.code == 201
     assert (cron.object.spec.concurrency_policy, cron.object.spec.successful_jobs_history_limit, cron.object.spec.failed_jobs_history_limit) == ("Allow", 3, 1)
     assert bad_cron.status.message == 'CronJob.batch "bad" is invalid: spec.schedule: Invalid value: "* * * *": expected exactly 5 fields, found 4: [* * * *]'
