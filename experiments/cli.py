@@ -114,6 +114,9 @@ class Seconds(click.ParamType):
 
 SEED = click.IntRange(min=0, max=MAX_SEED)
 
+MANIFESTS_HELP = "A directory of Kubernetes YAML/JSON manifests that replaces the experiment's workload."
+SKIP_HELP = "Leave out the manifests' documents of kinds chaoskube cannot serve (listed once in the output, result.json and the report) instead of refusing the run."
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="chaoskube")
@@ -171,12 +174,16 @@ def _print_gallery() -> None:
 
 @cli.command()
 @click.argument("experiment")
-def describe(experiment: str) -> None:
+@click.option("--manifests", type=click.Path(path_type=Path), default=None, metavar="DIR", help=MANIFESTS_HELP)
+@click.option("--skip-unsupported", is_flag=True, help=SKIP_HELP)
+def describe(experiment: str, manifests: Path | None, skip_unsupported: bool) -> None:
     """Everything an experiment will do: what it models, its source, cluster, schedule,
-    checkers and expected outcome."""
+    checkers and expected outcome; with ``--manifests``, on those manifests, as ``run
+    --manifests`` would run it (the checkers it leaves out are noted)."""
     from chaoskube.experiments import registry
 
-    found = registry.find(experiment)
+    found = _resolve(experiment, (), manifests, skip_unsupported) if manifests is not None or skip_unsupported else registry.find(experiment)
+    _print_skipped(found)
     stdout.print(f"[bold]{found.name}[/bold] — {found.title}\n")
     stdout.print(found.description.strip() + "\n")
     stdout.print(f"Source: {found.source}")
@@ -241,8 +248,6 @@ def _writable_directory(path: Path) -> Path:
 BUGGIFY_HELP = "BUGGIFY on or off (seeded delays where races live, docs/design.md) [default: the experiment's `buggify:`]."
 BROKEN_HELP = "Patch in a deliberately broken component of the gallery (`chaoskube list --broken`); repeatable."
 BOOT_SEED_HELP = "The seed of the boot (start-up to the steady state); the run seed drives the rest [default: the experiment's `boot_seed`, else 0]."
-MANIFESTS_HELP = "A directory of Kubernetes YAML/JSON manifests that replaces the experiment's workload."
-SKIP_HELP = "Leave out the manifests' documents of kinds chaoskube cannot serve (listed once in the output, result.json and the report) instead of refusing the run."
 FAULTS_HELP = "A faults file (`schedule:` and/or `nemesis:`, as in an experiment file) that replaces the experiment's faults; `explore --guided` writes one per mutant (OUT/mutants/) and names it in the replay command."
 GUIDED_HELP = (
     "Coverage-guided: spend the seeds like a coverage-guided fuzzer -- after a first generation of plain seeds, each seed runs a mutant "
@@ -879,12 +884,28 @@ def validate(files: tuple[str, ...]) -> None:
     and everything a run would refuse (targets against the processes the experiment
     builds, fault parameters and durations, checkers, manifests, probes). Prints one line
     per problem, naming the file and the field, or one line per valid file; exits 0 when
-    every file is valid, 2 when one is not."""
+    every file is valid, 2 when one is not.
+
+    A Kubernetes manifest file (one or more ``---`` documents with ``apiVersion`` and
+    ``kind``) or a directory of them is checked as ``--manifests`` loads it: every document
+    decoded (kinds, API versions, field types), the CustomResourceDefinitions of the set
+    serving its custom resources; the API server's own validation runs when a run creates
+    the objects."""
     from chaoskube.experiments import registry
 
     problems_total = invalid = 0
+    catalog = registry.catalog_paths()
+    manifests = {item for item in files if not (item in catalog and not item.endswith((".yaml", ".yml")) and "/" not in item) and _holds_manifests(Path(item))}
+    custom = _set_kinds(sorted(manifests)) if len(manifests) > 1 else None
     for item in files:
-        path = registry.catalog_paths().get(item) if not item.endswith((".yaml", ".yml")) and "/" not in item else None
+        path = catalog.get(item) if not item.endswith((".yaml", ".yml")) and "/" not in item else None
+        if item in manifests:
+            problem = _manifest_problem(Path(item), custom)
+            if problem is not None:
+                invalid += 1
+                problems_total += 1
+                click.echo(_one_line(problem))
+            continue
         experiment, problems = registry.check_experiment(path or item)
         if problems:
             invalid += 1
@@ -897,6 +918,52 @@ def validate(files: tuple[str, ...]) -> None:
         click.echo(f"{experiment.path}: valid (system {experiment.system}, {len(experiment.checkers)} checker(s), {len(experiment.schedule)} scheduled fault(s){probes})")
     if invalid:
         fail(f"{problems_total} problem(s) in {invalid} of {len(files)} file(s)")
+
+
+def _holds_manifests(path: Path) -> bool:
+    """A directory, or a YAML file of several documents or of one Kubernetes object
+    (``apiVersion`` and ``kind``), not an experiment file. Unreadable or not YAML: False
+    (the experiment check then says why, in one line)."""
+    if path.is_dir():
+        return True
+    import yaml
+
+    from chaoskube.api.files import MANIFEST_MAX_BYTES, TooLarge, read_limited
+
+    try:
+        documents = [document for document in yaml.safe_load_all(read_limited(path, MANIFEST_MAX_BYTES, "a manifest file")) if document is not None]
+    except (OSError, TooLarge, yaml.YAMLError, ValueError, RecursionError):
+        return False
+    if len(documents) > 1:
+        return True
+    return len(documents) == 1 and isinstance(documents[0], dict) and "apiVersion" in documents[0] and "kind" in documents[0] and "system" not in documents[0]
+
+
+def _set_kinds(paths: list[str]) -> Any:
+    """The custom kinds the CRDs of all the manifest files named serve (they are one set,
+    as for ``kubectl apply -f a.yaml -f b.yaml``)."""
+    from chaoskube.experiments.systems.kubernetes import set_custom_kinds
+
+    return set_custom_kinds(list(paths))
+
+
+def _manifest_problem(path: Path, custom: Any = None) -> str | None:
+    """Load ``path`` as ``--manifests`` does; print the valid line, or return the problem.
+    ``custom``: the kinds the CRDs of the other files named serve."""
+    from chaoskube.api.manifests import ManifestError, load_manifests
+
+    try:
+        objects = load_manifests(path, custom=custom)
+    except ManifestError as error:
+        return str(error)
+    if not objects:
+        return f"{path}: holds no Kubernetes object"
+    counts: dict[str, int] = {}
+    for obj in objects:
+        counts[obj.KIND] = counts.get(obj.KIND, 0) + 1
+    kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(counts.items()))
+    click.echo(f"{path}: valid manifests ({len(objects)} object(s): {kinds})")
+    return None
 
 
 @cli.command()

@@ -112,7 +112,10 @@ def check_experiment(path: str | Path) -> tuple[Experiment | None, list[str]]:
         return None, [f"{path}: holds {kind}, not an experiment (a mapping of fields: name, title, system, checkers, ...)"]
     problems = [f"{path}: {problem}" for problem in _structure_problems(document)]
     if problems:
-        return None, problems
+        # Every problem at once (issue 32: a new file's missing `source` hid the rest): the
+        # fields that are sound are checked too, the broken ones left at a placeholder,
+        # and what a broken field would make unsound is not judged.
+        return None, problems + [f"{path}: {problem}" for problem in _problems_beside(document, problems, path)]
     try:
         experiment = msgspec.convert(document, type=Experiment)
     except msgspec.ValidationError as error:  # defensive: the per-field pass found nothing
@@ -159,6 +162,48 @@ def _structure_problems(document: dict[str, Any]) -> list[str]:
     return problems
 
 
+#: A broken field (missing, unknown, of the wrong type) leaves these fields unjudged: what
+#: they mean depends on it (targets on the system's processes, the schedule on the phases).
+_DEPENDS_ON: dict[str, tuple[str, ...]] = {
+    "system": ("*",),
+    "cluster": ("schedule", "nemesis", "probes", "steady_state", "checkers", "workload", "generator"),
+    "workload": ("schedule", "nemesis", "probes", "steady_state", "checkers", "generator", "cluster"),
+    "phases": ("schedule", "nemesis", "generator"),
+    "checkers": ("expected", "probes"),
+    "probes": ("expected", "checkers"),
+    "steady_state": ("probes",),
+}
+_PROBLEM_FIELD = re.compile(r"^field `([A-Za-z_]+)")
+
+
+def _problems_beside(document: dict[str, Any], found: list[str], path: Path) -> list[str]:
+    """The semantic problems of the fields that passed the structure check, when others did
+    not: each broken or missing field stands in at its default (or an empty placeholder when
+    it has none), and problems of the fields that depend on a broken one are left out."""
+    fields = {field.encode_name: field for field in msgspec.structs.fields(Experiment)}
+    broken = {match.group(1) for problem in found if (match := _PROBLEM_FIELD.match(problem.removeprefix(f"{path}: ")))}
+    unjudged = set(broken)
+    for name in broken:
+        unjudged.update(_DEPENDS_ON.get(name, ()))
+    if "*" in unjudged:
+        return []
+    sound = {key: value for key, value in document.items() if key in fields and key != "path" and key not in broken}
+    for name, field in fields.items():
+        if name not in sound and field.required:
+            sound[name] = [] if name == "checkers" else ""
+    try:
+        experiment = msgspec.convert(sound, type=Experiment)
+    except msgspec.ValidationError:
+        return []
+    experiment = msgspec.structs.replace(experiment, path=str(path))
+    problems = []
+    for problem in _semantic_problems(experiment):
+        match = _PROBLEM_FIELD.match(problem)
+        if match is None or match.group(1) not in unjudged:
+            problems.append(problem)
+    return problems
+
+
 def _semantic_problems(experiment: Experiment) -> list[str]:
     problems: list[str] = []
     if not NAME_PATTERN.match(experiment.name):
@@ -174,6 +219,7 @@ def _semantic_problems(experiment: Experiment) -> list[str]:
         if not (math.isfinite(value) and 0 <= value <= MAX_PHASE_S):
             problems.append(f"field `{field}` must be a finite number between 0 and {MAX_PHASE_S:g} s, not {value}")
     phase_ok = math.isfinite(phases.faults_s) and phases.faults_s >= 0
+    unsound: set[int] = set()  # schedule entries already reported: not resolved again below
     for index, entry in enumerate(experiment.schedule):
         where = f"schedule[{index}]"
         try:
@@ -182,9 +228,11 @@ def _semantic_problems(experiment: Experiment) -> list[str]:
             entry.scheduled()
         except (FaultError, TargetError) as error:
             problems.append(f"field `{where}`: {error}")
+            unsound.add(index)
             continue
         except TriggerError as error:  # faults/triggers.py: `when` and `event:` targets
             problems.append(f"field `{where}.{error.field}`: {str(error).split(': ', 1)[1]}")
+            unsound.add(index)
             continue
         if not phase_ok:
             continue
@@ -279,6 +327,8 @@ def _semantic_problems(experiment: Experiment) -> list[str]:
         return problems
     admin = system.PROBES  # the systems with an API perform API-level faults (drain) too
     for index, entry in enumerate(experiment.schedule):
+        if index in unsound:
+            continue
         if entry.when is not None:
             problems += [f"field `schedule[{index}].when.{field}`: {problem}" for field, problem in trigger_problems(entry.when, infos, system.LEADER_ROLES)]
         if event_field(entry.target) is not None:

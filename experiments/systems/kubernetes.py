@@ -101,7 +101,7 @@ import msgspec
 import trio
 
 from chaoskube.api.manifests import ManifestError, from_dict, load_manifests
-from chaoskube.api.objects import Object
+from chaoskube.api.objects import Object, custom_kinds
 from chaoskube.checkers.availability import DEFAULT_ERROR_BUDGET
 from chaoskube.checkers.leader_election import check_leader_election
 from chaoskube.checkers.verdict import Verdict, run_checker, worst
@@ -558,11 +558,17 @@ class KubernetesSystem(System):
         base = base_dir
         resolved = []
         objects: list[Object] = []
+        paths: list[Path] = []
         for index, entry in enumerate(typed.manifests):
+            try:
+                paths.append(resolve_manifest(entry, base))
+            except FileNotFoundError as error:
+                raise ExperimentError(f"field `workload.manifests[{index}]`: {error}") from None
+        custom = set_custom_kinds(list(paths)) if len(paths) > 1 else None
+        for index, path in enumerate(paths):
             where = f"field `workload.manifests[{index}]`"
             try:
-                path = resolve_manifest(entry, base)
-                loaded, left_out = _load(path, typed.skip_unsupported)
+                loaded, left_out = _load(path, typed.skip_unsupported, custom)
             except (FileNotFoundError, ManifestError) as error:
                 raise ExperimentError(f"{where}: {error}") from None
             if not loaded:  # a run of nothing would be a silent no-op
@@ -613,8 +619,8 @@ class KubernetesSystem(System):
         except ValueError as error:
             return str(error)
         objects: list[Object] = []
-        for path in workload.manifests:
-            objects.extend(_load(path, workload.skip_unsupported)[0])
+        for found, _ in _load_set(workload.manifests, workload.skip_unsupported):
+            objects.extend(found)
         for deployment in workload.deployments:
             objects.extend(deployment.objects())
         return None if select_workloads(selector, objects) else f"no {selector.describe()}"
@@ -624,8 +630,8 @@ class KubernetesSystem(System):
         """Checkers that would have nothing to judge on this workload (for ``--manifests``),
         and why: ``service-availability`` without a Service to send traffic to."""
         objects: list[Object] = []
-        for path in workload.manifests:
-            objects.extend(_load(path, workload.skip_unsupported)[0])
+        for found, _ in _load_set(workload.manifests, workload.skip_unsupported):
+            objects.extend(found)
         for deployment in workload.deployments:
             objects.extend(deployment.objects())
         idle = {}
@@ -671,8 +677,7 @@ class KubernetesSystem(System):
     def _workload_objects(self) -> list[Object]:
         objects: list[Object] = []
         self.skipped: list[str] = []
-        for path in self.workload.manifests:
-            found, issues = _load(path, self.workload.skip_unsupported)
+        for found, issues in _load_set(self.workload.manifests, self.workload.skip_unsupported):
             objects.extend(found)
             self.skipped.extend(str(issue) for issue in issues)
         for deployment in self.workload.deployments:
@@ -1334,11 +1339,34 @@ def _cluster_options(cluster: dict[str, Any]) -> ClusterSpec:
     return spec
 
 
-def _load(path: str | Path, skip_unsupported: bool) -> tuple[list[Object], list[Any]]:
-    """The manifests of ``path``; with ``skip_unsupported``, the documents left out too."""
+def _load(path: str | Path, skip_unsupported: bool, custom: Any = None) -> tuple[list[Object], list[Any]]:
+    """The manifests of ``path``; with ``skip_unsupported``, the documents left out too.
+    ``custom``: the custom kinds the rest of the set's CRDs serve (:func:`set_custom_kinds`)."""
     if skip_unsupported:
-        return load_manifests(path, skip_unsupported=True)
-    return load_manifests(path), []
+        return load_manifests(path, skip_unsupported=True, custom=custom)
+    return load_manifests(path, custom=custom), []
+
+
+def set_custom_kinds(paths: list[str | Path]) -> dict[tuple[str, str], type]:
+    """The custom kinds the CustomResourceDefinitions of every file of ``workload.manifests``
+    serve, so a CRD in one file serves the custom resources of another, as it does inside
+    one file or directory (``kubectl apply -f a.yaml -f b.yaml`` applies them as one set;
+    issue 32). Custom resources of kinds not served yet are skipped in this first pass;
+    any other problem is raised by the loads that follow."""
+    crds: list[Object] = []
+    for path in paths:
+        try:
+            found, _ = load_manifests(path, skip_unsupported=True)
+        except (FileNotFoundError, ManifestError, OSError):
+            continue
+        crds += [obj for obj in found if obj.KIND == "CustomResourceDefinition"]
+    return custom_kinds(crds)
+
+
+def _load_set(paths: list[str], skip_unsupported: bool) -> list[tuple[list[Object], list[Any]]]:
+    """:func:`_load` of each of ``paths`` as one set (:func:`set_custom_kinds`)."""
+    custom = set_custom_kinds(list(paths)) if len(paths) > 1 else None
+    return [_load(path, skip_unsupported, custom) for path in paths]
 
 
 def _probeable(obj: Object) -> bool:
