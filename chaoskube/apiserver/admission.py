@@ -376,8 +376,9 @@ def _default_daemon_set(ds: Any) -> None:
 _MAX_INT32 = 2**31 - 1
 
 
-def _default_job(job: Any) -> None:
-    """``SetDefaults_Job`` (pkg/apis/batch/v1/defaults.go)."""
+def _default_job(job: Any, *, pod_replacement_policy_gate: bool = True) -> None:
+    """``SetDefaults_Job`` (pkg/apis/batch/v1/defaults.go); ``pod_replacement_policy_gate``
+    is the ``JobPodReplacementPolicy`` feature gate (beta, on by default since 1.29)."""
     spec = job.spec
     if spec.completions is None and spec.parallelism is None:
         spec.completions = 1
@@ -397,8 +398,10 @@ def _default_job(job: Any) -> None:
             for pattern in rule.on_pod_conditions:
                 if not pattern.status:
                     pattern.status = "True"
-    if spec.pod_replacement_policy is None:
+    if spec.pod_replacement_policy is None and pod_replacement_policy_gate:
         spec.pod_replacement_policy = "Failed" if spec.pod_failure_policy is not None else "TerminatingOrFailed"
+    if spec.manual_selector is None:
+        spec.manual_selector = False
     _default_pod_spec(spec.template.spec)
 
 
