@@ -16,8 +16,9 @@ Contract (the same as a local campaign's, campaign.py):
 - Each task returns its records and, for each record the ``keep`` policy accepts, the
   run directory as a gzipped tar; the client unpacks it into ``OUT/NAME-seedN`` and sets
   the record's ``out_dir`` there. Workers need not share a file system with the client.
-  (Files inside a shipped directory that name a path, such as the replay command's
-  ``--out`` in ``result.json``, name the worker's scratch directory.)
+  The replay command's ``--out`` in the shipped ``result.json`` and reports names the
+  directory the user asked for, not the worker's scratch directory
+  (:func:`_record_requested_out`).
 - At most as many tasks are handed to the scheduler as the cluster has worker threads
   (asked again before every hand-out, so a cluster that grows is used); the rest wait
   here, so ``--fail-fast`` and Ctrl-C never have to take back queued work.
@@ -85,11 +86,35 @@ def run_chunk(group: Group, jobs: Sequence[Any], fork: bool, keep: Callable[[dic
         for job in local:
             record = finished[job.out_dir]
             directory = Path(job.out_dir)
-            archive = _pack(directory) if directory.is_dir() and keep(record) else None
+            keep_it = directory.is_dir() and keep(record)
+            if keep_it:
+                _record_requested_out(directory, origin[job.out_dir].out_dir)
+            archive = _pack(directory) if keep_it else None
             results.append((origin[job.out_dir].out_dir, record | {"out_dir": origin[job.out_dir].out_dir}, archive))
         return results
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _record_requested_out(directory: Path, requested: str) -> None:
+    """The run in ``directory`` (the worker's scratch) as if written to ``requested``, the
+    directory the user asked for: its replay command's ``--out`` names ``requested`` in
+    result.json, report.md, report.html and junit.xml (made again from result.json and the
+    journal, as ``chaoskube report`` makes them; nothing else in them names the directory).
+    A directory without a readable result (a run that failed to start) is left as it is."""
+    from chaoskube.experiments.campaign import NotARun
+    from chaoskube.experiments.rerender import load_result
+    from chaoskube.experiments.reports import write_result
+
+    try:
+        result = load_result(directory)
+    except (NotARun, OSError, ValueError, KeyError):
+        return
+    if result.mode != "simulated":
+        return
+    replay = dataclasses.replace(result, out_dir=Path(requested), recorded_replay=None).replay
+    if replay != result.replay:
+        write_result(dataclasses.replace(result, recorded_replay=replay))
 
 
 def _pack(directory: Path) -> bytes:

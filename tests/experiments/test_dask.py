@@ -144,3 +144,24 @@ def test_bad_addresses_are_one_line(address, message):
     with pytest.raises(DaskAddressError) as error:
         DaskPool.connect(address, [], timeout_s=2.0)
     assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_shipped_run_directory_records_the_directory_asked_for(tmp_path):
+    """Issue 32: a run made on a worker (into its scratch directory) and shipped back named
+    the scratch directory in its replay command; it names OUT/NAME-seedN, as a local
+    campaign's run does. run_chunk is what a Dask worker runs (here in this process)."""
+    from chaoskube.experiments.campaign import boot_groups
+    from chaoskube.experiments.dask_campaign import run_chunk, unpack
+
+    out = tmp_path / "out"
+    jobs = plan_jobs([("etcd-leader-kill", registry.find("etcd-leader-kill"))], [2], out)
+    ((group, chunk),) = chunks(boot_groups(jobs), threads=1)
+    ((out_dir, record, archive),) = run_chunk(group, chunk, fork=True)
+    assert out_dir == str(out / "etcd-leader-kill-seed2") and archive is not None
+    unpack(archive, Path(out_dir))
+    expected = f"chaoskube run etcd-leader-kill --seed 2 --out {out_dir}"
+    recorded = json.loads((Path(out_dir) / "result.json").read_text())
+    assert recorded["replay"] == expected and recorded["journal_sha256"] == record["journal_sha256"]
+    assert f"- Replay: `{expected}`" in (Path(out_dir) / "report.md").read_text()
+    for name in ("report.html", "junit.xml", "report.md", "result.json"):
+        assert "chaoskube-dask-" not in (Path(out_dir) / name).read_text(), name
