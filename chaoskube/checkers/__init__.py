@@ -10,7 +10,7 @@ from chaoskube.checkers.leader_election import check_leader_election
 from chaoskube.checkers.linearizability import KVModel, RegisterModel, check_linearizability
 from chaoskube.checkers.raft_safety import check_raft_safety
 from chaoskube.checkers.scheduling import check_scheduling
-from chaoskube.checkers.verdict import Verdict, run_checker, worst
+from chaoskube.checkers.verdict import Verdict, judged_nothing, nothing_to_judge, run_checker, worst
 from chaoskube.checkers.watch import check_watches
 
 __all__ = [
@@ -30,7 +30,9 @@ __all__ = [
     "check_service_availability",
     "check_watches",
     "from_client_records",
+    "judged_nothing",
     "load_history",
+    "nothing_to_judge",
     "run_checker",
     "worst",
 ]

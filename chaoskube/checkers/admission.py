@@ -68,7 +68,7 @@ from typing import Any
 
 from chaoskube.api.objects import KINDS
 from chaoskube.checkers.replay import StoreReplay, request_invokes
-from chaoskube.checkers.verdict import Verdict
+from chaoskube.checkers.verdict import Verdict, nothing_to_judge
 
 __all__ = ["check_admission", "rule_matches"]
 
@@ -366,7 +366,7 @@ def check_admission(events: Iterable[Event], *, strict: bool = False, config_lag
     events = list(events)
     calls, applies, configs = _calls(events, config_lag_s)
     if not calls and not configs.history:
-        return Verdict(None, "no admission webhook was configured or called in the journal: nothing to judge")
+        return nothing_to_judge("no admission webhook was configured or called in the journal: nothing to judge")
     requests = [event for event in events if event.get("type") == "api-request"]
     starts, _ = request_invokes(events)
     kills: dict[str, list[float]] = {}

@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from chaoskube.checkers.verdict import Verdict
+from chaoskube.checkers.verdict import Verdict, nothing_to_judge
 
 __all__ = ["NETWORK_SLACK_S", "check_admission_timing"]
 
@@ -66,7 +66,7 @@ def check_admission_timing(events: Sequence[Event], *, slack_s: float = NETWORK_
         elif kind == "clock":
             disturbed.setdefault(event["process"], []).append(event["t"])
     if not calls:
-        return Verdict(None, "no admission webhook was called: nothing to judge")
+        return nothing_to_judge("no admission webhook was called: nothing to judge")
     counts = {"calls": len(calls), "timed_out": 0, "fail_policy": 0, "ignore_policy": 0}
     for call in calls:
         policy, timeout_s, latency_s = call.get("policy", "Fail"), call.get("timeout_s"), float(call.get("latency_s", 0.0))

@@ -103,7 +103,7 @@ from chaoskube.api.protocol import qualified_resource
 from chaoskube.checkers.history import Op
 from chaoskube.checkers.linearizability import check_linearizability
 from chaoskube.checkers.replay import StoreHistory, Version
-from chaoskube.checkers.verdict import Verdict
+from chaoskube.checkers.verdict import Verdict, nothing_to_judge
 
 __all__ = ["ApiStoreModel", "api_history", "check_api_linearizability", "check_api_reads"]
 
@@ -403,7 +403,7 @@ def check_api_linearizability(events: Sequence[Event], *, time_limit_s: float | 
         details["read_violations"] = len(read_problems)
         return Verdict(False, first["problem"], tuple(problem["read"] for problem in read_problems[:MAX_EVIDENCE]), details)
     if not judged:
-        return Verdict(None, "no API operation was journaled: nothing to judge", (), details)
+        return nothing_to_judge("no API operation was journaled: nothing to judge", (), details)
     verdict = check_linearizability(ops, ApiStoreModel(), time_limit_s=time_limit_s)
     details |= verdict.details
     if verdict.valid is False:

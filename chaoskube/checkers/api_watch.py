@@ -53,7 +53,7 @@ from typing import Any
 
 from chaoskube.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from chaoskube.checkers.replay import StoreHistory
-from chaoskube.checkers.verdict import Verdict
+from chaoskube.checkers.verdict import Verdict, nothing_to_judge
 
 __all__ = ["SelectedChanges", "check_api_watch"]
 
@@ -196,7 +196,7 @@ def check_api_watch(events: Sequence[Event]) -> Verdict:
                 return Verdict(False, problem[0], problem[1], counts)
     counts["informers"] = len(names)
     if not counts["events"] and not counts["bookmarks"] and not counts["caches"]:
-        return Verdict(None, "no informer received a watch event or dumped its cache: nothing to judge", (), counts)
+        return nothing_to_judge("no informer received a watch event or dumped its cache: nothing to judge", (), counts)
     return Verdict(
         True,
         f"{counts['informers']} informer(s), {counts['sessions']} list(s): {counts['events']} watch event(s) in order without gaps or duplicates, "

@@ -47,7 +47,7 @@ from typing import Any
 
 from chaoskube.checkers.authz_oracle import Expectation, Request, State, expect
 from chaoskube.checkers.replay import Change, StoreReplay
-from chaoskube.checkers.verdict import Verdict
+from chaoskube.checkers.verdict import Verdict, nothing_to_judge
 
 __all__ = ["LAG_BOUND_S", "POLICY_RESOURCES", "TRACKED_RESOURCES", "check_authorization"]
 
@@ -254,7 +254,7 @@ def check_authorization(events: Iterable[Event], *, lag_bound_s: float = LAG_BOU
     if first is not None:
         return Verdict(first.valid, first.reason, first.evidence, details)
     if not attempts:
-        return Verdict(None, "no tenant attempt in the journal (run with workload `tenants: true`)", details=details)
+        return nothing_to_judge("no tenant attempt in the journal (run with workload `tenants: true`)", details=details)
     if not store.revisions_applied:
         return Verdict(None, "the journal has no store history (raft-apply events): the policy cannot be replayed", details=details)
     denied = sum(c["refused"] for c in per_boundary.values())

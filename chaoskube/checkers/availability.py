@@ -81,7 +81,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaoskube.checkers.replay import CONTROLLER_MANAGER_LEASE, StoreReplay, acting_intervals, deadline_under_leader, endpoint_ready_intervals, is_deleting, pod_ready
-from chaoskube.checkers.verdict import Verdict
+from chaoskube.checkers.verdict import Verdict, nothing_to_judge
 
 __all__ = [
     "DEFAULT_ERROR_BUDGET",
@@ -230,7 +230,7 @@ def check_service_availability(
         dead = dead_endpoints(events, unreachable)
     if not figures and not dead:
         window = f" between t={between[0]} and t={between[1]}" if between is not None else ""
-        return Verdict(None, f"no traffic record{window}: no Service was probed")
+        return nothing_to_judge(f"no traffic record{window}: no Service was probed")
     details: dict[str, Any] = {service: row.to_json() for service, row in figures.items()}
     unexplained: dict[str, list[Event]] = {}
     if error_budget is not None and figures:

@@ -49,7 +49,7 @@ from chaoskube.checkers.replay import (
     pod_ready,
     selector_matches,
 )
-from chaoskube.checkers.verdict import Verdict
+from chaoskube.checkers.verdict import Verdict, nothing_to_judge
 
 __all__ = ["check_convergence", "convergence_problems"]
 
@@ -261,7 +261,7 @@ def check_convergence(events: Iterable[Event], *, healed_at: float, deadline_s: 
     if not store.revisions_applied:
         return Verdict(None, "the journal has no store history (raft-apply events): the cluster's state cannot be reconstructed", (), details)
     if not seen_workload:
-        return Verdict(None, "the store never held a pod or a Deployment: nothing to converge", (), details)
+        return nothing_to_judge("the store never held a pod or a Deployment: nothing to converge", (), details)
     if stretch[1]:
         took = max(0.0, stretch[0] - healed_at)
         details["time_to_converge_s"] = took

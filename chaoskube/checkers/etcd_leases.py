@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaoskube.checkers.verdict import Verdict
+from chaoskube.checkers.verdict import Verdict, nothing_to_judge
 
 __all__ = ["LEASE_KEY_PREFIX", "SLACK_S", "check_etcd_leases"]
 
@@ -110,7 +110,7 @@ def check_etcd_leases(events: Iterable[Event], *, extend_s: float = 1.0, slack_s
                 elif entry[0] == "PUT":
                     lease.stored = True
     if not leases:
-        return Verdict(None, "no lease was granted in the journal (run with workload `lease_clients`)")
+        return nothing_to_judge("no lease was granted in the journal (run with workload `lease_clients`)")
     intervals = _leader_intervals(events, end_t)
     findings: list[tuple[float, str, tuple[Any, ...]]] = []
     counts = {"leases": len(leases), "acknowledged_keepalives": 0, "expired": 0, "judged_expiries": 0, "unjudged_expiries": 0}

@@ -88,7 +88,7 @@ from chaoskube.checkers.replay import (
     scaled_value,
     selector_matches,
 )
-from chaoskube.checkers.verdict import Verdict
+from chaoskube.checkers.verdict import NOTHING_TO_JUDGE, Verdict, judged_nothing, nothing_to_judge
 
 __all__ = ["check_pdb_eviction"]
 
@@ -326,7 +326,7 @@ def check_pdb_eviction(events: Iterable[Event], *, include_preemption: bool = Tr
     if not store.revisions_applied:
         return Verdict(None, "the journal has no store history (raft-apply events): pods and PDBs cannot be reconstructed")
     if not ever_pdb:
-        return _with_details(Verdict(None, "no PodDisruptionBudget was ever stored: nothing to judge"), judged, others, unjudged)
+        return _with_details(nothing_to_judge("no PodDisruptionBudget was ever stored: nothing to judge"), judged, others, unjudged)
     if unjudged:
         first = unjudged[0]
         return _with_details(Verdict(None, f"{len(unjudged)} voluntary disruption(s) could not be judged: PDB {first['pdb']}: {first['why']}"), judged, others, unjudged)
@@ -405,4 +405,4 @@ def _with_details(verdict: Verdict, judged: list[dict[str, Any]], others: list[_
         "other_losses": [loss.summary() for loss in others],
         "unjudged": unjudged,
     }
-    return Verdict(verdict.valid, verdict.reason, verdict.evidence, details)
+    return Verdict(verdict.valid, verdict.reason, verdict.evidence, details | ({NOTHING_TO_JUDGE: True} if judged_nothing(verdict) else {}))

@@ -65,7 +65,7 @@ from typing import Any
 from chaoskube.api.protocol import FOREGROUND_FINALIZER, ORPHAN_FINALIZER
 from chaoskube.checkers.replay import CONTROLLER_MANAGER_LEASE, REGISTRY_PREFIX, acting_intervals, deadline_under_leader, is_deleting, parse_key
 from chaoskube.checkers.replay import _loads as loads
-from chaoskube.checkers.verdict import Verdict
+from chaoskube.checkers.verdict import Verdict, nothing_to_judge
 
 __all__ = ["BACKGROUND_BOUND_S", "check_garbage_collection"]
 
@@ -280,7 +280,7 @@ def check_garbage_collection(events: Sequence[Event], *, background_bound_s: flo
         findings.sort(key=lambda item: item[0])
         return Verdict(False, findings[0][1], findings[0][2], counts | {"violations": len(findings)})
     if not counts["owners_removed"] and not gc_deleted:
-        return Verdict(None, "no owner was deleted and the garbage collector deleted nothing: nothing to judge", (), counts)
+        return nothing_to_judge("no owner was deleted and the garbage collector deleted nothing: nothing to judge", (), counts)
     return Verdict(
         True,
         f"{counts['owners_removed']} owner(s) deleted ({counts['orphaned']} orphaning); {counts['gc_deletes']} collection(s) by the garbage collector, none while an owner existed; "

@@ -94,7 +94,7 @@ from fractions import Fraction
 from typing import Any
 
 from chaoskube.checkers.replay import Change, StoreReplay, labels_of, pod_ready, request_invokes, run_health, selector_matches
-from chaoskube.checkers.verdict import Verdict
+from chaoskube.checkers.verdict import NOTHING_TO_JUDGE, Verdict, judged_nothing, nothing_to_judge
 
 __all__ = [
     "PENDING_BOUND_S",
@@ -411,7 +411,7 @@ def check_scheduling(events: Iterable[Event], *, cache_lag_s: float = 1.0) -> Ve
         verdict = _details(decisions, bindings, races, unchecked, direct)
         return Verdict(False, decisions.reason, decisions.evidence, {**verdict.details, **decisions.details})
     if not bindings:
-        return _details(Verdict(None, "no pod was bound by a scheduler in the journal"), bindings, races, unchecked, direct)
+        return _details(nothing_to_judge("no pod was bound by a scheduler in the journal"), bindings, races, unchecked, direct)
     nodes = len({binding.node for binding in bindings})
     verdict = _details(
         Verdict(True, f"{len(bindings)} binding(s) on {nodes} node(s): within allocatable, taints tolerated, node affinity met, no pod bound twice"
@@ -494,7 +494,7 @@ def _details(verdict: Verdict, bindings: list[_Binding], races: list[dict[str, A
     for binding in bindings:
         per_node[binding.node] = per_node.get(binding.node, 0) + 1
     details = {"bindings": len(bindings), "bindings_per_node": dict(sorted(per_node.items())), "created_bound": direct, "races": races, "unchecked": unchecked}
-    return Verdict(verdict.valid, verdict.reason, verdict.evidence, details)
+    return Verdict(verdict.valid, verdict.reason, verdict.evidence, details | ({NOTHING_TO_JUDGE: True} if judged_nothing(verdict) else {}))
 
 
 # =========================================================================== decisions (issue 19)

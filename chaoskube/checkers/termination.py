@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaoskube.checkers.replay import CONTROLLER_MANAGER_LEASE, StoreReplay, acting_intervals, deadline_under_leader, endpoint_ready_intervals, failed_calls
-from chaoskube.checkers.verdict import Verdict
+from chaoskube.checkers.verdict import Verdict, nothing_to_judge
 
 __all__ = ["ENDPOINT_SYNC_BOUND_S", "check_graceful_termination"]
 
@@ -185,7 +185,7 @@ def check_graceful_termination(events: Sequence[Event], *, endpoint_bound_s: flo
         findings.sort(key=lambda item: item[0])
         return Verdict(False, findings[0][1], findings[0][2], counts | {"violations": len(findings)})
     if not graceful:
-        return Verdict(None, "no pod was deleted gracefully: nothing to judge", (), counts)
+        return nothing_to_judge("no pod was deleted gracefully: nothing to judge", (), counts)
     return Verdict(
         True,
         f"{len(graceful)} graceful deletion(s): {counts['sigterms']} SIGTERM(s), {counts['sigkills']} SIGKILL(s) none before the grace period; "

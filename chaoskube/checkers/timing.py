@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaoskube.checkers.replay import RunHealth, StoreReplay, labels_of, run_health
-from chaoskube.checkers.verdict import Verdict
+from chaoskube.checkers.verdict import Verdict, nothing_to_judge
 
 __all__ = ["INFORMER_LAG_S", "SLACK_S", "TimingConfig", "check_timing_contracts"]
 
@@ -226,7 +226,7 @@ def check_timing_contracts(events: Iterable[Event], config: TimingConfig | None 
         return Verdict(False, findings.first.reason, findings.first.evidence, {**details, "t": findings.first.details["t"]})
     judged = sum(bucket["judged"] for bucket in findings.counts.values())
     if not judged:
-        return Verdict(None, "no timer of the control plane ran in this journal (no node went silent, no taint, no eviction, no lease handover)", details=details)
+        return nothing_to_judge("no timer of the control plane ran in this journal (no node went silent, no taint, no eviction, no lease handover)", details=details)
     parts = ", ".join(f"{name} {bucket['judged']}" for name, bucket in sorted(findings.counts.items()))
     return Verdict(True, f"{judged} timed action(s) within their documented bounds ({parts})", details=details)
 

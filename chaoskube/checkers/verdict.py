@@ -4,6 +4,13 @@ A checker is a pure function of a history or a journal. It answers ``valid`` = T
 or None (unknown) with a one-line ``reason`` and, on a violation, the shortest slice of
 history that shows it (``evidence``). A checker that crashes answers unknown, never True
 (see :func:`run_checker`). Composition keeps the worst answer (:func:`worst`).
+
+An unknown has two causes a reader must tell apart: judging failed or could not finish (a
+crash, a budget, a journal without the history it needs), or the run held nothing this
+checker judges (no webhook was called, no PodDisruptionBudget was stored). The second is
+built with :func:`nothing_to_judge`, which marks the verdict (``details["nothing_to_judge"]``),
+so that a run whose faults were changed -- a faults file, ``explore --guided``'s mutants --
+can leave such a checker out instead of counting its unknown (experiments/result.py).
 """
 
 from __future__ import annotations
@@ -43,6 +50,21 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     return repr(value)
+
+
+#: The ``details`` key that marks an unknown as "nothing to judge" (module doc).
+NOTHING_TO_JUDGE = "nothing_to_judge"
+
+
+def nothing_to_judge(reason: str, evidence: Sequence[Any] = (), details: dict[str, Any] | None = None) -> Verdict:
+    """Unknown because the run held nothing this checker judges (module doc); ``reason``
+    says what was missing."""
+    return Verdict(None, reason, tuple(evidence), {**(details or {}), NOTHING_TO_JUDGE: True})
+
+
+def judged_nothing(verdict: Verdict) -> bool:
+    """Whether ``verdict`` is an unknown built by :func:`nothing_to_judge`."""
+    return verdict.valid is None and bool(verdict.details.get(NOTHING_TO_JUDGE))
 
 
 _RANK = {False: 0, None: 1, True: 2}

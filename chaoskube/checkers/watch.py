@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from chaoskube.checkers.verdict import Verdict
+from chaoskube.checkers.verdict import Verdict, nothing_to_judge
 
 
 def check_watches(events: Iterable[dict[str, Any]], prefixes: dict[str, str]) -> Verdict:
@@ -36,7 +36,7 @@ def check_watches(events: Iterable[dict[str, Any]], prefixes: dict[str, str]) ->
         elif kind == "watch-event":
             received.setdefault(event["watcher"], []).append(event)
     if not store:
-        return Verdict(None, "the store produced no events to watch")
+        return nothing_to_judge("the store produced no events to watch")
     last_revision = max(store)
     total = 0
     for watcher, prefix in sorted(prefixes.items()):

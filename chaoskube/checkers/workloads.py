@@ -79,7 +79,7 @@ from typing import Any, Protocol
 from chaoskube.api.objects import resolve_fenceposts
 from chaoskube.checkers.convergence import convergence_problems
 from chaoskube.checkers.replay import Change, StoreReplay, condition_status, is_deleting, pod_ready, request_invokes
-from chaoskube.checkers.verdict import Verdict
+from chaoskube.checkers.verdict import Verdict, nothing_to_judge
 
 __all__ = ["RULES", "Rule", "WorkloadView", "check_workload_invariants"]
 
@@ -639,7 +639,7 @@ def check_workload_invariants(
                     return _violation(findings[0], view)
     details: dict[str, Any] = {"changes": changes, "explained_shortfalls": view.explained, "judged_at_end": bool(view.final_steady)}
     if not seen_workloads:
-        return Verdict(None, "the store never held a Deployment or ReplicaSet: nothing to judge", (), details)
+        return nothing_to_judge("the store never held a Deployment or ReplicaSet: nothing to judge", (), details)
     # Exact counts at the end presume the controllers were done: the experiment's steady
     # state held at the end, and so did convergence over every Deployment and pod (a run
     # ends once its own workloads are back; one the generator rolled out just before the
