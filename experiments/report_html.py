@@ -700,6 +700,7 @@ def render_html(result: RunResult, events: Sequence[Mapping[str, Any]], answers:
         f"(expected: {esc(experiment.expected.outcome)}{esc(' — ' + experiment.expected.failure_mode) if experiment.expected.failure_mode else ''})"
         f"{' — the run was interrupted' if result.interrupted else ''}</p>"
         + (f'<p id="inconclusive"><strong>Inconclusive:</strong> {len(result.skipped_faults)} fault(s) were not applied when they fell due, so the run did not test what the experiment says: {esc("; ".join(result.skipped_faults))}</p>' if result.inconclusive else "")
+        + (f'<p id="dropped"><strong>Left out</strong> (the changed faults left them nothing to judge): {esc("; ".join(f"{name} ({reason})" for name, reason in result.dropped_checkers.items()))}</p>' if result.dropped_checkers else "")
         + "</header>",
         _facts(result, payload),
         _answers(result, events, answers),

@@ -67,6 +67,7 @@ def render_markdown(result: RunResult, answers: Any = None) -> str:
         f"- Outcome: **{outcome_words(result)}** "
         f"(expected: {experiment.expected.outcome}{' — ' + experiment.expected.failure_mode if experiment.expected.failure_mode else ''})",
         *([f"- **Inconclusive**: {len(result.skipped_faults)} fault(s) were not applied when they fell due, so the run did not test what the experiment says (see Faults)"] if result.inconclusive else []),
+        *([f"- Left out (the changed faults left them nothing to judge): " + "; ".join(f"`{name}` ({reason})" for name, reason in result.dropped_checkers.items())] if result.dropped_checkers else []),
         *([f"- Broken on purpose (gallery variants patched in, chaoskube/gallery.py): {', '.join(f'`{name}`' for name in experiment.broken)}"
            + (f"; {reach}" if (reach := gallery.reach(result.metrics.get("broken_calls"))) else "")] if experiment.broken else []),
         f"- Journal sha256: `{result.journal_sha256}`",

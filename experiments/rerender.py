@@ -78,6 +78,7 @@ def load_result(run_dir: Path) -> Any:
         interrupted=bool(payload.get("interrupted")),
         recorded_replay=str(payload["replay"]) if isinstance(payload.get("replay"), str) else None,
         boot_seed=payload["boot_seed"] if type(payload.get("boot_seed")) is int else None,
+        dropped_checkers={str(name): str(reason) for name, reason in (payload.get("dropped_checkers") or {}).items()},
     )
     if payload.get("mode") == "real-time":
         from chaoskube.experiments.real.runner import RealRunResult

@@ -18,7 +18,7 @@ import msgspec
 from loguru import logger
 
 from chaoskube import __version__
-from chaoskube.checkers.verdict import Verdict
+from chaoskube.checkers.verdict import Verdict, judged_nothing
 from chaoskube.experiments.model import Experiment
 
 #: ``progress(now, planned)``: called about once a second of the run's clock.
@@ -43,6 +43,22 @@ class RunResult:
     boot_seed: int | None = None  # the boot's seed (None: the run had no separate boot)
     #: --skip-unsupported: the manifests' documents left out, as one-line messages.
     skipped_unsupported: list[str] = field(default_factory=list)
+    #: Checkers left out because this run's changed faults left them nothing to judge
+    #: (:meth:`__post_init__`): name -> the reason they gave.
+    dropped_checkers: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """A run whose faults were changed -- ``--faults FILE``, and so every mutant of
+        ``explore --guided`` -- may leave a checker of the experiment nothing to judge (a
+        mutant that drops the only lease handover leaves ``timing-contracts`` no timer): such
+        a checker is left out of the verdicts and listed in ``dropped_checkers``, rather than
+        its unknown making the run "NOT as expected" for what the mutation removed. Only an
+        unknown built by ``nothing_to_judge`` is left out; any other unknown stays."""
+        if not self.experiment.faults_file:
+            return
+        for name in sorted(self.verdicts):
+            if judged_nothing(self.verdicts[name]):
+                self.dropped_checkers[name] = self.verdicts.pop(name).reason
 
     def manifests_record(self) -> dict[str, Any] | None:
         """``--manifests DIR``: the directory and the sha256 of its manifests at run time."""
@@ -153,6 +169,7 @@ class RunResult:
             "broken": list(self.experiment.broken),
             "manifests": self.manifests_record(),
             "skipped_unsupported": list(self.skipped_unsupported),
+            "dropped_checkers": dict(self.dropped_checkers),
             "notes": list(self.experiment.notes),
             "journal_sha256": self.journal_sha256,
             "simulated_seconds": round(self.simulated_seconds, 6),
