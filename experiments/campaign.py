@@ -299,6 +299,7 @@ def record_of_payload(payload: Mapping[str, Any], out_dir: str, *, target: str, 
         "inconclusive": inconclusive,
         "checkers_as_expected": bool(payload.get("checkers_as_expected", payload.get("as_expected"))) if not broken else (not findings and not unknown and not interrupted),
         "skipped_faults": list(payload.get("skipped_faults") or []),
+        "dropped_checkers": dict(payload.get("dropped_checkers") or {}),
         "broken": broken,
         "caught_by": _caught_by(broken),
         "findings": findings,
@@ -530,6 +531,26 @@ def _verdict_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str,
     return counts
 
 
+def violation(record: Mapping[str, Any]) -> bool:
+    """Whether a run found something (what ``explore --fail-fast`` stops on): an error (a
+    crash of our own code), a checker that answered false where the experiment does not
+    expect it to (``livelock`` included), or with ``--broken`` a finding. Not an
+    inconclusive run (a fault that could not be applied), an unknown verdict, or an
+    expected failure that did not show: those miss the expected outcome without a finding."""
+    if record.get("error"):
+        return True
+    if record.get("broken"):
+        return bool(record.get("findings"))
+    expected = record.get("expected") or {}
+    allowed = set(expected.get("failing", ())) | set(expected.get("may_fail", ()))
+    return any(verdict["valid"] == "false" and name not in allowed for name, verdict in record["verdicts"].items())
+
+
+def mutated(record: Mapping[str, Any]) -> bool:
+    """Whether the run ran a mutant of its experiment's faults (``explore --guided``)."""
+    return bool((record.get("guided") or {}).get("mutations"))
+
+
 def _violated(record: Mapping[str, Any]) -> list[str]:
     """The checkers that answered false in a run."""
     return sorted(name for name, verdict in record["verdicts"].items() if verdict["valid"] == "false")
@@ -697,10 +718,15 @@ def summarize(result: CampaignResult, seeds: str, workers: int) -> dict[str, Any
     per_kind = [_kind_effects(kind, records) for kind in kinds]
     per_experiment_kind = [_kind_effects(kind, [record for record in records if record["experiment"] == item["experiment"]]) | {"experiment": item["experiment"]} for item in experiments for kind in kinds]
     unexpected = [
-        {"experiment": record["experiment"], "seed": record["seed"], "why": why_unexpected(record), "replay": record["replay"], "out_dir": record["out_dir"], "link": run_link(record), "broken": list(record.get("broken", ()))}
+        {"experiment": record["experiment"], "seed": record["seed"], "why": why_unexpected(record), "replay": record["replay"], "out_dir": record["out_dir"], "link": run_link(record), "broken": list(record.get("broken", ())),
+         "finding": violation(record), "mutated": mutated(record)}
         for record in records
         if not record["as_expected"]
     ]
+    dropped: dict[str, int] = {}
+    for record in records:
+        for name in record.get("dropped_checkers") or ():
+            dropped[name] = dropped.get(name, 0) + 1
     stopped = result.stopped_by
     return {
         "seeds": seeds,
@@ -719,6 +745,11 @@ def summarize(result: CampaignResult, seeds: str, workers: int) -> dict[str, Any
         "inconclusive": sum(1 for record in records if record.get("inconclusive") and record.get("checkers_as_expected", record["as_expected"])),  # only a skipped fault
         "errors": sum(1 for record in records if record.get("error")),
         "violations": violations(records),
+        # Runs that missed the expected outcome without finding anything (inconclusive, an
+        # unknown verdict, an expected failure that did not show), and how many of them ran
+        # a mutant (explore --guided: this must be 0, docs/campaigns.md); the checkers left
+        # out of mutants' runs for want of anything to judge (RunResult.dropped_checkers).
+        "noise": {"runs": sum(1 for item in unexpected if not item["finding"]), "mutated": sum(1 for item in unexpected if not item["finding"] and item["mutated"]), "dropped_checkers": dict(sorted(dropped.items()))},
         "kept": sum(1 for record in records if record.get("kept", True)),
         "experiments": experiments,
         "fault_kinds": per_kind,
@@ -948,6 +979,13 @@ def _findings_lines(summary: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _no_finding(item: Mapping[str, Any]) -> str:
+    """What a summary line adds to a run that missed its outcome without a finding."""
+    if item.get("finding", True):
+        return ""
+    return " (no finding" + (", a mutant" if item.get("mutated") else "") + ")"
+
+
 def end_line(summary: Mapping[str, Any]) -> str:
     """The campaign's end line, the same on the terminal and in summary.md / summary.html:
     counts that add up to the finished runs, and the outcome's reason."""
@@ -957,6 +995,9 @@ def end_line(summary: Mapping[str, Any]) -> str:
         parts.append(f"{failed} not as expected")
     if summary.get("inconclusive"):
         parts.append(f"{summary['inconclusive']} inconclusive")
+    noise = summary.get("noise") or {}
+    if noise.get("mutated"):  # explore --guided: a mutant that tested nothing (must be 0)
+        parts.append(f"{noise['mutated']} mutant run(s) with no finding (inconclusive or unknown)")
     counted = {"violation": 0, "expected": 0, "finding": 0}
     for item in summary.get("violations", ()):
         counted[item["kind"]] += 1
@@ -1027,7 +1068,9 @@ def render_summary_markdown(summary: Mapping[str, Any]) -> str:
         )
     lines += _coverage_lines(summary)
     lines += ["", "## Runs not as expected", ""]
-    lines += [f"- {item['experiment']} seed {item['seed']}: {item['why'].replace('|', '/')} — `{item['replay']}`" for item in summary["unexpected_runs"]] or ["None."]
+    lines += [f"- {item['experiment']} seed {item['seed']}{_no_finding(item)}: {item['why'].replace('|', '/')} — `{item['replay']}`" for item in summary["unexpected_runs"]] or ["None."]
+    if (summary.get("noise") or {}).get("dropped_checkers"):
+        lines += ["", "Checkers left out of mutants' runs (the mutation left them nothing to judge): " + ", ".join(f"{name} ({count} run(s))" for name, count in summary["noise"]["dropped_checkers"].items())]
     lines += [
         "",
         "## Every seed with a finding or violation",
@@ -1081,7 +1124,7 @@ def render_summary_html(summary: Mapping[str, Any]) -> str:
     ]  # fmt: skip
     stopped = summary.get("stopped_early")
     # Run directories sit beside the summary: link each report by its directory's name.
-    unexpected = [[esc(item["experiment"]), str(item["seed"]), esc(item["why"]), f"<code>{esc(item['replay'])}</code>", f'<a href="{esc(item.get("link") or Path(item["out_dir"]).name)}/report.html">report</a>'] for item in summary["unexpected_runs"]]
+    unexpected = [[esc(item["experiment"]), str(item["seed"]), esc(item["why"] + _no_finding(item)), f"<code>{esc(item['replay'])}</code>", f'<a href="{esc(item.get("link") or Path(item["out_dir"]).name)}/report.html">report</a>'] for item in summary["unexpected_runs"]]
     violation_rows = [
         [
             esc(item["experiment"]), str(item["seed"]), esc(item["checker"]), f'<span class="{esc(item["kind"])}">{esc(item["kind"])}</span>', esc(item["reason"]),

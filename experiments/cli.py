@@ -576,7 +576,7 @@ def _print_result(result: Any) -> None:
 @click.option("--broken", "broken", multiple=True, metavar="NAME", help=BROKEN_HELP + " A failing checker is then a finding.")
 @click.option("--manifests", type=click.Path(path_type=Path), default=None, metavar="DIR", help=MANIFESTS_HELP)
 @click.option("--skip-unsupported", is_flag=True, help=SKIP_HELP)
-@click.option("--fail-fast", is_flag=True, help="Stop at the first run not as expected (with --broken: the first finding); runs already going finish, no more start.")
+@click.option("--fail-fast", is_flag=True, help="Stop at the first finding: a checker that answered false unexpectedly (livelock included), an error, with --broken a caught variant; not an inconclusive or unknown run. Runs already going finish, no more start.")
 @click.option("--keep", type=click.Choice(["all", "failed", "none"]), default="all", show_default=True, help="Run directories to keep: all; failed (runs with a finding, a violation, an error, an unknown verdict or a skipped fault); none (the summary only).")
 @click.option("--boot-seed", callback=_explore_boot_seed, default=None, metavar="N|seed", help=BOOT_SEED_HELP + " `seed`: each run boots with its own run seed (no shared boot: for bugs that need a particular boot state, docs/campaigns.md).")
 @click.option("--no-fork", is_flag=True, help="Run every seed whole instead of forking it from one boot per experiment (same journals, more CPU).")
@@ -612,6 +612,7 @@ def explore(
         run_campaign,
         summarize,
         take_coverage,
+        violation,
         with_baseline,
         write_summary,
     )
@@ -675,7 +676,7 @@ def explore(
         if advance is not None:
             advance(record)
 
-    stop_when = (lambda record: not record["as_expected"]) if fail_fast else None
+    stop_when = violation if fail_fast else None  # a finding; not an inconclusive or unknown run
     with _campaign_progress(len(job_list)) as advance:
         if guided:
             result, states = run_guided_campaign(job_list, workers, on_record=finished, stop_when=stop_when, fork=not no_fork, generation_size=generation_size or GENERATION)
@@ -802,8 +803,13 @@ def _print_campaign(summary: dict[str, Any], paths: list[Path]) -> None:
             stdout.print(f"  {checker} failed on seeds {', '.join(str(seed) for seed in seeds[:20])}{' …' if len(seeds) > 20 else ''}", markup=False)
         if reach := reach_line(item):
             stdout.print(f"  {reach}", markup=False)
-    for heading, broken in (("not as expected:", False), ("findings (a checker failed):", True)):
-        items = [item for item in summary["unexpected_runs"] if bool(item.get("broken")) == broken]
+    groups = (
+        ("violations (not as expected):", lambda item: not item.get("broken") and item.get("finding", True)),
+        ("not as expected, with no finding (inconclusive or unknown):", lambda item: not item.get("broken") and not item.get("finding", True)),
+        ("findings (a checker failed):", lambda item: bool(item.get("broken"))),
+    )
+    for heading, belongs in groups:
+        items = [item for item in summary["unexpected_runs"] if belongs(item)]
         if items:
             stdout.print(heading)
         for item in items:

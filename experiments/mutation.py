@@ -20,9 +20,11 @@ workload, so a mutant shares its boot with the experiment (a forked campaign boo
 Contract of :func:`mutate`: a pure function of the experiment, the ``random.Random`` it is
 given and the context; it stacks 1 to :data:`MAX_STACK` mutations, each checked with the
 same checks as an experiment file (``registry``: kinds, parameters, targets resolved
-against the processes the experiment builds, durations within the fault phase); a
-candidate that fails them is drawn again (bounded: :data:`MAX_ATTEMPTS`), so every mutant
-it returns is a valid experiment. Same inputs, same mutant.
+against the processes the experiment builds, durations within the fault phase) and, in
+time, :func:`timeline_problems` (no ``leader:`` fault where an earlier one may have left
+the role without a leader: it would be skipped and the run inconclusive); a candidate
+that fails them is drawn again (bounded: :data:`MAX_ATTEMPTS`), so every mutant it
+returns is a valid experiment that applies its faults. Same inputs, same mutant.
 
 The faults file (:func:`faults_yaml`, :func:`with_faults`) holds exactly ``schedule`` and
 ``nemesis``, with the mutant's lineage as comments; ``chaoskube run NAME --faults FILE``
@@ -35,7 +37,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +71,9 @@ class MutationContext:
     #: random nemesis knows (the harness's own processes -- probes, watchers, the
     #: bootstrapper -- are not the system under test).
     roles: frozenset[str] = frozenset()
+    #: How long each leader role may be without a leader after its leader is disrupted
+    #: (System.leader_gap_s): :func:`timeline_problems` keeps ``leader:`` faults out of it.
+    leader_gap_s: dict[str, float] = field(default_factory=dict)
 
     def targets(self) -> list[str]:
         """Every target a ``retarget`` may pick, sorted."""
@@ -101,7 +106,10 @@ def context_for(experiment: Experiment) -> MutationContext:
             roles.add(argument)
         elif selector == "name":
             roles.update(info.role for info in infos or () if info.name == argument and info.role)
-    return MutationContext(tuple(infos) if infos is not None else None, frozenset(system.LEADER_ROLES), bool(system.PROBES), float(experiment.phases.faults_s), frozenset(roles))
+    return MutationContext(
+        tuple(infos) if infos is not None else None, frozenset(system.LEADER_ROLES), bool(system.PROBES), float(experiment.phases.faults_s), frozenset(roles),
+        dict(sorted(system.leader_gap_s(cluster).items())),
+    )
 
 
 def problems(experiment: Experiment) -> list[str]:
@@ -109,6 +117,62 @@ def problems(experiment: Experiment) -> list[str]:
     from chaoskube.experiments import registry
 
     return registry._semantic_problems(experiment)  # the file checks, on a built experiment
+
+
+#: Fault kinds that leave a group's leader leading (they slow, skew or reorder, or act
+#: on nodes and webhooks only); any other kind on a member may take its leader away.
+KEEPS_LEADER = frozenset({"link-delay", "link-duplicate", "link-reorder", "clock-drift", "clock-strobe", "webhook-delay", "webhook-error", "drain", "kubelet-stop"})
+#: Selectors whose argument is a role (or ``*``, every role).
+ROLE_SELECTORS = frozenset({"role", "random", "leader", "follower", "minority", "majority", "minority-third", "subset", "primaries"})
+
+
+def _members_hit(target: str, role: str, processes: Sequence[ProcessInfo]) -> tuple[int, int]:
+    """(how many members of ``role`` a fault on ``target`` may take at most, how many
+    there are): a static bound, before the run."""
+    members = [info for info in processes if info.role == role]
+    selector, _, argument = target.partition(":")
+    if selector == "name":
+        hit = sum(1 for info in members if info.name == argument)
+    elif selector == "zone":
+        hit = sum(1 for info in members if info.zone == argument)
+    elif selector in ROLE_SELECTORS and argument in (role, "*"):
+        hit = {"role": len(members), "majority": len(members) // 2 + 1, "subset": len(members)}.get(selector, max(1, (len(members) - 1) // 2) if selector in ("minority", "minority-third") else 1)
+    else:
+        hit = 0
+    return min(hit, len(members)), len(members)
+
+
+def timeline_problems(experiment: Experiment, context: MutationContext) -> list[str]:
+    """The schedule's ``leader:ROLE`` faults that may find no leader when they fall due,
+    one line each: another fault that may take that role's leader away began less than the
+    role's election time before (``context.leader_gap_s``), or took a majority of the group
+    and was healed less than that before. Such a fault is skipped at run time and the run
+    is inconclusive (it did not test what its schedule says), so a mutant must not add one
+    (:func:`mutate`). Triggered faults (``when``) fall due at no fixed time: not checked."""
+    if not context.processes or not context.leader_gap_s:
+        return []
+    timed = [entry for entry in experiment.schedule if entry.when is None]
+    found = []
+    for entry in timed:
+        selector, _, role = entry.target.partition(":")
+        if selector != "leader" or role not in context.leader_gap_s:
+            continue
+        gap = context.leader_gap_s[role]
+        for other in timed:
+            if other is entry or other.kind in KEEPS_LEADER or other.at_s > entry.at_s:
+                continue
+            hit, size = _members_hit(other.target, role, context.processes)
+            if not hit:
+                continue
+            end = other.at_s + (other.duration_s if other.duration_s is not None else context.faults_s)
+            leaderless_until = (end if 2 * hit > size else other.at_s) + gap
+            if entry.at_s < leaderless_until:
+                found.append(
+                    f"{entry.kind} on {entry.target} at_s {entry.at_s:g} falls before t={leaderless_until:g}: {other.kind} on {other.target} at_s {other.at_s:g} "
+                    f"may leave {role!r} without a leader until then (its election takes up to {gap:g} s)"
+                )
+                break
+    return found
 
 
 # -- the mutators ---------------------------------------------------------------------------------
@@ -288,7 +352,7 @@ def mutate(experiment: Experiment, rng: random.Random, context: MutationContext,
             if found is None:
                 continue
             candidate, what = found
-            if not problems(candidate):
+            if not problems(candidate) and not set(timeline_problems(candidate, context)) - set(timeline_problems(current, context)):
                 current = candidate
                 steps.append(what)
                 break

@@ -62,6 +62,14 @@ class System:
         return None
 
     @classmethod
+    def leader_gap_s(cls, cluster: Any) -> dict[str, float]:
+        """For each role of :attr:`LEADER_ROLES`: how long its group may be without a
+        leader after the leader is disrupted (killed, paused, cut off), by its election
+        timers -- a ``leader:ROLE`` fault sooner than that after another may find none
+        (explore --guided keeps its mutants out of that window, mutation.py)."""
+        return {}
+
+    @classmethod
     def process_names(cls, cluster: Any, workload: Any) -> list[str] | None:
         """The names of :meth:`process_infos`, or None."""
         infos = cls.process_infos(cluster, workload)

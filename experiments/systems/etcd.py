@@ -162,6 +162,12 @@ class EtcdSystem(System):
     RUNS = ("chaoskube.etcd",)
 
     @classmethod
+    def leader_gap_s(cls, cluster: EtcdCluster) -> dict[str, float]:
+        """A follower campaigns after one to two election timeouts (etcd-io/raft's
+        randomized election timeout) and wins within a round trip or two."""
+        return {"etcd": 2 * cluster.election_ms / 1000.0 + 1.0}
+
+    @classmethod
     def process_infos(cls, cluster: EtcdCluster, workload: EtcdWorkload) -> list[ProcessInfo]:
         """As :meth:`start` spawns them: the members (``spawn_cluster``, no zones), the
         probe, the clients and the watchers."""

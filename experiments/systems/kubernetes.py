@@ -106,6 +106,7 @@ from chaoskube.checkers.availability import DEFAULT_ERROR_BUDGET
 from chaoskube.checkers.leader_election import check_leader_election
 from chaoskube.checkers.verdict import Verdict, run_checker, worst
 from chaoskube.client.client import ApiClient, ApiError
+from chaoskube.client.leaderelection import LeaderElectionConfig
 from chaoskube.cluster import Cluster, ClusterSpec, ClusterSpecError, load_cluster_spec, open_cluster, planned_processes
 from chaoskube.experiments.model import ExperimentError, convert_options, field_message
 from chaoskube.experiments.probes import Probe, ProbeAccess, ProbeRunner, SteadyStateHypothesis
@@ -640,6 +641,18 @@ class KubernetesSystem(System):
         if "pdb-eviction" in checkers and not [obj for obj in objects if obj.KIND == "PodDisruptionBudget"]:
             idle["pdb-eviction"] = "no PodDisruptionBudget to hold evictions to"
         return idle
+
+    @classmethod
+    def leader_gap_s(cls, cluster: ClusterSpec) -> dict[str, float]:
+        """etcd: a follower campaigns after its randomized election timeout (one to two
+        election timeouts, etcd-io/raft ``randomizedElectionTimeout``), and wins within a
+        round trip or two; the Lease holders (client-go leaderelection defaults: lease 15 s,
+        retry 2 s jittered by 1.2): the last renewal seen (one jittered retry) plus the lease,
+        plus one more retry to acquire it, plus a second for the requests."""
+        election_s = cluster.timings.etcd_election_ms / 1000.0
+        config = LeaderElectionConfig()
+        lease_s = config.retry_period_s * config.jitter_factor * 2 + config.lease_duration_s + 1.0
+        return {"etcd": 2 * election_s + 1.0, "kube-controller-manager": lease_s, "kube-scheduler": lease_s}
 
     @classmethod
     def process_infos(cls, cluster: ClusterSpec, workload: KubernetesWorkload) -> list[ProcessInfo]:
