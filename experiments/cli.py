@@ -270,14 +270,15 @@ def _explore_boot_seed(ctx: click.Context, param: click.Parameter, value: str | 
     return number
 
 
-def _resolve(experiment: str, broken: tuple[str, ...], manifests: Path | None, skip_unsupported: bool = False, buggify: bool | None = None, faults: Path | None = None) -> Any:
+def _resolve(experiment: str, broken: tuple[str, ...], manifests: Path | None, skip_unsupported: bool = False, buggify: bool | None = None, faults: Path | None = None, *, operator: bool = False) -> Any:
     """The experiment named (catalogue name or file), with --manifests, --skip-unsupported,
-    --buggify/--no-buggify, --faults and --broken."""
+    --buggify/--no-buggify, --faults and --broken; ``operator``: ``serve --run`` (faults may
+    target the program, role:operator)."""
     from chaoskube.experiments import registry
     from chaoskube.experiments.model import with_buggify
     from chaoskube.experiments.registry import with_broken, with_manifests, with_skip_unsupported
 
-    found = registry.find(experiment)
+    found = registry.find(experiment, operator=operator)
     if manifests is not None:
         found = with_manifests(found, manifests, skip_unsupported=skip_unsupported)
     elif skip_unsupported:
@@ -425,20 +426,24 @@ def _target_text(target: str, infos: Any) -> str:
 @click.option("--broken", "broken", multiple=True, metavar="NAME", help=BROKEN_HELP)
 @click.option("--manifests", type=click.Path(path_type=Path), default=None, metavar="DIR", help=MANIFESTS_HELP + " Served live with the cluster, its CRDs' custom resources too.")
 @click.option("--skip-unsupported", is_flag=True, help=SKIP_HELP)
+@click.option("--grace-period", "grace_period", type=click.FloatRange(min=0), default=30.0, show_default=True, metavar="SECONDS",
+              help="How long the --run program has to exit after SIGTERM (at the end of the run, or on Ctrl-C) before SIGKILL, as a Pod's terminationGracePeriodSeconds.")
 def serve(
     experiment: str | None, listen: str, kubeconfig_path: Path | None, out_dir: Path | None, command: str, users: tuple[str, ...], run_as: str, seed: int | None,
-    broken: tuple[str, ...], manifests: Path | None, skip_unsupported: bool,
+    broken: tuple[str, ...], manifests: Path | None, skip_unsupported: bool, grace_period: float,
 ) -> None:
     """Serve EXPERIMENT's simulated cluster (or a default one) to real clients over HTTPS,
     live: kubectl, client-go, the Python client or your operator, unchanged, under the
-    experiment's faults and checkers. Ends when the phases are over or on Ctrl-C (heals,
-    recovers, checks; Ctrl-C again aborts). Live runs are not byte-replayable."""
+    experiment's faults and checkers. Ends when the phases are over, or on Ctrl-C: the run
+    stops where it is, the --run program gets SIGTERM and --grace-period, and the checkers
+    judge what was observed (exit 130, or 1 on a violation; 143 for SIGTERM); Ctrl-C again
+    aborts. Live runs are not byte-replayable."""
     from chaoskube.apiserver.http import parse_identity
     from chaoskube.experiments.live import LiveOptions, run_live
     from chaoskube.experiments.registry import SYSTEMS
 
     if experiment:
-        found = _resolve(experiment, broken, manifests, skip_unsupported)
+        found = _resolve(experiment, broken, manifests, skip_unsupported, operator=bool(command))
     elif manifests is not None:  # the default cluster, serving these manifests
         from chaoskube.experiments.live import default_experiment
         from chaoskube.experiments.registry import with_broken, with_manifests
@@ -470,9 +475,9 @@ def serve(
     def ready(handle: Any) -> None:
         stderr.print(f"serving {name} (seed {seed}): " + ", ".join(url for _, url in handle.urls), markup=False)
         stderr.print(f"export KUBECONFIG={handle.kubeconfig}" + ("   (operator: " + str(handle.operator_kubeconfig) + ")" if command else ""), markup=False)
-        stderr.print("Ctrl-C heals the faults, waits for recovery and runs the checkers; twice aborts.", markup=False)
+        stderr.print(f"Ctrl-C stops the run (the operator gets SIGTERM and {grace_period:g} s) and judges what was observed; twice aborts.", markup=False)
 
-    options = LiveOptions(host="127.0.0.1" if host == "localhost" else host, port=int(port_text), kubeconfig=kubeconfig_path, run=command, identities=identities, operator=operator, on_ready=ready)
+    options = LiveOptions(host="127.0.0.1" if host == "localhost" else host, port=int(port_text), kubeconfig=kubeconfig_path, run=command, identities=identities, operator=operator, on_ready=ready, grace_s=grace_period)
     from chaoskube import gallery
 
     try:
@@ -482,8 +487,15 @@ def serve(
         fail(f"--listen {listen}: {error.strerror or error}")
     _print_result(result)
     stdout.print(f"live run: not byte-replayable; {result.live['replays']}", markup=False)
-    if result.interrupted:
-        stderr.print(f"aborted: kept {out / 'journal.jsonl'} and a partial result.json", markup=False)
+    if result.live.get("aborted"):
+        stderr.print(f"aborted by a second {result.live['stopped_by']}: no verdicts; kept {out / 'journal.jsonl'} and a partial result.json", markup=False)
+        raise Interrupted()
+    interrupted = result.live.get("interrupted")
+    if interrupted:
+        left_out = [note for note in result.experiment.notes if " not judged: " in note]
+        stderr.print(f"interrupted by {interrupted['signal']} in phase {interrupted['phase'] or 'setup'}: judged what was observed; {len(left_out)} checker(s) that judge the end of a run left out (report.md says why)", markup=False)
+        if result.failing:  # a violation observed before the interrupt is still a violation
+            sys.exit(EXIT_NOT_AS_EXPECTED)
         raise Interrupted()
     # Live runs judge the program under test: any failing or unknown checker is 1; a fault
     # that was never applied makes the run inconclusive (4), as in `run`.
@@ -566,7 +578,8 @@ def _print_result(result: Any) -> None:
         stdout.print(f"real processes: ran {result.wall_seconds:.1f} s")
     else:
         stdout.print(f"simulated {result.simulated_seconds:.1f} s in {result.wall_seconds:.2f} s wall ({result.simulated_seconds / max(result.wall_seconds, 1e-9):.0f}x real time)")
-    stdout.print(f"replay: {result.replay}")
+    if result.mode != "live":  # a live run prints what replays it itself
+        stdout.print(f"replay: {result.replay}")
 
 @cli.command()
 @click.argument("experiments", nargs=-1, metavar="[NAME|FILE]...")
@@ -858,6 +871,9 @@ def replay(run_dir: Path) -> None:
 
     try:
         payload = load_run(run_dir)
+        if payload.get("mode") == "live":  # docs/formats.md: refused, not a MISMATCH
+            live = payload.get("live") if isinstance(payload.get("live"), dict) else {}
+            fail(f"{run_dir}: a live run (chaoskube serve) does not replay byte for byte: outside programs sent requests when they did; what replays: {live.get('replays') or 'the cluster and seed only'}")
         target = replay_target(payload)
         stderr.print(f"chaoskube {__version__}: replaying {target} seed {payload['seed']} from {run_dir}")
         with _progress(target) as progress:

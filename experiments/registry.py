@@ -25,7 +25,7 @@ from chaoskube.experiments.model import with_broken as model_with_broken
 from chaoskube.experiments.probes import checker_name, probe_problems
 from chaoskube.experiments.real.etcd import RealEtcdSystem
 from chaoskube.experiments.systems import EtcdSystem, HypothesisSystem, KubernetesSystem, MeshSystem, System
-from chaoskube.faults import FaultError, check_planned, parse_target
+from chaoskube.faults import FaultError, ProcessInfo, check_planned, parse_target
 from chaoskube.faults.nemesis import NEMESIS_KINDS
 from chaoskube.faults.targets import TargetError
 from chaoskube.faults.triggers import TriggerError, event_field, trigger_problems
@@ -50,17 +50,19 @@ def names() -> list[str]:
     return sorted(catalog_paths())
 
 
-def find(name_or_path: str) -> Experiment:
-    """An experiment by catalogue name, or from a file path (anything with / or .yaml)."""
+def find(name_or_path: str, *, operator: bool = False) -> Experiment:
+    """An experiment by catalogue name, or from a file path (anything with / or .yaml).
+    ``operator``: the run will have the user's program as process ``operator`` (``chaoskube
+    serve --run``), so faults and triggers may target it (:data:`OPERATOR_PROCESS`)."""
     if name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path:
-        return load_experiment(name_or_path)
+        return load_experiment(name_or_path, operator=operator)
     paths = catalog_paths()
     path = paths.get(name_or_path)
     if path is None:
         close = [name for name in paths if name_or_path in name or name in name_or_path]
         hint = f"; did you mean {', '.join(close)}?" if close else "; `chaoskube list` shows them"
         raise ExperimentError(f"unknown experiment {name_or_path!r}{hint}")
-    experiment = load_experiment(path)
+    experiment = load_experiment(path, operator=operator)
     if experiment.name != name_or_path:
         raise ExperimentError(f"{path}: field `name`: {experiment.name!r} must match the file name {name_or_path!r}")
     return experiment
@@ -75,10 +77,11 @@ def load_all() -> list[Experiment]:
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 
 
-def load_experiment(path: str | Path) -> Experiment:
+def load_experiment(path: str | Path, *, operator: bool = False) -> Experiment:
     """Read and validate one experiment file; ExperimentError (one line: the first
-    problem, and how many more there are) when anything is wrong."""
-    experiment, problems = check_experiment(path)
+    problem, and how many more there are) when anything is wrong. ``operator``: as
+    :func:`find`."""
+    experiment, problems = check_experiment(path, operator=operator)
     if problems:
         more = f" (and {len(problems) - 1} more: `chaoskube validate {path}` lists them)" if len(problems) > 1 else ""
         raise ExperimentError(problems[0] + more)
@@ -86,7 +89,7 @@ def load_experiment(path: str | Path) -> Experiment:
     return experiment
 
 
-def check_experiment(path: str | Path) -> tuple[Experiment | None, list[str]]:
+def check_experiment(path: str | Path, *, operator: bool = False) -> tuple[Experiment | None, list[str]]:
     """Read an experiment file and check everything that can be checked before a run:
     the experiment (None unless every check passed) and every problem found, each one line
     that names the file and the field (``chaoskube validate``). Checks, in order: the file
@@ -94,7 +97,9 @@ def check_experiment(path: str | Path) -> tuple[Experiment | None, list[str]]:
     (fields, types), then against its system: phases, the schedule (kinds, parameters,
     targets resolved against the processes the experiment builds, durations within the
     fault phase), the nemesis, gallery variants, the seed, checkers, the expected
-    outcome, system options, probes."""
+    outcome, system options, probes. ``operator``: the run will have the user's program
+    as process ``operator`` (``chaoskube serve --run``); without it a fault or trigger that
+    names it is refused, saying so."""
     path = Path(path)
     try:
         data = read_limited(path, EXPERIMENT_MAX_BYTES, "an experiment file")
@@ -115,13 +120,13 @@ def check_experiment(path: str | Path) -> tuple[Experiment | None, list[str]]:
         # Every problem at once (issue 32: a new file's missing `source` hid the rest): the
         # fields that are sound are checked too, the broken ones left at a placeholder,
         # and what a broken field would make unsound is not judged.
-        return None, problems + [f"{path}: {problem}" for problem in _problems_beside(document, problems, path)]
+        return None, problems + [f"{path}: {problem}" for problem in _problems_beside(document, problems, path, operator=operator)]
     try:
         experiment = msgspec.convert(document, type=Experiment)
     except msgspec.ValidationError as error:  # defensive: the per-field pass found nothing
         return None, [f"{path}: {field_message(str(error))}"]
     experiment = msgspec.structs.replace(experiment, path=str(path))
-    problems = [f"{path}: {problem}" for problem in _semantic_problems(experiment)]
+    problems = [f"{path}: {problem}" for problem in _semantic_problems(experiment, operator=operator)]
     if problems:
         return None, problems
     probe_checkers = [checker_name(probe) for probe in experiment.probes if checker_name(probe) not in experiment.checkers]
@@ -176,7 +181,7 @@ _DEPENDS_ON: dict[str, tuple[str, ...]] = {
 _PROBLEM_FIELD = re.compile(r"^field `([A-Za-z_]+)")
 
 
-def _problems_beside(document: dict[str, Any], found: list[str], path: Path) -> list[str]:
+def _problems_beside(document: dict[str, Any], found: list[str], path: Path, *, operator: bool = False) -> list[str]:
     """The semantic problems of the fields that passed the structure check, when others did
     not: each broken or missing field stands in at its default (or an empty placeholder when
     it has none), and problems of the fields that depend on a broken one are left out."""
@@ -197,14 +202,24 @@ def _problems_beside(document: dict[str, Any], found: list[str], path: Path) -> 
         return []
     experiment = msgspec.structs.replace(experiment, path=str(path))
     problems = []
-    for problem in _semantic_problems(experiment):
+    for problem in _semantic_problems(experiment, operator=operator):
         match = _PROBLEM_FIELD.match(problem)
         if match is None or match.group(1) not in unjudged:
             problems.append(problem)
     return problems
 
 
-def _semantic_problems(experiment: Experiment) -> list[str]:
+#: The user's program in a live run with ``--run`` (experiments/live.py): a process of
+#: that name and role, which faults and triggers may target (``role:operator``,
+#: ``name:operator``) -- in such a run only.
+OPERATOR_PROCESS = ProcessInfo("operator", "operator", None)
+
+
+def _names_operator(value: str | None) -> bool:
+    return isinstance(value, str) and value.partition(":")[2] == OPERATOR_PROCESS.name
+
+
+def _semantic_problems(experiment: Experiment, *, operator: bool = False) -> list[str]:
     problems: list[str] = []
     if not NAME_PATTERN.match(experiment.name):
         problems.append(
@@ -325,6 +340,17 @@ def _semantic_problems(experiment: Experiment) -> list[str]:
     infos = system.process_infos(cluster, workload)
     if infos is None:
         return problems
+    if operator:
+        infos = [*infos, OPERATOR_PROCESS]
+    else:
+        without = "only `chaoskube serve EXPERIMENT --run COMMAND` runs one (the program COMMAND, as process `operator`); serve it with --run, or drop the fault"
+        for index, entry in enumerate(experiment.schedule):
+            if _names_operator(entry.target):
+                problems.append(f"field `schedule[{index}].target`: {entry.target}: this run has no operator: {without}")
+                unsound.add(index)
+            if entry.when is not None and (_names_operator(entry.when.process) or any(_names_operator(value) for value in entry.when.fields.values())):
+                problems.append(f"field `schedule[{index}].when`: it matches the operator's events, but this run has no operator: {without}")
+                unsound.add(index)
     admin = system.PROBES  # the systems with an API perform API-level faults (drain) too
     for index, entry in enumerate(experiment.schedule):
         if index in unsound:

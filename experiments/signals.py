@@ -118,6 +118,15 @@ def note_interrupt(state: Stopping) -> None:
         state.first = signal.SIGINT
 
 
+def note_signal(signum: int) -> None:
+    """Record the signal that stops the innermost command (the latest one counts: a second
+    SIGTERM that aborts ``chaoskube serve`` after a first Ctrl-C exits 143), for a command
+    that receives its signals itself (inside Trio's ``open_signal_receiver``, where this
+    module's SIGTERM handler is not called). Outside a command: nothing."""
+    if _INSIDE:
+        _INSIDE[-1].first = signum
+
+
 def _still_stopping(signum: int, frame: Any) -> None:
     print(f"chaoskube: {signal.Signals(signum).name} again: still stopping (writing what finished, stopping processes); SIGKILL abandons that", file=sys.stderr, flush=True)
 

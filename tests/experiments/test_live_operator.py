@@ -1,0 +1,229 @@
+"""The user's program under ``chaoskube serve --run`` lives as long as the run (issue 33):
+it is forked from the run's own thread, so the parent-death signal (tied by Linux to the
+forking thread) fires only when the run ends; faults of role:operator from an experiment
+file kill, restart and pause it, and every start and exit is journaled. The slow tests run
+an operator for more than a minute of wall time."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import orjson
+import pytest
+
+from chaoskube.experiments import registry
+from chaoskube.experiments.model import ExperimentError
+
+ROOT = Path(__file__).resolve().parents[2]
+CLUSTER = "{etcdMembers: 3, apiServers: 2, controllerManagers: 1, schedulers: 1, nodeGroups: [{count: 2, zones: [zone-a, zone-b]}]}"
+
+HEARTBEAT = """\
+import os, sys, time
+while True:
+    print("beat", os.getpid(), round(time.monotonic(), 3), flush=True)
+    time.sleep(0.5)
+"""
+
+
+def _experiment(path: Path, *, faults_s: float = 70.0, schedule: str | None = None) -> Path:
+    schedule = schedule or textwrap.dedent("""\
+        schedule:
+          - {at_s: 3, kind: kill, target: "role:operator", duration_s: 3}
+          - {at_s: 20, kind: pause, target: "name:operator", duration_s: 10}
+        """)
+    path.write_text(textwrap.dedent(f"""\
+        name: operator-kill-and-pause
+        title: The user's program killed, restarted and paused
+        description: A live run's operator (serve --run) is killed for 3 s, then paused for 10 s.
+        source: "issue 33"
+        system: kubernetes
+        cluster: {CLUSTER}
+        phases: {{setup_s: 60, warmup_s: 0, faults_s: {faults_s}, recovery_s: 30, settle_s: 0}}
+        """) + schedule + "checkers: [steady-state, leader-election]\nexpected: {outcome: pass}\n")
+    return path
+
+
+def test_operator_targets_are_refused_without_run_and_accepted_with_it(tmp_path):
+    path = _experiment(tmp_path / "op.yaml")
+    with pytest.raises(ExperimentError, match=r"schedule\[0\]\.target`: role:operator: this run has no operator: only `chaoskube serve EXPERIMENT --run COMMAND`"):
+        registry.find(str(path))
+    found = registry.find(str(path), operator=True)
+    assert [entry.target for entry in found.schedule] == ["role:operator", "name:operator"]
+    run = subprocess.run([sys.executable, "-m", "chaoskube.experiments.cli", "run", str(path), "--dry-run"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert run.stderr.count("\n") == 1 and "this run has no operator" in run.stderr, run.stderr
+    trigger = _experiment(tmp_path / "trigger.yaml", schedule='schedule:\n  - {when: {type: api-op, fields: {client: "name:operator", verb: create}}, kind: kill, target: "name:kube-apiserver-1", duration_s: 3}\n')
+    with pytest.raises(ExperimentError, match=r"schedule\[0\]\.when`: it matches the operator's events, but this run has no operator"):
+        registry.find(str(trigger))
+
+
+def _serve(tmp_path: Path, command: str) -> tuple[subprocess.CompletedProcess[str], dict, list[dict]]:
+    experiment = _experiment(tmp_path / "operator.yaml")
+    out = tmp_path / "run"
+    run = subprocess.run([sys.executable, "-m", "chaoskube.experiments.cli", "serve", str(experiment), "--listen", "127.0.0.1:0", "--out", str(out), "--run", command],
+                         capture_output=True, text=True, timeout=400, cwd=tmp_path)
+    assert (out / "result.json").exists(), run.stderr[-3000:]
+    result = orjson.loads((out / "result.json").read_bytes())
+    journal = [orjson.loads(line) for line in (out / "journal.jsonl").read_bytes().splitlines()]
+    return run, result, journal
+
+
+def _lifecycle(journal: list[dict]) -> tuple[list[dict], list[dict]]:
+    operator = [event for event in journal if event["type"] == "operator"]
+    process = [event for event in journal if event["type"] == "process" and event.get("process") == "operator"]
+    return operator, process
+
+
+def _assert_killed_restarted_paused(result: dict, journal: list[dict]) -> list[dict]:
+    operator, process = _lifecycle(journal)
+    assert [event["event"] for event in process][:5] == ["start", "kill", "restart", "pause", "resume"], process
+    terminate = [event for event in operator if event["event"] == "terminate"]
+    assert len(terminate) == 1 and terminate[0]["grace_s"] == 30  # the end of the run: SIGTERM first
+    starts = [event for event in operator if event["event"] == "start"]
+    assert [event["incarnation"] for event in starts] == [1, 2]
+    reaped = [event for event in operator if event["event"] == "reaped"]
+    assert [event["pid"] for event in reaped] == [event["pid"] for event in starts]  # both reaped
+    assert reaped[0]["code"] == -9  # the kill fault: SIGKILL
+    runs = result["live"]["operator"]["runs"]
+    assert len(runs) == 2 and all(entry["exit_code"] is not None for entry in runs)
+    # Killed by the fault 3 s into the fault phase, not by chaoskube's own threads: the
+    # restarted program ran until the end of the run, over a minute later.
+    faults_at = result["phases"]["faults"]
+    assert runs[0]["ended_at"] == pytest.approx(faults_at + 3, abs=1.0)
+    assert runs[1]["ended_at"] - runs[1]["started_at"] > 60, runs
+    for pid in (entry["pid"] for entry in runs):
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2], f"pid {pid} outlived the run"
+    return runs
+
+
+@pytest.mark.slow
+def test_a_run_program_lives_over_a_minute_through_a_kill_and_a_pause_from_an_experiment_file(tmp_path):
+    (tmp_path / "beat.py").write_text(HEARTBEAT)
+    run, result, journal = _serve(tmp_path, f"{sys.executable} beat.py")
+    runs = _assert_killed_restarted_paused(result, journal)
+    beats = [(int(event["line"].split()[1]), float(event["line"].split()[2]), event["t"]) for event in journal if event["type"] == "operator-output" and event["line"].startswith("beat")]
+    second = [beat for beat in beats if beat[2] > runs[1]["started_at"]]  # the pid is /bin/sh's child's
+    assert len({beat[0] for beat in second}) == 1
+    assert second[-1][1] - second[0][1] > 60, "the restarted program's own clock: over a minute of wall time"
+    # Paused (SIGSTOP) for 10 s: no heartbeat in that stretch, then it goes on.
+    gaps = [later[1] - earlier[1] for earlier, later in zip(second, second[1:])]
+    assert max(gaps) > 8, gaps
+    assert sorted(gaps)[-2] < 3, "only the pause stopped it"
+    assert result["verdicts"]["leader-election"]["valid"] == "true"
+    assert run.returncode == 0, run.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_a_kopf_operator_lives_over_a_minute_through_a_kill_and_a_pause(tmp_path):
+    pytest.importorskip("kopf", reason="kopf is in the test extra (pip install -e '.[test]')")
+    operator = ROOT / "docs" / "operators" / "pdb_keeper_fixed.py"
+    run, result, journal = _serve(tmp_path, f"{sys.executable} -m kopf run --standalone -A {operator}")
+    runs = _assert_killed_restarted_paused(result, journal)
+    requests = [event for event in journal if event["type"] == "http-request" and event.get("client") == "operator"]
+    resumed = next(event["t"] for event in journal if event["type"] == "process" and event.get("process") == "operator" and event["event"] == "resume")
+    assert any(event["t"] > runs[1]["started_at"] for event in requests), "the restarted operator talked to the API"
+    assert any(event["t"] > resumed + 1 for event in requests), "the resumed operator talked to the API again"
+    assert run.returncode == 0, run.stderr[-2000:]
+
+
+# ------------------------------------------------------------------ Ctrl-C and SIGTERM
+def _serve_until_signalled(tmp_path: Path, command: str, signals: list[tuple[float, int]], *, grace_s: float = 30.0) -> tuple[int, str, dict, list[dict]]:
+    """``chaoskube serve`` of a small fault-free experiment with ``--run command``; once it
+    serves, sends each signal after its delay (seconds after the previous one)."""
+    import threading
+    import time
+
+    experiment = _experiment(tmp_path / "quiet.yaml", faults_s=600.0, schedule="schedule: []\n")
+    out = tmp_path / "run"
+    child = subprocess.Popen([sys.executable, "-m", "chaoskube.experiments.cli", "serve", str(experiment), "--listen", "127.0.0.1:0", "--out", str(out), "--run", command, "--grace-period", str(grace_s)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    lines: list[str] = []
+    serving = threading.Event()
+
+    def drain() -> None:
+        assert child.stderr is not None
+        for line in child.stderr:
+            lines.append(line)
+            if line.startswith("export KUBECONFIG"):
+                serving.set()
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        assert serving.wait(120), "".join(lines)
+        for delay, signum in signals:
+            time.sleep(delay)
+            child.send_signal(signum)
+        assert child.stdout is not None
+        stdout = child.stdout.read()  # until it exits (the reader thread has stderr)
+        child.wait(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    reader.join(10)
+    result = orjson.loads((out / "result.json").read_bytes())
+    journal = [orjson.loads(line) for line in (out / "journal.jsonl").read_bytes().splitlines()]
+    return child.returncode, "".join(lines) + stdout, result, journal
+
+
+GRACEFUL = "trap 'echo got TERM; exit 0' TERM; echo ready; while :; do sleep 0.1; done"
+STUBBORN = "trap 'echo ignoring TERM' TERM; echo ready; while :; do sleep 0.1; done"
+
+
+def test_ctrl_c_gives_the_operator_sigterm_marks_the_run_interrupted_and_judges_what_was_observed(tmp_path):
+    import signal
+
+    code, output, result, journal = _serve_until_signalled(tmp_path, GRACEFUL, [(4.0, signal.SIGINT)])
+    assert code == 130, output[-2000:]
+    assert result["interrupted"] is True and result["outcome"] == "interrupted"
+    assert result["live"]["interrupted"]["signal"] == "SIGINT" and result["live"]["interrupted"]["phase"] == "faults"
+    assert result["live"]["aborted"] is False
+    # What was observed is judged; the end of the run did not happen: steady-state is left
+    # out (never probed after heal), and the notes say why.
+    assert result["verdicts"]["leader-election"]["valid"] == "true"
+    assert "steady-state" not in result["verdicts"]
+    assert any(note.startswith("checker steady-state not judged: the run was interrupted (SIGINT) in phase faults") for note in result["notes"])
+    assert "heal" not in result["phases"]
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "**Interrupted** by SIGINT in phase faults" in report and "steady-state not judged" in report
+    # The operator: SIGTERM, its trap ran, it exited 0 within the grace period.
+    events = [event for event in journal if event["type"] == "operator"]
+    assert [event["event"] for event in events] == ["start", "terminate", "exit", "reaped"], events
+    assert events[2]["code"] == 0
+    assert any(event["type"] == "operator-output" and event["line"] == "got TERM" for event in journal)
+
+
+def test_a_program_that_ignores_sigterm_is_killed_when_its_grace_period_is_over(tmp_path):
+    import signal
+
+    code, output, result, journal = _serve_until_signalled(tmp_path, STUBBORN, [(3.0, signal.SIGTERM)], grace_s=2.0)
+    assert code == 143, output[-2000:]
+    events = [event for event in journal if event["type"] == "operator"]
+    assert [event["event"] for event in events] == ["start", "terminate", "grace-period-over", "reaped"], events
+    assert events[-1]["code"] == -9
+    assert events[2]["t"] - events[1]["t"] == pytest.approx(2.0, abs=0.5)
+    assert result["live"]["interrupted"]["signal"] == "SIGTERM" and "leader-election" in result["verdicts"]
+
+
+def test_a_second_sigterm_aborts_serve_with_143(tmp_path):
+    """Issue 32: the second SIGTERM aborts (no verdicts) and the exit code says SIGTERM."""
+    import signal
+
+    code, output, result, journal = _serve_until_signalled(tmp_path, STUBBORN, [(3.0, signal.SIGTERM), (1.0, signal.SIGTERM)], grace_s=30.0)
+    assert code == 143, output[-2000:]
+    assert "aborted by a second SIGTERM" in output
+    assert result["live"]["aborted"] is True and result["verdicts"] == {} and result["interrupted"] is True
+    reaped = [event for event in journal if event["type"] == "operator" and event["event"] == "reaped"]
+    assert len(reaped) == 1 and reaped[0]["code"] == -9  # still stopped and reaped
+
+
+def test_a_second_ctrl_c_aborts_serve_with_130(tmp_path):
+    import signal
+
+    code, output, result, _ = _serve_until_signalled(tmp_path, STUBBORN, [(3.0, signal.SIGINT), (1.0, signal.SIGINT)], grace_s=30.0)
+    assert code == 130, output[-2000:]
+    assert result["live"]["aborted"] is True and result["verdicts"] == {}
