@@ -1,5 +1,5 @@
 """Between HTTP and the wire protocol: request bodies and query parameters in, objects,
-lists, watch events and ``Status`` out, as kube-apiserver encodes them (JSON).
+lists, watch events and ``Status`` out, as kube-apiserver encodes them (JSON, protobuf).
 
 Pure functions; :mod:`chaoskube.apiserver.http.front` does the I/O.
 
@@ -7,11 +7,15 @@ Pure functions; :mod:`chaoskube.apiserver.http.front` does the I/O.
   carry no ``apiVersion``/``kind`` (Go's typed lists omit their items' TypeMeta).
 - A failure is a ``metav1.Status`` with ``details`` (name, group, kind as the resource,
   causes, retryAfterSeconds) as ``apimachinery/pkg/api/errors`` fills them.
-- Content negotiation (``handlers/negotiation/negotiate.go``): the first acceptable entry
-  of ``Accept`` wins; ``as=Table`` (``g=meta.k8s.io``, ``v=v1`` or ``v1beta1``) gives a
-  Table, ``as=PartialObjectMetadata[List]`` metadata only; protobuf is not served (a client
-  that accepts only protobuf gets 406 NotAcceptable; kubectl and client-go also accept JSON).
-- Bodies: JSON, or YAML (``application/yaml``) as the server also decodes it.
+- Content negotiation (``handlers/negotiation/negotiate.go``): the most preferred
+  acceptable entry of ``Accept`` wins (q-values, then concrete before wildcard types);
+  ``as=Table`` (``g=meta.k8s.io``, ``v=v1`` or ``v1beta1``) gives a Table (JSON only),
+  ``as=PartialObjectMetadata[List]`` metadata only; ``application/vnd.kubernetes.protobuf``
+  (:mod:`~chaoskube.apiserver.http.kubeproto`) for every built-in kind, not for custom
+  ones (their CRDs have no protobuf schema: JSON is chosen from the rest of ``Accept``,
+  and an ``Accept`` of protobuf alone is 406).
+- Bodies: JSON, YAML (``application/yaml``) or protobuf, as the server decodes them; any
+  other type is 415.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from chaoskube.api.fields import FIELD_VALIDATIONS, emit_required, prune_unknown
 from chaoskube.api.manifests import ManifestError, from_dict, to_dict
 from chaoskube.api.objects import CustomObject, KindInfo, Object
 from chaoskube.api.protocol import Binding, DeleteOptions, Eviction, Status, StatusError, WatchEvent, bad_request
+from chaoskube.apiserver.http import kubeproto
 
 __all__ = [
     "MediaType",
@@ -39,6 +44,7 @@ __all__ = [
     "encode_watch_event",
     "negotiate",
     "parse_accept",
+    "render",
 ]
 
 #: Markers the simulated client adds to a Status (chaoskube.client): not the server's.
@@ -53,42 +59,112 @@ def dumps(value: Any) -> bytes:
 class MediaType:
     type: str  # "application/json"
     params: dict[str, str]
+    q: float = 1.0
 
     @property
     def as_(self) -> str:
         return self.params.get("as", "")
 
+    @property
+    def protobuf(self) -> bool:
+        return self.type == kubeproto.PROTOBUF
+
 
 def parse_accept(header: str) -> list[MediaType]:
-    """``Accept`` entries in order (quality values are not used by Kubernetes clients)."""
+    """``Accept`` entries by preference (JSON if none)."""
+    return _clauses(header) or [MediaType("application/json", {})]
+
+
+def _clauses(header: str) -> list[MediaType]:
+    """``Accept`` entries by preference, as ``goautoneg.ParseAccept`` (which kube-apiserver's
+    negotiation uses) orders them: by quality value, then concrete types before ``*``
+    wildcards; entries otherwise keep their order (Go sorts these short lists by insertion).
+    An entry that is no media range (``application``) is left out."""
     out = []
     for entry in header.split(","):
-        parts = [part.strip() for part in entry.split(";") if part.strip()]
-        if not parts:
+        parts = [part.strip() for part in entry.split(";")]
+        media = parts[0].lower()
+        if not media:
             continue
+        if "/" not in media:
+            if media != "*":
+                continue
+            media = "*/*"
         params = {}
+        q = 1.0
         for part in parts[1:]:
-            key, _, value = part.partition("=")
-            params[key.strip().lower()] = value.strip().strip('"')
-        out.append(MediaType(parts[0].lower(), params))
-    return out or [MediaType("application/json", {})]
+            key, sep, value = part.partition("=")
+            if not sep:
+                continue
+            if key.strip() == "q":
+                try:
+                    q = float(value.strip())
+                except ValueError:
+                    q = 0.0
+            else:
+                params[key.strip().lower()] = value.strip().strip('"')
+        out.append(MediaType(media, params, q))
+    # goautoneg's accept_slice.Less, applied as Go's insertion sort applies it
+    def less(a: MediaType, b: MediaType) -> bool:
+        if a.q > b.q:
+            return True
+        a_type, _, a_sub = a.type.partition("/")
+        b_type, _, b_sub = b.type.partition("/")
+        return (a_type != "*" and b_type == "*") or (a_sub != "*" and b_sub == "*")
+
+    for i in range(1, len(out)):
+        j = i
+        while j > 0 and less(out[j], out[j - 1]):
+            out[j], out[j - 1] = out[j - 1], out[j]
+            j -= 1
+    return out
 
 
-_JSON_TYPES = ("application/json", "application/*", "*/*", "application/yaml")
+#: What the API server serves a built-in kind in, in its order (``*/*`` is the first):
+#: ``k8s.io/apiserver/pkg/server/genericapiserver``'s codec factory: JSON, YAML, protobuf.
+#: YAML is answered as JSON here (a JSON document is YAML).
+_SERVED = ("application/json", "application/yaml", kubeproto.PROTOBUF)
+_TRANSFORMS = ("Table", "PartialObjectMetadata", "PartialObjectMetadataList")
 
 
-def negotiate(header: str, *, table: bool = True) -> MediaType | None:
-    """The entry of ``Accept`` to answer with, or None (406). ``table``: Tables and partial
-    metadata may be served (resource reads)."""
-    for media in parse_accept(header):
-        if media.type not in _JSON_TYPES:
-            continue
-        if not media.as_:
-            return media
-        group, version = media.params.get("g", ""), media.params.get("v", "")
-        if table and media.as_ in ("Table", "PartialObjectMetadata", "PartialObjectMetadataList") and group == "meta.k8s.io" and version in ("v1", "v1beta1"):
-            return media
+def negotiate(header: str, *, table: bool = True, protobuf: bool = True, stream: bool = False, served: tuple[str, ...] = _SERVED) -> MediaType | None:
+    """The media type to answer with (``type`` is what is served: JSON or protobuf), or
+    None (406), as ``handlers/negotiation/negotiate.go`` ``NegotiateMediaTypeOptions``
+    chooses it. ``table``: Tables and partial metadata may be served (resource reads);
+    ``protobuf``: the kind has a protobuf form (custom resources have none: the CRD handler
+    leaves protobuf out of its ``StandardSerializers``, so a plain object is not served in
+    it, while PartialObjectMetadata may be; ``rest.go`` ``AllowsMediaTypeTransform``);
+    ``stream``: a watch (YAML has no stream serializer). ``served``: the server's types,
+    in order (upstream's negotiation tests vary them)."""
+    if not header.strip() and served:
+        return MediaType(served[0], {})
+    for clause in _clauses(header):
+        kind, _, sub = clause.type.partition("/")
+        for served_type in served:
+            served_kind = served_type.partition("/")[0]
+            if not (clause.type == served_type or (kind == served_kind and sub == "*") or clause.type == "*/*"):
+                continue
+            if stream and served_type == "application/yaml":
+                continue
+            if clause.params.get("stream") not in (None, "", "watch") or (clause.params.get("stream") and served_type == "application/yaml"):
+                continue
+            if clause.as_ or clause.params.get("g") or clause.params.get("v"):
+                group, version = clause.params.get("g", ""), clause.params.get("v", "")
+                if not table or group != "meta.k8s.io" or version not in ("v1", "v1beta1") or clause.as_ not in _TRANSFORMS:
+                    continue
+                if clause.as_ == "Table" and served_type == kubeproto.PROTOBUF:
+                    continue  # Tables are JSON and YAML only
+            elif served_type == kubeproto.PROTOBUF and not protobuf:
+                continue
+            return MediaType("application/json" if served_type == "application/yaml" else served_type, clause.params, clause.q)
     return None
+
+
+def render(payload: dict[str, Any], media: MediaType | None) -> tuple[bytes, str]:
+    """The bytes and Content-Type of a JSON form answered as ``media`` (JSON if None)."""
+    if media is not None and media.protobuf:
+        return kubeproto.encode(payload), kubeproto.PROTOBUF
+    return dumps(payload), "application/json"
 
 
 # ----------------------------------------------------------------------------- encoding
@@ -163,17 +239,36 @@ def encode_watch_event(info: KindInfo, event: WatchEvent) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- decoding
-def decode_body(body: bytes, content_type: str) -> Any:
-    """The body as JSON values (JSON or YAML); raises StatusError 400."""
-    media = content_type.split(";")[0].strip().lower()
-    if "protobuf" in media or "cbor" in media:
-        raise StatusError(Status(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (not {media}: the chaoskube front serves JSON only)"))
+#: Request bodies the server decodes (``NegotiateInputSerializer``), and the patch types.
+_BODY_TYPES = ("application/json", "application/yaml", kubeproto.PROTOBUF)
+_PATCH_BODY_TYPES = ("application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json", "application/apply-patch+yaml")
+
+
+def decode_body(body: bytes, content_type: str, kind: KindInfo | None = None) -> Any:
+    """The body as JSON values (JSON, YAML, or a protobuf object's JSON form); raises
+    StatusError: 415 for a media type the server does not decode, 400 for a body that is
+    not what its type says. ``kind``: the endpoint's kind (a custom kind decodes no
+    protobuf: 400 as upstream's protobuf serializer refuses an Unstructured)."""
+    media = content_type.split(";")[0].strip().lower() or "application/json"
+    if media not in _BODY_TYPES and media not in _PATCH_BODY_TYPES:
+        raise StatusError(Status(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted media types include: {', '.join(_BODY_TYPES)}"))
+    if media == kubeproto.PROTOBUF:
+        handled = f"{kind.kind} in version \"{kind.api_version.rpartition('/')[2]}\" cannot be handled as a {kind.kind}" if kind is not None else "the object provided is unrecognized"
+        if kind is not None and issubclass(kind.type, CustomObject):
+            # apiextensions-apiserver lists protobuf but decodes into Unstructured, which
+            # protobuf cannot fill (serializer/protobuf: errNotMarshalable; rest.go
+            # transformDecodeError: 400).
+            raise StatusError(bad_request(f"{handled}: object *unstructured.Unstructured does not implement the protobuf marshalling interface and cannot be decoded from a protobuf message"))
+        try:
+            return kubeproto.decode(body)
+        except kubeproto.ProtoError as error:
+            raise StatusError(bad_request(f"{handled}: {error}")) from None
     try:
         if media in ("application/yaml", "application/apply-patch+yaml"):
             return yaml.safe_load(body.decode("utf-8"))
         return orjson.loads(body) if body else None
     except (orjson.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as error:
-        raise StatusError(bad_request(f"the body of the request was in an unknown format - accepted media types include: application/json, application/yaml ({str(error).splitlines()[0]})")) from None
+        raise StatusError(bad_request(f"the body of the request was in an unknown format - accepted media types include: {', '.join(_BODY_TYPES)} ({str(error).splitlines()[0]})")) from None
 
 
 def decode_object(data: Any, info: KindInfo, field_validation: str) -> tuple[Object, tuple[str, ...]]:

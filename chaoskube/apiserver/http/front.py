@@ -25,7 +25,7 @@ Shape (see docs/api-server.md, "The HTTP front"):
   consistent reads at one revision (upstream's continue token: the revision and the next
   key; 410 once that revision is compacted). The ``scale`` subresource is a view of the
   Deployment / ReplicaSet, written with a resourceVersion precondition.
-- Watches (``?watch=1``): a chunked stream of JSON ``WatchEvent`` lines, bookmarks when
+- Watches (``?watch=1``): a chunked stream of JSON ``WatchEvent`` lines (or protobuf frames), bookmarks when
   asked, the stream closed when the server closes it, when a message is lost (sequence
   gap), or when the client goes away (the server is told to stop it). A watch the server
   refuses with 410 Expired is answered 200 with one ERROR event carrying the Status, as
@@ -40,13 +40,17 @@ Shape (see docs/api-server.md, "The HTTP front"):
   simulated reflectors' ``watch-recv`` records; a real client's stream is only an
   ``http-request``).
 
-Not served: HTTP/2, protobuf, ``exec``/``attach``/``port-forward``/``log`` (no upgrades),
+Protobuf (``application/vnd.kubernetes.protobuf``, :mod:`kubeproto`) is served for bodies,
+answers and watch streams of every built-in kind, as negotiated in :mod:`codec`.
+
+Not served: HTTP/2, ``exec``/``attach``/``port-forward``/``log`` (no upgrades),
 ``deletecollection``, server-side apply (``application/apply-patch+yaml`` is answered 415).
 """
 
 from __future__ import annotations
 
 import base64
+import contextvars
 import http
 import ssl
 from dataclasses import dataclass, field, replace
@@ -75,7 +79,7 @@ from chaoskube.api.protocol import (
     gone,
     not_found,
 )
-from chaoskube.apiserver.http import codec, discovery, openapi, tables
+from chaoskube.apiserver.http import codec, discovery, kubeproto, openapi, tables
 from chaoskube.apiserver.http.routes import CustomKind, RequestInfo, custom_kinds, group_version, parse_path, subresources_of
 from chaoskube.sim import Failed, Ok, Process, World
 
@@ -89,6 +93,11 @@ SERVER_VERSION = {
 MAX_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's request body limit
 WATCH_BUFFER_MESSAGES = 10_000
 _ROUTER_KEY = "chaoskube.apiserver.http/watch-router"
+#: The ``Accept`` header of the request a task serves (a failure's Status is encoded as
+#: the client accepts it, as ``responsewriters.ErrorNegotiated`` does).
+_ACCEPT: contextvars.ContextVar[str] = contextvars.ContextVar("chaoskube-front-accept", default="")
+#: 406 NotAcceptable's list (``NewNotAcceptableError`` of the served types).
+_ACCEPTED = "application/json, application/yaml, application/vnd.kubernetes.protobuf"
 _MUTATING = ("create", "update", "patch", "delete")
 _PATCH_TYPES = {
     "application/merge-patch+json": "merge",
@@ -360,6 +369,7 @@ class ApiFront:
         split = urlsplit(target)
         query = dict(parse_qsl(split.query, keep_blank_values=True))
         method = request.method.decode()
+        _ACCEPT.set(headers.get("accept", ""))
         credentials = certificate
         authorization = headers.get("authorization", "")
         if authorization.lower().startswith("bearer "):
@@ -492,7 +502,15 @@ class ApiFront:
         extra += _warning_headers(warnings)
         group = group_version(kind)[0] if kind is not None else info.group
         payload = codec.encode_status(status, name=info.name, group=group, resource=info.resource)
-        return status.code, codec.dumps(payload), extra
+        data, content_type = codec.render(payload, codec.negotiate(_ACCEPT.get(), table=False))
+        return status.code, data, [("Content-Type", content_type), *extra]
+
+    def _media(self, headers: dict[str, str], kind: KindInfo | None, *, table: bool = True, stream: bool = False) -> codec.MediaType | None:
+        """The negotiated answer type for ``kind`` (protobuf only for a kind with a
+        protobuf form: built-in kinds)."""
+        accept = headers.get("accept", "application/json")
+        protobuf = "protobuf" in accept and kind is not None and not issubclass(kind.type, CustomObject) and kubeproto.supports(kind.api_version, kind.kind)
+        return codec.negotiate(accept, table=table, protobuf=protobuf, stream=stream)
 
     def _request(self, info: RequestInfo, kind: KindInfo, query: dict[str, str], headers: dict[str, str], body: bytes, credentials: Credentials) -> tuple[Request, tuple[str, ...]]:
         """The wire request of an HTTP request, and the warnings decoding its body gave."""
@@ -514,7 +532,8 @@ class ApiFront:
                 common.pop("resource_version_match")
             return Request(**common), ()
         content_type = headers.get("content-type", "application/json")
-        data = codec.decode_body(body, content_type) if body else None
+        protobuf_patch = verb == "patch" and content_type.split(";")[0].strip().lower() == kubeproto.PROTOBUF
+        data = codec.decode_body(body, content_type, kind) if body and not protobuf_patch else None  # a patch's type is checked first (patch.go)
         if verb == "create" and sub == "eviction" and kind.kind == "Pod":
             return Request(**{**common, "body": codec.decode_eviction(data, info.namespace, info.name)}), ()
         if verb == "create" and sub == "binding" and kind.kind == "Pod":
@@ -549,9 +568,10 @@ class ApiFront:
             assert response.status is not None
             return self._failure(response.status, info, kind, warnings)
         extra = _warning_headers(warnings)
-        media = codec.negotiate(headers.get("accept", "application/json"), table=request.verb in ("get", "list"))
+        media = self._media(headers, kind, table=request.verb in ("get", "list"))
         if media is None:
-            return self._failure(Status(406, "NotAcceptable", "only the following media types are accepted: application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io"), info, kind)
+            return self._failure(Status(406, "NotAcceptable", f"only the following media types are accepted: {_ACCEPTED}"), info, kind)
+        extra = [("Content-Type", kubeproto.PROTOBUF if media.protobuf else "application/json"), *extra]
         if request.verb == "list":
             listed = items if items is not None else [codec.encode_object(obj) for obj in response.items]
             if media.as_ == "Table":
@@ -560,17 +580,23 @@ class ApiFront:
                 payload = {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": response.resource_version}, "items": [{"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": obj.get("metadata", {})} for obj in listed]}
             else:
                 payload = codec.encode_list(kind, listed, response.resource_version, continue_token=continue_token, remaining=remaining)
-            return 200, codec.dumps(payload), extra
+            return 200, self._render(payload, media), extra
         if request.verb == "create" and request.subresource == "eviction":
-            return 201, codec.dumps(codec.success_status(201)), extra
+            return 201, self._render(codec.success_status(201), media), extra
         if response.object is None:
-            return response.code, codec.dumps(codec.success_status(response.code, {"name": info.name, "kind": info.resource})), extra
+            return response.code, self._render(codec.success_status(response.code, {"name": info.name, "kind": info.resource}), media), extra
         obj = codec.encode_object(response.object)
         if media.as_ == "Table":
             return 200, codec.dumps(tables.table(kind.kind, [obj], self.world.now, include_object=query.get("includeObject", "Metadata"), custom=self._custom_kind(kind))), extra
         if media.as_.startswith("PartialObjectMetadata"):
-            return 200, codec.dumps({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": obj.get("metadata", {})}), extra
-        return response.code, codec.dumps(obj), extra
+            return 200, self._render({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": obj.get("metadata", {})}, media), extra
+        return response.code, self._render(obj, media), extra
+
+    def _render(self, payload: dict[str, Any], media: codec.MediaType) -> bytes:
+        """JSON, or protobuf (Tables are always JSON)."""
+        if media.protobuf and payload.get("kind") != "Table":
+            return kubeproto.encode(payload)
+        return codec.dumps(payload)
 
     # ------------------------------------------------------------------ pagination
     async def _paged_list(self, replica: _Replica, client: Process, info: RequestInfo, kind: KindInfo, request: Request, query: dict[str, str], headers: dict[str, str], record: dict[str, Any]) -> tuple[int, bytes, list[tuple[str, str]]]:
@@ -633,11 +659,15 @@ class ApiFront:
                 assert current.status is not None
                 raise StatusError(current.status)
             scale = codec.encode_object(current.object)
+            answer = self._media(headers, kind, table=False)
+            if answer is None:
+                raise StatusError(Status(406, "NotAcceptable", f"only the following media types are accepted: {_ACCEPTED}"))
+            served = [("Content-Type", kubeproto.PROTOBUF if answer.protobuf else "application/json")]
             if info.verb == "get":
-                return 200, codec.dumps(scale), []
+                return 200, self._render(scale, answer), served
             if info.verb not in ("update", "patch"):
                 raise StatusError(Status(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({info.verb} {info.resource}/scale)"))
-            data = codec.decode_body(body, headers.get("content-type", "application/json"))
+            data = codec.decode_body(body, headers.get("content-type", "application/json"), kind)
             media = ""
             if info.verb == "update":
                 wanted = data
@@ -666,7 +696,7 @@ class ApiFront:
             written = Scale(metadata=ObjectMeta(name=meta.name, namespace=meta.namespace, uid=meta.uid, resource_version=version), spec=ScaleSpec(replicas=int((wanted.get("spec") or {}).get("replicas", 0))))
             response = await self._api(replica, client, Request(verb="update", body=written, dry_run=dry_run, **common), record)
             if response.ok:
-                return 200, codec.dumps(codec.encode_object(response.object)), _warning_headers(response.warnings)
+                return 200, self._render(codec.encode_object(response.object), answer), served + _warning_headers(response.warnings)
             if response.code == 409 and not demanded and info.verb == "patch":
                 continue  # someone wrote in between: read again
             assert response.status is not None
@@ -745,8 +775,14 @@ class ApiFront:
             self._journal_http(record, code, started)
             await _send(stream, connection, code, payload, headers=extra)
             return
-        table_media = codec.negotiate(headers.get("accept", "application/json"))
-        as_table = table_media is not None and table_media.as_ == "Table"
+        media = self._media(headers, kind, stream=True)
+        if media is None:
+            code, payload, extra = self._failure(Status(406, "NotAcceptable", f"only the following media types are accepted: {_ACCEPTED}"), info, kind)
+            self._journal_http(record, code, started)
+            await _send(stream, connection, code, payload, headers=extra)
+            return
+        as_table = media.as_ == "Table"
+        protobuf = media.protobuf
         field_selector = query.get("fieldSelector", "")
         if info.name:
             name_selector = f"metadata.name={info.name}"
@@ -788,21 +824,23 @@ class ApiFront:
                 await _send(stream, connection, code, payload, headers=extra)
                 return
             self._journal_http(record, 200, started, outcome="watch")
-            await stream.send_all(connection.send(h11.Response(status_code=200, reason=b"OK", headers=[("Content-Type", "application/json"), ("Transfer-Encoding", "chunked"), ("Cache-Control", "no-cache, private")])))
+            # watch.go: a stream's type is the serializer's with ";stream=watch" (JSON as is)
+            content_type = f"{kubeproto.PROTOBUF};stream=watch" if protobuf else "application/json"
+            await stream.send_all(connection.send(h11.Response(status_code=200, reason=b"OK", headers=[("Content-Type", content_type), ("Transfer-Encoding", "chunked"), ("Cache-Control", "no-cache, private")])))
             if not response.ok:
                 assert response.status is not None
                 event = {"type": "ERROR", "object": codec.encode_status(response.status)}
-                await stream.send_all(connection.send(h11.Data(data=codec.dumps(event) + b"\n")))
+                await stream.send_all(connection.send(h11.Data(data=_watch_frame(event, protobuf))))
                 await stream.send_all(connection.send(h11.EndOfMessage()))
                 return
-            await self._stream_events(stream, connection, router[watch_id], kind, as_table, query)
+            await self._stream_events(stream, connection, router[watch_id], kind, as_table, query, protobuf=protobuf)
         finally:
             router.pop(watch_id, None)
             send.close()
             if client.running and self.world.process(replica.name).alive:
                 client.send(replica.name, WatchStop(watch_id), port=API_PORT, duplicable=False)
 
-    async def _stream_events(self, stream: Any, connection: h11.Connection, watch: _Watch, kind: KindInfo, as_table: bool, query: dict[str, str]) -> None:
+    async def _stream_events(self, stream: Any, connection: h11.Connection, watch: _Watch, kind: KindInfo, as_table: bool, query: dict[str, str], *, protobuf: bool = False) -> None:
         headers_sent = False
         custom = self._custom_kind(kind)
 
@@ -826,7 +864,7 @@ class ApiFront:
                     if as_table and event.type in ("ADDED", "MODIFIED", "DELETED"):
                         encoded["object"] = tables.table(kind.kind, [encoded["object"]], self.world.now, include_object=query.get("includeObject", "Metadata"), headers=not headers_sent, custom=custom)
                         headers_sent = True
-                    lines.append(codec.dumps(encoded) + b"\n")
+                    lines.append(_watch_frame(encoded, protobuf))
                 if lines:
                     await stream.send_all(connection.send(h11.Data(data=b"".join(lines))))
                 if message.closed:
@@ -839,6 +877,14 @@ class ApiFront:
 
 
 # ----------------------------------------------------------------------------- helpers
+def _watch_frame(event: dict[str, Any], protobuf: bool) -> bytes:
+    """One event of a watch stream: a JSON line, or a length-prefixed ``metav1.WatchEvent``
+    whose object is the enveloped object (:func:`kubeproto.encode_watch_frame`)."""
+    if protobuf:
+        return kubeproto.encode_watch_frame(event["type"], kubeproto.encode(event["object"]))
+    return codec.dumps(event) + b"\n"
+
+
 def _patch_demands_version(patch: Any, media: str) -> str:
     """The resourceVersion a merge or JSON patch sets (its own precondition), or ""."""
     if media == "application/json-patch+json":

@@ -165,5 +165,6 @@ def test_strict_field_validation_refuses_and_warn_warns():
 def test_negotiation_prefers_the_first_acceptable_entry():
     kubectl = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
     assert codec.negotiate(kubectl).as_ == "Table"
-    assert codec.negotiate("application/vnd.kubernetes.protobuf") is None
+    assert codec.negotiate("application/vnd.kubernetes.protobuf").protobuf
+    assert codec.negotiate("application/vnd.kubernetes.protobuf", protobuf=False) is None  # a custom kind
     assert codec.negotiate("application/vnd.kubernetes.protobuf, application/json").as_ == ""
