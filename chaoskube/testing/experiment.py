@@ -30,7 +30,9 @@ Guarantees.
   imported by that path (defined inside a function), so a saved file always names a
   machine a fresh process can load.
 - :func:`checkers_judged` lists the checkers the example itself judged: the built-in
-  invariants the class still has (a subclass can shadow one with ``None``), ``convergence``
+  invariants the class still has (a subclass can shadow one with ``None``) and that gave a
+  verdict (an invariant whose last answer was unknown -- no PDB to hold evictions to, say
+  -- judged nothing, and its checker would answer unknown on the replay), ``convergence``
   only when the example reached teardown (a failing example stops at its failing step,
   before the liveness phase, and so does its replay), and ``steps``.
 
@@ -155,9 +157,14 @@ def resolve_machine(path: str, search: Sequence[str | Path] = ()) -> type[Cluste
     return found
 
 
-def checkers_judged(machine: type[ClusterMachine], steps: Sequence[tuple[str, Any]]) -> list[str]:
-    """The checkers an example of ``machine`` with ``steps`` judged (module docstring)."""
-    found = [checker for method, checker in CHECKER_OF_INVARIANT.items() if getattr(machine, method, None) is not None]
+def checkers_judged(machine: type[ClusterMachine], steps: Sequence[tuple[str, Any]], unknown: Iterable[str] = ()) -> list[str]:
+    """The checkers an example of ``machine`` with ``steps`` judged (module docstring).
+    ``unknown``: the invariants whose last verdict was unknown (:attr:`RunSummary.unknown`,
+    by violation name): their checkers had nothing to judge in the example, and would answer
+    unknown on its replay too -- which makes a replay "not as expected" -- so they are left
+    out (issue 32)."""
+    silent = {CHECKER_OF_VIOLATION[name] for name in unknown if name in CHECKER_OF_VIOLATION}
+    found = [checker for method, checker in CHECKER_OF_INVARIANT.items() if getattr(machine, method, None) is not None and checker not in silent]
     if any(name == "teardown" for name, _ in steps):
         found.append("convergence")
         if any(getattr(getattr(machine, attribute, None), EVENTUALLY_MARKER, False) for attribute in dir(machine)):
@@ -211,7 +218,7 @@ def experiment_document(
     if summary.seed is None:
         raise ValueError("summary: no seed (the example never booted)")
     steps = example_steps(summary)
-    checkers = list(checkers) if checkers is not None else checkers_judged(machine, summary.steps)
+    checkers = list(checkers) if checkers is not None else checkers_judged(machine, summary.steps, summary.unknown)
     failing = list(failing)
     for checker in failing:
         if checker not in checkers:

@@ -257,6 +257,10 @@ class RunSummary:
     fingerprint: str
     virtual_time_s: float = 0.0
     events: int = 0
+    #: The invariants (by the name :meth:`ClusterMachine.require` was given) whose last
+    #: verdict was unknown: nothing to judge in the example (no PDB, no binding), so a saved
+    #: example does not list their checkers (chaoskube.testing.experiment.checkers_judged).
+    unknown: tuple[str, ...] = ()
 
     def describe(self) -> str:
         lines = [f"seed: {self.seed}", f"journal sha256: {self.fingerprint}", f"virtual time: {self.virtual_time_s:.3f} s, {self.events} journal events", f"steps ({len(self.steps)}):"]
@@ -495,6 +499,11 @@ class _Admin:
             return
 
 
+#: The machine's own invariants (each calls :meth:`ClusterMachine.require`); a subclass's
+#: are its business.
+BUILT_IN_INVARIANTS = ("authorization_holds", "bindings_fit", "evictions_respect_pdbs", "leader_election_holds", "raft_is_safe")
+
+
 class ClusterMachine(RuleBasedStateMachine):
     """A live simulated cluster under Hypothesis (module docstring). Subclass to change
     ``spec`` and the bounds below, or to add ``@rule`` / ``@invariant`` methods: use
@@ -541,6 +550,8 @@ class ClusterMachine(RuleBasedStateMachine):
         self.tenants: Any = None  # chaoskube.tenants.Tenants, once start_tenants ran
         self.user_processes: list[str] = []  # started by start_processes
         self.eventually_verdict: Verdict | None = None  # the liveness phase's verdict on the @eventually properties
+        self.answered: dict[str, bool] = {}  # invariant name -> whether its last verdict was true or false (not unknown)
+        self._quiet = False  # require() records without raising (the teardown's last look)
 
     # -- access -------------------------------------------------------------------------
     @property
@@ -583,12 +594,15 @@ class ClusterMachine(RuleBasedStateMachine):
         self.world.record(type, **fields)
 
     def require(self, name: str, verdict: Verdict) -> None:
-        """Fail (``InvariantViolation``) on a False verdict; unknown passes."""
-        if verdict.valid is False:
+        """Fail (``InvariantViolation``) on a False verdict; unknown passes (and is
+        remembered: :attr:`RunSummary.unknown`)."""
+        self.answered[name] = verdict.valid is not None
+        if verdict.valid is False and not self._quiet:
             raise InvariantViolation(name, verdict)
 
     def summary(self) -> RunSummary:
-        return self.live_cluster.summary()
+        unknown = tuple(sorted(name for name, answered in self.answered.items() if not answered))
+        return dataclasses.replace(self.live_cluster.summary(), unknown=unknown)
 
     # -- rule weights, default settings, bounded shrinking -----------------------------
     @classmethod
@@ -916,7 +930,9 @@ class ClusterMachine(RuleBasedStateMachine):
                 verdict = self.run(self._converge)
         finally:
             self.live.stop()
-            summary = self.live.summary()
+            if failing is None and verdict is not None and any(not answered for answered in self.answered.values()):
+                self._look_again()
+            summary = self.summary()
         if failing is not None:
             _label(failing, summary)
             return
@@ -928,6 +944,21 @@ class ClusterMachine(RuleBasedStateMachine):
             error = InvariantViolation("eventually", self.eventually_verdict)
             _label(error, summary)
             raise error
+
+    def _look_again(self) -> None:
+        """After the liveness phase: the invariants once more on the whole journal, only to
+        learn which still have nothing to judge (:attr:`RunSummary.unknown`; a replay judges
+        the whole journal, teardown included: pods bound during it give ``scheduling``
+        something to judge). Safety is required after each step, not here."""
+        self._quiet = True
+        try:
+            for attribute in BUILT_IN_INVARIANTS:
+                function = getattr(type(self), attribute, None)
+                marker = getattr(function, INVARIANT_MARKER, None)
+                if marker is not None and all(condition(self) for condition in marker.preconditions):
+                    function(self)
+        finally:
+            self._quiet = False
 
     async def _converge(self) -> Verdict:
         from chaoskube.node.kubelet import cordon
