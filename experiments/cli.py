@@ -502,6 +502,10 @@ def serve(
     sys.exit(EXIT_NOT_AS_EXPECTED if result.failing or result.unknown else EXIT_INCONCLUSIVE if result.inconclusive else EXIT_AS_EXPECTED)
 
 
+from chaoskube.experiments.operator_testing.command import test_operator as _test_operator  # noqa: E402 - its own package (issue 34)
+
+cli.add_command(_test_operator)
+
 def _print_finding(result: Any) -> None:
     from chaoskube import gallery as variants
 

@@ -53,6 +53,7 @@ import base64
 import contextvars
 import http
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -194,6 +195,11 @@ class ApiFront:
         self._client_roles = dict(client_roles or {})
         self._identities = {(kind, value): process for kind, value, process in self.config.identities}
         self._statistics = {"requests": 0, "stalled": 0, "dropped": 0, "watches": 0}
+        #: A lost response (``chaoskube test-operator``): called with (client process,
+        #: request, response) after the server answered a mutating request; True drops the
+        #: answer (the write stands, the connection closes unanswered, as when the server
+        #: or a proxy dies between the commit and the reply). Journaled as an ``info`` op.
+        self.lose_response: Callable[[str, Request, Response], bool] | None = None
         #: Per replica: the custom kinds its last discovery answer served (its established CRDs).
         self._custom: dict[str, list[CustomKind]] = {}
 
@@ -464,6 +470,9 @@ class ApiFront:
                 self.world.record("api-read", **read_fields(client.name, request, None, started, phase, replica.name))
             raise
         phase = "ok" if response.ok else "info" if response.code in (500, 504) else "fail"
+        if journaled and self.lose_response is not None and self.lose_response(client.name, request, response):
+            self.world.record("api-op", phase="info", op_id=op_id, **fields, code=0, reason="response lost", request=request.id, server=replica.name)
+            raise _Drop()
         if journaled:
             answered = end_fields(response)
             name = answered.pop("answered_name", "")

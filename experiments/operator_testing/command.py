@@ -1,0 +1,81 @@
+"""The ``chaoskube test-operator`` command (registered in experiments/cli.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+class _BadInput(click.ClickException):
+    exit_code = 2  # bad input, as every chaoskube command (experiments/cli.py)
+
+
+def fail(message: str) -> None:
+    raise _BadInput(message)
+
+
+KINDS_HELP = "Plan kinds to generate (repeatable): crash, lost-response, apiserver-kill, etcd-leader-kill, partition [default: all]."
+
+
+@click.command("test-operator")
+@click.option("--run", "command", required=True, metavar="COMMAND", help="The operator's command, started with KUBECONFIG set (e.g. 'kopf run --standalone -A op.py').")
+@click.option("--manifests", "manifests", multiple=True, type=click.Path(path_type=Path), metavar="PATH", help="The operator's CRDs and other manifests (files or directories of YAML); repeatable. At least one CRD.")
+@click.option("--workload", type=click.Path(path_type=Path, dir_okay=False), default=None, metavar="FILE", help="A YAML list of create / update / delete / wait steps [default: generated from the first CRD's schema].")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=Path("runs/test-operator"), show_default=True, help="Where the sessions, learning.json and the summary go.")
+@click.option("--jobs", type=click.IntRange(1, 64), default=2, show_default=True, help="Plans run at a time (each a served cluster on free ports).")
+@click.option("--budget", type=click.IntRange(1, 100000), default=None, help="Run at most this many plans, spread over the kinds [default: all].")
+@click.option("--kind", "kinds", multiple=True, type=click.Choice(["crash", "lost-response", "apiserver-kill", "etcd-leader-kill", "partition"]), help=KINDS_HELP)
+@click.option("--plan", "plan_id", default=None, metavar="ID", help="Run only this plan (the replay of a finding), e.g. 'lost-response@create:configmaps#1'.")
+@click.option("--learned", type=click.Path(path_type=Path, file_okay=False), default=None, metavar="DIR", help="Reuse the learning of an earlier test-operator run (its --out).")
+@click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=1, show_default=True, help="The simulated cluster's seed.")
+@click.option("--speed", type=click.FloatRange(0.1, 20.0), default=1.0, show_default=True, help="Virtual seconds per wall second (>1 where the operator tolerates it).")
+@click.option("--quiet", "quiet_s", type=click.FloatRange(0.2, 60.0), default=2.0, show_default=True, help="Virtual seconds without an operator write or store change that end a step.")
+@click.option("--session-only", is_flag=True, hidden=True)
+@click.option("--expect-writes", default="", hidden=True)
+def test_operator(command: str, manifests: tuple[Path, ...], workload: Path | None, out_dir: Path, jobs: int, budget: int | None, kinds: tuple[str, ...],
+                  plan_id: str | None, learned: Path | None, seed: int, speed: float, quiet_s: float, session_only: bool, expect_writes: str) -> None:
+    """Test an operator the way Sieve and Acto do, with no assertion of yours: learn two
+    fault-free runs of COMMAND under a served cluster (its requests, watches and the objects
+    it owns; what differs between the two is masked), generate plans (crash right after
+    each of its writes, lose a write's answer, kill its API server or the etcd leader,
+    partition it -- each at one of its own requests), run them in parallel and report every
+    plan whose owned objects end or evolve differently from the learning run, with the
+    plan's replay command. Exit 0: nothing found; 1: a plan found something; 2: bad input."""
+    from chaoskube.experiments.operator_testing import run as runner
+    from chaoskube.experiments.operator_testing.plans import KINDS, parse_plan_id
+    from chaoskube.experiments.operator_testing.session import SessionOptions
+
+    try:
+        target = runner.load_target(command, list(manifests), workload)
+        if plan_id is not None:
+            parse_plan_id(plan_id)
+    except ValueError as error:
+        fail(str(error))
+    try:
+        expected = tuple(int(part) for part in expect_writes.split(",") if part)
+    except ValueError:
+        fail(f"--expect-writes {expect_writes!r}: give comma-separated integers")
+    options = SessionOptions(seed=seed, speed=speed, quiet_s=quiet_s, expected_writes=expected)
+    if session_only:
+        sys.exit(runner.session_only(target, out_dir, plan_id, options))
+    argv = ["test-operator", "--run", command, *[item for path in manifests for item in ("--manifests", str(path))]]
+    if workload is not None:
+        argv += ["--workload", str(workload)]
+    runner.TARGET_ARGV[:] = argv
+    say = lambda text: click.echo(text)  # noqa: E731
+    say(f"test-operator: {command} ({len(target.steps)} workload steps: {'; '.join(step.describe() for step in target.steps)})")
+    try:
+        summary = runner.run_test_operator(target, out_dir, runner.OperatorTestOptions(jobs=jobs, budget=budget, kinds=tuple(kinds) or KINDS, session=options), say, only=plan_id, learned=learned)
+    except runner.TargetError as error:
+        fail(str(error))
+    say(f"{summary['plans_run']} plan(s) run in {summary['wall_s']:.0f} s ({summary['plans_per_hour']:.0f} plans/hour): {summary['found']} found, {summary['errors']} error(s); "
+        f"the mask removed {summary['findings_removed_by_mask']} finding(s)")
+    for entry in summary["results"]:
+        if entry["status"] == "found":
+            say(f"FOUND {entry['id']}: {entry['description']}")
+            for finding in entry["findings"][:5]:
+                say(f"    {finding['oracle']}: {finding['object']} {finding['path']} at {finding['at']}: {runner._short(finding['run'])} (learning run: {runner._short(finding['reference'])})")  # noqa: SLF001
+            say(f"    replay: {summary['replay'][entry['id']]}")
+    say(f"summary: {out_dir / 'summary.md'}")
+    sys.exit(1 if summary["found"] else 0)

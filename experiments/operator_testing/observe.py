@@ -1,0 +1,165 @@
+"""What a session's journal says about the operator (pure): its requests and watches, its
+writes, and the successive states of the objects it owns -- the custom resources, every
+object with an ownerReference chain to one, and every object it wrote.
+
+Objects come from the store's own record (``raft-apply`` events: every key written at every
+revision), so nothing is sampled: each committed state of each owned object is there, in
+commit order. States are normalized as the differential checker normalizes end states
+(:func:`chaoskube.checkers.differential.normalize`: uids, resourceVersions, timestamps and
+managedFields dropped; owner references by their owner's identity; an object whose name was
+generated is known by its ``generateName`` and owners) before any comparison.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from chaoskube.checkers.differential import _identity, _scrub  # noqa: PLC2701 - the same normalization, per object
+from chaoskube.checkers.replay import REGISTRY_PREFIX, parse_key
+from chaoskube.checkers.replay import _loads as loads
+
+__all__ = ["Observation", "observe"]
+
+OPERATOR = "operator"
+MUTATING = ("create", "update", "patch", "delete")
+
+
+@dataclass
+class Observation:
+    """One session, as the oracles see it."""
+
+    writes: list[dict[str, Any]] = field(default_factory=list)  # the operator's answered writes, in order
+    user_writes: list[dict[str, Any]] = field(default_factory=list)  # the workload's answered writes of custom resources
+    requests: list[dict[str, Any]] = field(default_factory=list)  # every request of the operator
+    watches: list[str] = field(default_factory=list)  # resources it watched (in order of first watch)
+    #: identity -> the successive normalized states (None: absent), consecutive repeats merged
+    history: dict[str, list[Any]] = field(default_factory=dict)
+    #: identity -> normalized end state (absent objects left out)
+    end: dict[str, Any] = field(default_factory=dict)
+    #: identity -> (creations, deletions) over the session
+    lifecycle: dict[str, list[int]] = field(default_factory=dict)
+    #: the owned objects' normalized states at each checkpoint (after each workload step
+    #: quiesced), identity -> state, in checkpoint order
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)
+    log: list[tuple[float, str]] = field(default_factory=list)  # operator output (t, line)
+    marks: list[dict[str, Any]] = field(default_factory=list)  # test-operator events (steps, perturbation)
+    operator_starts: list[float] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"writes": self.writes, "watches": self.watches, "end": self.end, "checkpoints": self.checkpoints, "lifecycle": self.lifecycle, "history_lengths": {key: len(value) for key, value in sorted(self.history.items())}}
+
+
+def observe(events: Iterable[Mapping[str, Any]], custom_resources: Sequence[str], checkpoints: Sequence[float] = ()) -> Observation:
+    """``custom_resources``: the store resources of the CRDs (``widgets.gallery.chaoskube.dev``);
+    ``checkpoints``: virtual times at which to take the owned objects' states (in order)."""
+    custom = set(custom_resources)
+    obs = Observation()
+    store: dict[tuple[str, str], dict[str, Any]] = {}
+    timeline: list[tuple[float, tuple[str, str], dict[str, Any] | None]] = []
+    written: set[tuple[str, str]] = set()
+    seen_revisions: set[int] = set()
+    for event in events:
+        kind = event.get("type")
+        if kind == "raft-apply" and event.get("events"):
+            revision = event.get("revision")
+            if revision is None or revision in seen_revisions:
+                continue
+            seen_revisions.add(revision)
+            for change, key, value, *_ in event["events"]:
+                if not key.startswith(REGISTRY_PREFIX):
+                    continue
+                parsed = parse_key(key)
+                if parsed is None or parsed[0] in ("leases", "events"):
+                    continue
+                if change == "DELETE":
+                    store.pop(parsed, None)
+                    timeline.append((float(event.get("t", 0.0)), parsed, None))
+                else:
+                    obj = loads(value)
+                    store[parsed] = obj
+                    timeline.append((float(event.get("t", 0.0)), parsed, obj))
+        elif kind == "api-op" and event.get("client") == OPERATOR:
+            if event.get("phase") == "ok" and event.get("verb") in MUTATING:
+                obs.writes.append({key: event.get(key) for key in ("t", "verb", "resource", "subresource", "namespace", "name", "code")})
+                resource = str(event.get("resource"))
+                name = str(event.get("name") or "")
+                namespace = str(event.get("namespace") or "")
+                if name:
+                    written.add((resource, f"{namespace}/{name}" if namespace else name))
+        elif kind == "api-op" and event.get("client") == "outside" and event.get("phase") == "ok" and event.get("verb") in MUTATING and event.get("resource") in custom:
+            obs.user_writes.append({key: event.get(key) for key in ("t", "verb", "resource", "subresource", "namespace", "name", "code")})
+        elif kind == "http-request" and event.get("client") == OPERATOR:
+            obs.requests.append({key: event.get(key) for key in ("t", "verb", "resource", "subresource", "namespace", "name", "code", "outcome")})
+            if event.get("verb") == "watch" and event.get("resource") and event["resource"] not in obs.watches:
+                obs.watches.append(str(event["resource"]))
+        elif kind == "operator-output":
+            obs.log.append((float(event.get("t", 0.0)), str(event.get("line", ""))))
+        elif kind == "operator" and event.get("event") == "start":
+            obs.operator_starts.append(float(event.get("t", 0.0)))
+        elif kind == "test-operator":
+            obs.marks.append(dict(event))
+    # Ownership: custom resources, anything owned (transitively) by one, anything written.
+    every: dict[tuple[str, str], dict[str, Any]] = {}
+    for _, key, obj in timeline:
+        if obj is not None:
+            every[key] = obj
+    owned_uids = {obj.get("metadata", {}).get("uid") for key, obj in every.items() if key[0] in custom}
+    changed = True
+    while changed:
+        changed = False
+        for obj in every.values():
+            meta = obj.get("metadata", {})
+            if meta.get("uid") not in owned_uids and any(ref.get("uid") in owned_uids for ref in meta.get("ownerReferences") or ()):
+                owned_uids.add(meta.get("uid"))
+                changed = True
+    owned = {key for key, obj in every.items() if key[0] in custom or obj.get("metadata", {}).get("uid") in owned_uids} | (written & set(every))
+    names = {obj.get("metadata", {}).get("uid", ""): f"{key[0]}/{_identity(key[0], key[1], obj, {})}" for key, obj in every.items()}
+    identities: dict[tuple[str, str], str] = {}
+    for key, obj in every.items():
+        if key in owned:
+            identities[key] = f"{key[0]}/{_identity(key[0], key[1], obj, names)}"
+    present: dict[tuple[str, str], bool] = {}
+    current: dict[tuple[str, str], Any] = {}
+    pending = list(checkpoints)
+
+    def snapshot() -> dict[str, Any]:
+        grouped: dict[str, list[str]] = {}
+        for key, state in sorted(current.items()):
+            grouped.setdefault(identities[key], []).append(json.dumps(state, sort_keys=True))
+        out: dict[str, Any] = {}
+        for identity, items in sorted(grouped.items()):
+            decoded = [json.loads(item) for item in sorted(items)]
+            out[identity] = decoded[0] if len(decoded) == 1 and not identity.endswith("*") else decoded
+        return out
+
+    for t, key, obj in timeline:
+        while pending and t > pending[0]:
+            obs.checkpoints.append(snapshot())
+            pending.pop(0)
+        if key not in owned:
+            continue
+        identity = identities[key]
+        history = obs.history.setdefault(identity, [])
+        counts = obs.lifecycle.setdefault(identity, [0, 0])
+        if obj is None:
+            if present.get(key):
+                counts[1] += 1
+            present[key] = False
+            state = None
+            current.pop(key, None)
+        else:
+            if not present.get(key):
+                counts[0] += 1
+            present[key] = True
+            state = _scrub(key[0], obj, names) if not obj.get("metadata", {}).get("deletionTimestamp") else {"deleting": _scrub(key[0], obj, names)}
+            current[key] = state
+        if not history or history[-1] != state:
+            history.append(state)
+    while pending:
+        obs.checkpoints.append(snapshot())
+        pending.pop(0)
+    obs.end = snapshot()
+    return obs

@@ -1,0 +1,157 @@
+"""Test plans: each ONE perturbation at ONE point the learning run showed to matter, with a
+stable id (Sieve, Sun et al., "Automatic Reliability Testing for Cluster Management
+Controllers", OSDI 2022, §4: test plans generated from the reference run's events).
+
+A plan's point is the operator's own request, never the clock: *the Nth answered request
+of the operator with this verb on this resource (and subresource)*. Counting the operator's
+requests, not seconds, is what makes a plan replay: the same workload makes the operator
+send the same requests in the same order, however fast the machine is.
+
+Kinds (:data:`KINDS`):
+
+- ``crash``            -- intermediate state: kill the operator (SIGKILL to its process
+  group) right after the request is answered, start it again ``restart_s`` later.
+- ``lost-response``    -- the request commits, its answer never arrives (the connection
+  closes unanswered): the operator must find out what it did.
+- ``apiserver-kill``   -- the API server the operator talks to dies right after the
+  request commits (its connections reset), for ``duration_s``.
+- ``etcd-leader-kill`` -- the etcd leader dies right after the request, for ``duration_s``.
+- ``partition``        -- the operator is cut off from every API server right after the
+  request, for ``duration_s`` (its requests stall; its watches go quiet).
+
+Not generated (yet): Sieve's *stale state* (a restart against an API server whose watch
+cache lags) and *unobserved state* (watch events withheld between two states): see
+docs/operators.md, "Limits".
+
+Pure: :func:`generate_plans` from the learning run's writes; ids are
+``<kind>@[user-]<verb>:<resource>[/<subresource>]#<n>`` (``crash@create:configmaps#1``,
+``crash@user-delete:widgets.gallery.chaoskube.dev#1``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["KINDS", "Plan", "Point", "generate_plans", "parse_plan_id", "select_plans"]
+
+KINDS = ("crash", "lost-response", "apiserver-kill", "etcd-leader-kill", "partition")
+#: How long a fault lasts (virtual seconds) before it heals, per kind.
+DURATION_S = {"crash": 1.0, "lost-response": 0.0, "apiserver-kill": 3.0, "etcd-leader-kill": 3.0, "partition": 5.0}
+#: Writes a plan may be aimed at: the operator's own mutating requests that succeeded.
+MUTATING = ("create", "update", "patch", "delete")
+
+
+@dataclass(frozen=True, order=True)
+class Point:
+    """The Nth answered request (counting from 1) of the operator with ``verb`` on
+    ``resource``/``subresource`` -- or, with ``user``, of the workload (the user's change of
+    a custom resource committing: a point given by an object's state, not by the operator)."""
+
+    verb: str
+    resource: str
+    subresource: str
+    nth: int
+    user: bool = False
+
+    @property
+    def label(self) -> str:
+        return ("user-" if self.user else "") + f"{self.verb}:{self.resource}" + (f"/{self.subresource}" if self.subresource else "") + f"#{self.nth}"
+
+    def matches(self, verb: str, resource: str, subresource: str) -> bool:
+        return (verb, resource, subresource or "") == (self.verb, self.resource, self.subresource)
+
+
+@dataclass(frozen=True)
+class Plan:
+    kind: str
+    point: Point
+    duration_s: float
+
+    @property
+    def id(self) -> str:
+        return f"{self.kind}@{self.point.label}"
+
+    def describe(self) -> str:
+        if self.point.user:
+            change = f"the user's {self.point.verb} of {self.point.resource} #{self.point.nth} commits"
+            return {
+                "crash": f"crash the operator as {change} (restart {self.duration_s:g} s later)",
+                "partition": f"partition the operator from the API servers as {change}, {self.duration_s:g} s (it misses the events: unobserved state)",
+                "apiserver-kill": f"kill the operator's API server as {change}, {self.duration_s:g} s",
+            }.get(self.kind, self.kind)
+        what = {
+            "crash": f"crash the operator right after its {self.point.label} (restart {self.duration_s:g} s later)",
+            "lost-response": f"lose the answer to the operator's {self.point.label} (it commits)",
+            "apiserver-kill": f"kill the operator's API server right after its {self.point.label}, {self.duration_s:g} s",
+            "etcd-leader-kill": f"kill the etcd leader right after the operator's {self.point.label}, {self.duration_s:g} s",
+            "partition": f"partition the operator from the API servers right after its {self.point.label}, {self.duration_s:g} s",
+        }
+        return what[self.kind]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "user": self.point.user, "verb": self.point.verb, "resource": self.point.resource, "subresource": self.point.subresource, "nth": self.point.nth, "duration_s": self.duration_s, "description": self.describe()}
+
+
+#: Kinds aimed at the user's changes (a lost answer to the user is not the operator's business).
+USER_KINDS = ("crash", "partition", "apiserver-kill")
+
+
+def points(writes: Iterable[dict[str, Any]], *, user: bool = False) -> list[Point]:
+    """The distinct points of the operator's successful writes, in the order it made them:
+    each (verb, resource, subresource) numbered by occurrence."""
+    counts: dict[tuple[str, str, str], int] = {}
+    out = []
+    for write in writes:
+        if write.get("verb") not in MUTATING:
+            continue
+        key = (str(write["verb"]), str(write["resource"]), str(write.get("subresource") or ""))
+        counts[key] = counts.get(key, 0) + 1
+        out.append(Point(*key, counts[key], user))
+    return out
+
+
+def generate_plans(writes: Sequence[dict[str, Any]], kinds: Sequence[str] = KINDS, user_writes: Sequence[dict[str, Any]] = ()) -> list[Plan]:
+    """Every kind at every point of ``writes`` (the learning run's successful operator
+    writes, in order), then the kinds of :data:`USER_KINDS` at every point of
+    ``user_writes`` (the workload's changes of custom resources): per kind, in order."""
+    found = points(writes)
+    theirs = points(user_writes, user=True)
+    return [Plan(kind, point, DURATION_S[kind]) for kind in kinds for point in found + (theirs if kind in USER_KINDS else [])]
+
+
+def select_plans(plans: Sequence[Plan], budget: int | None) -> list[Plan]:
+    """At most ``budget`` plans, spread over the kinds (round robin, each kind's plans in
+    write order), so a small budget still tries every kind."""
+    if budget is None or budget >= len(plans):
+        return list(plans)
+    by_kind: dict[str, list[Plan]] = {}
+    for plan in plans:
+        by_kind.setdefault(plan.kind, []).append(plan)
+    chosen: list[Plan] = []
+    index = 0
+    while len(chosen) < budget:
+        progressed = False
+        for kind in by_kind:
+            if index < len(by_kind[kind]) and len(chosen) < budget:
+                chosen.append(by_kind[kind][index])
+                progressed = True
+        if not progressed:
+            break
+        index += 1
+    return chosen
+
+
+def parse_plan_id(text: str) -> Plan:
+    """The plan of an id (``crash@create:configmaps#1``). Raises ValueError (one line)."""
+    kind, at, rest = text.partition("@")
+    label, hash_, nth = rest.rpartition("#")
+    if not at or not hash_ or kind not in KINDS or not nth.isdigit() or int(nth) < 1:
+        raise ValueError(f"plan id {text!r}: give KIND@[user-]VERB:RESOURCE[/SUBRESOURCE]#N, KIND one of {', '.join(KINDS)} (e.g. crash@create:configmaps#1)")
+    user = label.startswith("user-")
+    verb, colon, resource = label.removeprefix("user-").partition(":")
+    if not colon or verb not in MUTATING or not resource:
+        raise ValueError(f"plan id {text!r}: VERB must be one of {', '.join(MUTATING)}, then :RESOURCE")
+    resource, _, subresource = resource.partition("/")
+    return Plan(kind, Point(verb, resource, subresource, int(nth), user), DURATION_S[kind])

@@ -1,0 +1,311 @@
+"""``chaoskube test-operator``: learn, plan, run the plans in parallel, judge, summarize.
+
+1. Two fault-free *learning* sessions (:mod:`.session`), in parallel: the first is the
+   reference, the difference between the two is the mask (:mod:`.mask`).
+2. Plans from the reference's writes (:mod:`.plans`), at most ``budget``.
+3. Each plan in its own process (``--jobs`` at a time, each a served cluster on free
+   ports): the replay command of the plan, ``chaoskube test-operator ... --plan ID``.
+4. Each plan's session judged against the reference (:mod:`.oracle`), with and without the
+   mask (the findings the mask removes are counted); a summary (terminal, summary.json,
+   summary.md) lists the failing plans with the diverging objects and the operator's log
+   lines around the perturbation.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+from chaoskube.experiments.operator_testing.mask import Mask, learn_mask
+from chaoskube.experiments.operator_testing.observe import observe
+from chaoskube.experiments.operator_testing.oracle import inconsistencies, judge
+from chaoskube.experiments.operator_testing.plans import KINDS, Plan, generate_plans, parse_plan_id, select_plans
+from chaoskube.experiments.operator_testing.session import SessionOptions, Target, run_session
+from chaoskube.experiments.operator_testing.workload import Step, WorkloadError, generate_workload, load_workload
+
+__all__ = ["OperatorTestOptions", "load_target", "run_plan", "run_test_operator"]
+
+LOG_WINDOW_S = (2.0, 4.0)  # operator log lines from 2 s before the perturbation to 4 s after it healed
+MAX_LOG_LINES = 30
+
+
+class TargetError(ValueError):
+    """Bad input: one line naming the file and what to fix."""
+
+
+@dataclass(frozen=True)
+class OperatorTestOptions:
+    jobs: int = 2
+    budget: int | None = None
+    kinds: tuple[str, ...] = KINDS
+    session: SessionOptions = SessionOptions()
+    mask: bool = True
+
+
+# ----------------------------------------------------------------------------- input
+def _documents(path: Path) -> list[dict[str, Any]]:
+    files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml", ".json")) if path.is_dir() else [path]
+    if not files:
+        raise TargetError(f"{path}: no .yaml, .yml or .json file in it")
+    out = []
+    for file in files:
+        try:
+            out.extend(doc for doc in yaml.safe_load_all(file.read_text()) if doc)
+        except (OSError, yaml.YAMLError) as error:
+            raise TargetError(f"{file}: cannot read it as YAML ({type(error).__name__}); give Kubernetes manifests") from None
+    for doc in out:
+        if not isinstance(doc, dict) or not doc.get("kind") or not doc.get("apiVersion"):
+            raise TargetError(f"{path}: every document needs apiVersion and kind")
+    return out
+
+
+def load_target(command: str, manifests: list[Path], workload: Path | None) -> Target:
+    """The operator, its manifests (CRDs first) and its workload (generated from the first
+    CRD's schema when none is given)."""
+    if not command.strip():
+        raise TargetError("--run: give the operator's command (e.g. 'kopf run --standalone -A op.py')")
+    documents: list[dict[str, Any]] = []
+    for path in manifests:
+        if not path.exists():
+            raise TargetError(f"--manifests {path}: no such file or directory")
+        documents.extend(_documents(path))
+    crds = [doc for doc in documents if doc.get("kind") == "CustomResourceDefinition"]
+    if not crds:
+        raise TargetError(f"--manifests {' '.join(map(str, manifests)) or '(none)'}: no CustomResourceDefinition; give the operator's CRDs")
+    documents = crds + [doc for doc in documents if doc.get("kind") != "CustomResourceDefinition"]
+    kinds = {str(crd["spec"]["names"]["kind"]) for crd in crds}
+    try:
+        steps = load_workload(workload, kinds) if workload is not None else generate_workload(crds[0])
+    except WorkloadError as error:
+        raise TargetError(str(error)) from None
+    return Target(command=command, manifests=tuple(documents), steps=tuple(steps))
+
+
+def _custom_resources(target: Target) -> list[str]:
+    return [f"{crd['spec']['names']['plural']}.{crd['spec']['group']}" for crd in target.crds]
+
+
+# ----------------------------------------------------------------------------- one session, judged
+def summarize_session(out: Path, target: Target) -> dict[str, Any]:
+    """What the oracles need of a finished session directory (and its wall times)."""
+    session = json.loads((out / "session.json").read_text())
+    events = [orjson.loads(line) for line in (out / "journal.jsonl").read_bytes().splitlines() if line]
+    checkpoints = [step for step in session["steps"] if "t_end" in step]
+    obs = observe(events, _custom_resources(target), [step["t_end"] for step in checkpoints])
+    unconverged = [step["step"] for step in checkpoints if not step["converged"]]
+    return {
+        "labels": [step["step"] for step in checkpoints], "checkpoints": obs.checkpoints, "end": obs.end, "lifecycle": obs.lifecycle,
+        "writes": obs.writes, "user_writes": obs.user_writes, "watches": obs.watches, "converged": session["converged"], "unconverged_at": unconverged[0] if unconverged else "",
+        "verdicts": session["verdicts"], "error": session["error"], "perturbation": session["perturbation"], "wall": session["wall"],
+        "log": obs.log, "plan": session["plan"], "custom": _custom_resources(target), "step_writes": [int(step.get("writes", 0)) for step in checkpoints],
+    }
+
+
+def _aligned(run: dict[str, Any], reference: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """Both sessions' checkpoints at the labels they share, in the reference's order."""
+    mine = dict(zip(run["labels"], run["checkpoints"]))
+    labels = [label for label in reference["labels"] if label in mine]
+    theirs = dict(zip(reference["labels"], reference["checkpoints"]))
+    return {**run, "checkpoints": [mine[label] for label in labels]}, {**reference, "checkpoints": [theirs[label] for label in labels]}, labels
+
+
+def judge_plan(run: dict[str, Any], reference: dict[str, Any], mask: Mask | None) -> list[dict[str, Any]]:
+    mine, theirs, labels = _aligned(run, reference)
+    return judge(mine, theirs, mask, labels=labels)
+
+
+def _log_around(run: dict[str, Any]) -> list[str]:
+    perturbation = run.get("perturbation") or {}
+    if "applied" not in perturbation:
+        return []
+    start = perturbation["applied"] - LOG_WINDOW_S[0]
+    end = perturbation.get("healed", perturbation["applied"]) + LOG_WINDOW_S[1]
+    lines = [f"t={t:.3f} {line}" for t, line in run["log"] if start <= t <= end]
+    return lines[:MAX_LOG_LINES]
+
+
+# ----------------------------------------------------------------------------- the command
+def replay_command(argv_prefix: list[str], plan: Plan, learned: Path) -> str:
+    return shlex.join([*argv_prefix, "--plan", plan.id, "--learned", str(learned)])
+
+
+def run_plan(target: Target, plan: Plan, out: Path, options: SessionOptions) -> dict[str, Any]:
+    """One plan's session (in this process), summarized."""
+    run_session(target, out, plan, options)
+    return summarize_session(out, target)
+
+
+def learn(target: Target, out: Path, options: OperatorTestOptions, say: Any) -> dict[str, Any]:
+    """The two learning sessions, the mask and the plans; written to ``out/learning.json``."""
+    started = time.perf_counter()
+    paths = [out / "learn-1", out / "learn-2"]
+    # Learning runs wait twice as long for quiet: what they learn bounds every plan's waits.
+    learning_options = replace(options.session, quiet_s=options.session.quiet_s * 2)
+    with ThreadPoolExecutor(max_workers=min(2, max(1, options.jobs))) as pool:
+        list(pool.map(lambda path: _subprocess_session(target, path, None, learning_options), paths))
+    first, second = (summarize_session(path, target) for path in paths)
+    for label, run in (("learn-1", first), ("learn-2", second)):
+        if run["error"] or not run["converged"]:
+            raise TargetError(f"the fault-free learning run {label} did not complete: {run['error'] or 'the operator did not quiesce (at ' + run['unconverged_at'] + ')'}; see {out / label / 'journal.jsonl'} (operator-output)")
+    mine, theirs, _ = _aligned(second, first)
+    mask = learn_mask(theirs["checkpoints"] + [first["end"]], mine["checkpoints"] + [second["end"]], (first["lifecycle"], second["lifecycle"]))
+    plans = generate_plans(first["writes"], options.kinds, first["user_writes"])
+    expected = [min(a, b) for a, b in zip(first["step_writes"], second["step_writes"])]
+    # Acto's consistency oracle needs no perturbation: the fault-free run itself may leave
+    # children that do not follow the spec.
+    learning_findings = inconsistencies(first["checkpoints"], first["labels"], first["custom"])
+    learning = {"expected_writes": expected, "learning_findings": learning_findings, "reference": first, "second": {key: second[key] for key in ("labels", "checkpoints", "end", "lifecycle", "writes", "wall")}, "mask": mask.to_json(), "plans": [plan.to_json() for plan in plans], "wall_s": round(time.perf_counter() - started, 3)}
+    (out / "learning.json").write_text(json.dumps(learning, indent=1, sort_keys=True, default=str))
+    say(f"learned from 2 fault-free runs in {learning['wall_s']:.1f} s: {len(first['writes'])} operator writes, watches {', '.join(first['watches'])}; mask of {len(mask)} entries; {len(plans)} plans")
+    return learning
+
+
+def _session_argv(target_argv: list[str], plan: Plan | None, out: Path, options: SessionOptions) -> list[str]:
+    argv = [*target_argv, "--session-only", "--out", str(out), "--seed", str(options.seed), "--speed", str(options.speed), "--quiet", str(options.quiet_s)]
+    if options.expected_writes:
+        argv += ["--expect-writes", ",".join(map(str, options.expected_writes))]
+    if plan is not None:
+        argv += ["--plan", plan.id]
+    return argv
+
+
+#: Set by the CLI: how to run one session in a child process (the command line of this
+#: test-operator invocation, without --plan/--out/--learned/--jobs/--budget).
+TARGET_ARGV: list[str] = []
+
+
+def _subprocess_session(target: Target, out: Path, plan: Plan | None, options: SessionOptions) -> None:
+    if not TARGET_ARGV:  # in-process (tests)
+        run_session(target, out, plan, options)
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "session.log").open("wb") as log:
+        subprocess.run([sys.executable, "-m", "chaoskube.experiments.cli", *_session_argv(TARGET_ARGV, plan, out, options)], stdout=log, stderr=subprocess.STDOUT, check=False)
+
+
+def run_test_operator(target: Target, out: Path, options: OperatorTestOptions, say: Any, only: str | None = None, learned: Path | None = None) -> dict[str, Any]:
+    """Learn (or reuse ``learned``), run the plans (or only the plan ``only``), judge,
+    write summary.json and summary.md; returns the summary."""
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    learning_path = (learned or out) / "learning.json"
+    if learned is not None or (only and learning_path.exists()):
+        if not learning_path.exists():
+            raise TargetError(f"--learned {learned}: no learning.json there; run test-operator without --plan first")
+        learning = json.loads(learning_path.read_text())
+    else:
+        learning = learn(target, out, options, say)
+    reference = learning["reference"]
+    mask = Mask.from_json(learning["mask"])
+    session_options = replace(options.session, expected_writes=tuple(learning.get("expected_writes") or ()))
+    plans = [parse_plan_id(entry["id"]) for entry in learning["plans"]]
+    if only is not None:
+        chosen = [parse_plan_id(only)]
+    else:
+        chosen = select_plans(plans, options.budget)
+    say(f"running {len(chosen)} of {len(plans)} plans, {options.jobs} at a time")
+    plan_root = out / "plans"
+
+    def one(plan: Plan) -> dict[str, Any]:
+        directory = plan_root / _safe(plan.id)
+        begun = time.perf_counter()
+        _subprocess_session(target, directory, plan, session_options)
+        try:
+            run = summarize_session(directory, target)
+        except (OSError, ValueError, KeyError) as error:
+            return {"id": plan.id, "description": plan.describe(), "status": "error", "error": f"the session left no record: {error}", "wall_s": round(time.perf_counter() - begun, 3), "dir": str(directory)}
+        findings = judge_plan(run, reference, mask)
+        unmasked = judge_plan(run, reference, None)
+        fired = "applied" in (run["perturbation"] or {})
+        status = "error" if run["error"] else "not-reached" if not fired else "found" if findings else "pass"
+        entry = {
+            "id": plan.id, "description": plan.describe(), "status": status, "findings": findings[:50], "finding_count": len(findings),
+            "unmasked_finding_count": len(unmasked), "error": run["error"], "perturbation": run["perturbation"], "wall_s": round(time.perf_counter() - begun, 3),
+            "session_wall": run["wall"], "log": _log_around(run) if findings else [], "dir": str(directory),
+        }
+        say(f"  {plan.id}: {status}" + (f" ({len(findings)} finding(s): {_first(findings)})" if findings else "") + (f" ({run['error']})" if run["error"] else "") + f" [{entry['wall_s']:.1f} s]")
+        return entry
+
+    with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
+        results = list(pool.map(one, chosen))
+    wall = time.perf_counter() - started
+    learning_findings = learning.get("learning_findings") or []
+    if learning_findings and only is None:
+        results.insert(0, {"id": "learning", "description": "the fault-free learning run itself (no perturbation)", "status": "found", "findings": learning_findings, "finding_count": len(learning_findings),
+                           "unmasked_finding_count": len(learning_findings), "error": "", "perturbation": {}, "wall_s": 0.0, "session_wall": {}, "log": [], "dir": str((learned or out) / "learn-1")})
+        say(f"  learning: found ({len(learning_findings)} finding(s) in the fault-free run: {_first(learning_findings)})")
+    found = [entry for entry in results if entry["status"] == "found"]
+    summary = {
+        "operator": target.command, "workload": [step.to_json() for step in target.steps], "plans_generated": len(plans), "plans_run": len(chosen),
+        "found": len(found), "errors": sum(1 for entry in results if entry["status"] == "error"),
+        "not_reached": sum(1 for entry in results if entry["status"] == "not-reached"),
+        "findings_removed_by_mask": sum(max(0, entry.get("unmasked_finding_count", 0) - entry.get("finding_count", 0)) for entry in results),
+        "plans_failing_only_without_mask": sum(1 for entry in results if entry.get("unmasked_finding_count", 0) and not entry.get("finding_count", 0)),
+        "wall_s": round(wall, 3), "jobs": options.jobs,
+        "plans_per_hour": round(len(chosen) / wall * 3600, 1) if chosen and wall > 0 else 0.0,
+        "mask": learning["mask"], "results": results,
+        "replay": {entry["id"]: "chaoskube test-operator " + shlex.join(TARGET_ARGV[1:]) if entry["id"] == "learning" else replay_command(["chaoskube", "test-operator", *TARGET_ARGV[1:]] if TARGET_ARGV else ["chaoskube", "test-operator"], parse_plan_id(entry["id"]), learned or out) for entry in results},
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True, default=str))
+    (out / "summary.md").write_text(_markdown(summary))
+    return summary
+
+
+def _first(findings: list[dict[str, Any]]) -> str:
+    finding = findings[0]
+    return f"{finding['oracle']} {finding['object']}{finding['path'] if finding['path'] not in ('', '(whole)') else ''} at {finding['at']}: {_short(finding['run'])} (learning run: {_short(finding['reference'])})"
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _safe(plan_id: str) -> str:
+    return plan_id.replace("@", "_at_").replace(":", "_").replace("/", "_").replace("#", "_")
+
+
+def _markdown(summary: dict[str, Any]) -> str:
+    lines = [f"# test-operator: `{summary['operator']}`", "",
+             f"{summary['plans_run']} of {summary['plans_generated']} plans run in {summary['wall_s']:.0f} s ({summary['jobs']} at a time, {summary['plans_per_hour']:.0f} plans/hour); "
+             f"**{summary['found']} found**, {summary['errors']} error(s), {summary['not_reached']} not reached. "
+             f"The learned mask ({len(summary['mask']['paths'])} paths, {len(summary['mask']['objects'])} objects) removed {summary['findings_removed_by_mask']} finding(s).", ""]
+    for entry in summary["results"]:
+        if entry["status"] != "found":
+            continue
+        lines += [f"## {entry['id']}", "", entry["description"], "", f"Replay: `{summary['replay'][entry['id']]}`", "", "| oracle | at | object | field | this run | learning run |", "|---|---|---|---|---|---|"]
+        for finding in entry["findings"][:20]:
+            lines.append(f"| {finding['oracle']} | {finding['at']} | {finding['object']} | {finding['path']} | `{_short(finding['run'])}` | `{_short(finding['reference'])}` |")
+        if entry["log"]:
+            lines += ["", "Operator log around the perturbation:", "", "```", *entry["log"], "```"]
+        lines.append("")
+    passed = [entry["id"] for entry in summary["results"] if entry["status"] == "pass"]
+    if passed:
+        lines += [f"Passed: {', '.join(passed)}", ""]
+    other = [f"{entry['id']} ({entry['status']}: {entry.get('error') or 'the perturbation never fired'})" for entry in summary["results"] if entry["status"] in ("error", "not-reached")]
+    if other:
+        lines += [f"Not judged: {'; '.join(other)}", ""]
+    return "\n".join(lines)
+
+
+def session_only(target: Target, out: Path, plan_id: str | None, options: SessionOptions) -> int:
+    """``--session-only``: one session in this process (what the parallel runner starts)."""
+    plan = parse_plan_id(plan_id) if plan_id else None
+    record = run_session(target, out, plan, options)
+    return 0 if not record.error else 1
+
+
+def steps_of(data: list[dict[str, Any]]) -> list[Step]:
+    from chaoskube.experiments.operator_testing.workload import step_from_json
+
+    return [step_from_json(entry) for entry in data]

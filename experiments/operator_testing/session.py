@@ -1,0 +1,437 @@
+"""One session of an operator test: the user's operator run under ``chaoskube serve``'s live
+mode (:func:`chaoskube.experiments.live.run_live`), its CRDs and manifests applied and its
+workload driven through the HTTPS front as a client would (the admin's kubeconfig), with at
+most one perturbation (:mod:`.plans`) fired by the operator's own requests.
+
+Time is sized to the operator's activity, not to fixed phases: after the manifests and
+after each workload step the session waits until the operator is *quiet* -- running, its
+watches open on every custom resource since its latest start, no write of its own and no
+store change (leases, events and node heartbeats aside) for ``quiet_s`` virtual seconds --
+bounded by ``step_timeout_s`` (a step that never quiets is recorded as not converged).
+Then the run is stopped (heal, recovery, checks) at once.
+
+The session's record is the run directory (journal.jsonl, result.json, reports) and
+``session.json``: the steps with their times, the perturbation's times, whether each wait
+converged, and the wall time spent in each part.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import msgspec
+import yaml
+
+from chaoskube.experiments.operator_testing.plans import Plan
+from chaoskube.experiments.operator_testing.workload import Step
+
+__all__ = ["SessionOptions", "SessionRecord", "Target", "run_session"]
+
+OPERATOR = "operator"
+#: Store changes that do not count against quiescence: heartbeats and records.
+QUIET_IGNORED = ("/registry/leases/", "/registry/events/", "/registry/nodes/", "/registry/endpointslices/", "/registry/endpoints/")
+POLL_S = 0.1  # wall seconds between two looks at the journal
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the user gave: the operator's command, its manifests (CRDs first) and workload."""
+
+    command: str
+    manifests: tuple[dict[str, Any], ...]
+    steps: tuple[Step, ...]
+    cwd: str = ""
+
+    @property
+    def crds(self) -> list[dict[str, Any]]:
+        return [doc for doc in self.manifests if doc.get("kind") == "CustomResourceDefinition"]
+
+    @property
+    def custom_resources(self) -> dict[str, tuple[str, str, str, bool]]:
+        """kind -> (group, version, plural, namespaced)."""
+        out = {}
+        for crd in self.crds:
+            spec = crd["spec"]
+            versions = [v for v in spec.get("versions", []) if v.get("served", True)]
+            version = next((v for v in versions if v.get("storage")), versions[0])
+            out[spec["names"]["kind"]] = (spec["group"], version["name"], spec["names"]["plural"], spec.get("scope", "Namespaced") == "Namespaced")
+        return out
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    seed: int = 1
+    speed: float = 1.0  # virtual seconds per wall second (World.go_live's rate)
+    quiet_s: float = 2.0
+    step_timeout_s: float = 40.0
+    ready_timeout_s: float = 40.0
+    checkers: tuple[str, ...] = ("steady-state", "api-linearizability", "garbage-collection")
+    #: Per checkpoint (ready, then each step): the operator's successful writes the learning
+    #: runs saw before it quiesced (the fewest of the two). A perturbed session waits, up to
+    #: step_timeout_s, until the operator has made as many before taking a quiet spell as the
+    #: end of the step: a slow or restarted operator is not judged before it acted.
+    expected_writes: tuple[int, ...] = ()
+
+
+@dataclass
+class SessionRecord:
+    out: Path
+    plan: dict[str, Any] | None
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    perturbation: dict[str, Any] = field(default_factory=dict)
+    converged: bool = True
+    wall: dict[str, float] = field(default_factory=dict)
+    error: str = ""
+    verdicts: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"plan": self.plan, "steps": self.steps, "perturbation": self.perturbation, "converged": self.converged, "wall": self.wall, "error": self.error, "verdicts": self.verdicts}
+
+
+# ----------------------------------------------------------------------------- the client
+class _Client:
+    """The admin's HTTPS client of the front (what kubectl would send)."""
+
+    def __init__(self, kubeconfig: Path, directory: Path) -> None:
+        config = yaml.safe_load(kubeconfig.read_text())
+        user = next(entry["user"] for entry in config["users"] if entry["name"] == "admin")
+        cluster = config["clusters"][0]["cluster"]
+        files = {}
+        for name, data in (("ca.pem", cluster["certificate-authority-data"]), ("admin.pem", user["client-certificate-data"]), ("admin-key.pem", user["client-key-data"])):
+            path = directory / name
+            path.write_bytes(base64.b64decode(data))
+            files[name] = str(path)
+        import ssl
+
+        context = ssl.create_default_context(cafile=files["ca.pem"])
+        context.load_cert_chain(files["admin.pem"], files["admin-key.pem"])
+        self.http = httpx.Client(base_url=cluster["server"], verify=context, timeout=10.0)
+
+    def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> httpx.Response:
+        for attempt in range(5):  # a client retries a refused connection (an API server kill)
+            try:
+                return self.http.request(method, path, content=json.dumps(body).encode() if body is not None else None, headers={"Content-Type": content_type})
+            except httpx.TransportError:
+                if attempt == 4:
+                    raise
+                time.sleep(0.5)
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def _path(doc: dict[str, Any], kinds: dict[str, tuple[str, str, str, bool]], *, name: str = "", namespace: str = "") -> str:
+    """The collection path (or the object's, with ``name``) of a manifest's kind."""
+    from chaoskube.api.objects import KINDS
+
+    kind = doc["kind"]
+    if kind in kinds:
+        group, version, plural, namespaced = kinds[kind]
+        base = f"/apis/{group}/{version}"
+    else:
+        info = KINDS[kind]
+        group_version = doc.get("apiVersion", "v1")
+        base = f"/api/{group_version}" if "/" not in group_version else f"/apis/{group_version}"
+        plural, namespaced = info.resource, info.namespaced
+    namespace = namespace or (doc.get("metadata") or {}).get("namespace") or "default"
+    path = f"{base}/namespaces/{namespace}/{plural}" if namespaced else f"{base}/{plural}"
+    return f"{path}/{name}" if name else path
+
+
+# ----------------------------------------------------------------------------- the session
+def run_session(target: Target, out: Path, plan: Plan | None = None, options: SessionOptions = SessionOptions()) -> SessionRecord:
+    """Run the operator once (see the module docstring); returns the session's record and
+    writes it to ``out/session.json``."""
+    from chaoskube.experiments.live import FOREVER_S, LiveOptions, default_experiment, run_live
+    from chaoskube.experiments.model import Phases
+    from chaoskube.experiments.registry import SYSTEMS
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    record = SessionRecord(out, plan.to_json() if plan is not None else None)
+    experiment = msgspec.structs.replace(
+        default_experiment(), name="test-operator", title="An operator test session", description="The user's operator under one perturbation (chaoskube test-operator).",
+        source="chaoskube test-operator", checkers=list(options.checkers),
+        phases=Phases(setup_s=60.0, warmup_s=0.0, faults_s=FOREVER_S, recovery_s=30.0, settle_s=0.0),
+    )
+    started = time.perf_counter()
+    threads: list[threading.Thread] = []
+
+    def ready(handle: Any) -> None:  # in the run's Trio thread
+        record.wall["boot_s"] = round(time.perf_counter() - started, 3)
+        _arm(handle, plan, record)
+        thread = threading.Thread(target=_drive, args=(handle, target, options, record), name="test-operator-driver", daemon=True)
+        threads.append(thread)
+        thread.start()
+
+    live_options = LiveOptions(port=0, run=target.command, rate=options.speed, on_ready=ready)
+    with _long_lived_operator():
+        result = run_live(experiment, SYSTEMS["kubernetes"], options.seed, out, live_options)
+    for thread in threads:
+        thread.join(timeout=30)
+    record.wall["total_s"] = round(time.perf_counter() - started, 3)
+    record.verdicts = {name: {"valid": verdict.valid, "reason": verdict.reason} for name, verdict in result.verdicts.items()}
+    (out / "session.json").write_text(json.dumps(record.to_json(), indent=1, sort_keys=True))
+    return record
+
+
+@contextlib.contextmanager
+def _long_lived_operator() -> Any:
+    """Until ``live.py`` starts the program from a thread that lives as long as it (issue
+    33: PR_SET_PDEATHSIG is tied to the forking thread, a Trio worker that exits when idle),
+    do not arm the parent-death signal: the session kills and reaps the program itself."""
+    from chaoskube.experiments import live
+
+    original = getattr(live, "_die_with_parent", None)
+    if original is None or getattr(live, "PDEATHSIG_FROM_LONG_LIVED_THREAD", False):
+        yield
+        return
+    live._die_with_parent = lambda: None  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        live._die_with_parent = original  # type: ignore[attr-defined]
+
+
+# ----------------------------------------------------------------------------- perturbations
+def _arm(handle: Any, plan: Plan | None, record: SessionRecord) -> None:
+    """Install the plan's trigger (in the run's Trio thread): count the operator's answered
+    requests matching the plan's point; at the Nth, perturb."""
+    if plan is None:
+        return
+    world, front = handle.world, handle.front
+    host = handle._host  # noqa: SLF001 - the injector of this run
+    point = plan.point
+    seen = {"count": 0}
+
+    def mark(event: str) -> None:
+        record.perturbation[event] = round(world.now, 6)
+        world.record("test-operator", event=event, plan=plan.id)
+
+    if plan.kind == "lost-response":
+        def lose(client: str, request: Any, response: Any) -> bool:
+            if client != OPERATOR or not response.ok or not point.matches(request.verb, request.resource, request.subresource):
+                return False
+            seen["count"] += 1
+            if seen["count"] != point.nth:
+                return False
+            mark("applied")
+            mark("healed")
+            front.lose_response = None
+            return True
+
+        front.lose_response = lose
+        return
+
+    def act(_: Any) -> None:
+        mark("applied")
+        if plan.kind == "crash":
+            world.process(OPERATOR).kill()
+            world.call_later(plan.duration_s, lambda _: (world.process(OPERATOR).restart(), mark("healed")))
+            return
+        injector = host.injector
+        assert injector is not None, "the fault phase has begun before the workload"
+        kind, target, params = {
+            "apiserver-kill": ("kill", "name:" + handle.front.api_servers[0], {}),
+            "etcd-leader-kill": ("kill", "leader:etcd", {}),
+            "partition": ("control-plane-partition", f"name:{OPERATOR}", {"from_roles": "kube-apiserver"}),
+        }[plan.kind]
+        active = injector.inject(kind, target, params)
+        if active is None:
+            mark("skipped")
+            return
+        world.call_later(plan.duration_s, lambda _: (injector.heal(active), mark("healed")))
+
+    client = "outside" if point.user else OPERATOR
+
+    def hook(event: dict[str, Any]) -> None:
+        if event.get("client") != client or event.get("phase") != "ok" or not point.matches(str(event.get("verb")), str(event.get("resource")), str(event.get("subresource") or "")):
+            return
+        seen["count"] += 1
+        if seen["count"] == point.nth:
+            remove()
+            world.call_later(0.0, act)
+
+    remove = world.on_record("api-op", hook)
+
+
+# ----------------------------------------------------------------------------- the driver
+class _Watcher:
+    """Reads the run's journal from the driver thread (through the run's Trio thread)."""
+
+    def __init__(self, handle: Any, plurals: set[str]) -> None:
+        self.handle = handle
+        self.plurals = plurals
+        self.index = 0
+        self.last_activity = 0.0
+        self.now = 0.0
+        self.operator_started = 0.0
+        self.watching: set[str] = set()
+        self.operator_running = False
+        self.writes = 0  # the operator's successful writes so far
+        self.perturbed = False  # a perturbation is in force (applied, not yet healed)
+
+    def poll(self) -> None:
+        world = self.handle.world
+
+        def read() -> tuple[list[dict[str, Any]], float, bool]:
+            world.catch_up()
+            process = world.processes.get(OPERATOR)
+            return world.journal.events[self.index:], world.now, bool(process is not None and process.running and process.memory.get("pid"))
+
+        events, self.now, self.operator_running = self.handle.call(read)
+        self.index += len(events)
+        for event in events:
+            kind = event.get("type")
+            if kind == "operator" and event.get("event") == "start":
+                self.operator_started = event["t"]
+                self.watching = set()
+                self.last_activity = event["t"]
+            elif kind == "http-request" and event.get("client") == OPERATOR:
+                if event.get("verb") == "watch" and event.get("code") == 200 and event.get("resource") in self.plurals:
+                    self.watching.add(event["resource"])
+            elif kind == "api-op" and event.get("client") == OPERATOR:
+                self.last_activity = event["t"]
+                if event.get("phase") == "ok" and event.get("verb") in ("create", "update", "patch", "delete"):
+                    self.writes += 1
+            elif kind == "raft-apply" and event.get("events"):
+                if any(not str(change[1]).startswith(QUIET_IGNORED) for change in event["events"]):
+                    self.last_activity = event["t"]
+            elif kind in ("test-operator", "fault"):
+                self.last_activity = event["t"]
+                if kind == "test-operator" and event.get("event") == "applied":
+                    self.perturbed = True
+                elif kind == "test-operator" and event.get("event") in ("healed", "skipped"):
+                    self.perturbed = False
+
+    def ready(self) -> bool:
+        return self.operator_running and self.watching >= self.plurals
+
+    def quiet(self, quiet_s: float, since: float, writes: int = 0) -> bool:
+        """Ready, no perturbation in force, at least ``writes`` writes made, and nothing
+        done for ``quiet_s``."""
+        return self.ready() and not self.perturbed and self.writes >= writes and self.now - max(self.last_activity, since) >= quiet_s
+
+
+def _wait(watcher: _Watcher, condition: Callable[[], bool], timeout_s: float) -> bool:
+    """Poll until ``condition()`` or ``timeout_s`` of virtual time."""
+    watcher.poll()
+    deadline = watcher.now + timeout_s
+    while True:
+        watcher.poll()
+        if condition():
+            return True
+        if watcher.now >= deadline:
+            return False
+        time.sleep(POLL_S)
+
+
+def _drive(handle: Any, target: Target, options: SessionOptions, record: SessionRecord) -> None:
+    kinds = target.custom_resources
+    watcher = _Watcher(handle, {plural for _, _, plural, _ in kinds.values()})
+    wall = time.perf_counter()
+    client = None
+    try:
+        with tempfile.TemporaryDirectory() as directory:
+            client = _Client(handle.kubeconfig, Path(directory))
+            if not _wait(watcher, lambda: handle.call(lambda: handle._host.phase) == "faults", options.ready_timeout_s):  # noqa: SLF001
+                raise RuntimeError("the run never reached its fault phase")
+            _apply_manifests(client, target, kinds, watcher, options)
+            if not _wait(watcher, watcher.ready, options.ready_timeout_s):
+                raise RuntimeError(f"the operator never watched {', '.join(sorted(watcher.plurals - watcher.watching))} within {options.ready_timeout_s:g} s (is it running? see operator-output in the journal)")
+            record.wall["ready_s"] = round(time.perf_counter() - wall, 3)
+            _quiesce(watcher, options, record, "ready", 0, 0)
+            for index, step in enumerate(target.steps):
+                watcher.poll()
+                base = watcher.writes
+                _do(client, step, kinds, watcher, record)
+                if step.action == "wait":
+                    _wait(watcher, lambda: False, step.seconds)
+                _quiesce(watcher, options, record, step.describe(), index + 1, base)
+            # A perturbation still in force (or its restart still to come): wait it out.
+            if record.plan is not None and "applied" in record.perturbation:
+                _wait(watcher, lambda: "healed" in record.perturbation or "skipped" in record.perturbation, options.step_timeout_s)
+                watcher.poll()
+                _quiesce(watcher, options, record, "after the perturbation healed", -1, watcher.writes)
+    except Exception as error:  # noqa: BLE001 - recorded, and the run stopped
+        record.error = f"{type(error).__name__}: {error}"[:500]
+    finally:
+        if client is not None:
+            client.close()
+        record.wall["driven_s"] = round(time.perf_counter() - wall, 3)
+        with contextlib.suppress(Exception):
+            handle.stop()
+
+
+def _quiesce(watcher: _Watcher, options: SessionOptions, record: SessionRecord, label: str, index: int, watcher_base: int) -> None:
+    """Wait for the end of a step: quiet after the writes the learning runs saw (if the
+    operator makes fewer -- the perturbation changed what it does -- the quiet spell alone
+    ends the step, once the bound has passed for the writes)."""
+    watcher.poll()
+    since = watcher.now
+    expected = options.expected_writes[index] if 0 <= index < len(options.expected_writes) else 0
+    record.steps.append({"step": label, "t_start": round(since, 6), "writes_before": watcher_base})
+    entry = record.steps[-1]
+    got = _wait(watcher, lambda: watcher.quiet(options.quiet_s, since, watcher_base + expected), options.step_timeout_s)
+    if not got and expected:
+        got = _wait(watcher, lambda: watcher.quiet(options.quiet_s, since), options.step_timeout_s)
+        entry["fewer_writes_than_learned"] = True
+    entry.update(t_end=round(watcher.now, 6), converged=got, writes=watcher.writes - watcher_base)
+    if not got:
+        record.converged = False
+
+
+def _apply_manifests(client: _Client, target: Target, kinds: dict[str, tuple[str, str, str, bool]], watcher: _Watcher, options: SessionOptions) -> None:
+    for doc in target.crds:
+        _check(client.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", doc), f"create CRD {doc['metadata']['name']}")
+    for doc in target.crds:
+        name = doc["metadata"]["name"]
+
+        def established(name: str = name) -> bool:
+            answer = client.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+            conditions = (answer.json().get("status") or {}).get("conditions") or [] if answer.status_code == 200 else []
+            return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+        if not _wait(watcher, established, options.ready_timeout_s):
+            raise RuntimeError(f"CRD {name} never became Established")
+    for doc in target.manifests:
+        if doc.get("kind") == "CustomResourceDefinition":
+            continue
+        answer = client.request("POST", _path(doc, kinds), doc)
+        if answer.status_code != 409:
+            _check(answer, f"create {doc.get('kind')} {(doc.get('metadata') or {}).get('name')}")
+
+
+def _do(client: _Client, step: Step, kinds: dict[str, tuple[str, str, str, bool]], watcher: _Watcher, record: SessionRecord) -> None:
+    watcher.poll()
+    entry = {"step": step.describe(), "t": round(watcher.now, 6)}
+    if step.action == "create":
+        answer = client.request("POST", _path(step.body, kinds, namespace=step.namespace), step.body)
+    elif step.action == "update":
+        answer = client.request("PATCH", _path({"kind": step.kind}, kinds, name=step.name, namespace=step.namespace), step.body, "application/merge-patch+json")
+    elif step.action == "delete":
+        answer = client.request("DELETE", _path({"kind": step.kind}, kinds, name=step.name, namespace=step.namespace))
+    else:
+        record.steps.append(entry | {"code": 0})
+        return
+    entry["code"] = answer.status_code
+    handle_record = watcher.handle
+    handle_record.call(lambda: handle_record.world.record("test-operator", event="step", step=step.describe(), code=answer.status_code))
+    record.steps.append(entry)
+    _check(answer, step.describe())
+
+
+def _check(answer: httpx.Response, what: str) -> None:
+    if answer.status_code >= 300:
+        raise RuntimeError(f"{what}: HTTP {answer.status_code}: {answer.text[:200]}")

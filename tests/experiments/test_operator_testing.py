@@ -1,0 +1,179 @@
+"""The pure cores of ``chaoskube test-operator`` (experiments/operator_testing) on recorded
+data: journals of real sessions of docs/operators/gallery/create_lost_response.py (two
+fault-free learning runs, and the plan that loses the answer to its first ConfigMap create),
+trimmed to the events the cores read (tests/experiments/data/operator_testing)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+import yaml
+
+from chaoskube.experiments.operator_testing import (
+    Mask,
+    apply_mask,
+    generate_plans,
+    generate_workload,
+    judge,
+    learn_mask,
+    load_workload,
+    observe,
+    parse_plan_id,
+    select_plans,
+)
+from chaoskube.experiments.operator_testing.oracle import inconsistencies
+from chaoskube.experiments.operator_testing.workload import WorkloadError
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).parent / "data" / "operator_testing"
+CRD = yaml.safe_load((ROOT / "docs" / "operators" / "gallery" / "widgets-crd.yaml").read_text())
+WIDGETS = "widgets.gallery.chaoskube.dev"
+CHILD = f"configmaps/default/widget-1-config-[{WIDGETS}/default/widget-1]*"
+
+
+def session(name: str) -> dict:
+    events = [orjson.loads(line) for line in (DATA / f"{name}.jsonl").read_bytes().splitlines() if line]
+    record = json.loads((DATA / f"{name}.session.json").read_text())
+    steps = [step for step in record["steps"] if "t_end" in step]
+    obs = observe(events, [WIDGETS], [step["t_end"] for step in steps])
+    return {"labels": [step["step"] for step in steps], "checkpoints": obs.checkpoints, "end": obs.end, "lifecycle": obs.lifecycle, "writes": obs.writes,
+            "user_writes": obs.user_writes, "converged": True, "verdicts": {}, "custom": [WIDGETS]}
+
+
+# ----------------------------------------------------------------------------- observation
+def test_observe_records_the_operators_writes_and_the_objects_it_owns():
+    run = session("learn-1")
+    assert [(write["verb"], write["resource"]) for write in run["writes"]] == [("create", "configmaps")] + [("patch", WIDGETS)] * 4
+    assert [(write["verb"], write["name"]) for write in run["user_writes"]] == [("create", "widget-1")] + [("patch", "widget-1")] * 3 + [("delete", "widget-1")]
+    # the generated child is known by its generateName and owner, one object, created once
+    assert run["lifecycle"][CHILD] == [1, 0]
+    assert run["lifecycle"][f"{WIDGETS}/default/widget-1"] == [1, 1]
+    after_create = run["checkpoints"][1]
+    assert len(after_create[CHILD]) == 1
+    assert after_create[f"{WIDGETS}/default/widget-1"]["spec"] == {"image": "busybox:1.36", "replicas": 1}
+    assert "uid" not in json.dumps(after_create) and "resourceVersion" not in json.dumps(after_create)  # normalized
+    assert f"{WIDGETS}/default/widget-1" not in run["end"]  # deleted by the last step
+
+
+# ----------------------------------------------------------------------------- masking
+def test_the_mask_of_two_fault_free_runs_covers_what_differs_between_them():
+    first, second = session("learn-1"), session("learn-2")
+    mask = learn_mask(first["checkpoints"] + [first["end"]], second["checkpoints"] + [second["end"]], (first["lifecycle"], second["lifecycle"]))
+    # every difference between the two is masked, and nothing else is left
+    assert judge(second, first, mask, labels=first["labels"]) == []
+
+
+def test_a_learned_path_masks_it_in_every_object_of_the_resource_and_below():
+    mask = learn_mask([{"widgets.x/default/a": {"metadata": {"annotations": {"t": "1"}}, "spec": {"r": 1}}}],
+                      [{"widgets.x/default/a": {"metadata": {"annotations": {"t": "2"}}, "spec": {"r": 1}}}])
+    assert mask.paths == {("widgets.x", ".metadata.annotations.t")}
+    differences = [{"object": "widgets.x/default/b", "path": ".metadata.annotations.t", "run": "3", "reference": "4"},
+                   {"object": "widgets.x/default/b", "path": ".spec.r", "run": 2, "reference": 1},
+                   {"object": "configmaps/default/b", "path": ".metadata.annotations.t", "run": "3", "reference": "4"}]
+    assert [d["object"] + d["path"] for d in apply_mask(mask, differences)] == ["widgets.x/default/b.spec.r", "configmaps/default/b.metadata.annotations.t"]
+    assert Mask.from_json(mask.to_json()).paths == mask.paths
+
+
+def test_an_object_present_in_one_fault_free_run_only_is_masked_whole():
+    mask = learn_mask([{"configmaps/default/x-7f3k": {"data": {}}}], [{"configmaps/default/x-q81z": {"data": {}}}])
+    assert mask.objects == {"configmaps/default/x-7f3k", "configmaps/default/x-q81z"}
+    assert mask.paths == set()
+
+
+# ----------------------------------------------------------------------------- the differential oracle
+def test_a_lost_create_response_shows_as_duplicated_children_and_a_second_creation():
+    reference, run = session("learn-1"), session("lost-response-create")
+    second = session("learn-2")
+    mask = learn_mask(reference["checkpoints"] + [reference["end"]], second["checkpoints"] + [second["end"]], (reference["lifecycle"], second["lifecycle"]))
+    findings = judge(run, reference, mask, labels=reference["labels"])
+    oracles = {(finding["oracle"], finding["object"]) for finding in findings}
+    assert ("duplicated-children", CHILD) in oracles
+    assert ("lifecycle", CHILD) in oracles
+    duplicated = next(finding for finding in findings if finding["oracle"] == "duplicated-children")
+    assert duplicated["at"] == "create Widget default/widget-1"
+    assert (duplicated["run"], duplicated["reference"]) == ("2 objects", "1 object(s)")
+
+
+def test_checkers_and_convergence_are_findings_only_where_the_learning_run_held():
+    reference = {"checkpoints": [], "end": {}, "lifecycle": {}, "verdicts": {"api-linearizability": {"valid": True}, "garbage-collection": {"valid": False}}}
+    run = {"checkpoints": [], "end": {}, "lifecycle": {}, "converged": False, "unconverged_at": "delete Widget default/w",
+           "verdicts": {"api-linearizability": {"valid": False, "reason": "a stale read"}, "garbage-collection": {"valid": False, "reason": "x"}}}
+    assert [(f["oracle"], f["at"]) for f in judge(run, reference, None)] == [("convergence", "delete Widget default/w"), ("checker:api-linearizability", "whole run")]
+
+
+def test_consistency_children_that_stop_following_the_spec():
+    def state(replicas, claims, configmaps):
+        owner = [{"kind": "Widget", "name": "w"}]
+        out = {"widgets.x/default/w": {"kind": "Widget", "metadata": {"name": "w"}, "spec": {"replicas": replicas}}}
+        out |= {f"persistentvolumeclaims/default/w-data-{i}": {"metadata": {"ownerReferences": owner}} for i in range(claims)}
+        out |= {f"configmaps/default/w-cm-{i}": {"metadata": {"ownerReferences": owner}} for i in range(configmaps)}
+        return out
+
+    labels = ["create", "scale up", "scale down"]
+    leaky = [state(1, 1, 1), state(2, 2, 2), state(0, 2, 0)]
+    findings = inconsistencies(leaky, labels, ["widgets.x"])
+    assert [(f["object"], f["path"], f["at"]) for f in findings] == [("widgets.x/default/w", ".spec.replicas vs persistentvolumeclaims", "scale down")]
+    assert inconsistencies([state(1, 1, 1), state(2, 2, 2), state(0, 0, 0)], labels, ["widgets.x"]) == []
+
+
+# ----------------------------------------------------------------------------- plans
+def test_plans_one_perturbation_at_each_learned_point_with_stable_ids():
+    run = session("learn-1")
+    plans = generate_plans(run["writes"], ("crash", "lost-response"), run["user_writes"])
+    ids = [plan.id for plan in plans]
+    assert ids[:5] == ["crash@create:configmaps#1"] + [f"crash@patch:{WIDGETS}#{n}" for n in range(1, 5)]
+    assert f"crash@user-delete:{WIDGETS}#1" in ids  # the user's changes are points too
+    assert f"lost-response@user-delete:{WIDGETS}#1" not in ids  # not the operator's answer to lose
+    assert len(ids) == len(set(ids)) == 5 + 5 + 5
+    for plan in plans:
+        assert parse_plan_id(plan.id) == plan
+    chosen = select_plans(plans, 3)
+    assert [plan.kind for plan in chosen] == ["crash", "lost-response", "crash"]
+
+
+@pytest.mark.parametrize("text", ["crash", "crash@create:configmaps", "boom@create:configmaps#1", "crash@get:configmaps#1", "crash@create:configmaps#0", "crash@create#1"])
+def test_a_bad_plan_id_is_one_line(text):
+    with pytest.raises(ValueError, match="plan id") as error:
+        parse_plan_id(text)
+    assert "\n" not in str(error.value)
+
+
+# ----------------------------------------------------------------------------- workloads
+def test_a_workload_generated_from_the_schema_changes_one_field_at_a_time():
+    steps = generate_workload(CRD)
+    assert [step.describe() for step in steps] == [
+        "create Widget default/widget-1",
+        "update Widget default/widget-1 spec.replicas=2",
+        "update Widget default/widget-1 spec.replicas=0",
+        "update Widget default/widget-1 spec.image='busybox:1.37'",
+        "delete Widget default/widget-1",
+    ]
+    assert steps[0].body["spec"] == {"replicas": 1, "image": "busybox:1.36"}  # the schema's defaults
+
+
+def test_generated_values_respect_bounds_enums_and_booleans():
+    crd = {"spec": {"group": "g.io", "names": {"kind": "Db"}, "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {"properties": {"spec": {
+        "type": "object", "required": ["size"], "properties": {
+            "size": {"type": "integer", "minimum": 3, "maximum": 3},
+            "tier": {"type": "string", "enum": ["small", "large"]},
+            "backup": {"type": "boolean"},
+            "name": {"type": "string", "minLength": 3}}}}}}}]}}
+    steps = generate_workload(crd)
+    assert steps[0].body["spec"] == {"size": 3, "tier": "small", "backup": False, "name": "aaa"}
+    assert [step.body for step in steps[1:-1]] == [{"spec": {"tier": "large"}}, {"spec": {"backup": True}}, {"spec": {"name": "aaax"}}]  # size cannot move
+
+
+def test_a_workload_file_is_checked_step_by_step(tmp_path):
+    good = tmp_path / "good.yaml"
+    good.write_text("- create: {apiVersion: gallery.chaoskube.dev/v1, kind: Widget, metadata: {name: w}, spec: {replicas: 2}}\n- wait: 1\n- update: {kind: Widget, name: w, patch: {spec: {replicas: 3}}}\n- delete: {kind: Widget, name: w}\n")
+    assert [step.action for step in load_workload(good, {"Widget"})] == ["create", "wait", "update", "delete"]
+    for text, message in [("- scale: {kind: Widget}", "give exactly one of"), ("- delete: {kind: Gadget, name: w}", "kind 'Gadget' is not defined"),
+                          ("- update: {kind: Widget, name: w}", "give patch"), ("- wait: -1", "between 0 and 600"), ("{}", "non-empty YAML list")]:
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(text)
+        with pytest.raises(WorkloadError, match=message) as error:
+            load_workload(bad, {"Widget"})
+        assert str(error.value).startswith(str(bad)) and "\n" not in str(error.value)
