@@ -284,7 +284,10 @@ def parse_quantity(text: Quantity) -> int:
     and kubelets' sums); the cache is bounded.
 
     Exact for every suffix Kubernetes accepts; values finer than a milli-unit round up, as
-    ``Quantity.MilliValue()`` does ("1u" is 1 milli). Raises ``ValueError`` for anything
+    ``Quantity.MilliValue()`` does ("1u" is 1 milli), away from zero for a negative one as
+    MilliValue of an int64Amount does ("-0.5m" is -1: the sign stays exact, so that
+    validation's ``Cmp`` with zero refuses it). The full type, with upstream's canonical
+    forms and limits, is :mod:`chaoskube.api.quantity`. Raises ``ValueError`` for anything
     ``resource.ParseQuantity`` rejects. Unlike ``MilliValue()`` (an int64), the result does
     not overflow: "1E" is 10**21 milli-units.
     """
@@ -310,9 +313,8 @@ def _parse_quantity(kind: type, text: Quantity) -> int:  # the type keeps 1 and 
         if abs(exponent) > _EXPONENT_MAX:
             raise ValueError(f"quantity {_short(string)} is out of range")
         value *= Fraction(10) ** exponent
-    if sign == "-":
-        value = -value
-    return math.ceil(value * 1000)
+    magnitude = math.ceil(value * 1000)
+    return -magnitude if sign == "-" else magnitude
 
 
 def format_milli(milli: int) -> str:
