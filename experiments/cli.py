@@ -270,17 +270,18 @@ def _explore_boot_seed(ctx: click.Context, param: click.Parameter, value: str | 
     return number
 
 
-def _resolve(experiment: str, broken: tuple[str, ...], manifests: Path | None, skip_unsupported: bool = False, buggify: bool | None = None, faults: Path | None = None, *, operator: bool = False) -> Any:
+def _resolve(experiment: str, broken: tuple[str, ...], manifests: Path | None, skip_unsupported: bool = False, buggify: bool | None = None, faults: Path | None = None, *, operator: bool = False, live: bool = False) -> Any:
     """The experiment named (catalogue name or file), with --manifests, --skip-unsupported,
     --buggify/--no-buggify, --faults and --broken; ``operator``: ``serve --run`` (faults may
-    target the program, role:operator)."""
+    target the program, role:operator); ``live``: ``serve`` (manifests with no workload,
+    only CRDs and custom resources, are served)."""
     from chaoskube.experiments import registry
     from chaoskube.experiments.model import with_buggify
     from chaoskube.experiments.registry import with_broken, with_manifests, with_skip_unsupported
 
     found = registry.find(experiment, operator=operator)
     if manifests is not None:
-        found = with_manifests(found, manifests, skip_unsupported=skip_unsupported)
+        found = with_manifests(found, manifests, skip_unsupported=skip_unsupported, live=live)
     elif skip_unsupported:
         found = with_skip_unsupported(found)
     if buggify is not None:
@@ -443,12 +444,12 @@ def serve(
     from chaoskube.experiments.registry import SYSTEMS
 
     if experiment:
-        found = _resolve(experiment, broken, manifests, skip_unsupported, operator=bool(command))
+        found = _resolve(experiment, broken, manifests, skip_unsupported, operator=bool(command), live=True)
     elif manifests is not None:  # the default cluster, serving these manifests
         from chaoskube.experiments.live import default_experiment
         from chaoskube.experiments.registry import with_broken, with_manifests
 
-        found = with_manifests(default_experiment(), manifests, skip_unsupported=skip_unsupported)
+        found = with_manifests(default_experiment(), manifests, skip_unsupported=skip_unsupported, live=True)
         found = with_broken(found, broken) if broken else found
     else:
         found = None  # run_live's default experiment

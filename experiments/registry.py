@@ -419,7 +419,7 @@ def with_broken(experiment: Experiment, names: list[str] | tuple[str, ...]) -> E
     return found
 
 
-def with_manifests(experiment: Experiment, directory: str | Path, *, skip_unsupported: bool = False) -> Experiment:
+def with_manifests(experiment: Experiment, directory: str | Path, *, skip_unsupported: bool = False, live: bool = False) -> Experiment:
     """``experiment`` with its workload replaced by the Kubernetes manifests in
     ``directory`` (``chaoskube run|explore --manifests DIR``: users bring their own
     workloads). The built-in ``deployments`` are dropped, except those marked
@@ -435,7 +435,9 @@ def with_manifests(experiment: Experiment, directory: str | Path, *, skip_unsupp
     is left out, and the experiment's ``notes`` say so (printed, in result.json and the
     report). The manifests are loaded now, so a missing directory or a malformed manifest
     is a one-line ExperimentError too. With ``skip_unsupported``, documents of kinds
-    chaoskube cannot serve are left out and listed instead."""
+    chaoskube cannot serve are left out and listed instead. ``live`` (``chaoskube serve``):
+    manifests with no workload (only CRDs and custom resources, an operator's test) are
+    served as they are: the pods, if any, are the served operator's to make."""
     directory = Path(directory)
     if not directory.is_dir():
         raise ExperimentError(f"--manifests {directory}: not a directory; give a directory of Kubernetes YAML/JSON files")
@@ -461,6 +463,8 @@ def with_manifests(experiment: Experiment, directory: str | Path, *, skip_unsupp
     workload["steps"] = steps
     if skip_unsupported:
         workload["skip_unsupported"] = True
+    if live and "pods_optional" in system.Workload.__struct_fields__:
+        workload["pods_optional"] = True
     replaced = msgspec.structs.replace(experiment, workload=workload, manifests_dir=str(directory.resolve()), skip_unsupported=skip_unsupported)
     try:
         cluster, typed = system.options(replaced.cluster, replaced.workload, base_dir=experiment_dir(experiment))

@@ -341,6 +341,9 @@ class KubernetesWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=Tru
     #: Documents of kinds chaoskube cannot serve are left out (listed in the journal,
     #: result.json and the report) instead of refusing the run (``--skip-unsupported``).
     skip_unsupported: bool = False
+    #: The manifests may create no pods (only CRDs and custom resources: the pods, if any,
+    #: are the served operator's to make). ``chaoskube serve --manifests`` sets it.
+    pods_optional: bool = False
     end_state: list[EndState] = []
     deployments: list[DeploymentWorkload] = []
     steps: list[WorkloadStep] = []
@@ -587,7 +590,7 @@ class KubernetesSystem(System):
                 objects.extend(deployment.objects())
             except ManifestError as error:
                 raise ExperimentError(f"field `workload.deployments[{index}]`: {error}") from None
-        if typed.manifests and not any(obj.KIND in (*WORKLOAD_KINDS, "Pod", "CronJob") for obj in objects):
+        if typed.manifests and not typed.pods_optional and not any(obj.KIND in (*WORKLOAD_KINDS, "Pod", "CronJob") for obj in objects):
             kinds = sorted({obj.KIND for obj in objects})
             raise MeaningError(
                 f"no workload ({', '.join(WORKLOAD_KINDS)}, CronJob or Pod)",
@@ -969,11 +972,13 @@ class KubernetesSystem(System):
         assert self._client is not None
         for index, assertion in enumerate(self.workload.end_state):
             try:
-                found = len((await self._client.list(assertion.resource, assertion.namespace, label_selector=assertion.label_selector, field_selector=assertion.field_selector)).items)
+                items = (await self._client.list(assertion.resource, assertion.namespace, label_selector=assertion.label_selector, field_selector=assertion.field_selector)).items
             except ApiError as error:
                 self.world.record("end-state", index=index, assertion=assertion.text(), valid=None, reason=f"the API did not answer: {error}")
                 continue
-            self.world.record("end-state", index=index, assertion=assertion.text(), valid=assertion.holds(found), found=found)
+            names = sorted(_end_state_name(obj) for obj in items)
+            self.world.record("end-state", index=index, assertion=assertion.text(), valid=assertion.holds(len(items)), found=len(items),
+                              objects=names[:END_STATE_NAMES], more=max(0, len(names) - END_STATE_NAMES))
 
     async def _pods_ready(self) -> tuple[int, int]:
         """(ready pods, desired pods) over the workload's workloads, by the API: each
@@ -1231,6 +1236,27 @@ def check_no_mass_eviction(events: list[dict[str, Any]], nodes: list[str], fract
     return Verdict(True, f"taint-based evictions took {pods} pod(s) from {evicted} of {len(nodes)} nodes (below {fraction:.0%})", details=details)
 
 
+#: How many of the objects an end-state assertion found its event names (the rest counted).
+END_STATE_NAMES = 20
+
+
+def _end_state_name(obj: Any) -> str:
+    """``namespace/name`` (or ``name``), and its owners: ``default/web-pdb (owner Deployment/web)``."""
+    meta = obj.metadata
+    name = f"{meta.namespace}/{meta.name}" if getattr(meta, "namespace", "") else str(meta.name)
+    owners = [f"{ref.get('kind')}/{ref.get('name')}" if isinstance(ref, dict) else f"{getattr(ref, 'kind', '')}/{getattr(ref, 'name', '')}" for ref in (getattr(meta, "owner_references", None) or [])]
+    return f"{name} (owner {', '.join(owners)})" if owners else name
+
+
+def _found(event: dict[str, Any]) -> str:
+    """``found 2: default/a, default/b`` (older journals: ``found 2``)."""
+    names = event.get("objects")
+    if not names:
+        return f"found {event['found']}"
+    more = f" and {event['more']} more" if event.get("more") else ""
+    return f"found {event['found']}: {', '.join(names)}{more}"
+
+
 def check_end_state(events: list[dict[str, Any]], expected: int) -> Verdict:
     """The ``end-state`` checker: every ``workload.end_state`` assertion held at the end."""
     results = [event for event in events if event["type"] == "end-state"]
@@ -1240,7 +1266,7 @@ def check_end_state(events: list[dict[str, Any]], expected: int) -> Verdict:
         return Verdict(None, f"only {len(results)} of {expected} end-state assertion(s) were evaluated (the run ended before the workload stopped)")
     failed = [event for event in results if event["valid"] is False]
     if failed:
-        return Verdict(False, f"{len(failed)} end-state assertion(s) failed: " + "; ".join(f"{event['assertion']} (found {event['found']})" for event in failed), tuple(failed))
+        return Verdict(False, f"{len(failed)} end-state assertion(s) failed: " + "; ".join(f"{event['assertion']} ({_found(event)})" for event in failed), tuple(failed))
     if any(event["valid"] is None for event in results):
         return Verdict(None, next(event["reason"] for event in results if event["valid"] is None))
     return Verdict(True, f"all {len(results)} end-state assertion(s) held: " + "; ".join(event["assertion"] for event in results))

@@ -227,3 +227,117 @@ def test_a_second_ctrl_c_aborts_serve_with_130(tmp_path):
     code, output, result, _ = _serve_until_signalled(tmp_path, STUBBORN, [(3.0, signal.SIGINT), (1.0, signal.SIGINT)], grace_s=30.0)
     assert code == 130, output[-2000:]
     assert result["live"]["aborted"] is True and result["verdicts"] == {}
+
+
+# ------------------------------------------------------------------ judged honestly (deliverable 7)
+def test_a_live_run_leaves_out_differential_says_why_and_replays_into_a_directory_of_its_own(tmp_path):
+    from chaoskube.experiments.live import live_experiment, run_live, LiveOptions
+    from chaoskube.experiments.systems.kubernetes import KubernetesSystem
+    import msgspec
+
+    found = registry.find("apiserver-crash")
+    assert "differential" in found.checkers
+    live = live_experiment(found)
+    assert "differential" not in live.checkers and set(live.checkers) == set(found.checkers) - {"differential"}
+    assert any(note.startswith("checker differential left out of this live run: it compares the end state with a fault-free reference run") for note in live.notes)
+    # A short run of it, stopped by the tool's stop() (the fault phase cut short).
+    quick = msgspec.structs.replace(found, cluster={"etcdMembers": 3, "apiServers": 2, "controllerManagers": 1, "schedulers": 1, "nodeGroups": [{"count": 2, "zones": ["zone-a", "zone-b"]}]},
+                                    phases=msgspec.structs.replace(found.phases, warmup_s=1.0, faults_s=2.0, recovery_s=30.0, settle_s=0.0), schedule=[], checkers=["leader-election", "differential"])
+    out = tmp_path / "apiserver-crash-live-seed1"
+    result = run_live(quick, KubernetesSystem, 1, out, LiveOptions(port=0))
+    assert set(result.verdicts) == {"leader-election"}
+    payload = orjson.loads((out / "result.json").read_bytes())
+    assert payload["replay"] == f"chaoskube run apiserver-crash --seed 1 --out {tmp_path / 'apiserver-crash-live-seed1-replay'}"
+    assert any("differential left out" in note for note in payload["notes"])
+    assert "differential left out" in (out / "report.md").read_text()
+    # `chaoskube replay` refuses the live directory in one line, exit 2.
+    replay = subprocess.run([sys.executable, "-m", "chaoskube.experiments.cli", "replay", str(out)], capture_output=True, text=True, timeout=120)
+    assert replay.returncode == 2 and replay.stderr.count("\n") == 1, replay.stderr
+    assert "a live run (chaoskube serve) does not replay byte for byte" in replay.stderr and "apiserver-crash-live-seed1-replay" in replay.stderr
+
+
+def test_a_plain_serve_prints_no_run_command(tmp_path):
+    from chaoskube.experiments.live import _replay_command, default_experiment
+
+    assert _replay_command(default_experiment(), 1, tmp_path / "serve-live-seed1") == ""
+
+
+CRD_ONLY = """\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer}}}
+---
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w1, namespace: default}
+spec: {size: 3}
+"""
+
+
+def test_serve_accepts_manifests_of_only_crds_and_custom_resources(tmp_path):
+    import threading
+
+    from chaoskube.experiments.live import LiveOptions, default_experiment, run_live
+    from chaoskube.experiments.systems.kubernetes import KubernetesSystem
+
+    manifests = tmp_path / "crds"
+    manifests.mkdir()
+    (manifests / "widgets.yaml").write_text(CRD_ONLY)
+    with pytest.raises(ExperimentError, match="no workload"):
+        registry.with_manifests(default_experiment(), manifests)  # `chaoskube run`: the experiment judges pods
+    experiment = registry.with_manifests(default_experiment(), manifests, live=True)
+    seen: dict[str, object] = {}
+
+    def on_ready(handle) -> None:
+        def client() -> None:
+            try:
+                from kubernetes import client as k8s, config
+
+                import time
+
+                api = k8s.CustomObjectsApi(config.new_client_from_config(config_file=str(handle.kubeconfig)))
+                for _ in range(60):  # the workload is created once the front serves
+                    seen["widgets"] = [item["metadata"]["name"] for item in api.list_namespaced_custom_object("example.com", "v1", "default", "widgets")["items"]]
+                    if seen["widgets"]:
+                        break
+                    time.sleep(0.5)
+            except Exception as error:  # noqa: BLE001 - reported below
+                seen["error"] = repr(error)
+            finally:
+                handle.interrupt()
+
+        threading.Thread(target=client, daemon=True).start()
+
+    result = run_live(experiment, KubernetesSystem, 1, tmp_path / "run", LiveOptions(port=0, on_ready=on_ready))
+    assert seen == {"widgets": ["w1"]}
+    assert result.live["interrupted"]["signal"] == "interrupt" and result.verdicts["leader-election"].valid is True
+
+
+def test_end_state_evidence_names_the_objects_found_and_their_owners():
+    from chaoskube.experiments.systems.kubernetes import check_end_state
+
+    events = [{"type": "end-state", "index": 0, "assertion": "one budget per Deployment", "valid": False, "found": 2,
+               "objects": ["default/api-pdb (owner Deployment/api)", "default/api-pdb-2 (owner Deployment/api)"], "more": 0}]
+    verdict = check_end_state(events, 1)
+    assert verdict.valid is False
+    assert verdict.reason == "1 end-state assertion(s) failed: one budget per Deployment (found 2: default/api-pdb (owner Deployment/api), default/api-pdb-2 (owner Deployment/api))"
+    events[0] |= {"objects": [f"default/p{index}" for index in range(20)], "more": 5, "found": 25}
+    assert check_end_state(events, 1).reason.endswith("default/p19 and 5 more)")
+    from chaoskube.api.manifests import from_dict
+    from chaoskube.experiments.systems.kubernetes import _end_state_name
+
+    owned = from_dict({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default", "ownerReferences": [{"apiVersion": "example.com/v1", "kind": "Widget", "name": "w1", "uid": "u1"}]}})
+    assert _end_state_name(owned) == "default/c (owner Widget/w1)"

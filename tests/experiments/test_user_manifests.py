@@ -293,6 +293,7 @@ def test_end_state_assertions_count_custom_resources(tmp_path: Path) -> None:
     assert result.as_expected, {name: verdict.reason for name, verdict in result.verdicts.items()}
     events = [json.loads(line) for line in (tmp_path / "run" / "journal.jsonl").read_text().splitlines() if '"type":"end-state"' in line]
     assert [(event["valid"], event.get("found")) for event in events] == [(True, 1), (False, 0), (None, None)]
+    assert (events[0]["objects"], events[0]["more"], events[1]["objects"]) == (["shop/spring"], 0, [])  # which, not only how many (issue 33)
     assert "not found" in events[2]["reason"] or "could not find" in events[2]["reason"]
 
 
