@@ -1193,6 +1193,34 @@ def _taint_manager_force_deletes() -> Any:
     return add_condition_and_delete
 
 
+def _backoff_limit_off_by_one() -> Any:
+    """job.backoff_limit_exceeded that fails the Job once ``backoffLimit`` pods have failed,
+    one retry too early (kubernetes/kubernetes#92245, "Job's backoffLimit not correct": "job
+    will eventually fail after it creates 5 failed pods, but it should be 6"; the OnFailure
+    twin, #95433). The docs: ``backoffLimit`` is "the number of retries before considering a
+    Job as failed"."""
+
+    def backoff_limit_exceeded(failed: int, backoff_limit: int) -> bool:
+        return failed >= backoff_limit  # the bug: >= instead of >
+
+    return backoff_limit_exceeded
+
+
+def _job_without_expectations() -> Any:
+    """JobController._may_manage that always manages: the controller creates pods from an
+    informer cache that has not yet seen the pods it just created, so a burst of syncs --
+    a new leader's start, a Job's own status writes -- creates more than ``parallelism``
+    (kubernetes/kubernetes#27997, "Job somehow made 84k pods"; #41675, "started too many
+    pods then immediately killed one"; PR #137210, 2026, "This prevents spurious creation of
+    duplicate pods for jobs when the controller's cache is stale"). Upstream manages pods
+    only with ``satisfiedExpectations``."""
+
+    def may_manage(self: Any, key: str, now: float) -> bool:
+        return True
+
+    return may_manage
+
+
 APP_VARIANTS: tuple[Variant, ...] = (
     Variant(
         "statefulset-recreates-below-partition-at-update-revision", "kube-controller-manager StatefulSet",
@@ -1203,6 +1231,16 @@ APP_VARIANTS: tuple[Variant, ...] = (
         "taint-manager-force-deletes-unreachable-pods", "kube-controller-manager node lifecycle",
         "the taint manager force-deletes (grace 0) the pods of an unreachable node, so a StatefulSet starts a second pod of the same identity while the first still runs (kubernetes#35145, PR #35235, PR #66126)",
         "statefulset-invariants", "statefulset-identity-under-partition", "chaoskube.controllers.nodelifecycle:TaintEvictionController._add_condition_and_delete", _taint_manager_force_deletes,
+    ),
+    Variant(
+        "job-backoff-limit-off-by-one", "kube-controller-manager Job",
+        "a Job is marked Failed (BackoffLimitExceeded) once backoffLimit pods failed, one retry too early (kubernetes#92245, #95433)",
+        "job-invariants", "jobs-across-controller-manager-failover", "chaoskube.controllers.job:backoff_limit_exceeded", _backoff_limit_off_by_one,
+    ),
+    Variant(
+        "job-manages-without-expectations", "kube-controller-manager Job",
+        "the Job controller creates pods from a cache that has not seen its own creates: more active pods than parallelism after a failover (kubernetes#27997, #41675, PR #137210)",
+        "job-invariants", "jobs-across-controller-manager-failover", "chaoskube.controllers.job:JobController._may_manage", _job_without_expectations,
     ),
 )
 VARIANTS.update((variant.name, variant) for variant in APP_VARIANTS)

@@ -65,6 +65,7 @@ from chaoskube.client.workqueue import RateLimitingQueue
 from chaoskube.config import ControllerManagerConfig
 from chaoskube.controllers.replicaset import (
     POD_CONTROLLER_UID_INDEX,
+    ControllerExpectations,
     SLOW_START_INITIAL_BATCH_SIZE,
     add_index,
     controller_ref,
@@ -82,6 +83,7 @@ __all__ = [
     "JOB_TRACKING_FINALIZER",
     "JobController",
     "JobPlan",
+    "backoff_limit_exceeded",
     "completed_indexes",
     "match_pod_failure_policy",
     "plan_job",
@@ -174,6 +176,13 @@ def _parse_indexes(text: str) -> set[int]:
     return found
 
 
+def backoff_limit_exceeded(failed: int, backoff_limit: int) -> bool:
+    """``pastBackoffLimitOnFailure`` / ``exceedsBackoffLimit`` (restartPolicy Never):
+    ``backoffLimit`` is the number of retries, so the Job fails at ``backoffLimit + 1``
+    failed pods ("The number of retries before marking this job failed")."""
+    return failed > backoff_limit
+
+
 def _finished(job: Job) -> str | None:
     for condition in job.status.conditions:
         if condition.type in ("Complete", "Failed") and condition.status == "True":
@@ -234,15 +243,27 @@ def plan_job(job: Job, pods: Sequence[Pod], now: float, last_failure: tuple[int,
             remaining.failed.append(uid)
     # 1-2. newly finished pods with the finalizer: uncounted now, released.
     succeeded_indexes = _parse_indexes(status.completed_indexes)
+    already_finished = _finished(job) is not None
     for pod in pods:
         if JOB_TRACKING_FINALIZER not in pod.metadata.finalizers or pod.metadata.uid in counted_uids:
             continue
-        if pod.status.phase == "Succeeded":
-            remaining.succeeded.append(pod.metadata.uid)
+        if already_finished and (pod.status.phase == "Succeeded" or _failed(pod)):
+            # syncJob returns early for a finished Job ("if job was finished previously, we
+            # don't want to redo the termination"): a pod that finishes afterwards only
+            # loses its finalizer, it is not counted (found by job-invariants: a Job counted
+            # 8 successes for 6 completions)
             plan.release.append(pod)
+            continue
+        if pod.status.phase == "Succeeded":
             index = _pod_index(pod)
-            if index is not None:
-                succeeded_indexes.add(index)
+            if spec.completion_mode == "Indexed":
+                # an Indexed Job tracks its successes as completedIndexes, not as uncounted
+                # uids (trackJobStatusAndRemoveFinalizers: newSucceededIndexes)
+                if index is not None:
+                    succeeded_indexes.add(index)
+            else:
+                remaining.succeeded.append(pod.metadata.uid)
+            plan.release.append(pod)
         elif _failed(pod):
             message, count, _rule = match_pod_failure_policy(spec.pod_failure_policy, pod)
             if count:
@@ -253,6 +274,9 @@ def plan_job(job: Job, pods: Sequence[Pod], now: float, last_failure: tuple[int,
     status.uncounted_terminated_pods = remaining if (remaining.succeeded or remaining.failed) else UncountedTerminatedPods()
     if spec.completion_mode == "Indexed":
         status.completed_indexes = completed_indexes(list(succeeded_indexes))
+        # ``job.Status.Succeeded = int32(succeededIndexes.total())``: indexes, not pods (a
+        # duplicate pod of an index that also succeeds is not counted again)
+        status.succeeded = len([index for index in succeeded_indexes if spec.completions is None or index < spec.completions])
     if _finished(job) is not None:
         return plan
     if spec.suspend:
@@ -268,7 +292,7 @@ def plan_job(job: Job, pods: Sequence[Pod], now: float, last_failure: tuple[int,
             restarts = sum(s.restart_count for pod in active for s in pod.status.container_statuses)
             if backoff_limit == 0 and restarts > 0 or (backoff_limit > 0 and restarts + failed >= backoff_limit and restarts > 0):
                 fail_message = ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
-        if fail_message is None and failed > backoff_limit:
+        if fail_message is None and backoff_limit_exceeded(failed, backoff_limit):
             fail_message = ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
     if fail_message is None and spec.active_deadline_seconds is not None and status.start_time is not None:
         deadline = parse_timestamp(status.start_time) + spec.active_deadline_seconds
@@ -368,7 +392,12 @@ class JobController:
         self._failures: dict[str, tuple[int, float]] = {}
         self._failed_uids: dict[str, set[str]] = {}
         self.jobs.add_event_handler(on_add=self._enqueue, on_update=lambda old, new: self._enqueue(new), on_delete=self._job_deleted)
-        self.pods.add_event_handler(on_add=self._pod_changed, on_update=lambda old, new: self._pod_changed(new), on_delete=self._pod_changed)
+        # ``ControllerExpectations`` (job_controller.go: ``jm.expectations``): a sync manages
+        # pods only once the creations and deletions it made have been observed, so a cache
+        # that has not yet seen its own creates does not create again (found by the
+        # job-invariants checker: a new leader created eight pods for a Job of parallelism 2)
+        self.expectations = ControllerExpectations()
+        self.pods.add_event_handler(on_add=self._pod_added, on_update=lambda old, new: self._pod_updated(old, new), on_delete=self._pod_deleted)
 
     def _enqueue(self, obj: Any) -> None:
         obj = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
@@ -379,7 +408,39 @@ class JobController:
         key = meta_namespace_key(obj)
         self._failures.pop(key, None)
         self._failed_uids.pop(key, None)
+        self.expectations.delete(key)
         self.queue.add(key)
+
+    def _may_manage(self, key: str, now: float) -> bool:
+        """``satisfiedExpectations``: the pods this controller created and deleted for the
+        Job have all been observed (or the expectations expired)."""
+        return self.expectations.satisfied(key, now)
+
+    def _job_key_of(self, pod: Any) -> str | None:
+        reference = controller_ref(pod)
+        return f"{pod.metadata.namespace}/{reference.name}" if reference is not None and reference.kind == self.KIND else None
+
+    def _pod_added(self, pod: Any) -> None:
+        key = self._job_key_of(pod)
+        if key is not None:
+            if pod.metadata.deletion_timestamp is not None:
+                self.expectations.deletion_observed(key, meta_namespace_key(pod))
+            else:
+                self.expectations.creation_observed(key)
+        self._pod_changed(pod)
+
+    def _pod_updated(self, old: Any, new: Any) -> None:
+        key = self._job_key_of(new)
+        if key is not None and new.metadata.deletion_timestamp is not None and old.metadata.deletion_timestamp is None:
+            self.expectations.deletion_observed(key, meta_namespace_key(new))
+        self._pod_changed(new)
+
+    def _pod_deleted(self, obj: Any) -> None:
+        pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        key = self._job_key_of(pod)
+        if key is not None:
+            self.expectations.deletion_observed(key, meta_namespace_key(pod))
+        self._pod_changed(obj)
 
     def _pod_changed(self, pod: Any) -> None:
         pod = pod.obj if isinstance(pod, DeletedFinalStateUnknown) else pod
@@ -423,6 +484,15 @@ class JobController:
         pod = self.pods.indexer.get_by_key(f"{namespace}/{name}")
         if pod is None or JOB_TRACKING_FINALIZER not in pod.metadata.finalizers:
             return
+        # syncOrphanPod: make sure the pod is still orphaned -- its Job may be in the cache
+        # now (the pods informer can deliver a pod before the jobs informer lists its Job, as
+        # at a new leader's start): "The pod was adopted. Do not remove finalizer." (found by
+        # job-invariants: a failure lost across a failover, so a 4th pod for backoffLimit 2)
+        reference = controller_ref(pod)
+        if reference is not None and reference.kind == self.KIND:
+            job = self.jobs.indexer.get_by_key(f"{namespace}/{reference.name}")
+            if job is not None and job.metadata.uid == reference.uid and _finished(job) is None:
+                return
         finalizers = [f for f in pod.metadata.finalizers if f != JOB_TRACKING_FINALIZER]
         try:
             await self.client.patch("pods", namespace, name, {"metadata": {"finalizers": finalizers, "resourceVersion": pod.metadata.resource_version}})
@@ -445,11 +515,18 @@ class JobController:
             return
         pods = self._pods_of(job)
         plan = plan_job(job, pods, now, self._failures.get(key, (0, -1e18)))
+        if not plan.events and not self._may_manage(key, now):
+            # manageJob runs only with satisfied expectations; counting goes on
+            plan.status.active += len(plan.delete) - len(plan.create_indexes)
+            plan.create_indexes, plan.delete = [], []
         # the three steps of trackJobStatusAndRemoveFinalizers
         if plan.release:
             recorded = deep_copy(job)
             recorded.status.uncounted_terminated_pods = plan.status.uncounted_terminated_pods
             recorded.status.start_time = plan.status.start_time
+            if job.spec.completion_mode == "Indexed":  # the indexes are recorded before the finalizers go
+                recorded.status.completed_indexes = plan.status.completed_indexes
+                recorded.status.succeeded = plan.status.succeeded
             job = await self._write_status(job, recorded.status)
             for pod in plan.release:
                 finalizers = [f for f in pod.metadata.finalizers if f != JOB_TRACKING_FINALIZER]
@@ -461,14 +538,19 @@ class JobController:
                     if error.code == 409:
                         self.queue.add_rate_limited(key)
             self.queue.add_after(key, 0.5)  # count them once the finalizers are gone
+        if plan.delete:
+            self.expectations.expect_deletions(key, [meta_namespace_key(pod) for pod in plan.delete], now)
         for pod in plan.delete:
             try:
                 await self.client.delete("pods", pod.metadata.namespace, pod.metadata.name)
             except ApiError as error:
                 if error.code != 404:
+                    self.expectations.deletion_observed(key, meta_namespace_key(pod))
                     raise
             self._record(job, "deleted-pod", pod=pod.metadata.name)
         pending = list(plan.create_indexes)
+        if pending:
+            self.expectations.expect_creations(key, len(pending), now)
 
         async def create() -> None:
             index = pending.pop(0)
@@ -476,6 +558,8 @@ class JobController:
             self._record(job, "created-pod", pod=created.metadata.name)
 
         successes, error = await slow_start_batch(len(pending), SLOW_START_INITIAL_BATCH_SIZE, create)
+        for _ in range(len(plan.create_indexes) - successes):
+            self.expectations.creation_observed(key)  # never to be observed
         if successes < len(plan.create_indexes):
             plan.status.active -= len(plan.create_indexes) - successes
         await self._write_status(job, plan.status)

@@ -174,3 +174,85 @@ def test_scale_down_terminates_from_the_highest_ordinal():
     rolling_delete(journal, 31.0, 1, revision="db-a")  # db-2 is still there
     verdict = check_statefulset_invariants(journal.events)
     assert verdict.valid is False and verdict.details["rule"] == "statefulset-termination-order", verdict.reason
+
+
+# =========================================================================== Jobs
+from chaoskube.checkers.jobs import check_job_invariants  # noqa: E402
+
+
+def job(*, parallelism: int = 2, completions: int | None = 3, backoff_limit: int = 2, status: dict[str, Any] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"parallelism": parallelism, "backoffLimit": backoff_limit, "template": {"spec": {"restartPolicy": "Never"}}}
+    if completions is not None:
+        spec["completions"] = completions
+    return {"metadata": {"name": "work", "namespace": "default", "uid": "job-uid"}, "spec": spec, "status": status or {}}
+
+
+def job_pod(name: str, *, phase: str = "Pending", finalizer: bool = True, deleting: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "default", "uid": f"{name}-uid", "ownerReferences": [{"kind": "Job", "name": "work", "uid": "job-uid", "controller": True}],
+                            "finalizers": ["batch.kubernetes.io/job-tracking"] if finalizer else []}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {"metadata": meta, "status": {"phase": phase}}
+
+
+def test_job_invariants_answer_unknown_without_a_job():
+    assert check_job_invariants([]).valid is None
+
+
+def test_active_pods_above_parallelism_are_caught():
+    journal = Journal()
+    journal.put(1.0, "jobs", "default/work", job(parallelism=2))
+    for index, name in enumerate(("work-a", "work-b", "work-c")):
+        journal.put(2.0 + index, "pods", f"default/{name}", job_pod(name))
+    verdict = check_job_invariants(journal.events)
+    assert verdict.valid is False and verdict.details["rule"] == "job-parallelism", verdict.reason
+
+
+def counting(succeeded_status: int) -> list[Event]:
+    journal = Journal()
+    journal.put(1.0, "jobs", "default/work", job(completions=3))
+    journal.put(2.0, "pods", "default/work-a", job_pod("work-a"))
+    journal.put(10.0, "pods", "default/work-a", job_pod("work-a", phase="Succeeded"))
+    journal.put(10.5, "jobs", "default/work", job(completions=3, status={"uncountedTerminatedPods": {"succeeded": ["work-a-uid"]}}))
+    journal.put(10.6, "pods", "default/work-a", job_pod("work-a", phase="Succeeded", finalizer=False))
+    journal.put(11.0, "jobs", "default/work", job(completions=3, status={"succeeded": succeeded_status}))
+    return journal.events
+
+
+def test_a_finished_pod_counted_twice_is_caught():
+    assert check_job_invariants(counting(1)).valid is True
+    verdict = check_job_invariants(counting(2))
+    assert verdict.valid is False and verdict.details["rule"] == "job-counted-twice", verdict.reason
+
+
+def test_a_job_failed_before_its_backoff_limit_is_caught():
+    def history(failures: int) -> list[Event]:
+        journal = Journal()
+        journal.put(1.0, "jobs", "default/work", job(parallelism=1, completions=1, backoff_limit=2))
+        for index in range(failures):
+            name = f"work-{index}"
+            journal.put(2.0 + 20 * index, "pods", f"default/{name}", job_pod(name))
+            journal.put(4.0 + 20 * index, "pods", f"default/{name}", job_pod(name, phase="Failed", finalizer=False))
+        journal.put(80.0, "jobs", "default/work", job(parallelism=1, completions=1, backoff_limit=2, status={"failed": failures, "conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]}))
+        return journal.events
+
+    assert check_job_invariants(history(3)).valid is True
+    verdict = check_job_invariants(history(2))
+    assert verdict.valid is False and verdict.details["rule"] == "job-backoff-limit", verdict.reason
+
+
+def test_a_success_never_counted_is_caught_at_the_end():
+    def history(counted: int) -> list[Event]:
+        journal = Journal()
+        journal.put(1.0, "jobs", "default/work", job(parallelism=2, completions=2))
+        for name in ("work-a", "work-b"):
+            journal.put(2.0, "pods", f"default/{name}", job_pod(name))
+            journal.put(9.0, "pods", f"default/{name}", job_pod(name, phase="Succeeded", finalizer=False))
+        status = {"succeeded": counted, "conditions": [{"type": "Complete", "status": "True"}]}
+        journal.put(10.0, "jobs", "default/work", job(parallelism=2, completions=2, status=status))
+        journal.record(40.0, "phase", name="check")
+        return journal.events
+
+    assert check_job_invariants(history(2)).valid is True
+    verdict = check_job_invariants(history(1))
+    assert verdict.valid is False and verdict.details["rule"] == "job-count-lost", verdict.reason
