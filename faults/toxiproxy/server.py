@@ -23,7 +23,9 @@ handler that takes longer than :data:`HANDLER_TIMEOUT_S` is answered 503 (api.go
 ``TimeoutHandler``, 25 s). Each bound closes that one connection; nothing that happens on
 one connection — a timeout, a protocol error, a bug — reaches the server or any other
 connection: every connection runs in its own task that catches everything but
-cancellation.
+cancellation. An idle connection holds only a file descriptor; ``run_forever`` raises the
+open-file limit as a Go program does, so idle clients do not exhaust descriptors and stall
+accept (issue 32: liveness under load, docs/toxiproxy.md).
 
 Entry points:
 
@@ -608,16 +610,39 @@ async def serve(
         listener.socket.close()
 
 
+def raise_open_file_limit() -> tuple[int, int] | None:
+    """Raise the soft RLIMIT_NOFILE to the hard limit, as every Go program does at start
+    since Go 1.19 (https://go.dev/doc/go1.19#os) -- Toxiproxy included. Every connection,
+    idle or not, holds a descriptor: at the common default soft limit of 1,024, a thousand
+    idle clients made accept fail (EMFILE) and every new client wait until an idle one
+    reached its ReadTimeout (issue 32; tests/faults/test_toxiproxy_liveness.py). Returns
+    (old soft, new soft), or None where there is no such limit or it cannot be raised."""
+    try:
+        import resource
+    except ImportError:  # not a Unix
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == hard:
+        return None
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError):
+        return None
+    return soft, hard
+
+
 def run_forever(listen: str = "127.0.0.1:8474", seed: int = 0) -> None:
     """Serve the API on ``listen`` until SIGINT or SIGTERM; then close everything.
 
     For ``chaoskube toxiproxy --listen ...``; must run in the main thread (signals).
-    Prints the seed and the bound address first, so a run can be replayed.
+    Prints the seed and the bound address first, so a run can be replayed. Raises the
+    process's open-file limit first (:func:`raise_open_file_limit`), as Toxiproxy runs.
     """
     try:
         host, port = parse_address(listen, default_host="127.0.0.1")
     except AddressError as error:
         raise ListenError(str(error)) from None
+    raise_open_file_limit()
     print(f"chaoskube toxiproxy: seed={seed} listen={format_address(host, port)}", flush=True)
 
     async def main() -> None:
