@@ -157,6 +157,7 @@ def pod_references(spec: Any) -> list[tuple[str, str]]:
 
 
 __all__ += ["EnvReference", "env_references", "pod_references"]
+__all__ += ["TAINT_TOLERATION_COMPARISON_OPERATORS", "compare_numeric_values", "tolerations_tolerate_taints_with_filter"]
 
 
 # =========================================================================== workloads, as JSON
@@ -256,16 +257,53 @@ def workload_settled(obj: Obj) -> tuple[bool, str]:
 # controller and the volume binder alike).
 
 
-def toleration_tolerates_taint(toleration: Any, taint: Any) -> bool:
-    """``Toleration.ToleratesTaint`` (``k8s.io/api/core/v1/toleration.go``)."""
+#: ``TaintTolerationComparisonOperators`` (alpha in 1.35, off by default): tolerations with
+#: Gt/Lt. Off, such a toleration tolerates nothing (and the API server refuses it).
+TAINT_TOLERATION_COMPARISON_OPERATORS = False
+_NUMERIC = re.compile(r"-?(0|[1-9][0-9]*)")
+
+
+def compare_numeric_values(toleration_value: str, taint_value: str, operator: str) -> bool:
+    """``compareNumericValues``: both values canonical decimal int64s (no sign "+", no
+    leading zero, no spaces), the taint's greater (Gt) or less (Lt) than the toleration's;
+    anything else is not tolerated."""
+    numbers = []
+    for text in (toleration_value, taint_value):
+        if _NUMERIC.fullmatch(text) is None or not -(1 << 63) <= int(text) < (1 << 63):
+            return False
+        numbers.append(int(text))
+    bound, value = numbers
+    if operator == "Gt":
+        return value > bound
+    if operator == "Lt":
+        return value < bound
+    return False
+
+
+def toleration_tolerates_taint(toleration: Any, taint: Any, comparison_operators: bool = TAINT_TOLERATION_COMPARISON_OPERATORS) -> bool:
+    """``Toleration.ToleratesTaint`` (``k8s.io/api/core/v1/toleration.go``): the effects
+    match (empty tolerates all), the keys match (empty tolerates all), and operator Exists,
+    or Equal (the default) with the same value, or, with the comparison-operators gate, Gt/Lt
+    on integer values. The scheduler, the DaemonSet controller and the node lifecycle
+    controller all use this one."""
     if toleration.effect and toleration.effect != taint.effect:
         return False
     if toleration.key and toleration.key != taint.key:
         return False
-    operator = toleration.operator or "Equal"
-    if operator == "Equal":
+    operator = toleration.operator
+    if operator in ("", "Equal"):
         return toleration.value == taint.value
-    return operator == "Exists"
+    if operator == "Exists":
+        return True
+    if operator in ("Gt", "Lt"):
+        return comparison_operators and compare_numeric_values(toleration.value, taint.value, operator)
+    return False
+
+
+def tolerations_tolerate_taints_with_filter(tolerations: Any, taints: Any, apply_filter: Any = None) -> bool:
+    """``TolerationsTolerateTaintsWithFilter``: every taint the filter keeps (all when none)
+    is tolerated by some toleration."""
+    return all(any(toleration_tolerates_taint(toleration, taint) for toleration in tolerations) for taint in taints if apply_filter is None or apply_filter(taint))
 
 
 def find_untolerated_taint(taints: Any, tolerations: Any, effects: tuple[str, ...] = ("NoSchedule", "NoExecute")) -> Any | None:

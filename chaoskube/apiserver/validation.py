@@ -201,6 +201,55 @@ def _pod_spec(spec: PodSpec, path: str) -> list[str]:
         causes.append(_invalid(f"{path}.terminationGracePeriodSeconds", spec.termination_grace_period_seconds, "must be greater than or equal to 0"))
     if spec.active_deadline_seconds is not None and spec.active_deadline_seconds <= 0:
         causes.append(_invalid(f"{path}.activeDeadlineSeconds", spec.active_deadline_seconds, "must be greater than or equal to 1"))
+    causes.extend(validate_tolerations(spec.tolerations, f"{path}.tolerations"))
+    return causes
+
+
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def label_value_problems(value: str) -> list[str]:
+    """``validation.IsValidLabelValue``'s messages."""
+    problems = []
+    if len(value) > 63:
+        problems.append("must be no more than 63 characters")
+    if not _LABEL_VALUE.fullmatch(value):
+        problems.append("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character "
+                        "(e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+    return problems
+
+
+def validate_tolerations(tolerations: Iterable[Any], path: str, *, comparison_operators: bool = False) -> list[str]:
+    """``ValidateTolerations`` (``pkg/apis/core/validation``): a qualified-name key; an empty
+    key only with Exists; tolerationSeconds only with NoExecute; Equal (or "") with a label
+    value, Exists with none; any other operator refused (Gt/Lt only with the alpha
+    ``TaintTolerationComparisonOperators`` gate, off as in upstream's default); a known effect."""
+    causes = []
+    for index, toleration in enumerate(tolerations):
+        where = f"{path}[{index}]"
+        if toleration.key:
+            causes.extend(_invalid(f"{where}.key", toleration.key, problem) for problem in qualified_name_problems(toleration.key))
+        if not toleration.key and toleration.operator != "Exists":
+            causes.append(_invalid(f"{where}.operator", toleration.operator, 'operator must be Exists when `key` is empty, which means "match all values and all keys"'))
+        if toleration.toleration_seconds is not None and toleration.effect != "NoExecute":
+            causes.append(_invalid(f"{where}.effect", toleration.effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+        if toleration.operator in ("Equal", ""):
+            problems = label_value_problems(toleration.value)
+            if problems:
+                causes.append(_invalid(f"{where}.operator", toleration.value, ";".join(problems)))
+        elif toleration.operator == "Exists":
+            if toleration.value:
+                causes.append(f"{where}.operator: Invalid value: core.Toleration{{Key:{go_value(toleration.key)}, Operator:{go_value(toleration.operator)}, Value:{go_value(toleration.value)}, "
+                              f"Effect:{go_value(toleration.effect)}, TolerationSeconds:{'(*int64)(nil)' if toleration.toleration_seconds is None else '(*int64)(...)'}}}: value must be empty when `operator` is 'Exists'")
+        elif comparison_operators and toleration.operator in ("Gt", "Lt"):
+            if re.fullmatch(r"-?(0|[1-9][0-9]*)", toleration.value) is None:
+                causes.append(_invalid(f"{where}.value", toleration.value, "value must be a valid integer for Gt and Lt operators"))
+        else:
+            supported = ("Equal", "Exists", "Gt", "Lt") if comparison_operators else ("Equal", "Exists")
+            causes.append(_unsupported(f"{where}.operator", toleration.operator, supported))
+        if toleration.effect and toleration.effect not in _TAINT_EFFECTS:
+            causes.append(_unsupported(f"{where}.effect", toleration.effect, _TAINT_EFFECTS))
     return causes
 
 

@@ -82,6 +82,7 @@ import trio
 
 from chaoskube.api.objects import Node, NodeCondition, Pod, PodCondition, Taint, Toleration, deep_copy
 from chaoskube.api.protocol import parse_timestamp, timestamp
+from chaoskube.api.workloads import toleration_tolerates_taint
 from chaoskube.client.client import ApiClient, ApiError
 from chaoskube.client.informer import DeletedFinalStateUnknown, SharedInformer, SharedInformerFactory
 from chaoskube.client.workqueue import QueueShutDown, RateLimitingQueue
@@ -270,15 +271,8 @@ def taint_set_diff(wanted: Sequence[Taint], existing: Sequence[Taint]) -> tuple[
 
 # =========================================================================== tolerations
 def tolerates(toleration: Toleration, taint: Taint) -> bool:
-    """``Toleration.ToleratesTaint``: an empty effect or key matches any; the operator ""
-    or Equal compares values, Exists matches any value."""
-    if toleration.effect and toleration.effect != taint.effect:
-        return False
-    if toleration.key and toleration.key != taint.key:
-        return False
-    if toleration.operator in ("", "Equal"):
-        return toleration.value == taint.value
-    return toleration.operator == "Exists"
+    """``Toleration.ToleratesTaint``: :func:`chaoskube.api.workloads.toleration_tolerates_taint`."""
+    return toleration_tolerates_taint(toleration, taint)
 
 
 def get_matching_tolerations(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> tuple[bool, list[Toleration]]:

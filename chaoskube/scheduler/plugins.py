@@ -15,7 +15,8 @@ keep per-cycle data only in the :class:`~chaoskube.scheduler.framework.CycleStat
 Not modelled: NodePorts, the volume plugins, ImageLocality, InterPodAffinity scoring
 (preferred terms), PodTopologySpread's system default constraints (``defaultConstraints``
 with selectors from Services and ReplicaSets), NodeAffinity's ``addedAffinity`` args and
-PreFilterResult narrowing, taint-toleration comparison operators (Gt/Lt, alpha).
+PreFilterResult narrowing. Taint-toleration comparison operators (Gt/Lt) follow upstream's
+alpha gate, off: :data:`chaoskube.api.workloads.TAINT_TOLERATION_COMPARISON_OPERATORS`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 
 from chaoskube.api.objects import LabelSelector, Node, NodeSelectorTerm, Pod, Taint, Toleration, matches
 from chaoskube.api.workloads import node_selector_requirement_matches
+from chaoskube.api.workloads import toleration_tolerates_taint as workload_tolerates
 from chaoskube.client.client import ApiError
 from chaoskube.scheduler.framework import (
     LABEL_HOSTNAME,
@@ -90,17 +92,8 @@ def _assigned_pod_event(action: ActionType) -> ClusterEvent:
 
 # =========================================================================== taints and tolerations
 def toleration_tolerates_taint(toleration: Toleration, taint: Taint) -> bool:
-    """``Toleration.ToleratesTaint`` (``k8s.io/api/core/v1/toleration.go``): the effects
-    match (empty tolerates all), the keys match (empty tolerates all), and operator
-    Exists, or Equal (the default) with the same value."""
-    if toleration.effect and toleration.effect != taint.effect:
-        return False
-    if toleration.key and toleration.key != taint.key:
-        return False
-    operator = toleration.operator or "Equal"
-    if operator == "Equal":
-        return toleration.value == taint.value
-    return operator == "Exists"
+    """``Toleration.ToleratesTaint``: :func:`chaoskube.api.workloads.toleration_tolerates_taint`."""
+    return workload_tolerates(toleration, taint)
 
 
 def tolerations_tolerate_taint(tolerations: Sequence[Toleration], taint: Taint) -> bool:
