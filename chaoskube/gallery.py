@@ -1221,6 +1221,33 @@ def _job_without_expectations() -> Any:
     return may_manage
 
 
+def _cronjob_trusts_status_active() -> Any:
+    """cronjob.reconcile_active that trusts ``status.active`` alone: an unfinished Job the
+    status does not list -- because the controller that created it died before writing the
+    status, or its status write conflicted -- is not counted as running, so a Forbid
+    CronJob starts another beside it (kubernetes/kubernetes#107827, "CronJob not honoring
+    concurrencyPolicy: Forbid", the v2 controller of 1.20-1.21; #58748). Upstream's
+    ``syncCronJob`` adds every unfinished child Job missing from ``status.active``
+    ("Saw a job that the controller did not create or forgot")."""
+    from chaoskube.api.objects import ObjectReference
+    from chaoskube.api.protocol import parse_timestamp
+    from chaoskube.controllers import cronjob as module
+
+    def reconcile_active(status: Any, children: Any) -> list[Any]:
+        active: list[ObjectReference] = []
+        for reference in status.active:
+            job = next((j for j in children if j.metadata.uid == reference.uid), None)
+            if job is None or module._finished(job) is not None:
+                if job is not None and module._finished(job) == "Complete" and job.status.completion_time:
+                    if status.last_successful_time is None or parse_timestamp(job.status.completion_time) > parse_timestamp(status.last_successful_time):
+                        status.last_successful_time = job.status.completion_time
+                continue
+            active.append(reference)
+        return active  # the bug: the Jobs the status does not list are not added
+
+    return reconcile_active
+
+
 APP_VARIANTS: tuple[Variant, ...] = (
     Variant(
         "statefulset-recreates-below-partition-at-update-revision", "kube-controller-manager StatefulSet",
@@ -1241,6 +1268,11 @@ APP_VARIANTS: tuple[Variant, ...] = (
         "job-manages-without-expectations", "kube-controller-manager Job",
         "the Job controller creates pods from a cache that has not seen its own creates: more active pods than parallelism after a failover (kubernetes#27997, #41675, PR #137210)",
         "job-invariants", "jobs-across-controller-manager-failover", "chaoskube.controllers.job:JobController._may_manage", _job_without_expectations,
+    ),
+    Variant(
+        "cronjob-trusts-status-active", "kube-controller-manager CronJob",
+        "a Job the CronJob's status does not list (its creator died before writing it) is not counted as running, so Forbid starts a second one (kubernetes#107827, #58748)",
+        "cronjob-invariants", "cronjobs-across-controller-manager-failover", "chaoskube.controllers.cronjob:reconcile_active", _cronjob_trusts_status_active,
     ),
 )
 VARIANTS.update((variant.name, variant) for variant in APP_VARIANTS)

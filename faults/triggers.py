@@ -92,6 +92,7 @@ EVENTS: dict[str, EventShape] = {
     # controllers, scheduler, kubelet (``controller`` names the controller, not its process)
     "replicaset-pods": _shape(None, "replicaset", "action", "want", "done", "controller", "pods"),
     "deployment-scale": _shape(None, "deployment", "rs", "from", "to", "reason", "controller"),
+    "cronjob": _shape(None, "cronjob", "event", "controller", "job", "scheduled", "kind", "schedule"),
     "scheduled": _shape("scheduler", "pod", "node", "attempts", "scheduler"),
     "pod-phase": _shape("node", "pod", "node", "phase"),
     "node-health": _shape("node", "node", "ready", "reason"),

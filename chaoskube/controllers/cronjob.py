@@ -48,6 +48,7 @@ __all__ = [
     "CronJobController",
     "most_recent_schedule_time",
     "next_schedule_time_duration",
+    "reconcile_active",
 ]
 
 #: ``nextScheduleDelta``: requeue 100 ms after the activation, against clock skew.
@@ -144,6 +145,27 @@ def job_from_template(cron: CronJob, scheduled: _dt.datetime) -> Job:
     return Job(metadata=meta, spec=deep_copy(template.spec))
 
 
+def reconcile_active(status: Any, children: Sequence[Job]) -> list[ObjectReference]:
+    """The reconciliation at the top of ``syncCronJob``: the references of
+    ``status.active`` whose Job is gone or finished leave it (a Complete one moves
+    ``lastSuccessfulTime``, set on ``status``), and every unfinished Job the CronJob controls
+    that the status does not list joins it ("unexpected Job" -- the status may have been
+    lost: a controller that died between creating a Job and writing the status)."""
+    active = []
+    for reference in status.active:
+        job = next((j for j in children if j.metadata.uid == reference.uid), None)
+        if job is None or _finished(job) is not None:
+            if job is not None and _finished(job) == "Complete" and job.status.completion_time:
+                if status.last_successful_time is None or parse_timestamp(job.status.completion_time) > parse_timestamp(status.last_successful_time):
+                    status.last_successful_time = job.status.completion_time
+            continue
+        active.append(reference)
+    for job in children:
+        if _finished(job) is None and not any(reference.uid == job.metadata.uid for reference in active):
+            active.append(ObjectReference(kind="Job", namespace=job.metadata.namespace, name=job.metadata.name, uid=job.metadata.uid, api_version="batch/v1", resource_version=job.metadata.resource_version))
+    return active
+
+
 class CronJobController:
     """``ControllerV2`` (see the module docstring); ``--concurrent-cron-job-syncs`` workers."""
 
@@ -189,20 +211,7 @@ class CronJobController:
         status = updated.status
         children = self._jobs_of(cron)
         children_names = {job.metadata.name for job in children}
-        # reconcile status.active with the Jobs
-        active = []
-        for reference in status.active:
-            job = next((j for j in children if j.metadata.uid == reference.uid), None)
-            if job is None or _finished(job) is not None:
-                if job is not None and _finished(job) == "Complete" and job.status.completion_time:
-                    if status.last_successful_time is None or parse_timestamp(job.status.completion_time) > parse_timestamp(status.last_successful_time):
-                        status.last_successful_time = job.status.completion_time
-                continue
-            active.append(reference)
-        for job in children:
-            if _finished(job) is None and not any(reference.uid == job.metadata.uid for reference in active):
-                active.append(ObjectReference(kind="Job", namespace=job.metadata.namespace, name=job.metadata.name, uid=job.metadata.uid, api_version="batch/v1", resource_version=job.metadata.resource_version))
-        status.active = active
+        status.active = reconcile_active(status, children)
         requeue: float | None = None
         if cron.metadata.deletion_timestamp is None and not cron.spec.suspend:
             requeue = await self._schedule(cron, updated, children_names)

@@ -160,6 +160,7 @@ CLUSTER_CHECKERS: dict[str, tuple[str, str, str]] = {
     # issue 35: the application kinds' own guarantees
     "statefulset-invariants": ("chaoskube.checkers.statefulsets", "check_statefulset_invariants", "at most one running pod per StatefulSet identity (force deletions by users listed), OrderedReady creation and termination order, rolling updates one pod at a time from the highest ordinal within the partition, each pod's claims first"),
     "job-invariants": ("chaoskube.checkers.jobs", "check_job_invariants", "active pods within parallelism, succeeded within completions, each index once, every finished pod counted exactly once (finalizer tracking, across failovers), backoffLimit and activeDeadlineSeconds enforced within their bounds"),
+    "cronjob-invariants": ("chaoskube.checkers.cronjobs", "check_cronjob_invariants", "each scheduled time started at most once and on its schedule (time zone, startingDeadlineSeconds), Forbid never running two, Replace never leaving two, no activation lost while a controller-manager leads, history limits kept"),
     "authorization": ("chaoskube.checkers.authorization", "check_authorization", "no adversarial tenant's forbidden attempt succeeded and no permitted one was refused, by an oracle of the RBAC, Node, NodeRestriction, NamespaceLifecycle and token rules over the policy in the store (cache lag bounded and reported)"),
 }
 

@@ -256,3 +256,81 @@ def test_a_success_never_counted_is_caught_at_the_end():
     assert check_job_invariants(history(2)).valid is True
     verdict = check_job_invariants(history(1))
     assert verdict.valid is False and verdict.details["rule"] == "job-count-lost", verdict.reason
+
+
+# =========================================================================== CronJobs
+from chaoskube.checkers.cronjobs import check_cronjob_invariants  # noqa: E402
+
+
+def cronjob(policy: str = "Forbid", *, schedule: str = "*/1 * * * *", time_zone: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"schedule": schedule, "concurrencyPolicy": policy}
+    if time_zone:
+        spec["timeZone"] = time_zone
+    return {"metadata": {"name": "report", "namespace": "default", "uid": "cron-uid", "creationTimestamp": "2026-01-01T00:00:00Z"}, "spec": spec}
+
+
+def cron_job(minute: int, *, scheduled: str | None = None, uid: str = "", finished: bool = False) -> dict[str, Any]:
+    stamp = scheduled or f"2026-01-01T00:{minute:02d}:00Z"
+    status = {"conditions": [{"type": "Complete", "status": "True"}]} if finished else {}
+    return {"metadata": {"name": f"report-{minute}", "namespace": "default", "uid": uid or f"job-{minute}",
+                         "annotations": {"batch.kubernetes.io/cronjob-scheduled-timestamp": stamp},
+                         "ownerReferences": [{"kind": "CronJob", "name": "report", "uid": "cron-uid", "controller": True}]}, "status": status}
+
+
+def test_cronjob_invariants_answer_unknown_without_a_cronjob():
+    assert check_cronjob_invariants([]).valid is None
+
+
+def test_forbid_never_starts_a_second_run_beside_an_active_one():
+    def history(first_done: bool) -> list[Event]:
+        journal = Journal()
+        journal.put(1.0, "cronjobs", "default/report", cronjob("Forbid"))
+        journal.put(60.1, "jobs", "default/report-1", cron_job(1))
+        if first_done:
+            journal.put(100.0, "jobs", "default/report-1", cron_job(1, finished=True))
+        journal.put(120.1, "jobs", "default/report-2", cron_job(2))
+        return journal.events
+
+    assert check_cronjob_invariants(history(first_done=True)).valid is True
+    verdict = check_cronjob_invariants(history(first_done=False))
+    assert verdict.valid is False and verdict.details["rule"] == "cronjob-forbid", verdict.reason
+
+
+def test_replace_leaves_no_run_beside_the_new_one():
+    journal = Journal()
+    journal.put(1.0, "cronjobs", "default/report", cronjob("Replace"))
+    journal.put(60.1, "jobs", "default/report-1", cron_job(1))
+    journal.put(120.1, "jobs", "default/report-2", cron_job(2))
+    journal.record(200.0, "phase", name="check")
+    verdict = check_cronjob_invariants(journal.events)
+    assert verdict.valid is False and verdict.details["rule"] == "cronjob-replace", verdict.reason
+
+
+def test_a_scheduled_time_started_twice_or_off_schedule_is_caught():
+    twice = Journal()
+    twice.put(1.0, "cronjobs", "default/report", cronjob("Allow"))
+    twice.put(60.1, "jobs", "default/report-1", cron_job(1))
+    twice.put(61.0, "jobs", "default/report-1b", cron_job(1, uid="again"))
+    verdict = check_cronjob_invariants(twice.events)
+    assert verdict.valid is False and verdict.details["rule"] == "cronjob-once", verdict.reason
+    zoned = Journal()  # every 2 minutes in New York is every 2 minutes in UTC too; minute 3 is not one
+    zoned.put(1.0, "cronjobs", "default/report", cronjob("Allow", schedule="*/2 * * * *", time_zone="America/New_York"))
+    zoned.put(180.1, "jobs", "default/report-3", cron_job(3))
+    verdict = check_cronjob_invariants(zoned.events)
+    assert verdict.valid is False and verdict.details["rule"] == "cronjob-schedule", verdict.reason
+
+
+def test_an_activation_lost_while_the_controller_manager_led_is_caught():
+    def history(start_second: bool) -> list[Event]:
+        journal = Journal()
+        journal.record(0.5, "leader", event="start", lease="kube-system/kube-controller-manager", process="kube-controller-manager-1")
+        journal.put(1.0, "cronjobs", "default/report", cronjob("Allow"))
+        journal.put(60.1, "jobs", "default/report-1", cron_job(1, finished=False))
+        if start_second:
+            journal.put(120.1, "jobs", "default/report-2", cron_job(2))
+        journal.record(150.0, "phase", name="check")
+        return journal.events
+
+    assert check_cronjob_invariants(history(True)).valid is True
+    verdict = check_cronjob_invariants(history(False))
+    assert verdict.valid is False and verdict.details["rule"] == "cronjob-missed", verdict.reason
