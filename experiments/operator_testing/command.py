@@ -25,6 +25,7 @@ KINDS_HELP = "Plan kinds to generate (repeatable): crash, lost-response, apiserv
 @click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=Path("runs/test-operator"), show_default=True, help="Where the sessions, learning.json and the summary go.")
 @click.option("--jobs", type=click.IntRange(1, 64), default=2, show_default=True, help="Plans run at a time (each a served cluster on free ports).")
 @click.option("--budget", type=click.IntRange(1, 100000), default=None, help="Run at most this many plans, spread over the kinds [default: all].")
+@click.option("--repeats", type=click.IntRange(0, 1000), default=1, show_default=True, help="Plans at the first N occurrences of each distinct request of the operator (0: every occurrence).")
 @click.option("--kind", "kinds", multiple=True, type=click.Choice(["crash", "lost-response", "apiserver-kill", "etcd-leader-kill", "partition"]), help=KINDS_HELP)
 @click.option("--plan", "plan_id", default=None, metavar="ID", help="Run only this plan (the replay of a finding), e.g. 'lost-response@create:configmaps#1'.")
 @click.option("--learned", type=click.Path(path_type=Path, file_okay=False), default=None, metavar="DIR", help="Reuse the learning of an earlier test-operator run (its --out).")
@@ -33,7 +34,7 @@ KINDS_HELP = "Plan kinds to generate (repeatable): crash, lost-response, apiserv
 @click.option("--quiet", "quiet_s", type=click.FloatRange(0.2, 60.0), default=2.0, show_default=True, help="Virtual seconds without an operator write or store change that end a step.")
 @click.option("--session-only", is_flag=True, hidden=True)
 @click.option("--expect-writes", default="", hidden=True)
-def test_operator(command: str, manifests: tuple[Path, ...], workload: Path | None, out_dir: Path, jobs: int, budget: int | None, kinds: tuple[str, ...],
+def test_operator(command: str, manifests: tuple[Path, ...], workload: Path | None, out_dir: Path, jobs: int, budget: int | None, repeats: int, kinds: tuple[str, ...],
                   plan_id: str | None, learned: Path | None, seed: int, speed: float, quiet_s: float, session_only: bool, expect_writes: str) -> None:
     """Test an operator the way Sieve and Acto do, with no assertion of yours: learn two
     fault-free runs of COMMAND under a served cluster (its requests, watches and the objects
@@ -66,7 +67,7 @@ def test_operator(command: str, manifests: tuple[Path, ...], workload: Path | No
     say = lambda text: click.echo(text)  # noqa: E731
     say(f"test-operator: {command} ({len(target.steps)} workload steps: {'; '.join(step.describe() for step in target.steps)})")
     try:
-        summary = runner.run_test_operator(target, out_dir, runner.OperatorTestOptions(jobs=jobs, budget=budget, kinds=tuple(kinds) or KINDS, session=options), say, only=plan_id, learned=learned)
+        summary = runner.run_test_operator(target, out_dir, runner.OperatorTestOptions(jobs=jobs, budget=budget, repeats=repeats or None, kinds=tuple(kinds) or KINDS, session=options), say, only=plan_id, learned=learned)
     except runner.TargetError as error:
         fail(str(error))
     say(f"{summary['plans_run']} plan(s) run in {summary['wall_s']:.0f} s ({summary['plans_per_hour']:.0f} plans/hour): {summary['found']} found, {summary['errors']} error(s); "

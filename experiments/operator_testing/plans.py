@@ -114,16 +114,29 @@ def points(writes: Iterable[dict[str, Any]], *, user: bool = False) -> list[Poin
 
 def generate_plans(writes: Sequence[dict[str, Any]], kinds: Sequence[str] = KINDS, user_writes: Sequence[dict[str, Any]] = ()) -> list[Plan]:
     """Every kind at every point of ``writes`` (the learning run's successful operator
-    writes, in order), then the kinds of :data:`USER_KINDS` at every point of
-    ``user_writes`` (the workload's changes of custom resources): per kind, in order."""
+    writes, in order) and, for the kinds of :data:`USER_KINDS`, at every point of
+    ``user_writes`` (the workload's changes of custom resources). Per kind: the first
+    occurrence of each distinct request in order, then the second occurrences..."""
     found = points(writes)
     theirs = points(user_writes, user=True)
-    return [Plan(kind, point, DURATION_S[kind]) for kind in kinds for point in found + (theirs if kind in USER_KINDS else [])]
+    plans = []
+    for kind in kinds:
+        chosen = found + (theirs if kind in USER_KINDS else [])
+        # Every distinct request first (its first occurrence), then the second ones...: a
+        # budget then reaches every kind of write before a repetition of one.
+        ordered = sorted(range(len(chosen)), key=lambda index: (chosen[index].nth, index))
+        plans.extend(Plan(kind, chosen[index], DURATION_S[kind]) for index in ordered)
+    return plans
 
 
-def select_plans(plans: Sequence[Plan], budget: int | None) -> list[Plan]:
-    """At most ``budget`` plans, spread over the kinds (round robin, each kind's plans in
-    write order), so a small budget still tries every kind."""
+def select_plans(plans: Sequence[Plan], budget: int | None, repeats: int | None = None) -> list[Plan]:
+    """The plans at the first ``repeats`` occurrences of each distinct request (Sieve's
+    pruning of equivalent points: the third patch of the same resource by the same operator
+    rarely perturbs anything the first did not; None: every occurrence), then at most
+    ``budget`` of them, spread over the kinds (round robin, each kind's plans in their
+    order), so a small budget still tries every kind."""
+    if repeats is not None:
+        plans = [plan for plan in plans if plan.point.nth <= repeats]
     if budget is None or budget >= len(plans):
         return list(plans)
     by_kind: dict[str, list[Plan]] = {}

@@ -47,6 +47,7 @@ class TargetError(ValueError):
 class OperatorTestOptions:
     jobs: int = 2
     budget: int | None = None
+    repeats: int | None = 1
     kinds: tuple[str, ...] = KINDS
     session: SessionOptions = SessionOptions()
     mask: bool = True
@@ -212,7 +213,7 @@ def run_test_operator(target: Target, out: Path, options: OperatorTestOptions, s
     if only is not None:
         chosen = [parse_plan_id(only)]
     else:
-        chosen = select_plans(plans, options.budget)
+        chosen = select_plans(plans, options.budget, options.repeats)
     say(f"running {len(chosen)} of {len(plans)} plans, {options.jobs} at a time")
     plan_root = out / "plans"
 

@@ -41,6 +41,9 @@ OPERATOR = "operator"
 #: Store changes that do not count against quiescence: heartbeats and records.
 QUIET_IGNORED = ("/registry/leases/", "/registry/events/", "/registry/nodes/", "/registry/endpointslices/", "/registry/endpoints/")
 POLL_S = 0.1  # wall seconds between two looks at the journal
+#: The quiet spell before the first step: the operator has just started watching and has
+#: nothing of the workload to act on yet.
+READY_QUIET_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -176,32 +179,13 @@ def run_session(target: Target, out: Path, plan: Plan | None = None, options: Se
         thread.start()
 
     live_options = LiveOptions(port=0, run=target.command, rate=options.speed, on_ready=ready)
-    with _long_lived_operator():
-        result = run_live(experiment, SYSTEMS["kubernetes"], options.seed, out, live_options)
+    result = run_live(experiment, SYSTEMS["kubernetes"], options.seed, out, live_options)
     for thread in threads:
         thread.join(timeout=30)
     record.wall["total_s"] = round(time.perf_counter() - started, 3)
     record.verdicts = {name: {"valid": verdict.valid, "reason": verdict.reason} for name, verdict in result.verdicts.items()}
     (out / "session.json").write_text(json.dumps(record.to_json(), indent=1, sort_keys=True))
     return record
-
-
-@contextlib.contextmanager
-def _long_lived_operator() -> Any:
-    """Until ``live.py`` starts the program from a thread that lives as long as it (issue
-    33: PR_SET_PDEATHSIG is tied to the forking thread, a Trio worker that exits when idle),
-    do not arm the parent-death signal: the session kills and reaps the program itself."""
-    from chaoskube.experiments import live
-
-    original = getattr(live, "_die_with_parent", None)
-    if original is None or getattr(live, "PDEATHSIG_FROM_LONG_LIVED_THREAD", False):
-        yield
-        return
-    live._die_with_parent = lambda: None  # type: ignore[attr-defined]
-    try:
-        yield
-    finally:
-        live._die_with_parent = original  # type: ignore[attr-defined]
 
 
 # ----------------------------------------------------------------------------- perturbations
@@ -351,7 +335,7 @@ def _drive(handle: Any, target: Target, options: SessionOptions, record: Session
             if not _wait(watcher, watcher.ready, options.ready_timeout_s):
                 raise RuntimeError(f"the operator never watched {', '.join(sorted(watcher.plurals - watcher.watching))} within {options.ready_timeout_s:g} s (is it running? see operator-output in the journal)")
             record.wall["ready_s"] = round(time.perf_counter() - wall, 3)
-            _quiesce(watcher, options, record, "ready", 0, 0)
+            _quiesce(watcher, options, record, "ready", 0, 0, quiet_s=min(options.quiet_s, READY_QUIET_S))
             for index, step in enumerate(target.steps):
                 watcher.poll()
                 base = watcher.writes
@@ -359,8 +343,9 @@ def _drive(handle: Any, target: Target, options: SessionOptions, record: Session
                 if step.action == "wait":
                     _wait(watcher, lambda: False, step.seconds)
                 _quiesce(watcher, options, record, step.describe(), index + 1, base)
-            # A perturbation still in force (or its restart still to come): wait it out.
-            if record.plan is not None and "applied" in record.perturbation:
+            # A perturbation still in force (or its restart still to come): wait it out. (A
+            # step's quiet spell already waits for the heal: this is for one fired later.)
+            if record.plan is not None and "applied" in record.perturbation and not ("healed" in record.perturbation or "skipped" in record.perturbation):
                 _wait(watcher, lambda: "healed" in record.perturbation or "skipped" in record.perturbation, options.step_timeout_s)
                 watcher.poll()
                 _quiesce(watcher, options, record, "after the perturbation healed", -1, watcher.writes)
@@ -374,7 +359,7 @@ def _drive(handle: Any, target: Target, options: SessionOptions, record: Session
             handle.stop()
 
 
-def _quiesce(watcher: _Watcher, options: SessionOptions, record: SessionRecord, label: str, index: int, watcher_base: int) -> None:
+def _quiesce(watcher: _Watcher, options: SessionOptions, record: SessionRecord, label: str, index: int, watcher_base: int, *, quiet_s: float | None = None) -> None:
     """Wait for the end of a step: quiet after the writes the learning runs saw (if the
     operator makes fewer -- the perturbation changed what it does -- the quiet spell alone
     ends the step, once the bound has passed for the writes)."""
@@ -383,9 +368,10 @@ def _quiesce(watcher: _Watcher, options: SessionOptions, record: SessionRecord, 
     expected = options.expected_writes[index] if 0 <= index < len(options.expected_writes) else 0
     record.steps.append({"step": label, "t_start": round(since, 6), "writes_before": watcher_base})
     entry = record.steps[-1]
-    got = _wait(watcher, lambda: watcher.quiet(options.quiet_s, since, watcher_base + expected), options.step_timeout_s)
+    quiet = options.quiet_s if quiet_s is None else quiet_s
+    got = _wait(watcher, lambda: watcher.quiet(quiet, since, watcher_base + expected), options.step_timeout_s)
     if not got and expected:
-        got = _wait(watcher, lambda: watcher.quiet(options.quiet_s, since), options.step_timeout_s)
+        got = _wait(watcher, lambda: watcher.quiet(quiet, since), options.step_timeout_s)
         entry["fewer_writes_than_learned"] = True
     entry.update(t_end=round(watcher.now, 6), converged=got, writes=watcher.writes - watcher_base)
     if not got:

@@ -124,7 +124,8 @@ def test_plans_one_perturbation_at_each_learned_point_with_stable_ids():
     run = session("learn-1")
     plans = generate_plans(run["writes"], ("crash", "lost-response"), run["user_writes"])
     ids = [plan.id for plan in plans]
-    assert ids[:5] == ["crash@create:configmaps#1"] + [f"crash@patch:{WIDGETS}#{n}" for n in range(1, 5)]
+    # per kind: each distinct request first (the operator's, then the user's), then the repetitions
+    assert ids[:5] == ["crash@create:configmaps#1", f"crash@patch:{WIDGETS}#1", f"crash@user-create:{WIDGETS}#1", f"crash@user-patch:{WIDGETS}#1", f"crash@user-delete:{WIDGETS}#1"]
     assert f"crash@user-delete:{WIDGETS}#1" in ids  # the user's changes are points too
     assert f"lost-response@user-delete:{WIDGETS}#1" not in ids  # not the operator's answer to lose
     assert len(ids) == len(set(ids)) == 5 + 5 + 5
@@ -132,6 +133,9 @@ def test_plans_one_perturbation_at_each_learned_point_with_stable_ids():
         assert parse_plan_id(plan.id) == plan
     chosen = select_plans(plans, 3)
     assert [plan.kind for plan in chosen] == ["crash", "lost-response", "crash"]
+    first_only = select_plans(plans, None, repeats=1)  # the first occurrence of each distinct request
+    assert [plan.id for plan in first_only] == ["crash@create:configmaps#1", f"crash@patch:{WIDGETS}#1", f"crash@user-create:{WIDGETS}#1", f"crash@user-patch:{WIDGETS}#1",
+                                                f"crash@user-delete:{WIDGETS}#1", "lost-response@create:configmaps#1", f"lost-response@patch:{WIDGETS}#1"]
 
 
 @pytest.mark.parametrize("text", ["crash", "crash@create:configmaps", "boom@create:configmaps#1", "crash@get:configmaps#1", "crash@create:configmaps#0", "crash@create#1"])
