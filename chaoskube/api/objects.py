@@ -87,6 +87,9 @@ __all__ = [
     "EndpointPort",
     "EndpointSlice",
     "EndpointSubset",
+    "Event",
+    "EventSeries",
+    "EventSource",
     "Endpoints",
     "ExecAction",
     "GRPCAction",
@@ -1419,6 +1422,53 @@ class Endpoints(_Object):
     subsets: list[EndpointSubset] = []
 
 
+# =========================================================================== core/v1: Event
+
+
+class EventSource(_Struct):
+    component: str = ""
+    host: str = ""
+
+
+class EventSeries(_Struct):
+    """``series`` of an Event that repeats (the events.k8s.io recorder's form): how many
+    times, and when it was last seen (a MicroTime)."""
+
+    count: int = 0
+    last_observed_time: Time = ""
+
+
+class Event(_Object):
+    """Event (v1), stored under ``/registry/events/<namespace>/<name>`` with an etcd lease of
+    the API server's ``--event-ttl`` (default 1 h). ``events.k8s.io/v1`` Event is a view of
+    the same objects (the front converts: ``regarding`` is ``involvedObject``, ``note`` is
+    ``message``, ``reportingController`` is ``reportingComponent``,
+    ``deprecatedCount``/``deprecatedFirstTimestamp``/``deprecatedLastTimestamp``/
+    ``deprecatedSource`` are ``count``/``firstTimestamp``/``lastTimestamp``/``source``:
+    ``pkg/apis/events/v1/conversion.go``). ``count`` and ``lastTimestamp`` grow as client-go's
+    EventRecorder correlates repeats (``tools/record/events_cache.go``)."""
+
+    API_VERSION = "v1"
+    KIND = "Event"
+    RESOURCE = "events"
+    NAMESPACED = True
+
+    involved_object: ObjectReference = msgspec.field(default_factory=ObjectReference)
+    reason: str = ""
+    message: str = ""
+    source: EventSource = msgspec.field(default_factory=EventSource)
+    first_timestamp: Time | None = None
+    last_timestamp: Time | None = None
+    count: int = 0
+    type: str = ""
+    event_time: Time | None = None
+    series: EventSeries | None = None
+    action: str = ""
+    related: ObjectReference | None = None
+    reporting_component: str = ""
+    reporting_instance: str = ""
+
+
 # =========================================================================== core/v1: ReplicationController
 
 
@@ -2204,6 +2254,7 @@ Object: TypeAlias = Union[
     Deployment,
     EndpointSlice,
     Endpoints,
+    Event,
     HorizontalPodAutoscaler,
     Ingress,
     IngressClass,

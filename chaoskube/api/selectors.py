@@ -41,6 +41,7 @@ from typing import Any
 from chaoskube.api.objects import _DNS_SUBDOMAIN, _QUALIFIED_NAME, LabelSelector, Object
 
 __all__ = [
+    "EVENTS_V1_FIELDS",
     "EVERYTHING",
     "FieldRequirement",
     "FieldSelectorExpr",
@@ -518,6 +519,30 @@ _CONVERSIONS: dict[str, tuple[frozenset[str], dict[str, str]]] = {
     "nodes": (frozenset({"metadata.name", "spec.unschedulable"}), {}),
     "namespaces": (frozenset({"status.phase", "metadata.name"}), {}),
     "services": (frozenset({"metadata.namespace", "metadata.name", "spec.clusterIP", "spec.type"}), {}),
+    "events": (
+        frozenset({
+            "involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid",
+            "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath",
+            "reason", "reportingComponent", "source", "type", "metadata.namespace", "metadata.name",
+        }),
+        {},
+    ),
+}
+#: events.k8s.io/v1's field label conversion (``pkg/apis/events/v1/conversion.go``
+#: ``AddFieldLabelConversionsForEvent``): its names for the core Event's fields.
+EVENTS_V1_FIELDS: dict[str, str] = {
+    "reason": "reason",
+    "regarding.kind": "involvedObject.kind",
+    "regarding.namespace": "involvedObject.namespace",
+    "regarding.name": "involvedObject.name",
+    "regarding.uid": "involvedObject.uid",
+    "regarding.apiVersion": "involvedObject.apiVersion",
+    "regarding.resourceVersion": "involvedObject.resourceVersion",
+    "regarding.fieldPath": "involvedObject.fieldPath",
+    "reportingController": "reportingComponent",
+    "type": "type",
+    "metadata.namespace": "metadata.namespace",
+    "metadata.name": "metadata.name",
 }
 _DEFAULT_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
 
@@ -619,7 +644,28 @@ def selectable_fields(obj: Object) -> dict[str, str]:
     elif kind == "Service":
         fields["spec.clusterIP"] = obj.spec.cluster_ip
         fields["spec.type"] = obj.spec.type
+    elif kind == "Event":
+        fields.update(_event_fields(obj))
     return fields
+
+
+def _event_fields(event: Any) -> dict[str, str]:
+    """``event.ToSelectableFields`` (``pkg/registry/core/event/strategy.go``): ``source`` is
+    the source component, else the reporting controller."""
+    involved = event.involved_object
+    return {
+        "involvedObject.kind": involved.kind,
+        "involvedObject.namespace": involved.namespace,
+        "involvedObject.name": involved.name,
+        "involvedObject.uid": involved.uid,
+        "involvedObject.apiVersion": involved.api_version,
+        "involvedObject.resourceVersion": involved.resource_version,
+        "involvedObject.fieldPath": involved.field_path,
+        "reason": event.reason,
+        "reportingComponent": event.reporting_component,
+        "source": event.source.component or event.reporting_component,
+        "type": event.type,
+    }
 
 
 def _pod_fields(pod: Any) -> dict[str, str]:

@@ -77,6 +77,7 @@ from chaoskube.api.objects import (
     CustomResourceDefinition,
     CustomResourceDefinitionCondition,
     CustomResourceDefinitionNames,
+    Event,
     KindInfo,
     LabelSelector,
     Namespace,
@@ -133,11 +134,11 @@ from chaoskube.apiserver import validation
 from chaoskube.apiserver.admission import AdmissionRequest, default_plugins, run_mutating, run_validating, with_object
 from chaoskube.apiserver.auth import Attributes, authorize
 from chaoskube.apiserver.bootstrap import bootstrap_objects
-from chaoskube.apiserver.storage import EtcdStore, Stored, copy_object, kind_info, resource_prefix, storage_key
+from chaoskube.apiserver.storage import EtcdStore, LeaseManager, Stored, copy_object, kind_info, resource_prefix, storage_key
 from chaoskube.apiserver.watchcache import Cacher, too_large_resource_version
 from chaoskube.apiserver.webhooks import WebhookDispatcher
 from chaoskube.etcd.client import EtcdClient
-from chaoskube.etcd.requests import CompactionRequest, Compare, PutRequest, RangeRequest, TxnRequest
+from chaoskube.etcd.requests import NO_LEASE, CompactionRequest, Compare, PutRequest, RangeRequest, TxnRequest
 from chaoskube.sim import Process, World
 
 __all__ = [
@@ -211,6 +212,9 @@ class ApiServerConfig:
     #: refused (403), so a runaway workload (100,000,000 replicas) ends in one line instead
     #: of filling memory and disk. Not a Kubernetes setting (see docs/api-server.md).
     max_pods: int = MAX_PODS
+    #: ``--event-ttl`` (default 1h0m0s): how long an Event is kept after its last write; its
+    #: etcd lease deletes it then (``pkg/registry/core/event/storage``: ``TTLFunc``).
+    event_ttl_s: int = 3600
 
     def __post_init__(self) -> None:
         assert self.etcd_endpoints, "an API server needs etcd"
@@ -288,6 +292,7 @@ class ApiServer:
             upper_capacity=config.watch_cache_upper_capacity,
             fresh_s=config.watch_cache_fresh_s,
         )
+        self.leases = LeaseManager(self.store)
         self.webhooks = WebhookDispatcher(process)
         self._tokens = dict(config.tokens)
         self._loopback_token = f"loopback/{process.name}/{process.incarnation}"
@@ -902,11 +907,18 @@ class ApiServer:
             if unenforced:  # accepted as upstream accepts them, but said once: nothing enforces them here
                 self.world.record("apiserver-warning", server=self.name, resource=info.resource, name=obj.metadata.name, warning=f"not enforced by chaoskube: {'; '.join(unenforced[:10])}")
         await self._charge_quota(request, info, obj)
-        revision = await self.store.create(storage_key(info.resource, obj.metadata.namespace, obj.metadata.name), obj)
+        revision = await self.store.create(storage_key(info.resource, obj.metadata.namespace, obj.metadata.name), obj, lease=await self._lease(info))
         if revision is None:
             raise _refuse(already_exists(info.resource, obj.metadata.name))
         obj.metadata.resource_version = str(revision)
         return Response(201, object=obj, server=self.name, warnings=warnings)
+
+    async def _lease(self, info: KindInfo) -> int:
+        """The etcd lease an object of ``info``'s kind is written with: every write of an
+        Event renews its TTL (``TTLFunc`` answers the TTL on update too); other kinds none."""
+        if info.type is not Event:
+            return NO_LEASE
+        return await self.leases.lease(self.process.now(), self.config.event_ttl_s)
 
     async def _charge_quota(self, request: Request, info: KindInfo, obj: Object) -> None:
         """The ResourceQuota admission plugin (``plugin/pkg/admission/resourcequota``): the
@@ -1076,7 +1088,7 @@ class ApiServer:
             if self._removes_last_finalizer(current, new):
                 revision = await self.store.delete(key, stored.mod_revision)
             else:
-                revision = await self.store.update(key, new, stored.mod_revision)
+                revision = await self.store.update(key, new, stored.mod_revision, lease=await self._lease(info))
             if revision is None:
                 if demanded:
                     raise _refuse(conflict(info.resource, request.name))

@@ -6,6 +6,9 @@
 - Values: the object's JSON without ``metadata.resourceVersion``: the version *is* the
   key's etcd ``mod_revision`` and is filled in on every read (``store.go`` ``decode`` ->
   ``versioner.UpdateObject``), so it can never disagree with etcd.
+- Objects of a kind with a TTL (Events: ``--event-ttl``) are put with an etcd lease from
+  :class:`LeaseManager` (``storage/etcd3/lease_manager.go``), so etcd deletes them when the
+  lease expires, as upstream's ``TTLFunc`` does.
 - Writes are transactions guarded by the key's revision: create compares
   ``CREATE == 0`` (else 409 AlreadyExists), update and delete compare ``MOD == <revision
   read>`` (else the caller re-reads: ``GuaranteedUpdate``'s loop, or 409 Conflict when the
@@ -30,7 +33,9 @@ from chaoskube.etcd.requests import (
     CompactedError,
     Compare,
     DeleteRangeRequest,
+    NO_LEASE,
     KeyValue,
+    LeaseGrantRequest,
     PutRequest,
     RangeRequest,
     TxnRequest,
@@ -43,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = [
     "REGISTRY_PREFIX",
     "EtcdStore",
+    "LeaseManager",
     "StorageError",
     "Stored",
     "decode",
@@ -182,15 +188,16 @@ class EtcdStore:
         response = await self._request(RangeRequest(prefix, prefix_range_end(prefix), revision=revision), idempotent=True)
         return [decode(kv) for kv in response.kvs], response.header_revision
 
-    async def create(self, key: str, obj: Object) -> int | None:
-        """Put ``obj`` if ``key`` does not exist: its revision, or None if it exists."""
-        txn = TxnRequest(compare=(Compare(key, "CREATE", "=", 0),), success=(PutRequest(key, encode(obj)),))
+    async def create(self, key: str, obj: Object, *, lease: int = NO_LEASE) -> int | None:
+        """Put ``obj`` if ``key`` does not exist: its revision, or None if it exists.
+        ``lease``: the etcd lease the key is attached to (deleted when it expires)."""
+        txn = TxnRequest(compare=(Compare(key, "CREATE", "=", 0),), success=(PutRequest(key, encode(obj), lease=lease),))
         response = await self._request(txn, idempotent=False)
         return response.header_revision if response.succeeded else None
 
-    async def update(self, key: str, obj: Object, mod_revision: int) -> int | None:
+    async def update(self, key: str, obj: Object, mod_revision: int, *, lease: int = NO_LEASE) -> int | None:
         """Put ``obj`` if ``key`` is still at ``mod_revision``: the new revision, or None."""
-        txn = TxnRequest(compare=(Compare(key, "MOD", "=", mod_revision),), success=(PutRequest(key, encode(obj)),))
+        txn = TxnRequest(compare=(Compare(key, "MOD", "=", mod_revision),), success=(PutRequest(key, encode(obj), lease=lease),))
         response = await self._request(txn, idempotent=False)
         return response.header_revision if response.succeeded else None
 
@@ -199,6 +206,38 @@ class EtcdStore:
         txn = TxnRequest(compare=(Compare(key, "MOD", "=", mod_revision),), success=(DeleteRangeRequest(key),))
         response = await self._request(txn, idempotent=False)
         return response.header_revision if response.succeeded else None
+
+
+class LeaseManager:
+    """``leaseManager`` (``staging/src/k8s.io/apiserver/pkg/storage/etcd3/lease_manager.go``):
+    objects with a TTL share leases. A lease granted with ``ttl + reuse`` seconds (reuse =
+    min(5 % of the TTL, 60 s)) serves every request of the same TTL while it still outlives
+    ``now + ttl`` and was granted less than ``reuse`` ago, for at most 1,000 objects; so
+    an object lives between ``ttl`` and ``ttl + reuse`` seconds after its last write."""
+
+    REUSE_DURATION_S = 60  # defaultLeaseReuseDurationSeconds
+    REUSE_DURATION_PERCENT = 0.05  # defaultLeaseReuseDurationPercent
+    MAX_OBJECTS = 1000  # defaultLeaseMaxObjectCount
+
+    def __init__(self, store: EtcdStore) -> None:
+        self.store = store
+        self._lease_id = NO_LEASE
+        self._expires_at = 0.0
+        self._attached = 0
+
+    async def lease(self, now: float, ttl_s: int) -> int:
+        """A lease id for an object written at ``now`` that must live ``ttl_s`` seconds."""
+        reuse = min(int(self.REUSE_DURATION_PERCENT * ttl_s), self.REUSE_DURATION_S)
+        valid = now + ttl_s < self._expires_at
+        sufficient = now + ttl_s + reuse > self._expires_at
+        self._attached += 1
+        if self._lease_id != NO_LEASE and valid and sufficient and self._attached <= self.MAX_OBJECTS:
+            return self._lease_id
+        response = await self.store._request(LeaseGrantRequest(id=0, ttl=ttl_s + reuse), idempotent=False)
+        self._lease_id = response.id
+        self._expires_at = now + ttl_s + reuse
+        self._attached = 1
+        return self._lease_id
 
 
 def kind_info(resource: str):

@@ -33,6 +33,7 @@ from chaoskube.api.objects import (
     CustomResourceDefinition,
     DaemonSet,
     Deployment,
+    Event,
     HorizontalPodAutoscaler,
     Ingress,
     IngressBackend,
@@ -1244,6 +1245,26 @@ def _hpa(hpa: HorizontalPodAutoscaler) -> list[str]:
     return causes
 
 
+def _event(event: Event) -> list[str]:
+    """``legacyValidateEvent`` (``pkg/apis/core/validation/events.go``): the Event's namespace
+    agrees with its involved object's (a cluster-scoped object's Events live in "default");
+    an Event with ``eventTime`` (the events.k8s.io recorder's) names its reporting
+    controller and instance, its action and its reason."""
+    causes: list[str] = []
+    involved = event.involved_object.namespace
+    namespace = event.metadata.namespace
+    if not event.event_time:
+        if (not involved and namespace not in ("", "default")) or (involved and namespace != involved):
+            causes.append(_invalid("involvedObject.namespace", involved, "does not match event.namespace"))
+        return causes
+    if not involved and namespace not in ("default", "kube-system"):
+        causes.append(_invalid("involvedObject.namespace", involved, "does not match event.namespace"))
+    for path, value in (("reportingComponent", event.reporting_component), ("reportingInstance", event.reporting_instance), ("action", event.action), ("reason", event.reason)):
+        if not value:
+            causes.append(_required(path))
+    return causes
+
+
 def _pdb(pdb: PodDisruptionBudget) -> list[str]:
     """``ValidatePodDisruptionBudgetSpec``: not both minAvailable and maxUnavailable; a
     percentage at most 100%."""
@@ -1280,6 +1301,8 @@ def validate_create(obj: Object) -> list[str]:
         causes.extend(validate_cron_job_create(obj))
     elif isinstance(obj, PodDisruptionBudget):
         causes.extend(_pdb(obj))
+    elif isinstance(obj, Event):
+        causes.extend(_event(obj))
     elif isinstance(obj, ConfigMap):
         causes.extend(_config_map(obj))
     elif isinstance(obj, Secret):

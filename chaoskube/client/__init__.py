@@ -30,6 +30,7 @@ from chaoskube.client.leaderelection import (
     decide,
     lease_server,
 )
+from chaoskube.client.record import EventRecorder, object_reference
 from chaoskube.client.workqueue import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
@@ -49,6 +50,7 @@ __all__ = [
     "BucketRateLimiter",
     "Decision",
     "DeletedFinalStateUnknown",
+    "EventRecorder",
     "FakeLeaseLock",
     "Indexer",
     "ItemExponentialFailureRateLimiter",
@@ -73,4 +75,5 @@ __all__ = [
     "decide",
     "default_controller_rate_limiter",
     "lease_server",
+    "object_reference",
 ]

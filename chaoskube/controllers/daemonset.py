@@ -59,6 +59,7 @@ from chaoskube.api.protocol import parse_timestamp
 from chaoskube.api.workloads import daemon_pod_node, daemon_tolerations, node_should_run_daemon_pod
 from chaoskube.client.client import ApiClient, ApiError
 from chaoskube.client.informer import NAMESPACE_INDEX, DeletedFinalStateUnknown, SharedInformerFactory, meta_namespace_key, split_meta_namespace_key
+from chaoskube.client.record import EventRecorder
 from chaoskube.client.workqueue import RateLimitingQueue
 from chaoskube.config import ControllerManagerConfig
 from chaoskube.controllers.history import CONTROLLER_REVISION_HASH_LABEL, find_equal_revision, new_revision, next_revision_number, revision_data
@@ -313,6 +314,7 @@ class DaemonSetController:
         self.client = client
         self.config = config
         self.name = name
+        self.recorder = EventRecorder(client, name)
         self.queue = RateLimitingQueue(process)
         self.expectations = ControllerExpectations()
         self._failed_backoff: dict[tuple[str, str], tuple[float, float]] = {}
@@ -453,13 +455,21 @@ class DaemonSetController:
             except ApiError as error:
                 self.expectations.deletion_observed(key, pod_key(pod))
                 if error.code != 404:
+                    self.recorder.event(ds, "Warning", "FailedDelete", f"Error deleting: {error.status.message}")
                     raise
+            else:
+                self.recorder.event(ds, "Normal", "SuccessfulDelete", f"Deleted pod: {pod.metadata.name}")  # controller_utils.go
             self._record(ds, pod.spec.node_name or _pinned_node(pod), pod.metadata.name, "delete", reason)
         pending = list(creates)
 
         async def create() -> None:
             node = pending.pop(0)
-            await self.client.create(daemon_pod(ds, node, hash_value))
+            try:
+                created = await self.client.create(daemon_pod(ds, node, hash_value))
+            except ApiError as error:
+                self.recorder.event(ds, "Warning", "FailedCreate", f"Error creating: {error.status.message}")
+                raise
+            self.recorder.event(ds, "Normal", "SuccessfulCreate", f"Created pod: {created.metadata.name}")  # controller_utils.go
             self._record(ds, node, "", "create", "should run")
 
         successes, error = await slow_start_batch(len(creates), SLOW_START_INITIAL_BATCH_SIZE, create)

@@ -47,7 +47,8 @@ as ``{"type": "deployment-dropped", "deployment", "error"}``.
 Non-guarantees and simplifications: like upstream, the controller acts on cached
 ReplicaSet statuses and so does not guarantee ``replicas - maxUnavailable`` available pods
 when pods fail (it guarantees what upstream does: it never scales old ReplicaSets down
-past that bound *by its own count*). No events; no rollback (the deprecated
+past that bound *by its own count*). Events: ScalingReplicaSet "Scaled up replica set <rs>
+from 0 to 3" (``sync.go``); no rollback (the deprecated
 ``rollbackTo``); no ``kubectl.kubernetes.io/last-applied-configuration`` skipping beyond
 the annotation list; no ``status.terminatingReplicas``. The deployment's revision
 annotation is written with a merge patch of the main resource, because this API server's
@@ -96,6 +97,7 @@ from chaoskube.client.informer import (
     meta_namespace_key,
     split_meta_namespace_key,
 )
+from chaoskube.client.record import EventRecorder
 from chaoskube.client.workqueue import RateLimitingQueue
 from chaoskube.config import ControllerManagerConfig
 from chaoskube.controllers.replicaset import (
@@ -804,6 +806,7 @@ class DeploymentController:
         self.client = client
         self.config = config
         self.name = name
+        self.recorder = EventRecorder(client, name)
         self.queue = RateLimitingQueue(process)
         self.d_informer = informers.informer("deployments")
         self.rs_informer = informers.informer("replicasets")
@@ -1257,6 +1260,8 @@ class DeploymentController:
         self.process.world.record(
             "deployment-scale", deployment=meta_namespace_key(d), rs=rs.metadata.name, reason=reason, controller=self.name, **{"from": before, "to": after}
         )
+        # sync.go (scaleReplicaSet, getNewReplicaSet): "Scaled %s replica set %s from %d to %d"
+        self.recorder.event(d, "Normal", "ScalingReplicaSet", f"Scaled {'up' if after > before else 'down'} replica set {rs.metadata.name} from {before} to {after}")
 
 
 def _controlled_by(rs: ReplicaSet, d: Deployment) -> bool:

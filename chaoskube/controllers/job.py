@@ -61,6 +61,7 @@ from chaoskube.api.objects import (
 from chaoskube.api.protocol import DeleteOptions, parse_timestamp, timestamp
 from chaoskube.client.client import ApiClient, ApiError
 from chaoskube.client.informer import DeletedFinalStateUnknown, SharedInformerFactory, meta_namespace_key, split_meta_namespace_key
+from chaoskube.client.record import EventRecorder
 from chaoskube.client.workqueue import RateLimitingQueue
 from chaoskube.config import ControllerManagerConfig
 from chaoskube.controllers.replicaset import (
@@ -385,6 +386,7 @@ class JobController:
         self.client = client
         self.config = config
         self.name = name
+        self.recorder = EventRecorder(client, name)
         self.queue = RateLimitingQueue(process)
         self.jobs = informers.informer("jobs")
         self.pods = informers.informer("pods")
@@ -546,7 +548,10 @@ class JobController:
             except ApiError as error:
                 if error.code != 404:
                     self.expectations.deletion_observed(key, meta_namespace_key(pod))
+                    self.recorder.event(job, "Warning", "FailedDelete", f"Error deleting: {error.status.message}")
                     raise
+            else:
+                self.recorder.event(job, "Normal", "SuccessfulDelete", f"Deleted pod: {pod.metadata.name}")  # controller_utils.go
             self._record(job, "deleted-pod", pod=pod.metadata.name)
         pending = list(plan.create_indexes)
         if pending:
@@ -554,7 +559,12 @@ class JobController:
 
         async def create() -> None:
             index = pending.pop(0)
-            created = await self.client.create(job_pod(job, index))
+            try:
+                created = await self.client.create(job_pod(job, index))
+            except ApiError as error:
+                self.recorder.event(job, "Warning", "FailedCreate", f"Error creating: {error.status.message}")
+                raise
+            self.recorder.event(job, "Normal", "SuccessfulCreate", f"Created pod: {created.metadata.name}")  # controller_utils.go
             self._record(job, "created-pod", pod=created.metadata.name)
 
         successes, error = await slow_start_batch(len(pending), SLOW_START_INITIAL_BATCH_SIZE, create)

@@ -62,7 +62,9 @@ its ``timeAdded``); the first attempt of a taint write uses the informer's copy 
 *before* the taints are removed (upstream removes first, leaving a short race with the
 tainting pass); nodes' health records are dropped when the node is deleted; zone states are
 compared after dropping every zone without nodes (upstream's map walk may stop early);
-DaemonSet pods, node label reconciliation and events are not modelled; the taint manager
+DaemonSet pods and node label reconciliation are not modelled; Events: NodeNotReady on the
+Node (Ready left True) and on each pod marked NotReady, TaintManagerEviction before a taint
+eviction (``tainteviction/taint_eviction.go``); the taint manager
 processes its updates with one worker (its work is synchronous) and deletes with 8.
 
 Non-guarantees: like upstream, nothing here is fenced: two controller-managers that both
@@ -80,11 +82,12 @@ from typing import Any
 import msgspec
 import trio
 
-from chaoskube.api.objects import Node, NodeCondition, Pod, PodCondition, Taint, Toleration, deep_copy
+from chaoskube.api.objects import Node, NodeCondition, ObjectReference, Pod, PodCondition, Taint, Toleration, deep_copy
 from chaoskube.api.protocol import parse_timestamp, timestamp
 from chaoskube.api.workloads import toleration_tolerates_taint
 from chaoskube.client.client import ApiClient, ApiError
 from chaoskube.client.informer import DeletedFinalStateUnknown, SharedInformer, SharedInformerFactory
+from chaoskube.client.record import EventRecorder
 from chaoskube.client.workqueue import QueueShutDown, RateLimitingQueue
 from chaoskube.config import ControllerManagerConfig
 from chaoskube.sim.process import Process
@@ -672,6 +675,7 @@ class NodeLifecycleController:
     ) -> None:
         self.process = process
         self.client = client
+        self.recorder = EventRecorder(client, "node-controller")
         self.config = config
         self.nodes = informers.informer("nodes")
         self.leases = informers.informer("leases", namespace=NODE_LEASE_NAMESPACE)
@@ -768,6 +772,9 @@ class NodeLifecycleController:
             except ApiError as error:
                 if error.code != 404:
                     ok = False
+            else:
+                # util/node/controller_utils.go (MarkPodsNotReady)
+                self.recorder.event(pod, "Warning", "NodeNotReady", "Node is not ready")
         return ok
 
     def _pods_on(self, node_name: str) -> list[Pod]:
@@ -863,6 +870,12 @@ class NodeLifecycleController:
     def _note_ready(self, name: str, current: NodeCondition | None) -> None:
         status = current.status if current is not None else "None"
         if self._seen_ready.get(name) != status:
+            if self._seen_ready.get(name) == "True":
+                # monitorNodeHealth: Ready went from True to False/Unknown
+                # (util/node/controller_utils.go RecordNodeStatusChange: the reference's uid
+                # is the node's name, as upstream writes it)
+                reference = ObjectReference(kind="Node", name=name, uid=name)
+                self.recorder.event_about(reference, "Normal", "NodeNotReady", f"Node {name} status is now: NodeNotReady")
             self._seen_ready[name] = status
             reason = current.reason if current is not None else ""
             self.process.world.record("node-health", node=name, ready=status, reason=reason)
@@ -1020,6 +1033,7 @@ class TaintEvictionController:
     def __init__(self, process: Process, client: ApiClient, informers: SharedInformerFactory, config: ControllerManagerConfig) -> None:
         self.process = process
         self.client = client
+        self.recorder = EventRecorder(client, "taint-eviction-controller")
         self.config = config
         self.pods = informers.informer("pods")
         self.nodes = informers.informer("nodes")
@@ -1191,6 +1205,8 @@ class TaintEvictionController:
             assert isinstance(pod, Pod)
             condition = PodCondition(type="DisruptionTarget", status="True", reason="DeletionByTaintManager", message="Taint manager: deleting due to NoExecute taint")
             updated = with_pod_condition(pod, condition, self.process.now())
+            # tainteviction/taint_eviction.go (emitPodDeletionEvent), before the delete
+            self.recorder.event_about(ObjectReference(kind="Pod", api_version="v1", namespace=namespace, name=name), "Normal", "TaintManagerEviction", f"Marking for deletion Pod {namespace}/{name}")
             if updated is not None:
                 await self.client.update_status(updated)
             await self.client.delete("pods", namespace, name)

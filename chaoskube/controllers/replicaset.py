@@ -42,7 +42,10 @@ Journal (sparse): ``{"type": "replicaset-pods", "replicaset", "action": "create"
 ``pods`` it chose (``namespace/name``), so the workload-invariants checker can tell the
 controller's own deletions from evictions and faults.
 
-Non-guarantees and simplifications: no events (``record.EventRecorder``) and no metrics;
+Events (``record.EventRecorder``, as ``RealPodControl``): SuccessfulCreate "Created pod: <name>",
+SuccessfulDelete "Deleted pod: <name>", FailedCreate / FailedDelete "Error creating: ...".
+
+Non-guarantees and simplifications: no metrics;
 ``status.terminatingReplicas`` (alpha feature gate) is not computed; adoption and release
 use a JSON merge patch of the whole ``ownerReferences`` list guarded by the object's
 resourceVersion (upstream sends a strategic merge patch keyed by uid, which this API server
@@ -91,6 +94,7 @@ from chaoskube.client.informer import (
     meta_namespace_key,
     split_meta_namespace_key,
 )
+from chaoskube.client.record import EventRecorder
 from chaoskube.client.workqueue import QueueShutDown, RateLimitingQueue
 from chaoskube.config import ControllerManagerConfig
 
@@ -663,6 +667,7 @@ class ReplicaSetController:
         self.client = client
         self.config = config
         self.name = name
+        self.recorder = EventRecorder(client, name)
         self.burst_replicas = burst_replicas
         self.expectations = ControllerExpectations()
         self.queue = RateLimitingQueue(process)
@@ -874,11 +879,15 @@ class ReplicaSetController:
 
             async def create() -> None:
                 pod = pod_from_template(rs.spec.template, rs, reference)
+                # controller_utils.go (RealPodControl.createPods): the owner's Events
                 try:
-                    await self.client.create(pod)
+                    created = await self.client.create(pod)
                 except ApiError as error:
                     if not namespace_terminating(error):
+                        self.recorder.event(rs, "Warning", "FailedCreate", f"Error creating: {error.status.message}")
                         raise
+                    return
+                self.recorder.event(rs, "Normal", "SuccessfulCreate", f"Created pod: {created.metadata.name}")
 
             successes, error = await slow_start_batch(wanted, SLOW_START_INITIAL_BATCH_SIZE, create)
             for _ in range(wanted - successes):
@@ -899,7 +908,10 @@ class ReplicaSetController:
                 except ApiError as error:
                     self.expectations.deletion_observed(key, pod_key(pod))
                     if error.code != 404:
+                        self.recorder.event(rs, "Warning", "FailedDelete", f"Error deleting: {error.status.message}")
                         errors.append(error)
+                    return
+                self.recorder.event(rs, "Normal", "SuccessfulDelete", f"Deleted pod: {pod.metadata.name}")
 
             async with trio.open_nursery() as nursery:
                 for pod in doomed:

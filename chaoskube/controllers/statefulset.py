@@ -57,6 +57,7 @@ from chaoskube.api.objects import (
 from chaoskube.api.workloads import stateful_claim_name, stateful_pod_ordinal
 from chaoskube.client.client import ApiClient, ApiError
 from chaoskube.client.informer import NAMESPACE_INDEX, DeletedFinalStateUnknown, SharedInformerFactory, meta_namespace_key, split_meta_namespace_key
+from chaoskube.client.record import EventRecorder
 from chaoskube.client.workqueue import RateLimitingQueue
 from chaoskube.config import ControllerManagerConfig
 from chaoskube.controllers.history import (
@@ -323,6 +324,7 @@ class StatefulSetController:
         self.client = client
         self.config = config
         self.name = name
+        self.recorder = EventRecorder(client, name)
         self.queue = RateLimitingQueue(process)
         self.sets = informers.informer("statefulsets")
         self.pods = informers.informer("pods")
@@ -433,13 +435,20 @@ class StatefulSetController:
                     await self.client.create(claim)
                 except ApiError as error:
                     if error.code != 409:
+                        self.recorder.event(sts, "Warning", "FailedCreate", f"create Claim {claim.metadata.name} for Pod {sts.metadata.name}-{action.ordinal} in StatefulSet {sts.metadata.name} failed error: {error.status.message}")
                         raise
+                else:
+                    self.recorder.event(sts, "Normal", "SuccessfulCreate", f"create Claim {claim.metadata.name} Pod {sts.metadata.name}-{action.ordinal} in StatefulSet {sts.metadata.name} success")
             pod = new_stateful_pod(sts, template, action.ordinal, action.revision)
+            # stateful_pod_control.go (recordPodEvent): "create Pod web-0 in StatefulSet web successful"
             try:
                 await self.client.create(pod)
             except ApiError as error:
                 if error.code != 409:
+                    self.recorder.event(sts, "Warning", "FailedCreate", f"create Pod {pod.metadata.name} in StatefulSet {sts.metadata.name} failed error: {error.status.message}")
                     raise
+            else:
+                self.recorder.event(sts, "Normal", "SuccessfulCreate", f"create Pod {pod.metadata.name} in StatefulSet {sts.metadata.name} successful")
             self._record(sts, pod.metadata.name, "create", action.reason)
         elif action.kind == "delete":
             assert action.pod is not None
@@ -447,7 +456,10 @@ class StatefulSetController:
                 await self.client.delete("pods", action.pod.metadata.namespace, action.pod.metadata.name)
             except ApiError as error:
                 if error.code != 404:
+                    self.recorder.event(sts, "Warning", "FailedDelete", f"delete Pod {action.pod.metadata.name} in StatefulSet {sts.metadata.name} failed error: {error.status.message}")
                     raise
+            else:
+                self.recorder.event(sts, "Normal", "SuccessfulDelete", f"delete Pod {action.pod.metadata.name} in StatefulSet {sts.metadata.name} successful")
             self._record(sts, action.pod.metadata.name, "delete", action.reason)
         elif action.kind == "relabel":
             assert action.pod is not None

@@ -92,8 +92,16 @@ running container SIGTERM, ``container-kill`` (cause liveness / startup, after_s
 (container, probe, result) when a running container's probe result changes,
 ``pod-deleted`` when the kubelet removes a terminated pod, ``drain`` per drain step.
 
+Events (``chaoskube.client.record``, source ``kubelet`` on the node): Pulling / Pulled
+(``images/image_manager.go``; "already present on machine" without a pull), Failed /
+ErrImageNeverPull, Created / Started (``kuberuntime_container.go``), Killing (a deletion's
+SIGTERM, or "failed liveness probe, will be restarted"), Unhealthy at every failed probe
+(``prober/prober.go``), BackOff (``kuberuntime_manager.go``), FailedMount (the volume
+manager's message).
+
 Non-guarantees: no pod admission (capacity is not checked: the scheduler's job), no
-eviction manager, no static or mirror pods, no volumes, no events, no
+eviction manager, no static or mirror pods, no volumes, no ``Evicted`` event (no eviction
+manager), no
 ``activeDeadlineSeconds``, no ``PodReadyToStartContainers`` condition, no graceful node
 shutdown; pod status is diffed against the informer's copy, not read again from etcd.
 """
@@ -137,6 +145,7 @@ from chaoskube.api.workloads import env_references, volume_references
 from chaoskube.api.protocol import DeleteOptions, micro_timestamp, timestamp
 from chaoskube.client.client import ApiClient, ApiError
 from chaoskube.client.informer import DeletedFinalStateUnknown, SharedInformerFactory
+from chaoskube.client.record import EventRecorder
 from chaoskube.config import KubeletConfig
 from chaoskube.node.runtime import (
     TRAFFIC_PORT,
@@ -534,6 +543,29 @@ def status_dict(status: PodStatus) -> dict[str, Any]:
     return to_dict(Pod(status=status)).get("status", {})
 
 
+def _field_path(pod: Pod, container: Container) -> str:
+    """``fieldpath.ExtractContainerFieldPath``-style reference of a container in its pod:
+    ``spec.containers{name}`` (``spec.initContainers{name}`` for an init container)."""
+    if any(c.name == container.name for c in pod.spec.init_containers) and not any(c.name == container.name for c in pod.spec.containers):
+        return f"spec.initContainers{{{container.name}}}"
+    return f"spec.containers{{{container.name}}}"
+
+
+def _go_duration(seconds: float) -> str:
+    """Go's ``time.Duration.String`` of a duration truncated to the millisecond."""
+    millis = int(seconds * 1000 + 1e-6)
+    if millis == 0:
+        return "0s"
+    if millis < 1000:
+        return f"{millis}ms"
+    minutes, rest = divmod(millis, 60_000)
+    text = f"{rest / 1000:.3f}".rstrip("0").rstrip(".") + "s"
+    if minutes:
+        hours, minutes = divmod(minutes, 60)
+        text = (f"{hours}h" if hours else "") + f"{minutes}m" + text
+    return text
+
+
 def _key(pod: Pod) -> str:
     return f"{pod.metadata.namespace}/{pod.metadata.name}"
 
@@ -640,6 +672,9 @@ class PodWorker:
             problem = await self._mount_volumes(pod)
             if problem is not None:
                 self.waiting = {c.name: ("ContainerCreating", problem) for c in pod.spec.containers}
+                # volumemanager/volume_manager.go (WaitForAttachAndMount) and the
+                # operation executor's MountVolume.SetUp failures: Warning FailedMount
+                kubelet.recorder.event(pod, "Warning", "FailedMount", problem)
                 return False
         try:
             if sandbox is None:
@@ -700,6 +735,8 @@ class PodWorker:
             assert entry is not None
             message = f"back-off {entry.backoff_s:g}s restarting failed container={container.name} pod={pod.metadata.name}_{pod.metadata.namespace}({self.uid})"
             self.waiting[container.name] = ("CrashLoopBackOff", message)
+            # kuberuntime_manager.go (doBackOff): Warning BackOff
+            self.kubelet.recorder.event(pod, "Warning", "BackOff", f"Back-off restarting failed container {container.name} in pod {pod.metadata.name}_{pod.metadata.namespace}({self.uid})", field_path=_field_path(pod, container))
             return
         self.backoff[container.name] = backoff_next(entry, terminated.finished_at, now, config.restart_backoff_initial_s, config.restart_backoff_max_s)
         await self._start(pod, container, record.restart_count + 1, terminated)
@@ -711,19 +748,39 @@ class PodWorker:
         except BehaviourError as error:
             self.waiting[container.name] = ("CreateContainerConfigError", str(error))
             return
+        recorder, field_path = kubelet.recorder, _field_path(pod, container)
+        policy = container.image_pull_policy or "IfNotPresent"
+        pulling = policy == "Always" or (policy != "Never" and container.image not in kubelet.runtime.images())
+        started_pull = self.process.now()
+        if pulling:
+            # images/image_manager.go (EnsureImageExists)
+            recorder.event(pod, "Normal", "Pulling", f'Pulling image "{container.image}"', field_path=field_path)
         try:
-            await kubelet.runtime.pull_image(container.image, container.image_pull_policy or "IfNotPresent")
+            pulled = await kubelet.runtime.pull_image(container.image, policy)
         except ImagePullError as error:
             self.waiting[container.name] = (error.reason, error.message)
+            if error.reason == "ErrImageNeverPull":
+                recorder.event(pod, "Warning", error.reason, error.message, field_path=field_path)
+            else:
+                recorder.event(pod, "Warning", "Failed", f'Failed to pull image "{container.image}": {error.message}', field_path=field_path)
             return
+        if pulled:
+            took = _go_duration(self.process.now() - started_pull)
+            recorder.event(pod, "Normal", "Pulled", f'Successfully pulled image "{container.image}" in {took} ({took} including waiting)', field_path=field_path)
+        else:
+            recorder.event(pod, "Normal", "Pulled", f'Container image "{container.image}" already present on machine', field_path=field_path)
         problem = await self._environment_problem(pod, container)  # startContainer: pull, then generateContainerConfig
         if problem is not None:
             self.waiting[container.name] = ("CreateContainerConfigError", problem)
+            recorder.event(pod, "Warning", "Failed", f"Error: {problem}", field_path=field_path)
             return
         record = await kubelet.runtime.start_container(self.uid, container, behaviour, restart_count=restart_count, last=last)
         if record is None:
             return
         self.waiting.pop(container.name, None)
+        # kuberuntime_container.go (startContainer): Created, then Started
+        recorder.event(pod, "Normal", "Created", f"Created container {container.name}", field_path=field_path)
+        recorder.event(pod, "Normal", "Started", f"Started container {container.name}", field_path=field_path)
         kubelet.world.record(
             "container-start", pod=self.key, node=kubelet.spec.name, container=container.name,
             restart_count=restart_count, container_id=record.container_id,
@@ -809,10 +866,16 @@ class PodWorker:
         self.probes[key] = after
         if running and after.result is not before.result and after.container_id == before.container_id:
             self.kubelet.world.record("probe", pod=self.key, node=self.kubelet.spec.name, container=container.name, probe=kind, result=after.result.value)
+        if running and not behaviour.probe_succeeds(kind, running_for):
+            # prober/prober.go (probe): Warning Unhealthy at every failed probe, "Liveness
+            # probe failed: <the probe's output>"; a simulated probe has no output of its own
+            self.kubelet.recorder.event(pod, "Warning", "Unhealthy", f"{kind.capitalize()} probe failed: the simulated container did not answer (chaoskube)", field_path=_field_path(pod, container))
         if after.on_hold and not before.on_hold and running:
             grace = spec.termination_grace_s if spec.termination_grace_s is not None else _grace_s(pod)
             after_s, code = stop_plan(behaviour, grace)
             self.kubelet.runtime.stop_container(self.uid, container.name, after_s=after_s, exit_code=code, cause=kind)
+            # kuberuntime_manager.go (computePodActions) then killContainer: Normal Killing
+            self.kubelet.recorder.event(pod, "Normal", "Killing", f"Container {container.name} failed {kind} probe, will be restarted", field_path=_field_path(pod, container))
             self.kubelet.world.record("container-kill", pod=self.key, node=self.kubelet.spec.name, container=container.name, cause=kind, after_s=after_s)
 
     # -- status -------------------------------------------------------------------------
@@ -903,6 +966,10 @@ class PodWorker:
                 if stopped is not None and stopped.exit_at is not None:
                     latest = max(latest, stopped.exit_at)
                     if stopped.exit_at != record.exit_at:  # SIGTERM sent now (not again)
+                        if pod is not None:
+                            # kuberuntime_container.go (killContainer): Normal Killing
+                            container = next((c for c in pod.spec.containers if c.name == record.name), None)
+                            self.kubelet.recorder.event(pod, "Normal", "Killing", f"Stopping container {record.name}", field_path=_field_path(pod, container) if container is not None else "")
                         self.kubelet.world.record(
                             "container-term", pod=self.key, uid=self.uid, node=self.kubelet.spec.name, container=record.name,
                             grace_s=grace, exit_after_s=round(stopped.exit_at - now, 9), exit_code=stopped.exit_code,
@@ -1026,6 +1093,9 @@ class Kubelet:
         self.pods = self.informers.informer("pods", field_selector=f"spec.nodeName={self.spec.name}")
         self.pods.add_event_handler(on_add=self._pod_seen, on_update=lambda _old, new: self._pod_seen(new), on_delete=self._pod_gone)
         self.workers: dict[str, PodWorker] = {}
+        # The kubelet's EventRecorder (source kubelet, host the node): its correlation
+        # caches are memory too.
+        self.recorder = EventRecorder(self.client, "kubelet", self.spec.name)
         self.registered = trio.Event()
         self.started_at = self.process.now()
         self.node_uid = ""

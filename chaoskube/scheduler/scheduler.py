@@ -53,6 +53,7 @@ from chaoskube.api.objects import LabelSelector, Pod, PodCondition, deep_copy
 from chaoskube.api.protocol import timestamp
 from chaoskube.client.client import ApiClient, ApiError
 from chaoskube.client.informer import NAMESPACE_INDEX, DeletedFinalStateUnknown, SharedInformerFactory
+from chaoskube.client.record import EventRecorder
 from chaoskube.config import SchedulerConfig
 from chaoskube.scheduler.framework import (
     ASSIGNED_POD_DELETE,
@@ -115,6 +116,9 @@ class Scheduler:
         self.process = process
         self.client = client
         self.config = config or SchedulerConfig()
+        # The profile's scheduler name is the Events' source (schedule_one.go records
+        # through the framework's recorder of the "default-scheduler" profile).
+        self.recorder = EventRecorder(client, "default-scheduler")
         self.cache = SchedulerCache()
         self._select_random = process.random("scheduler/select-host")
         self._preemption_random = process.random("scheduler/preemption")
@@ -397,6 +401,8 @@ class Scheduler:
     def _record_preempted(self, victim: Pod, preemptor: Pod, node: str) -> None:
         self._counters["victims"] += 1
         self.process.world.record("preempted", pod=pod_key(victim), preemptor=pod_key(preemptor), node=node, scheduler=self.process.name)
+        # framework/preemption/preemption.go: the victim's Event
+        self.recorder.event(victim, "Normal", "Preempted", f"Preempted by pod {preemptor.metadata.uid} on node {node}")
 
     async def _assume_and_bind(self, state: CycleState, pinfo: QueuedPodInfo, host: str, cycle: int) -> None:
         assumed = deep_copy(pinfo.pod)
@@ -429,6 +435,8 @@ class Scheduler:
         self.queue.done(pinfo.key)
         self._counters["scheduled"] += 1
         self.process.world.record("scheduled", pod=pinfo.key, node=host, attempts=pinfo.attempts, scheduler=self.process.name)
+        # schedule_one.go (bindingCycle): "Successfully assigned %v/%v to %v"
+        self.recorder.event(assumed, "Normal", "Scheduled", f"Successfully assigned {assumed.metadata.namespace}/{assumed.metadata.name} to {host}")
 
     async def _handle_binding_error(self, state: CycleState, pinfo: QueuedPodInfo, assumed: Pod, host: str, status: Status) -> None:
         """``handleBindingCycleError``: Unreserve, forget the assumed pod (its room is
@@ -469,6 +477,8 @@ class Scheduler:
         )
         if cached is None:
             return
+        # schedule_one.go (handleSchedulingFailure): the FailedScheduling Event, Warning
+        self.recorder.event(cached, "Warning", "FailedScheduling", _truncate(message))
         condition = PodCondition(type="PodScheduled", status="False", reason=reason, message=message)
         await self._update_pod_status(cached, condition, nominating)
 

@@ -48,7 +48,7 @@ SHORT_NAMES: dict[str, list[str]] = {
     "ConfigMap": ["cm"], "StatefulSet": ["sts"], "DaemonSet": ["ds"], "CronJob": ["cj"],
     "PersistentVolumeClaim": ["pvc"], "PersistentVolume": ["pv"], "StorageClass": ["sc"], "Ingress": ["ing"],
     "Endpoints": ["ep"], "ReplicationController": ["rc"], "ResourceQuota": ["quota"], "LimitRange": ["limits"],
-    "CustomResourceDefinition": ["crd", "crds"], "HorizontalPodAutoscaler": ["hpa"], "NetworkPolicy": ["netpol"],
+    "CustomResourceDefinition": ["crd", "crds"], "Event": ["ev"], "HorizontalPodAutoscaler": ["hpa"], "NetworkPolicy": ["netpol"],
 }
 CATEGORIES: dict[str, list[str]] = {
     "Pod": ["all"], "Service": ["all"], "Deployment": ["all"], "ReplicaSet": ["all"], "StatefulSet": ["all"],

@@ -80,7 +80,7 @@ from chaoskube.api.protocol import (
     gone,
     not_found,
 )
-from chaoskube.apiserver.http import codec, discovery, kubeproto, openapi, tables
+from chaoskube.apiserver.http import codec, discovery, kubeproto, openapi, tables, views
 from chaoskube.apiserver.http.routes import CustomKind, RequestInfo, custom_kinds, group_version, parse_path, subresources_of
 from chaoskube.sim import Failed, Ok, Process, World
 
@@ -533,7 +533,7 @@ class ApiFront:
             "subresource": sub, "credentials": credentials, "dry_run": dry_run,
         }
         if verb in ("get", "list"):
-            common.update(label_selector=query.get("labelSelector", ""), field_selector=query.get("fieldSelector", ""),
+            common.update(label_selector=query.get("labelSelector", ""), field_selector=views.field_selector_in(kind, query.get("fieldSelector", "")),
                           resource_version=query.get("resourceVersion", ""), resource_version_match=query.get("resourceVersionMatch", ""))
             if verb == "get":
                 common.pop("label_selector")
@@ -543,12 +543,13 @@ class ApiFront:
         content_type = headers.get("content-type", "application/json")
         protobuf_patch = verb == "patch" and content_type.split(";")[0].strip().lower() == kubeproto.PROTOBUF
         data = codec.decode_body(body, content_type, kind) if body and not protobuf_patch else None  # a patch's type is checked first (patch.go)
+        data = views.patch_in(kind, data) if verb == "patch" else views.object_in(kind, data)
         if verb == "create" and sub == "eviction" and kind.kind == "Pod":
             return Request(**{**common, "body": codec.decode_eviction(data, info.namespace, info.name)}), ()
         if verb == "create" and sub == "binding" and kind.kind == "Pod":
             return Request(**{**common, "body": codec.decode_binding(data, info.namespace, info.name)}), ()
         if verb in ("create", "update"):
-            obj, warnings = codec.decode_object(data, kind, field_validation)
+            obj, warnings = codec.decode_object(data, views.stored_kind(kind), field_validation)
             if verb == "create" and not info.namespace and kind.namespaced:
                 common["namespace"] = obj.metadata.namespace or "default"
             if verb == "create" and sub:
@@ -582,7 +583,7 @@ class ApiFront:
             return self._failure(Status(406, "NotAcceptable", f"only the following media types are accepted: {_ACCEPTED}"), info, kind)
         extra = [("Content-Type", kubeproto.PROTOBUF if media.protobuf else "application/json"), *extra]
         if request.verb == "list":
-            listed = items if items is not None else [codec.encode_object(obj) for obj in response.items]
+            listed = items if items is not None else [views.object_out(kind, codec.encode_object(obj)) for obj in response.items]
             if media.as_ == "Table":
                 payload = tables.table(kind.kind, listed, self.world.now, include_object=query.get("includeObject", "Metadata"), resource_version=response.resource_version, continue_token=continue_token, remaining=remaining, custom=self._custom_kind(kind))
             elif media.as_.startswith("PartialObjectMetadata"):
@@ -594,7 +595,7 @@ class ApiFront:
             return 201, self._render(codec.success_status(201), media), extra
         if response.object is None:
             return response.code, self._render(codec.success_status(response.code, {"name": info.name, "kind": info.resource}), media), extra
-        obj = codec.encode_object(response.object)
+        obj = views.object_out(kind, codec.encode_object(response.object))
         if media.as_ == "Table":
             return 200, codec.dumps(tables.table(kind.kind, [obj], self.world.now, include_object=query.get("includeObject", "Metadata"), custom=self._custom_kind(kind))), extra
         if media.as_.startswith("PartialObjectMetadata"):
@@ -645,7 +646,7 @@ class ApiFront:
         if rest > 0:
             following = _key(page[-1]) + "\x00"
             next_token = base64.urlsafe_b64encode(orjson.dumps({"v": "meta.k8s.io/v1", "rv": int(response.resource_version), "start": following})).decode().rstrip("=")
-        listed = [codec.encode_object(obj) for obj in page]
+        listed = [views.object_out(kind, codec.encode_object(obj)) for obj in page]
         return self._encode(info, kind, request, response, headers, query, continue_token=next_token, remaining=rest if rest > 0 else None, items=listed)
 
     # ------------------------------------------------------------------ scale
@@ -792,7 +793,13 @@ class ApiFront:
             return
         as_table = media.as_ == "Table"
         protobuf = media.protobuf
-        field_selector = query.get("fieldSelector", "")
+        try:
+            field_selector = views.field_selector_in(kind, query.get("fieldSelector", ""))
+        except StatusError as error:
+            code, payload, extra = self._failure(error.status, info, kind)
+            self._journal_http(record, code, started)
+            await _send(stream, connection, code, payload, headers=extra)
+            return
         if info.name:
             name_selector = f"metadata.name={info.name}"
             field_selector = f"{field_selector},{name_selector}" if field_selector else name_selector
@@ -870,6 +877,7 @@ class ApiFront:
                 lines = []
                 for event in message.events:
                     encoded = codec.encode_watch_event(kind, event)
+                    encoded["object"] = views.object_out(kind, encoded["object"])
                     if as_table and event.type in ("ADDED", "MODIFIED", "DELETED"):
                         encoded["object"] = tables.table(kind.kind, [encoded["object"]], self.world.now, include_object=query.get("includeObject", "Metadata"), headers=not headers_sent, custom=custom)
                         headers_sent = True

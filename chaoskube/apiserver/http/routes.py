@@ -1,6 +1,7 @@
 """Which resource a URL names: kube-apiserver's ``RequestInfo``
 (``k8s.io/apiserver/pkg/endpoints/request/requestinfo.go``), generated from the kinds
-registry (:data:`chaoskube.api.objects.KINDS`), so a kind added there is served at its
+registry (:data:`chaoskube.api.objects.KINDS`) and the views of stored kinds at another
+group (:data:`chaoskube.apiserver.http.views.VIEWS`: events.k8s.io/v1 Event), so a kind added there is served at its
 paths with no change here, and from the established CustomResourceDefinitions
 (:class:`CustomKind`: ``/apis/{group}/{version}/[namespaces/{ns}/]{plural}``).
 
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chaoskube.api.objects import KINDS, KindInfo, custom_resource, custom_type
+from chaoskube.apiserver.http.views import VIEWS
 
 __all__ = [
     "SUBRESOURCES",
@@ -129,6 +131,8 @@ def group_versions(custom: Sequence[CustomKind] = ()) -> dict[tuple[str, str], l
     out: dict[tuple[str, str], list[KindInfo]] = {}
     for info in KINDS.values():
         out.setdefault(group_version(info), []).append(info)
+    for info in VIEWS:
+        out.setdefault(group_version(info), []).append(info)
     for kind in custom:
         out.setdefault(group_version(kind.info), []).append(kind.info)
     return out
@@ -136,6 +140,9 @@ def group_versions(custom: Sequence[CustomKind] = ()) -> dict[tuple[str, str], l
 
 def kind_at(group: str, version: str, resource: str, custom: Sequence[CustomKind] = ()) -> KindInfo | None:
     for info in KINDS.values():
+        if info.resource == resource and group_version(info) == (group, version):
+            return info
+    for info in VIEWS:
         if info.resource == resource and group_version(info) == (group, version):
             return info
     for kind in custom:

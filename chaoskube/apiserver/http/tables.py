@@ -315,7 +315,46 @@ def _hpa(obj: dict[str, Any], now: float) -> Row:
             spec.get("minReplicas", 1), spec.get("maxReplicas", 0), status.get("currentReplicas", 0), _age(obj, now)]
 
 
+def _since(stamp: Any, now: float) -> str:
+    """``translateTimestampSince`` / ``translateMicroTimestampSince``."""
+    return human_duration(now - parse_timestamp(stamp)) if stamp else "<unknown>"
+
+
+def _event(obj: dict[str, Any], now: float) -> Row:
+    """``printEvent`` (``pkg/printers/internalversion/printers.go``), wide as the server's
+    table convertor prints: Last Seen is the series' last observation, else lastTimestamp,
+    else the first; Count is the series' count, else count, else 1 (a singleton of the new
+    API); Object ``<kind>/<name>`` in lower case; Source ``component, host``."""
+    first = _since(obj.get("firstTimestamp"), now) if obj.get("firstTimestamp") else _since(obj.get("eventTime"), now)
+    last = _since(obj.get("lastTimestamp"), now) if obj.get("lastTimestamp") else first
+    count = obj.get("count") or 0
+    series = obj.get("series")
+    if isinstance(series, dict):
+        last = _since(series.get("lastObservedTime"), now)
+        count = series.get("count") or 0
+    elif count == 0:
+        count = 1
+    involved = obj.get("involvedObject") or {}
+    kind = str(involved.get("kind") or "").lower()
+    target = f"{kind}/{involved['name']}" if involved.get("name") else kind
+    source = obj.get("source") or {}
+    component = source.get("component") or obj.get("reportingComponent") or ""
+    instance = source.get("host") or obj.get("reportingInstance") or ""
+    return [last, obj.get("type", ""), obj.get("reason", ""), target, involved.get("fieldPath", ""),
+            f"{component}, {instance}" if instance else component, str(obj.get("message", "")).strip(), first, count, obj["metadata"]["name"]]
+
+
 _PRINTERS: dict[str, tuple[list[Column], Callable[[dict[str, Any], float], Row]]] = {
+    "Event": ([_col("Last Seen", description="The time at which the most recent occurrence of this event was recorded."),
+               _col("Type", description="Type of this event (Normal, Warning), new types could be added in the future"),
+               _col("Reason", description="This should be a short, machine understandable string that gives the reason for the transition into the object's current status."),
+               _col("Object", description="The object that this event is about."),
+               _col("Subobject", priority=1, description="If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement, such as desiredState.manifest.containers[2]."),
+               _col("Source", priority=1, description="The component reporting this event. Should be a short machine understandable string."),
+               _col("Message", description="A human-readable description of the status of this operation."),
+               _col("First Seen", priority=1, description="The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)"),
+               _col("Count", priority=1, description="The number of times this event has occurred."),
+               _col("Name", priority=1, format_="name", description=_NAME["description"])], _event),
     "Pod": ([_NAME, _col("Ready", description="The aggregate readiness state of this pod for accepting traffic."), _col("Status", description="The aggregate status of the containers in this pod."),
              _col("Restarts", "string", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."), _AGE,
              _col("IP", description="IP address allocated to the pod.", priority=1), _col("Node", description="Name of the Node the Pod is running on.", priority=1),

@@ -5,10 +5,21 @@ the ``scale`` subresource right after a create, Events (``kubectl get events``,
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from tests.apiserver.http.live_cluster import live_cluster
-from tests.apiserver.http.test_real_clients import kubectl
+from tests.apiserver.http.test_real_clients import KUBECTL
+
+
+def kubectl(live, *args: str, timeout: float = 60, check: bool = True, input_text: str | None = None) -> subprocess.CompletedProcess:
+    if KUBECTL is None:
+        pytest.skip("kubectl is not installed on this machine (the machine image has /usr/bin/kubectl)")
+    result = subprocess.run([KUBECTL, "--kubeconfig", str(live.kubeconfig), *args], capture_output=True, text=True, timeout=timeout, input=input_text)
+    if check:
+        assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stderr}"
+    return result
 
 
 @pytest.fixture(scope="module")
@@ -54,3 +65,54 @@ def test_a_scale_patch_right_after_the_create_is_retried_on_a_conflict_as_upstre
         apps.replace_namespaced_deployment_scale("scaled-0", "default", stale)
     assert conflict.value.status == 409
     kubectl(live, "delete", "deployment", "scaled-0", "scaled-1", "scaled-2")
+
+
+def _wait_for(predicate, *, timeout_s: float = 60.0, every_s: float = 0.5):
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(every_s)
+
+
+def test_kubectl_get_events_and_describe_show_what_the_components_recorded(live):
+    kubectl(live, "create", "-f", "-", input_text=_yaml(_deployment("evented", replicas=1)))
+    kubectl(live, "rollout", "status", "deployment/evented", "--timeout=90s", timeout=120)
+    pod = kubectl(live, "get", "pods", "-l", "app=evented", "-o", "jsonpath={.items[0].metadata.name}").stdout
+
+    def pod_events() -> str:
+        out = kubectl(live, "get", "events", "--field-selector", f"involvedObject.name={pod}").stdout
+        return out if "Started" in out else ""
+
+    table = _wait_for(pod_events)
+    assert table.splitlines()[0].split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    for reason, message in (("Scheduled", f"Successfully assigned default/{pod} to node-"), ("Pulled", 'image "nginx:1.27"'),
+                            ("Created", "Created container c"), ("Started", "Started container c")):
+        assert any(reason in line and message in line and f"pod/{pod}" in line for line in table.splitlines()), (reason, table)
+    described = kubectl(live, "describe", "pod", pod).stdout
+    events = described[described.index("Events:"):]
+    assert "default-scheduler" in events and "Successfully assigned" in events and "kubelet" in events, events
+    deployment = kubectl(live, "describe", "deployment", "evented").stdout
+    assert "ScalingReplicaSet" in deployment and "Scaled up replica set evented-" in deployment and "from 0 to 1" in deployment
+    replica_set = kubectl(live, "get", "events", "--field-selector", "reason=SuccessfulCreate", "-o", "jsonpath={.items[*].message}").stdout
+    assert f"Created pod: {pod}" in replica_set
+    # events.k8s.io/v1: the same Events, its field names
+    raw = kubectl(live, "get", "--raw", f"/apis/events.k8s.io/v1/namespaces/default/events?fieldSelector=regarding.name={pod},reason=Scheduled").stdout
+    import json
+
+    listed = json.loads(raw)
+    assert listed["apiVersion"] == "events.k8s.io/v1" and len(listed["items"]) == 1
+    item = listed["items"][0]
+    assert item["regarding"]["name"] == pod and item["note"].startswith("Successfully assigned") and item["reportingController"] == "default-scheduler"
+    refused = kubectl(live, "get", "--raw", "/apis/events.k8s.io/v1/events?fieldSelector=involvedObject.name=x", check=False)
+    assert refused.returncode != 0 and "field label not supported: involvedObject.name" in refused.stderr
+    kubectl(live, "delete", "deployment", "evented")
+
+
+def _yaml(document: dict) -> str:
+    import json
+
+    return json.dumps(document)
