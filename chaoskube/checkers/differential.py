@@ -41,7 +41,7 @@ from typing import Any
 
 from chaoskube.checkers.replay import REGISTRY_PREFIX, parse_key
 from chaoskube.checkers.replay import _loads as loads
-from chaoskube.checkers.verdict import Verdict
+from chaoskube.checkers.verdict import Verdict, nothing_to_judge
 
 __all__ = ["EXCUSED", "check_differential", "diff_states", "end_state", "normalize"]
 
@@ -197,7 +197,7 @@ def check_differential(events: Sequence[Event], reference: Mapping[str, Any] | S
     state = end_state(events)
     theirs = reference if isinstance(reference, Mapping) else end_state(reference)
     if not state or not theirs:
-        return Verdict(None, "no store to compare: " + ("this run" if not state else "the reference run") + " has no objects")
+        return nothing_to_judge("no store to compare: " + ("this run" if not state else "the reference run") + " has no objects")
     differences = diff_states(state, theirs)
     details = {"objects": len(state), "reference_objects": len(theirs), "differences": differences[:100], "difference_count": len(differences)}
     failed_steps = [event for event in events if event.get("type") == "workload-step" and str(event.get("outcome", "")).startswith("error")]
@@ -205,8 +205,10 @@ def check_differential(events: Sequence[Event], reference: Mapping[str, Any] | S
         # The faults excuse it: a workload action the faults made fail (an API error under
         # an etcd or API-server outage; a step is not retried, as a one-shot kubectl is
         # not) means this run did not do what the fault-free one did.
+        # Nothing comparable is left to judge, so a run whose faults were changed (a
+        # guided mutant that took the API servers down through a step) leaves it out.
         step = failed_steps[0]
-        return Verdict(None, (
+        return nothing_to_judge((
             f"{len(differences)} difference(s) from the fault-free run, not judged: the workload step {step.get('action')} {step.get('target')} "
             f"failed under the faults at t={float(step.get('t', 0.0)):.3f} ({step.get('outcome')}), so the runs did different things"
         ), (step,), details | {"failed_steps": len(failed_steps)})

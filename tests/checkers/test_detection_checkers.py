@@ -769,6 +769,7 @@ def test_differential_excuses_a_difference_when_a_workload_step_failed_under_the
     failed = {"type": "workload-step", "t": 17.2, "action": "rollout", "target": "default/web", "outcome": "error: 500 InternalError: etcdserver: no leader"}
     verdict = check_differential([*ours, failed], theirs)
     assert verdict.valid is None and "failed under the faults" in verdict.reason
+    assert verdict.details["nothing_to_judge"]  # nothing comparable: a guided mutant's run leaves it out
     patched = {**failed, "outcome": "patched"}
     assert check_differential([*ours, patched], theirs).valid is False
 
