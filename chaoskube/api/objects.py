@@ -665,16 +665,13 @@ class Toleration(_Struct):
 
 
 class NodeSelectorRequirement(_Struct):
-    """Operators In, NotIn, Exists, DoesNotExist, Gt, Lt (against node labels or fields)."""
+    """Operators In, NotIn, Exists, DoesNotExist, Gt, Lt (against node labels or fields).
+    Decoded as any string, as upstream decodes it; the API server's validation refuses an
+    unknown operator (``ValidateNodeSelectorRequirement``) with upstream's message."""
 
     key: str
-    operator: str
+    operator: str = ""
     values: list[str] = []
-
-    def __post_init__(self) -> None:
-        operators = (*_SELECTOR_OPERATORS, "Gt", "Lt")
-        if self.operator not in operators:
-            raise _field_error("operator", f"must be one of {', '.join(operators)}, not {_short(self.operator)}")
 
 
 class NodeSelectorTerm(_Struct):

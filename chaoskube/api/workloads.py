@@ -314,10 +314,69 @@ def find_untolerated_taint(taints: Any, tolerations: Any, effects: tuple[str, ..
     return None
 
 
-def node_selector_requirement_matches(requirement: Any, values: Mapping[str, str]) -> bool:
-    """A node selector requirement against labels (or fields), as ``nodeaffinity``'s
-    ``nodeSelectorRequirementsAsSelector``: Gt/Lt compare integers (one value; a label
-    that is not an integer does not match)."""
+# ``k8s.io/component-helpers/scheduling/corev1/nodeaffinity``: a term is parsed once into a
+# label selector (``labels.NewRequirement`` for each expression) and a field selector; a term
+# that does not parse matches nothing (its errors are reported, the other terms still count).
+# Errors are (type, field, detail), as ``field.Error`` holds them.
+
+FieldError = tuple[str, str, str]
+
+
+def _new_requirement(key: str, operator: str, values: list[str], path: str) -> list[FieldError]:
+    """``labels.NewRequirement``'s errors for a node selector requirement."""
+    from chaoskube.api.selectors import _int64, label_key_problems, label_value_problems
+
+    errors: list[FieldError] = []
+    problems = label_key_problems(key)
+    if problems:
+        errors.append(("Invalid value", f"{path}.key", "; ".join(problems)))
+    if operator in ("In", "NotIn") and not values:
+        errors.append(("Invalid value", f"{path}.values", "for 'in', 'notin' operators, values set can't be empty"))
+    elif operator in ("Exists", "DoesNotExist") and values:
+        errors.append(("Invalid value", f"{path}.values", "values set must be empty for exists and does not exist"))
+    elif operator in ("Gt", "Lt"):
+        if len(values) != 1:
+            errors.append(("Invalid value", f"{path}.values", "for 'Gt', 'Lt' operators, exactly one value is required"))
+        errors.extend(("Invalid value", f"{path}.values[{index}]", "for 'Gt', 'Lt' operators, the value must be an integer") for index, value in enumerate(values) if _int64(value) is None)
+    for index, value in enumerate(values):
+        problems = label_value_problems(value)
+        if problems:
+            errors.append(("Invalid value", f"{path}.values[{index}][{key}]", "; ".join(problems)))
+    return errors
+
+
+def node_selector_requirements_as_selector(requirements: Any, path: str) -> tuple[list[Any] | None, list[FieldError]]:
+    """``nodeSelectorRequirementsAsSelector``: the requirements (None: ``labels.Nothing()``
+    for none) or the errors."""
+    if not requirements:
+        return None, []
+    errors: list[FieldError] = []
+    for index, requirement in enumerate(requirements):
+        where = f"{path}[{index}]"
+        if requirement.operator not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
+            errors.append(("Unsupported value", f"{where}.operator", ""))
+            continue
+        errors.extend(_new_requirement(requirement.key, requirement.operator, list(requirement.values), where))
+    return (None, errors) if errors else (list(requirements), [])
+
+
+def node_selector_requirements_as_field_selector(requirements: Any, path: str) -> tuple[list[Any] | None, list[FieldError]]:
+    """``nodeSelectorRequirementsAsFieldSelector``: In / NotIn with exactly one value."""
+    if not requirements:
+        return None, []
+    errors: list[FieldError] = []
+    for index, requirement in enumerate(requirements):
+        where = f"{path}[{index}]"
+        if requirement.operator in ("In", "NotIn"):
+            if len(requirement.values) != 1:
+                errors.append(("Invalid value", f"{where}.values", "must have one element"))
+        else:
+            errors.append(("Unsupported value", f"{where}.operator", 'supported values: "In", "NotIn"'))
+    return (None, errors) if errors else (list(requirements), [])
+
+
+def _requirement_matches(requirement: Any, values: Mapping[str, str]) -> bool:
+    """A parsed requirement against labels (``labels.Requirement.Matches``)."""
     key, operator = requirement.key, requirement.operator
     present = key in values
     if operator == "In":
@@ -328,33 +387,95 @@ def node_selector_requirement_matches(requirement: Any, values: Mapping[str, str
         return present
     if operator == "DoesNotExist":
         return not present
-    if operator in ("Gt", "Lt"):
-        if not present or len(requirement.values) != 1:
-            return False
-        try:
-            label, bound = int(values[key]), int(requirement.values[0])
-        except ValueError:
-            return False
-        return label > bound if operator == "Gt" else label < bound
-    return False
+    if not present:
+        return False
+    try:  # Gt / Lt: a label that is not an int64 does not match
+        label, bound = int(values[key]), int(requirement.values[0])
+    except ValueError:
+        return False
+    return label > bound if operator == "Gt" else label < bound
+
+
+def node_selector_requirement_matches(requirement: Any, values: Mapping[str, str]) -> bool:
+    """One requirement against labels, or nothing if it does not parse."""
+    if node_selector_requirements_as_selector([requirement], "")[1]:
+        return False
+    return _requirement_matches(requirement, values)
+
+
+def _is_empty_term(term: Any) -> bool:
+    return not term.match_expressions and not term.match_fields
+
+
+def parse_node_selector_term(term: Any, path: str) -> tuple[list[Any] | None, list[Any] | None, list[FieldError]]:
+    """``newNodeSelectorTerm``: (label requirements, field requirements, parse errors)."""
+    labels, label_errors = node_selector_requirements_as_selector(term.match_expressions, f"{path}.matchExpressions")
+    fields, field_errors = node_selector_requirements_as_field_selector(term.match_fields, f"{path}.matchFields")
+    return labels, fields, label_errors + field_errors
+
+
+def _parsed_term_matches(parsed: tuple[list[Any] | None, list[Any] | None, list[FieldError]], labels: Mapping[str, str], fields: Mapping[str, str]) -> bool:
+    """``nodeSelectorTerm.match``."""
+    label_requirements, field_requirements, errors = parsed
+    if errors:
+        return False
+    if label_requirements is not None and not all(_requirement_matches(requirement, labels) for requirement in label_requirements):
+        return False
+    if field_requirements is not None and fields:
+        for requirement in field_requirements:
+            value = fields.get(requirement.key, "")
+            if (value == requirement.values[0]) != (requirement.operator == "In"):
+                return False
+    return True
+
+
+def _node_fields(node_name: str) -> dict[str, str]:
+    """``extractNodeFields``: ``metadata.name`` when the node has one."""
+    return {"metadata.name": node_name} if node_name else {}
 
 
 def node_selector_term_matches(term: Any, node_name: str, labels: Mapping[str, str]) -> bool:
-    """A term ANDs its label expressions and its fields (``metadata.name``); an empty term
-    matches nothing."""
-    if not term.match_expressions and not term.match_fields:
+    """A term ANDs its label expressions and its fields; an empty term, or one that does not
+    parse, matches nothing."""
+    if _is_empty_term(term):
         return False
-    if not all(node_selector_requirement_matches(expression, labels) for expression in term.match_expressions):
-        return False
-    fields = {"metadata.name": node_name}
-    return all(requirement.key == "metadata.name" and node_selector_requirement_matches(requirement, fields) for requirement in term.match_fields)
+    return _parsed_term_matches(parse_node_selector_term(term, ""), labels, _node_fields(node_name))
+
+
+def new_node_selector_errors(selector: Any) -> list[FieldError]:
+    """``NewNodeSelector``'s errors (empty terms are skipped)."""
+    errors: list[FieldError] = []
+    for index, term in enumerate(selector.node_selector_terms):
+        if not _is_empty_term(term):
+            errors.extend(parse_node_selector_term(term, f"nodeSelectorTerms[{index}]")[2])
+    return errors
 
 
 def node_selector_matches(selector: Any, node_name: str, labels: Mapping[str, str]) -> bool:
-    """A required ``NodeSelector``: one of its terms matches (None matches every node)."""
+    """``LazyErrorNodeSelector.Match``: one of its terms matches (None matches every node)."""
     if selector is None:
         return True
-    return any(node_selector_term_matches(term, node_name, labels) for term in selector.node_selector_terms)
+    fields = _node_fields(node_name)
+    return any(_parsed_term_matches(parse_node_selector_term(term, ""), labels, fields) for term in selector.node_selector_terms if not _is_empty_term(term))
+
+
+def preferred_scheduling_terms_score(terms: Any, node_name: str, labels: Mapping[str, str]) -> tuple[int, list[FieldError]]:
+    """``NewPreferredSchedulingTerms`` then ``Score``: the weights of the terms the node
+    matches; terms with weight 0 or empty are skipped, even when they would not parse."""
+    errors: list[FieldError] = []
+    parsed = []
+    for index, term in enumerate(terms):
+        if term.weight == 0 or _is_empty_term(term.preference):
+            continue
+        one = parse_node_selector_term(term.preference, f"[{index}]")
+        if one[2]:
+            errors.extend(one[2])
+        else:
+            parsed.append((term.weight, one))
+    if errors:
+        return 0, errors
+    fields = _node_fields(node_name)
+    return sum(weight for weight, one in parsed if _parsed_term_matches(one, labels, fields)), []
 
 
 def pod_fits_node_affinity(spec: Any, node: Any) -> bool:
@@ -368,6 +489,8 @@ def pod_fits_node_affinity(spec: Any, node: Any) -> bool:
     return node_selector_matches(required, node.metadata.name, labels)
 
 
+__all__ += ["new_node_selector_errors", "node_selector_requirements_as_field_selector", "node_selector_requirements_as_selector", "parse_node_selector_term",
+            "preferred_scheduling_terms_score"]
 __all__ += ["find_untolerated_taint", "node_selector_matches", "node_selector_term_matches", "pod_fits_node_affinity", "toleration_tolerates_taint"]
 
 

@@ -203,6 +203,8 @@ def _pod_spec(spec: PodSpec, path: str) -> list[str]:
     if spec.active_deadline_seconds is not None and spec.active_deadline_seconds <= 0:
         causes.append(_invalid(f"{path}.activeDeadlineSeconds", spec.active_deadline_seconds, "must be greater than or equal to 1"))
     causes.extend(validate_tolerations(spec.tolerations, f"{path}.tolerations"))
+    if spec.affinity is not None and spec.affinity.node_affinity is not None:
+        causes.extend(validate_node_affinity(spec.affinity.node_affinity, f"{path}.affinity.nodeAffinity"))
     return causes
 
 
@@ -251,6 +253,74 @@ def validate_tolerations(tolerations: Iterable[Any], path: str, *, comparison_op
             causes.append(_unsupported(f"{where}.operator", toleration.operator, supported))
         if toleration.effect and toleration.effect not in _TAINT_EFFECTS:
             causes.append(_unsupported(f"{where}.effect", toleration.effect, _TAINT_EFFECTS))
+    return causes
+
+
+def validate_node_selector_requirement(requirement: Any, path: str) -> list[str]:
+    """``ValidateNodeSelectorRequirement``: values by operator, a qualified-name key."""
+    causes = []
+    if requirement.operator in ("In", "NotIn"):
+        if not requirement.values:
+            causes.append(_required(f"{path}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
+    elif requirement.operator in ("Exists", "DoesNotExist"):
+        if requirement.values:
+            causes.append(_forbidden(f"{path}.values", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+    elif requirement.operator in ("Gt", "Lt"):
+        if len(requirement.values) != 1:
+            causes.append(_required(f"{path}.values", "must be specified single value when `operator` is 'Lt' or 'Gt'"))
+    else:
+        causes.append(_invalid(f"{path}.operator", requirement.operator, "not a valid selector operator"))
+    causes.extend(_invalid(f"{path}.key", requirement.key, problem) for problem in qualified_name_problems(requirement.key))
+    return causes
+
+
+def validate_node_field_selector_requirement(requirement: Any, path: str) -> list[str]:
+    """``ValidateNodeFieldSelectorRequirement``: In/NotIn with one value, on ``metadata.name``
+    (a valid node name)."""
+    causes = []
+    if requirement.operator in ("In", "NotIn"):
+        if len(requirement.values) != 1:
+            causes.append(_required(f"{path}.values", "must be only one value when `operator` is 'In' or 'NotIn' for node field selector"))
+    else:
+        causes.append(_invalid(f"{path}.operator", requirement.operator, "not a valid selector operator"))
+    if requirement.key != "metadata.name":
+        causes.append(_invalid(f"{path}.key", requirement.key, "not a valid field selector key"))
+    else:
+        for index, value in enumerate(requirement.values):
+            causes.extend(_invalid(f"{path}.values[{index}]", value, problem) for problem in _subdomain_problems(value))
+    return causes
+
+
+def validate_node_selector_term(term: Any, path: str) -> list[str]:
+    causes = []
+    for index, requirement in enumerate(term.match_expressions):
+        causes.extend(validate_node_selector_requirement(requirement, f"{path}.matchExpressions[{index}]"))
+    for index, requirement in enumerate(term.match_fields):
+        causes.extend(validate_node_field_selector_requirement(requirement, f"{path}.matchFields[{index}]"))
+    return causes
+
+
+def validate_node_selector(selector: Any, path: str) -> list[str]:
+    """``ValidateNodeSelector``: at least one term, each term valid."""
+    if not selector.node_selector_terms:
+        return [_required(f"{path}.nodeSelectorTerms", "must have at least one node selector term")]
+    causes = []
+    for index, term in enumerate(selector.node_selector_terms):
+        causes.extend(validate_node_selector_term(term, f"{path}.nodeSelectorTerms[{index}]"))
+    return causes
+
+
+def validate_node_affinity(node_affinity: Any, path: str) -> list[str]:
+    """``validateNodeAffinity``: the required selector, and the preferred terms' weights
+    (1-100) and preferences."""
+    causes = []
+    if node_affinity.required_during_scheduling_ignored_during_execution is not None:
+        causes.extend(validate_node_selector(node_affinity.required_during_scheduling_ignored_during_execution, f"{path}.requiredDuringSchedulingIgnoredDuringExecution"))
+    for index, term in enumerate(node_affinity.preferred_during_scheduling_ignored_during_execution):
+        where = f"{path}.preferredDuringSchedulingIgnoredDuringExecution[{index}]"
+        if term.weight <= 0 or term.weight > 100:
+            causes.append(_invalid(f"{where}.weight", term.weight, "must be in the range 1-100"))
+        causes.extend(validate_node_selector_term(term.preference, f"{where}.preference"))
     return causes
 
 

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaoskube.api.objects import LabelSelector, Node, NodeSelectorTerm, Pod, Taint, Toleration, matches
-from chaoskube.api.workloads import node_selector_requirement_matches
+from chaoskube.api.workloads import pod_fits_node_affinity
+from chaoskube.api.workloads import node_selector_term_matches as workload_term_matches
 from chaoskube.api.workloads import toleration_tolerates_taint as workload_tolerates
 from chaoskube.client.client import ApiError
 from chaoskube.scheduler.framework import (
@@ -199,35 +200,15 @@ class TaintToleration:
 
 # =========================================================================== node affinity
 def node_selector_term_matches(term: NodeSelectorTerm, node: Node) -> bool:
-    """A term ANDs its expressions (on labels) and fields (only ``metadata.name``); an
-    empty term matches nothing (``nodeaffinity.nodeSelectorTerm``)."""
-    if not term.match_expressions and not term.match_fields:
-        return False
-    labels = dict(node.metadata.labels)
-    if not all(node_selector_requirement_matches(expression, labels) for expression in term.match_expressions):
-        return False
-    fields = {"metadata.name": node.metadata.name}
-    for requirement in term.match_fields:
-        if requirement.key != "metadata.name" or requirement.operator not in ("In", "NotIn"):
-            return False
-        if not node_selector_requirement_matches(requirement, fields):
-            return False
-    return True
+    """A term ANDs its expressions (on labels) and fields; an empty term, or one that does
+    not parse, matches nothing (:func:`chaoskube.api.workloads.node_selector_term_matches`)."""
+    return workload_term_matches(term, node.metadata.name, node.metadata.labels)
 
 
 def required_node_affinity_matches(pod: Pod, node: Node) -> bool:
     """``nodeaffinity.GetRequiredNodeAffinity(pod).Match(node)``: every ``nodeSelector``
     pair, and (if any) one of the required affinity terms."""
-    labels = node.metadata.labels
-    for key, value in pod.spec.node_selector.items():
-        if labels.get(key) != value:
-            return False
-    affinity = pod.spec.affinity
-    node_affinity = affinity.node_affinity if affinity is not None else None
-    required = node_affinity.required_during_scheduling_ignored_during_execution if node_affinity is not None else None
-    if required is None:
-        return True
-    return any(node_selector_term_matches(term, node) for term in required.node_selector_terms)
+    return pod_fits_node_affinity(pod.spec, node)
 
 
 class NodeAffinity:
