@@ -10,6 +10,11 @@ the replay command; for a variant never caught, in how many runs its broken code
 (``runs_reaching`` of the summary: 0 is a coverage gap, more an oracle gap).
 
     python3 bench/gallery_hunt.py [--seeds 50] [--jobs 1] [--only NAME ...] [--out runs/hunt]
+    python3 bench/gallery_hunt.py --compare-guided [--seeds 30] [--only NAME ...]
+
+``--compare-guided`` hunts each variant twice over the same seeds, plain and
+``--guided`` (issue 36), and prints the first catch of each and the guided campaign's noise:
+runs that missed their outcome without a finding, and the mutants among them (must be 0).
 
 Not a speed benchmark: it measures what the checkers catch. It runs one campaign per
 variant (most stop at seed 1); the whole hunt takes about half an hour of one core.
@@ -29,18 +34,35 @@ from chaoskube import gallery
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def hunt(name: str, experiment: str, seeds: int, jobs: int, out: Path, boot: str | None) -> dict | None:
-    directory = out / (name + ("-boot-seed" if boot else ""))
+def hunt(name: str, experiment: str, seeds: int, jobs: int, out: Path, boot: str | None, *, guided: bool = False) -> dict | None:
+    directory = out / (name + ("-boot-seed" if boot else "") + ("-guided" if guided else ""))
     command = [sys.executable, "-m", "chaoskube.experiments.cli", "explore", experiment, "--broken", name, "--seeds", f"1..{seeds}", "--fail-fast", "--jobs", str(jobs), "--out", str(directory)]
     if boot:
         command += ["--boot-seed", boot]
+    if guided:
+        command.append("--guided")
     subprocess.run(command, capture_output=True, text=True, check=False)
     summary = json.loads((directory / "summary.json").read_text())
     findings = summary.get("findings") or []
     first = findings[0]["first"] if findings else None
+    noise = summary.get("noise") or {}
     if first is None:
-        return {"caught": False, "runs": summary.get("finished_runs"), "boot": boot or "0", "reaching": findings[0].get("runs_reaching") if findings else None}
-    return {"caught": True, "seed": first["seed"], "checkers": first["checkers"], "replay": first["replay"], "boot": boot or "0", "runs": summary.get("finished_runs")}
+        return {"caught": False, "runs": summary.get("finished_runs"), "boot": boot or "0", "reaching": findings[0].get("runs_reaching") if findings else None, "noise": noise.get("runs", 0), "noise_mutants": noise.get("mutated", 0)}
+    return {"caught": True, "seed": first["seed"], "checkers": first["checkers"], "replay": first["replay"], "boot": boot or "0", "runs": summary.get("finished_runs"), "noise": noise.get("runs", 0), "noise_mutants": noise.get("mutated", 0)}
+
+
+def compare_guided(args: argparse.Namespace) -> None:
+    """Each variant hunted plain and --guided over the same seeds (shared boot)."""
+    print("| variant | experiment | plain: first catch | guided: first catch | guided runs | guided noise (mutants) |")
+    print("|---|---|---|---|---|---|")
+    for variant in gallery.DETECTION_VARIANTS:
+        if args.only and variant.name not in args.only:
+            continue
+        plain = hunt(variant.name, variant.experiment, args.seeds, args.jobs, args.out, None)
+        guided = hunt(variant.name, variant.experiment, args.seeds, args.jobs, args.out, None, guided=True)
+        assert plain is not None and guided is not None
+        cell = lambda row: f"seed {row['seed']}" if row["caught"] else f"not in 1..{args.seeds}"  # noqa: E731
+        print(f"| `{variant.name}` | {variant.experiment} | {cell(plain)} | {cell(guided)} | {guided['runs']} | {guided['noise']} ({guided['noise_mutants']}) |", flush=True)
 
 
 def main() -> None:
@@ -49,7 +71,11 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--only", nargs="*", default=None)
     parser.add_argument("--out", type=Path, default=Path("runs/hunt"))
+    parser.add_argument("--compare-guided", action="store_true", help="hunt each variant plain and --guided over the same seeds (issue 36)")
     args = parser.parse_args()
+    if args.compare_guided:
+        compare_guided(args)
+        return
     rows = []
     for variant in gallery.DETECTION_VARIANTS:
         if args.only and variant.name not in args.only:
