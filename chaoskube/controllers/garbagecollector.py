@@ -19,17 +19,28 @@ Upstream sources followed (kubernetes/kubernetes ``pkg/controller/garbagecollect
 - ``uid_cache.go`` / ``absent_owner_cache.go`` — the LRU of absent owners (500 entries).
 - The worker count is ``--concurrent-gc-syncs`` (20, ``ControllerManagerConfig``).
 
-Model, instead of upstream's dependency graph over every resource: informers on the
-dependents (:data:`DEPENDENT_RESOURCES`: replicasets, pods, endpointslices, jobs,
-controllerrevisions, persistentvolumeclaims) indexed by owner uid, and on the owners
-(:data:`OWNER_RESOURCES`: deployments, replicasets, replicationcontrollers,
-statefulsets, daemonsets, jobs, cronjobs, services) indexed by uid; plus, as dependents
-and owners both, every custom resource once its CustomResourceDefinition is Established
-(their informers start then, as upstream's GC follows discovery). A dependent is enqueued when an owner of one of those kinds is
-deleted, or when it references an owner of one of those kinds that the owner caches do not
-hold (after they synced; then once for every dependent). The decision is always taken on
-live reads (quorum GETs of the dependent and of each owner), as upstream's, so a lagging
-cache can delay a collection but never cause a wrong one.
+Model of upstream's dependency graph over every resource: as ``graph_builder.go``'s
+monitors cover every resource discovery lists with the verbs delete, list and watch
+(``GetDeletableResources``) except ``ignoredResources`` (Events, core and events.k8s.io),
+informers on every served kind (:data:`GC_RESOURCES`: Deployments, ConfigMaps, Secrets,
+Services, Nodes, Namespaces, PersistentVolumes, RBAC objects, Leases ...) are both the
+dependents (indexed by owner uid) and the owners (indexed by uid); and so is every custom
+resource once its CustomResourceDefinition is Established (their informers start then, as
+upstream's GC follows discovery). So any kind may own any kind: a Deployment owned by a
+custom resource goes with it, a namespaced object owned by a cluster-scoped one (a Node, a
+cluster-scoped custom resource) goes with it in whatever namespace it lives. A dependent
+is enqueued when one of its owners is deleted, or when it references an owner that the
+owner caches do not hold (after they synced; then once for every dependent: upstream's
+"virtual" node). The decision is always taken on live reads (quorum GETs of the dependent
+and of each owner), as upstream's, so a lagging cache can delay a collection but never
+cause a wrong one.
+
+Scopes, as upstream's ``isDangling`` (garbagecollector.go): a namespaced owner is looked
+up in its dependent's namespace (an owner of the same name in another namespace does not
+count: the dependent is collected); a cluster-scoped owner, wherever it is referenced
+from; a cluster-scoped dependent that names a namespaced owner is invalid
+(``namespacedOwnerOfClusterScopedObjectErr``): never collected, never retried, journaled
+once as ``gc-invalid-owner`` (upstream records the Warning event OwnerRefInvalidNamespace).
 
 Contract: as the other controllers (handlers only enqueue; ``await run()`` waits for the
 caches and runs the workers; errors requeue with rate limiting).
@@ -44,9 +55,9 @@ handled as upstream's ``attemptToOrphan`` / ``processDeletingDependentsItem`` do
   resourceVersion-guarded merge patch), then the ``orphan`` finalizer is removed from the
   owner, which the API server then deletes;
 - **foreground**: every dependent not yet being deleted is deleted -- with propagation
-  Foreground when it is itself an owner kind with dependents of its own (a ReplicaSet
-  with pods), else Background, as ``attemptToDeleteItem`` does for an item whose owner is
-  ``waitingForDependentsDeletion`` --, and once no dependent with ``blockOwnerDeletion``
+  Foreground when it has dependents of its own (a ReplicaSet with pods, a custom resource
+  owning a Deployment), else Background, as ``attemptToDeleteItem`` does for an item
+  whose owner is ``waitingForDependentsDeletion`` --, and once no dependent with ``blockOwnerDeletion``
   on its reference to the owner exists any more (terminating ones still block), the
   ``foregroundDeletion`` finalizer is removed. Until then the owner is looked at again
   when a dependent goes, and with the rate limiter's backoff.
@@ -58,8 +69,14 @@ of dangling references, ``{"type": "gc-orphan", "resource", "namespace", "name",
 "gc-finalizer", "resource", "namespace", "name", "uid", "finalizer"}`` when the collector
 removes its finalizer from an owner.
 
-Non-guarantees: owners of kinds not watched (Nodes, ConfigMaps, ...) are never treated as
-absent: their dependents are not collected, nor orphaned or deleted in the foreground. The absent-owner cache is keyed by uid and, as upstream's, is only a
+Which dependents an orphaning or foreground-deleting owner has: a live list of each
+resource that the caches show holding a dependent of it (upstream reads its graph, a cache,
+there): a dependent created after the owner's deletion began and not yet in the caches is
+found on the next look, which every change of a dependent triggers.
+
+Non-guarantees: an owner of a kind the API server does not serve (a custom resource whose
+CRD is not established, a typo'd kind) is never treated as absent: its dependents are not
+collected (upstream retries the lookup with backoff for ever). The absent-owner cache is keyed by uid and, as upstream's, is only a
 cache: an owner never comes back with the same uid. Upstream's step that sets
 ``blockOwnerDeletion`` false on a dependent before deleting it in the foreground (to
 avoid deadlocks between owners) is not modelled.
@@ -88,7 +105,9 @@ __all__ = [
     "ABSENT_OWNER_CACHE_SIZE",
     "AbsentOwnerCache",
     "DEPENDENT_RESOURCES",
+    "GC_RESOURCES",
     "GarbageCollector",
+    "IGNORED_RESOURCES",
     "OWNER_RESOURCES",
     "OWNER_UID_INDEX",
     "UID_INDEX",
@@ -96,9 +115,14 @@ __all__ = [
     "owner_resource",
 ]
 
-#: The dependents and owners this model watches (see the module docstring).
-DEPENDENT_RESOURCES = ("controllerrevisions", "endpointslices", "jobs", "persistentvolumeclaims", "pods", "replicasets")
-OWNER_RESOURCES = ("cronjobs", "daemonsets", "deployments", "jobs", "replicasets", "replicationcontrollers", "services", "statefulsets")
+#: ``ignoredResources`` of graph_builder.go (``DefaultIgnoredResources``): Events, core and
+#: events.k8s.io, are never watched, owned or collected.
+IGNORED_RESOURCES = frozenset({"events", "events.events.k8s.io"})
+#: Every built-in resource the collector watches, as dependents and as owners (module doc).
+GC_RESOURCES = tuple(sorted({info.resource for info in KINDS.values() if info.resource not in IGNORED_RESOURCES}))
+#: The dependents and owners this model watches: every kind (names kept for callers).
+DEPENDENT_RESOURCES = GC_RESOURCES
+OWNER_RESOURCES = GC_RESOURCES
 #: Index names on the informers.
 OWNER_UID_INDEX = "garbagecollector/owner-uid"
 UID_INDEX = "garbagecollector/uid"
@@ -115,8 +139,9 @@ def _uid(obj: Any) -> list[str]:
 
 
 def owner_resource(reference: OwnerReference) -> str | None:
-    """The resource of a watched owner kind (``apiResource`` through the REST mapper),
-    or None for a kind this model does not watch or an apiVersion that does not match."""
+    """The resource of a built-in owner kind (``apiResource`` through the REST mapper),
+    or None for a kind the API server does not serve (custom kinds: the collector's own
+    map), an ignored one, or an apiVersion that does not match."""
     info = KINDS.get(reference.kind)
     if info is None or info.resource not in OWNER_RESOURCES or info.api_version != reference.api_version:
         return None
@@ -232,12 +257,16 @@ class GarbageCollector:
     def _owners_synced(self) -> bool:
         return all(informer.has_synced() for informer in self.owners.values())
 
-    def _owner_known(self, reference: OwnerReference) -> bool:
-        """False only for an owner of a watched kind that the owner caches do not hold."""
+    def _owner_known(self, reference: OwnerReference, namespace: str) -> bool:
+        """False for an owner the caches do not hold where ``reference`` from a dependent
+        in ``namespace`` points: not at all (upstream's virtual node), or only in another
+        namespace or under another name (``addDependentToOwners``'
+        hasPotentiallyInvalidOwnerReference): the dependent is then checked on live reads."""
         resource = self._owner_resource(reference)
         if resource is None or resource not in self.owners:
             return True
-        return bool(self.owners[resource].indexer.index_keys(UID_INDEX, reference.uid))
+        cached = self.owners[resource].indexer.by_index(UID_INDEX, reference.uid)
+        return any(owner.metadata.name == reference.name and owner.metadata.namespace in ("", namespace) for owner in cached)
 
     def _enqueue(self, resource: str, obj: Any) -> None:
         meta = obj.metadata
@@ -250,7 +279,7 @@ class GarbageCollector:
             return  # before the first scan (see run) or not a dependent
         if old is not None and old.metadata.owner_references == obj.metadata.owner_references and old.metadata.uid == obj.metadata.uid:
             return  # the owners did not change: nothing new to check
-        if not all(self._owner_known(reference) for reference in obj.metadata.owner_references):
+        if not all(self._owner_known(reference, obj.metadata.namespace) for reference in obj.metadata.owner_references):
             self._enqueue(resource, obj)
 
     def _owner_updated(self, old: Any, new: Any, resource: str = "") -> None:
@@ -321,6 +350,14 @@ class GarbageCollector:
         references = list(latest.metadata.owner_references)
         if not references:
             return
+        invalid = [reference for reference in references if not namespace and self._owner_resource(reference) is not None and self._owner_namespaced(reference)]
+        if invalid:
+            # namespacedOwnerOfClusterScopedObjectErr: will not resolve on retry; left alone.
+            self.process.world.record(
+                "gc-invalid-owner", resource=resource, name=name, uid=uid, owners=[reference.uid for reference in invalid], controller=self.name,
+                reason="a cluster-scoped object cannot have a namespaced owner (OwnerRefInvalidNamespace)",
+            )
+            return
         absent = [await self._is_dangling(reference, namespace) for reference in references]
         solid, dangling = classify(references, absent)
         if solid:
@@ -345,13 +382,22 @@ class GarbageCollector:
         elif FOREGROUND_FINALIZER in meta.finalizers:
             await self._delete_dependents(resource, owner)
 
+    def _has_dependents(self, uid: str) -> bool:
+        """Whether the caches hold an object that ``uid`` owns (upstream's
+        ``item.dependentsLength() != 0``, read from its graph)."""
+        return any(informer.indexer.index_keys(OWNER_UID_INDEX, uid) for informer in self.dependents.values())
+
     async def _dependents_of(self, owner: Any) -> list[tuple[str, Any]]:
-        """Every object of :data:`DEPENDENT_RESOURCES` referencing ``owner``, by a live list
-        of the owner's namespace (dependents live in their owner's namespace)."""
+        """Every object referencing ``owner``: a live list, in the owner's namespace (every
+        namespace for a cluster-scoped owner), of each resource whose cache holds one
+        (module docstring)."""
         found = []
-        for resource in sorted(self.dependents):  # the built-in dependents and every custom resource
+        uid = owner.metadata.uid
+        for resource in sorted(self.dependents):  # every built-in resource and every custom resource
+            if not self.dependents[resource].indexer.index_keys(OWNER_UID_INDEX, uid):
+                continue
             listed = await self.client.list(resource, owner.metadata.namespace)
-            found += [(resource, obj) for obj in listed.items if any(reference.uid == owner.metadata.uid for reference in obj.metadata.owner_references)]
+            found += [(resource, obj) for obj in listed.items if any(reference.uid == uid for reference in obj.metadata.owner_references)]
         return found
 
     async def _orphan_dependents(self, resource: str, owner: Any) -> None:
@@ -380,7 +426,7 @@ class GarbageCollector:
                 blocking += 1
             if dependent.metadata.deletion_timestamp is not None:
                 continue
-            policy = "Foreground" if dependent_resource in self.owners else "Background"
+            policy = "Foreground" if self._has_dependents(dependent.metadata.uid) else "Background"
             options = DeleteOptions(preconditions_uid=dependent.metadata.uid, propagation_policy=policy)
             try:
                 await self.client.delete(dependent_resource, dependent.metadata.namespace, dependent.metadata.name, options=options)
@@ -418,7 +464,7 @@ class GarbageCollector:
             return True
         resource = self._owner_resource(reference)
         if resource is None:
-            return False  # a kind this model does not watch: never absent
+            return False  # a kind the API server does not serve: never absent
         owner_namespace = namespace if self._owner_namespaced(reference) else ""
         try:
             owner = await self.client.get(resource, owner_namespace, reference.name)

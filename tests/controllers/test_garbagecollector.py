@@ -22,6 +22,7 @@ from chaoskube.client.client import ApiError
 from chaoskube.controllers.deployment import DeploymentController
 from chaoskube.controllers.garbagecollector import (
     ABSENT_OWNER_CACHE_SIZE,
+    GC_RESOURCES,
     AbsentOwnerCache,
     GarbageCollector,
     classify,
@@ -53,13 +54,18 @@ def test_references_split_into_solid_and_dangling():
     assert classify([], []) == ([], [])
 
 
-def test_only_owner_kinds_this_model_watches_can_be_absent():
+def test_every_served_kind_but_events_can_own_and_be_absent():
+    """graph_builder.go monitors every deletable resource but ``ignoredResources``."""
     assert owner_resource(_reference("Deployment", "1")) == "deployments"
     assert owner_resource(_reference("ReplicaSet", "1")) == "replicasets"
     assert owner_resource(_reference("Service", "1", "v1")) == "services"
     assert owner_resource(_reference("StatefulSet", "1")) == "statefulsets"
-    assert owner_resource(_reference("Node", "1", "v1")) is None  # not watched: never absent
+    assert owner_resource(_reference("Node", "1", "v1")) == "nodes"
+    assert owner_resource(_reference("ConfigMap", "1", "v1")) == "configmaps"
+    assert owner_resource(_reference("ClusterRole", "1", "rbac.authorization.k8s.io/v1")) == "clusterroles"
+    assert owner_resource(_reference("Foo", "1", "samplecontroller.k8s.io/v1alpha1")) is None  # not a built-in kind: the collector's map of CRDs
     assert owner_resource(_reference("Deployment", "1", "extensions/v1beta1")) is None  # another apiVersion
+    assert "events" not in GC_RESOURCES and {"deployments", "configmaps", "secrets", "nodes", "namespaces", "leases"} <= set(GC_RESOURCES)
 
 
 # =========================================================================== scenarios
@@ -193,3 +199,173 @@ def test_a_dependent_is_collected_only_when_its_owner_is_really_absent():
     assert still.metadata.uid == kept.metadata.uid  # its owner exists: left alone
     names = [e["name"] for e in world.journal.of_type("gc-delete")]
     assert names == ["haunted", "web-abcde", "kept"] or names == ["haunted", "kept", "web-abcde"]
+
+
+# =========================================================================== every kind, every owner (issue 33)
+def _foo_crd(scope="Namespaced"):
+    plural = "foos" if scope == "Namespaced" else "clusterfoos"
+    kind = "Foo" if scope == "Namespaced" else "ClusterFoo"
+    return from_dict({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": f"{plural}.samplecontroller.k8s.io"},
+        "spec": {"group": "samplecontroller.k8s.io", "scope": scope, "names": {"plural": plural, "kind": kind},
+                 "versions": [{"name": "v1alpha1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]},
+    })
+
+
+def _foo(name, scope="Namespaced"):
+    from chaoskube.api import custom_type
+
+    plural, kind = ("foos", "Foo") if scope == "Namespaced" else ("clusterfoos", "ClusterFoo")
+    cls = custom_type("samplecontroller.k8s.io/v1alpha1", kind, f"{plural}.samplecontroller.k8s.io", scope == "Namespaced")
+    metadata = {"name": name, "namespace": "default"} if scope == "Namespaced" else {"name": name}
+    return from_dict({"apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": kind, "metadata": metadata, "spec": {"replicas": 1}}, custom={("samplecontroller.k8s.io/v1alpha1", kind): cls})
+
+
+async def _served(world, client, resource):
+    async def listed():
+        try:
+            await client.list(resource, "")
+        except ApiError:
+            return False
+        return True
+
+    await eventually(world, listed)
+
+
+def _config_map(name, namespace="default"):
+    return from_dict({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}, "data": {"k": "v"}})
+
+
+def test_a_deployment_owned_by_a_custom_resource_goes_with_it():
+    """The sample-controller's case: ``kubectl delete foo foo-4`` leaves no ``foo-4-deploy``
+    behind; its ReplicaSet and pods follow (background propagation all the way)."""
+
+    async def story(world, client):
+        await client.create(_foo_crd())
+        await _served(world, client, "foos.samplecontroller.k8s.io")
+        foo = await client.create(_foo("foo-4"))
+        deployment = await client.create(owned_by(deployment_manifest("foo-4-deploy", replicas=2), foo))
+        kept = await client.create(deployment_manifest("unowned", replicas=0))
+        await eventually(world, lambda: complete(client, "foo-4-deploy", "nginx:1.25", replicas=2), within_s=60.0)
+        await client.delete("foos.samplecontroller.k8s.io", "default", "foo-4")
+        await eventually(world, lambda: gone(client, "deployments", "foo-4-deploy"), within_s=60.0)
+
+        async def descendants_gone():
+            replica_sets = [rs for rs in (await client.list("replicasets", "default")).items if any(ref.uid == deployment.metadata.uid for ref in rs.metadata.owner_references)]
+            return not replica_sets and not await list_pods(client)
+
+        await eventually(world, descendants_gone, within_s=60.0)
+        still = await client.get("deployments", "default", "unowned")
+        return foo, deployment, kept, still
+
+    world, (foo, deployment, kept, still) = scenario(story, builders=[rs_controller, deployment_controller, garbage_collector], kubelet=fake_kubelet())
+    deletions = [(e["resource"], e["name"], e["owners"]) for e in world.journal.of_type("gc-delete")]
+    assert ("deployments", "foo-4-deploy", [foo.metadata.uid]) in deletions
+    assert [name for resource, name, _ in deletions if resource == "replicasets"] and len([1 for resource, *_ in deletions if resource == "pods"]) == 2
+    assert still.metadata.uid == kept.metadata.uid  # not owned: left alone
+
+
+def test_a_cluster_scoped_owner_collects_namespaced_dependents_in_any_namespace():
+    async def story(world, client):
+        await client.create(_foo_crd("Cluster"))
+        await _served(world, client, "clusterfoos.samplecontroller.k8s.io")
+        owner = await client.create(_foo("global", "Cluster"))
+        await client.create(from_dict({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}}))
+        here = await client.create(owned_by(_config_map("here"), owner))
+        there = await client.create(owned_by(_config_map("there", "other"), owner))
+        role = await client.create(owned_by(from_dict({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "global-reader"}, "rules": []}), owner))
+        await world.sleep(10.0)
+        alive = [await client.get("configmaps", "default", "here"), await client.get("configmaps", "other", "there")]
+        await client.delete("clusterfoos.samplecontroller.k8s.io", "", "global")
+        await eventually(world, lambda: gone(client, "configmaps", "here"))
+
+        async def there_gone():
+            try:
+                await client.get("configmaps", "other", "there")
+            except ApiError as error:
+                return error.code == 404
+            return False
+
+        await eventually(world, there_gone)
+
+        async def role_gone():
+            try:
+                await client.get("clusterroles", "", "global-reader")
+            except ApiError as error:
+                return error.code == 404
+            return False
+
+        await eventually(world, role_gone)
+        return owner, here, there, role, alive
+
+    world, (owner, here, there, role, alive) = scenario(story, builders=[garbage_collector])
+    assert [obj.metadata.uid for obj in alive] == [here.metadata.uid, there.metadata.uid]  # a live owner: left alone
+    assert sorted((e["resource"], e["namespace"], e["name"]) for e in world.journal.of_type("gc-delete")) == [
+        ("clusterroles", "", "global-reader"), ("configmaps", "default", "here"), ("configmaps", "other", "there")]
+
+
+def test_scopes_a_namespaced_owner_is_looked_up_in_its_dependents_namespace_and_a_cluster_scoped_dependent_cannot_have_one():
+    """isDangling: a namespaced owner lives in the dependent's namespace (an owner of that
+    name and uid elsewhere does not count); a cluster-scoped dependent that names a
+    namespaced owner is invalid: never collected (namespacedOwnerOfClusterScopedObjectErr)."""
+
+    async def story(world, client):
+        await client.create(from_dict({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}}))
+        owner = await client.create(_config_map("owner"))
+        await client.create(owned_by(_config_map("same-namespace"), owner))
+        await client.create(owned_by(_config_map("elsewhere", "other"), owner))
+        await client.create(owned_by(from_dict({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "invalid"}, "rules": []}), owner))
+
+        async def elsewhere_gone():
+            try:
+                await client.get("configmaps", "other", "elsewhere")
+            except ApiError as error:
+                return error.code == 404
+            return False
+
+        await eventually(world, elsewhere_gone)
+        await world.sleep(10.0)
+        kept = await client.get("configmaps", "default", "same-namespace")
+        await client.delete("configmaps", "default", "owner")
+        await eventually(world, lambda: gone(client, "configmaps", "same-namespace"))
+        await world.sleep(10.0)
+        invalid = await client.get("clusterroles", "", "invalid")
+        return kept, invalid
+
+    world, (kept, invalid) = scenario(story, builders=[garbage_collector])
+    assert kept.metadata.name == "same-namespace" and invalid.metadata.name == "invalid"
+    assert [(e["namespace"], e["name"]) for e in world.journal.of_type("gc-delete")] == [("other", "elsewhere"), ("default", "same-namespace")]
+    flagged = world.journal.of_type("gc-invalid-owner")
+    assert flagged and {e["name"] for e in flagged} == {"invalid"}
+
+
+def test_foreground_deletion_of_a_custom_resource_waits_for_its_blocking_dependents():
+    """``kubectl delete foo foo-1 --cascade=foreground``: the Foo keeps its
+    foregroundDeletion finalizer until its Deployment (blockOwnerDeletion), deleted in the
+    foreground itself since it has a ReplicaSet, is gone."""
+
+    async def story(world, client):
+        from chaoskube.api.protocol import DeleteOptions
+
+        await client.create(_foo_crd())
+        await _served(world, client, "foos.samplecontroller.k8s.io")
+        foo = await client.create(_foo("foo-1"))
+        deployment = deployment_manifest("foo-1-deploy", replicas=2)
+        deployment = owned_by(deployment, foo)
+        deployment.metadata.owner_references[0] = msgspec.structs.replace(deployment.metadata.owner_references[0], block_owner_deletion=True, controller=True)
+        await client.create(deployment)
+        await eventually(world, lambda: complete(client, "foo-1-deploy", "nginx:1.25", replicas=2), within_s=60.0)
+        await client.delete("foos.samplecontroller.k8s.io", "default", "foo-1", options=DeleteOptions(propagation_policy="Foreground"))
+        waiting = await client.get("foos.samplecontroller.k8s.io", "default", "foo-1")
+        await eventually(world, lambda: gone(client, "foos.samplecontroller.k8s.io", "foo-1"), within_s=120.0)
+        foo_gone_at = world.now
+        return foo, waiting, foo_gone_at
+
+    world, (foo, waiting, foo_gone_at) = scenario(story, builders=[rs_controller, deployment_controller, garbage_collector], kubelet=fake_kubelet())
+    assert waiting.metadata.finalizers == ["foregroundDeletion"] and waiting.metadata.deletion_timestamp is not None
+    deletions = {e["name"]: e for e in world.journal.of_type("gc-delete")}
+    assert deletions["foo-1-deploy"]["policy"] == "Foreground"  # it has dependents of its own
+    finalizers = [e for e in world.journal.of_type("gc-finalizer") if e["finalizer"] == "foregroundDeletion"]
+    assert [e["name"] for e in finalizers][-1] == "foo-1"
+    deploy_released = next(e["t"] for e in finalizers if e["name"] == "foo-1-deploy")
+    assert deploy_released < next(e["t"] for e in finalizers if e["name"] == "foo-1") <= foo_gone_at
