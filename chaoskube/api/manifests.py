@@ -36,7 +36,7 @@ import datetime
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, overload
 
 import msgspec
@@ -616,20 +616,21 @@ def _files(path: Path, recursive: bool) -> list[Path]:
 
 
 @overload
-def load_manifests(path: str | Path, *, skip_unsupported: Literal[False] = ..., duplicate_keys: DuplicateKeys = ..., recursive: bool = ..., custom: CustomKinds | None = ...) -> list[Object]: ...
+def load_manifests(path: str | Path | Sequence[str | Path], *, skip_unsupported: Literal[False] = ..., duplicate_keys: DuplicateKeys = ..., recursive: bool = ..., custom: CustomKinds | None = ...) -> list[Object]: ...
 @overload
-def load_manifests(path: str | Path, *, skip_unsupported: Literal[True], duplicate_keys: DuplicateKeys = ..., recursive: bool = ..., custom: CustomKinds | None = ...) -> tuple[list[Object], list[ManifestIssue]]: ...
-def load_manifests(path: str | Path, *, skip_unsupported: bool = False, duplicate_keys: DuplicateKeys = "error", recursive: bool = False, custom: CustomKinds | None = None) -> Any:
-    """The objects in a manifest file, or in the manifest files of a directory, in order.
+def load_manifests(path: str | Path | Sequence[str | Path], *, skip_unsupported: Literal[True], duplicate_keys: DuplicateKeys = ..., recursive: bool = ..., custom: CustomKinds | None = ...) -> tuple[list[Object], list[ManifestIssue]]: ...
+def load_manifests(path: str | Path | Sequence[str | Path], *, skip_unsupported: bool = False, duplicate_keys: DuplicateKeys = "error", recursive: bool = False, custom: CustomKinds | None = None) -> Any:
+    """The objects in a manifest file, or in the manifest files of a directory, in order;
+    or of several files and directories (a list), in order, as one set.
 
     With ``skip_unsupported=True``, returns ``(objects, issues)``: unsupported kinds and
     removed API versions become :class:`ManifestIssue` values instead of errors. The
     CustomResourceDefinitions of every file serve their kinds to every file.
     """
-    path = Path(path)
+    paths = [Path(path)] if isinstance(path, (str, Path)) else [Path(item) for item in path]
     entries: list[_Entry] = []
     total = 0
-    for file in _files(path, recursive):
+    for file in (file for item in paths for file in _files(item, recursive)):
         try:
             data = read_limited(file, MANIFEST_MAX_BYTES, "a manifest file (split a larger workload into several files)")
         except TooLarge as error:

@@ -117,9 +117,9 @@ import trio
 import trio.testing
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import INVARIANT_MARKER, RULE_MARKER, Bundle, RuleBasedStateMachine, consumes, initialize, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import INVARIANT_MARKER, RULE_MARKER, Bundle, RuleBasedStateMachine, consumes, initialize, invariant, multiple, precondition, rule, run_state_machine_as_test
 
-from chaoskube.api.manifests import from_dict
+from chaoskube.api.manifests import from_dict, load_manifests
 from chaoskube.checkers import check_convergence, check_leader_election, check_pdb_eviction, check_raft_safety, check_scheduling
 from chaoskube.checkers.verdict import Verdict, run_checker
 from chaoskube.client.client import ApiError
@@ -139,6 +139,7 @@ __all__ = [
     "FAULT_RULES",
     "InvariantViolation",
     "LiveCluster",
+    "ManifestsRefused",
     "RunSummary",
     "SimulationCrashed",
     "default_settings",
@@ -218,6 +219,9 @@ NAMESPACE = "default"
 RESTARTED_AT = actions.RESTARTED_AT  # kubectl rollout restart's annotation
 IMAGES = actions.IMAGES
 MAX_STEPS = 1000  # a run longer than this is a bug in the caller (Hypothesis stops at stateful_step_count)
+MANIFEST_ATTEMPTS = 30  # creating a manifests' object: a namespace or CRD kind not served yet is retried, once a second
+#: The kinds whose namespaces are the workload's (ClusterMachine.workload_namespaces).
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "Pod")
 UNCORDON_ATTEMPTS = 10  # the drain fault's heal: kubectl uncordon, retried while the API does not answer
 UNCORDON_RETRY_S = 2.0
 
@@ -232,6 +236,10 @@ def fault_rule_name(kind: str) -> str:
 def small_cluster_spec(nodes: int = 3) -> ClusterSpec:
     """3 etcd members, 1 API server, 1 controller-manager, 1 scheduler, ``nodes`` nodes."""
     return ClusterSpec(api_servers=1, controller_managers=1, schedulers=1, node_groups=[NodeGroup(count=nodes)])
+
+
+class ManifestsRefused(RuntimeError):
+    """The machine's :attr:`~ClusterMachine.manifests` could not be created at boot."""
 
 
 class SimulationCrashed(RuntimeError):
@@ -540,6 +548,20 @@ class ClusterMachine(RuleBasedStateMachine):
     #: private constant: :data:`SHRINK_TIME_LIMIT_NOTE`). Each shrink attempt replays an
     #: example on a fresh cluster, so the shrink of a long example could run for hours.
     shrink_time_limit_s: ClassVar[float] = 120.0
+    #: Your application (issue 32): Kubernetes manifests -- a file, a directory, or a list
+    #: of both, loaded as one set (a CRD in one file serves the custom resources of
+    #: another), as ``chaoskube run --manifests`` loads them. A relative path is relative
+    #: to the file of the module of the class that sets it. Created through the API at boot,
+    #: in order, as ``kubectl create -f`` creates them (a namespace or a CRD's kind not
+    #: served yet is retried, :data:`MANIFEST_ATTEMPTS` times, every second); before the
+    #: first step. Its Deployments join the ``deployments`` bundle, so the workload rules
+    #: scale, roll out, evict from and delete them too.
+    manifests: ClassVar[str | Path | tuple[str | Path, ...] | list[str | Path] | None] = None
+    #: The namespaces the workload rules act in (create, scale, update and delete a
+    #: Deployment, create a PDB, delete or evict a pod). None: those of the manifests'
+    #: workloads, or ``default`` without manifests. (The generator's own actions,
+    #: :data:`ACTION_RULES`, keep their namespaces: ``actions.NAMESPACES``.)
+    namespaces: ClassVar[tuple[str, ...] | None] = None
 
     deployments = Bundle("deployments")
 
@@ -551,6 +573,7 @@ class ClusterMachine(RuleBasedStateMachine):
         self.user_processes: list[str] = []  # started by start_processes
         self.eventually_verdict: Verdict | None = None  # the liveness phase's verdict on the @eventually properties
         self.answered: dict[str, bool] = {}  # invariant name -> whether its last verdict was true or false (not unknown)
+        self.selectors: dict[str, str] = {}  # a manifests' Deployment's bundle key -> its pods' label selector
         self._quiet = False  # require() records without raising (the teardown's last look)
 
     # -- access -------------------------------------------------------------------------
@@ -651,17 +674,89 @@ class ClusterMachine(RuleBasedStateMachine):
         StateMachineTestCase.__qualname__ = cls.__qualname__ + ".TestCase"
         return StateMachineTestCase
 
+    # -- the user's manifests and namespaces ------------------------------------------------
+    @classmethod
+    def manifest_objects(cls) -> list[Any]:
+        """The objects of :attr:`manifests`, in order (empty without manifests);
+        ManifestError (one line naming the file) when they do not load."""
+        if cls.manifests is None:
+            return []
+        entries = [cls.manifests] if isinstance(cls.manifests, (str, Path)) else list(cls.manifests)
+        owner = next(klass for klass in cls.__mro__ if "manifests" in vars(klass))  # the class that names them (not a focus() of it)
+        module = sys.modules.get(owner.__module__)
+        base = Path(module.__file__).resolve().parent if module is not None and getattr(module, "__file__", None) else Path.cwd()
+        return load_manifests([Path(entry) if Path(entry).is_absolute() else base / entry for entry in entries])
+
+    @classmethod
+    def workload_namespaces(cls) -> tuple[str, ...]:
+        """Where the workload rules act: :attr:`namespaces`, else the namespaces of the
+        manifests' workloads (sorted), else ``default``."""
+        if cls.namespaces is not None:
+            return tuple(cls.namespaces)
+        found = sorted({obj.metadata.namespace or NAMESPACE for obj in cls.manifest_objects() if obj.KIND in WORKLOAD_KINDS})
+        return tuple(found) or (NAMESPACE,)
+
+    def deployment_choices(self) -> list[str]:
+        """The Deployment names ``create_deployment`` draws from: :attr:`deployment_names`
+        in each of :meth:`workload_namespaces`, as ``namespace/name`` (just ``name`` in
+        ``default``, so a machine without manifests draws exactly as before)."""
+        return [name if namespace == NAMESPACE else f"{namespace}/{name}" for namespace in self.workload_namespaces() for name in self.deployment_names]
+
+    def _place(self, key: str) -> tuple[str, str, str]:
+        """(namespace, name, label selector of its pods) of a ``deployments`` bundle entry:
+        ``namespace/name`` or a bare name (``default``); the selector is the manifests'
+        Deployment's ``matchLabels``, else ``app=<name>`` as the machine labels its own."""
+        namespace, _, name = key.rpartition("/")
+        return namespace or NAMESPACE, name, self.selectors.get(key, f"app={name}")
+
+    async def _create_manifests(self, objects: list[Any]) -> list[str]:
+        """Create the manifests' objects in order (``kubectl create``), as the machine's user
+        (each call journaled as a ``hypothesis-outcome``): an existing one is left as it is;
+        a namespace or custom kind not served yet (404), a 5xx, a 429 or no answer within
+        ``op_timeout_s`` is retried every second, :data:`MANIFEST_ATTEMPTS` times. Returns
+        the failures, one line each."""
+        failures = []
+        actor = self.actor()
+        for obj in objects:
+            where = f"{obj.KIND} {(obj.metadata.namespace + '/') if obj.metadata.namespace else ''}{obj.metadata.name}"
+            for attempt in range(1, MANIFEST_ATTEMPTS + 1):
+                if await actor.call(f"create {where}", self.client.create, obj) is not None:
+                    break
+                _, code, reason = actor.ops[-1]
+                if code == 409:  # AlreadyExists: left as it is
+                    break
+                if (code is not None and code != 404 and code != 429 and code < 500) or attempt == MANIFEST_ATTEMPTS:
+                    failures.append(f"{where}: {code or 'no answer'} {reason}".rstrip())
+                    break
+                await self.world.sleep(1.0)
+        return failures
+
     # -- boot ---------------------------------------------------------------------------
-    @initialize(seed=st.integers(min_value=0, max_value=2**32 - 1))
-    def boot(self, seed: int) -> None:
-        """Start the World (seed drawn by Hypothesis) and the cluster; wait for the nodes."""
+    @initialize(target=deployments, seed=st.integers(min_value=0, max_value=2**32 - 1))
+    def boot(self, seed: int) -> Any:
+        """Start the World (seed drawn by Hypothesis) and the cluster; wait for the nodes;
+        create the :attr:`manifests` (their Deployments join the ``deployments`` bundle)."""
+        objects = self.manifest_objects()
         journal = Journal(self.journal_path) if self.journal_path is not None else None
         world = World(seed, journal=journal)
         self.live = LiveCluster(world, self.spec, boot_within_s=self.boot_within_s)
         self.faults = FaultInjector(world, self.fault_context, rng=world.random("hypothesis/faults"))
         self.live.steps.append(("boot", {"seed": seed}))
         self.live.open()
+        keys = []
+        if objects:
+            failures = self.run(self._create_manifests, objects)
+            if failures:
+                raise ManifestsRefused(f"{len(failures)} object(s) of the manifests could not be created: {failures[0]}")
+            for obj in objects:
+                if obj.KIND == "Deployment":
+                    namespace = obj.metadata.namespace or NAMESPACE
+                    key = obj.metadata.name if namespace == NAMESPACE else f"{namespace}/{obj.metadata.name}"
+                    labels = obj.spec.selector.match_labels if obj.spec.selector is not None else {}
+                    self.selectors[key] = ",".join(f"{label}={value}" for label, value in sorted(labels.items()))
+                    keys.append(key)
         self.run_sync(self._start_user_processes)
+        return multiple(*keys)
 
     def start_processes(self, world: World, cluster: Cluster) -> None:
         """Override to start your own processes (a controller, a webhook, an operator) in
@@ -749,16 +844,21 @@ class ClusterMachine(RuleBasedStateMachine):
     # -- workload rules -------------------------------------------------------------------
     # Each is a thin caller of chaoskube.workload.actions (one definition of each action
     # for the machine and the workload generator).
-    @rule(target=deployments, name=st.sampled_from(deployment_names), replicas=st.integers(1, 4))
+    # A Deployment is named ``name`` in ``default`` and ``namespace/name`` elsewhere
+    # (:meth:`deployment_choices`, :meth:`_place`): the rules act in the namespaces of your
+    # manifests (:attr:`namespaces`).
+    @rule(target=deployments, name=st.runner().flatmap(lambda machine: st.sampled_from(machine.deployment_choices())), replicas=st.integers(1, 4))
     @step
     def create_deployment(self, name: str, replicas: int) -> str:
-        self.act(actions.create_workload, "Deployment", NAMESPACE, name, replicas)
+        namespace, bare, _ = self._place(name)
+        self.act(actions.create_workload, "Deployment", namespace, bare, replicas)
         return name
 
     @rule(name=deployments, replicas=st.integers(0, 5))
     @step
     def scale_deployment(self, name: str, replicas: int) -> None:
-        self.act(actions.scale_workload, "Deployment", NAMESPACE, name, replicas)
+        namespace, bare, _ = self._place(name)
+        self.act(actions.scale_workload, "Deployment", namespace, bare, replicas)
 
     @rule(name=deployments, change=st.sampled_from(("restart", "image")))
     @step
@@ -766,28 +866,33 @@ class ClusterMachine(RuleBasedStateMachine):
         """A new pod template, so the Deployment controller rolls out a new ReplicaSet:
         ``kubectl rollout restart`` (``restart``: the ``restartedAt`` annotation, stamped
         with virtual time) or ``kubectl set image`` (``image``: the other of two images)."""
-        self.act(actions.update_workload, "Deployment", NAMESPACE, name, change)
+        namespace, bare, _ = self._place(name)
+        self.act(actions.update_workload, "Deployment", namespace, bare, change)
 
     @rule(name=consumes(deployments))
     @step
     def delete_deployment(self, name: str) -> None:
-        self.act(actions.delete_object, "Deployment", NAMESPACE, name)
+        namespace, bare, _ = self._place(name)
+        self.act(actions.delete_object, "Deployment", namespace, bare)
 
     @rule(name=deployments, max_unavailable=st.integers(0, 2))
     @step
     def create_pdb(self, name: str, max_unavailable: int) -> None:
-        self.act(actions.create_pdb, NAMESPACE, name, f"maxUnavailable={max_unavailable}")
+        namespace, bare, _ = self._place(name)
+        self.act(actions.create_pdb, namespace, bare, f"maxUnavailable={max_unavailable}")
 
     @rule(name=deployments, index=st.integers(0, 7))
     @step
     def delete_pod(self, name: str, index: int) -> None:
-        self.act(actions.delete_pod, NAMESPACE, index, f"app={name}")
+        namespace, _, selector = self._place(name)
+        self.act(actions.delete_pod, namespace, index, selector)
 
     @rule(name=deployments, index=st.integers(0, 7))
     @step
     def evict_pod(self, name: str, index: int) -> None:
         """The Eviction API (``POST pods/<name>/eviction``): the PDB-guarded path."""
-        self.act(actions.evict_pod, NAMESPACE, index, f"app={name}")
+        namespace, _, selector = self._place(name)
+        self.act(actions.evict_pod, namespace, index, selector)
 
     @rule(index=st.integers(0, 7))
     @step

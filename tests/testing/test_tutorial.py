@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TUTORIAL = ROOT / "docs" / "tutorial.md"
-BLOCK = re.compile(r"<!-- (file|excerpt): (\S+) -->\n```python\n(.*?)```", re.S)
+BLOCK = re.compile(r"<!-- (file|excerpt): (\S+) -->\n```(?:python|yaml)\n(.*?)```", re.S)
 
 
 def _blocks(kind: str) -> list[tuple[str, str]]:
@@ -22,7 +22,7 @@ def _blocks(kind: str) -> list[tuple[str, str]]:
 
 
 def test_the_tutorial_has_files_and_excerpts():
-    assert [path for path, _ in _blocks("file")] == ["tests/test_first_cluster.py", "tests/test_pdb_guard.py", "tests/test_pdb_guard_fixed.py"]
+    assert [path for path, _ in _blocks("file")] == ["tests/test_first_cluster.py", "tests/test_pdb_guard.py", "tests/test_pdb_guard_fixed.py", "tests/manifests/shop.yaml", "tests/test_my_app.py"]
     assert len(_blocks("excerpt")) >= 5
 
 
@@ -36,6 +36,7 @@ def test_every_excerpt_is_verbatim_in_the_shipped_example(index):
 def _run_reader_file(tmp_path: Path, name: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "tests").mkdir(exist_ok=True)
     for path, code in _blocks("file"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text(code)
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-W", "ignore::DeprecationWarning", "--chaoskube-failures=off", name]
     if not any(point.value == "chaoskube.testing.plugin" for point in entry_points(group="pytest11")):
@@ -51,6 +52,12 @@ def test_the_first_cluster_test_passes(tmp_path):
 
 def test_the_fixed_controller_passes(tmp_path):
     result = _run_reader_file(tmp_path, "tests/test_pdb_guard_fixed.py")
+    assert result.returncode == 0 and "1 passed" in result.stdout, result.stdout[-3000:] + result.stderr[-2000:]
+
+
+def test_the_machine_on_your_own_manifests_passes(tmp_path):
+    """Section 11 (issue 32): the reader's manifests loaded into a ClusterMachine."""
+    result = _run_reader_file(tmp_path, "tests/test_my_app.py")
     assert result.returncode == 0 and "1 passed" in result.stdout, result.stdout[-3000:] + result.stderr[-2000:]
 
 
