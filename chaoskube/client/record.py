@@ -116,6 +116,8 @@ class EventRecorder:
         self._statistics["recorded"] += 1
         journal = {"component": self.source.component, "host": self.source.host, "kind": reference.kind, "namespace": reference.namespace,
                    "name": reference.name, "event_type": type_, "reason": reason, "message": message[:300]}
+        if reference.field_path:
+            journal["field_path"] = reference.field_path
         message = self._aggregate(reference, type_, reason, message, now)
         if not self._spam_allows(reference, now):
             self._statistics["dropped"] += 1

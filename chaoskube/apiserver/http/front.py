@@ -43,8 +43,11 @@ Shape (see docs/api-server.md, "The HTTP front"):
 Protobuf (``application/vnd.kubernetes.protobuf``, :mod:`kubeproto`) is served for bodies,
 answers and watch streams of every built-in kind, as negotiated in :mod:`codec`.
 
-Not served: HTTP/2, ``exec``/``attach``/``port-forward``/``log`` (no upgrades),
-``deletecollection``, server-side apply (``application/apply-patch+yaml`` is answered 415).
+``pods/log`` answers what the simulated container did (:mod:`logs`); ``exec``, ``attach``,
+``portforward`` and ``proxy`` of a pod are refused with a 400 Status that says why (the
+containers are simulated), after the pod is read (404 / 403 as a ``get``).
+
+Not served: HTTP/2, ``deletecollection``, server-side apply (``application/apply-patch+yaml`` is answered 415).
 """
 
 from __future__ import annotations
@@ -80,7 +83,7 @@ from chaoskube.api.protocol import (
     gone,
     not_found,
 )
-from chaoskube.apiserver.http import codec, discovery, kubeproto, openapi, tables, views
+from chaoskube.apiserver.http import codec, discovery, kubeproto, logs, openapi, tables, views
 from chaoskube.apiserver.http.routes import CustomKind, RequestInfo, custom_kinds, group_version, parse_path, subresources_of
 from chaoskube.sim import Failed, Ok, Process, World
 
@@ -172,6 +175,12 @@ class _Replica:
     connections: set[Any] = field(default_factory=set)
 
 
+#: Pod subresources that connect to a container or a port (``pkg/registry/core/pod/rest``),
+#: and ``log``.
+_CONNECT_SUBRESOURCES = frozenset({"log", "exec", "attach", "portforward", "proxy"})
+_CONNECT_WORDS = {"exec": "execute a command in", "attach": "attach to", "portforward": "forward a port to", "proxy": "proxy to"}
+
+
 class _Stall(Exception):
     """The request got no answer from the simulated network: hold the connection."""
 
@@ -200,6 +209,9 @@ class ApiFront:
         #: answer (the write stands, the connection closes unanswered, as when the server
         #: or a proxy dies between the commit and the reply). Journaled as an ``info`` op.
         self.lose_response: Callable[[str, Request, Response], bool] | None = None
+        #: What the simulated containers "printed" (``kubectl logs``), from the journal.
+        self.logs = logs.ContainerLogs()
+        self.logs.follow(world)
         #: Per replica: the custom kinds its last discovery answer served (its established CRDs).
         self._custom: dict[str, list[CustomKind]] = {}
 
@@ -498,6 +510,8 @@ class ApiFront:
                 raise StatusError(Status(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({method})"))
             if info.subresource == "scale":
                 return await self._scale(replica, client, info, kind, query, headers, body, credentials, record)
+            if kind.kind == "Pod" and kind.api_version == "v1" and info.subresource in _CONNECT_SUBRESOURCES:
+                return await self._pod_connect(replica, client, info, kind, query, credentials, record)
             request, warnings = self._request(info, kind, query, headers, body, credentials)
             if request.verb == "list" and (query.get("limit") or query.get("continue")):
                 return await self._paged_list(replica, client, info, kind, request, query, headers, record)
@@ -648,6 +662,35 @@ class ApiFront:
             next_token = base64.urlsafe_b64encode(orjson.dumps({"v": "meta.k8s.io/v1", "rv": int(response.resource_version), "start": following})).decode().rstrip("=")
         listed = [views.object_out(kind, codec.encode_object(obj)) for obj in page]
         return self._encode(info, kind, request, response, headers, query, continue_token=next_token, remaining=rest if rest > 0 else None, items=listed)
+
+    # ------------------------------------------------------------------ pods' log, exec, attach, port-forward
+    async def _pod_connect(self, replica: _Replica, client: Process, info: RequestInfo, kind: KindInfo, query: dict[str, str], credentials: Credentials, record: dict[str, Any]) -> tuple[int, bytes, list[tuple[str, str]]]:
+        """``pods/log`` from :class:`~chaoskube.apiserver.http.logs.ContainerLogs`;
+        ``exec``, ``attach``, ``portforward`` and ``proxy`` refused with a Status that says
+        why (a simulated container has no process and no socket). The pod is read first
+        (as ``get pods``: 404 for a missing pod, 403 for a user who may not read it)."""
+        get = Request(verb="get", resource="pods", namespace=info.namespace, name=info.name, credentials=credentials)
+        response = await self._api(replica, client, get, record)
+        if not response.ok:
+            assert response.status is not None
+            raise StatusError(response.status)
+        pod = response.object
+        if info.subresource != "log":
+            if info.verb not in ("get", "create"):
+                raise StatusError(Status(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({info.verb} pods/{info.subresource})"))
+            raise StatusError(Status(400, "BadRequest", (
+                f"pods/{info.subresource} is not served by chaoskube: the containers of pod {info.namespace}/{info.name} are simulated "
+                f"(no process to {_CONNECT_WORDS[info.subresource]}); `kubectl logs` shows what the simulated containers did")))
+        if info.verb != "get":
+            raise StatusError(Status(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({info.verb} pods/log)"))
+        container, options = logs.log_options(pod, query)
+        lines = self.logs.lines(f"{info.namespace}/{info.name}", container, previous=options["previous"])
+        if lines is None:
+            raise StatusError(bad_request(f'previous terminated container "{container}" in pod "{info.name}" not found'))
+        spec = next((c for c in [*pod.spec.containers, *pod.spec.init_containers] if c.name == container), None)
+        if spec is not None:
+            lines = logs.with_declared(lines, spec)
+        return 200, logs.render(lines, self.world.now, options), [("Content-Type", "text/plain")]
 
     # ------------------------------------------------------------------ scale
     async def _scale(self, replica: _Replica, client: Process, info: RequestInfo, kind: KindInfo, query: dict[str, str], headers: dict[str, str], body: bytes, credentials: Credentials, record: dict[str, Any]) -> tuple[int, bytes, list[tuple[str, str]]]:

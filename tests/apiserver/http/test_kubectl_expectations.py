@@ -116,3 +116,45 @@ def _yaml(document: dict) -> str:
     import json
 
     return json.dumps(document)
+
+
+CRASHING = {
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "crashing", "annotations": {"chaoskube.io/exit-after.app": "3", "chaoskube.io/exit-code.app": "2",
+                                                     "chaoskube.io/fail-liveness-after.sidecar": "1"}},
+    "spec": {"containers": [
+        {"name": "app", "image": "busybox:1.36", "command": ["sh", "-c", "exit 2"]},
+        {"name": "sidecar", "image": "nginx:1.27", "livenessProbe": {"httpGet": {"path": "/", "port": 80}, "periodSeconds": 2, "failureThreshold": 1}},
+    ]},
+}
+
+
+def test_kubectl_logs_shows_the_simulated_lifecycle_and_exec_is_refused_clearly(live):
+    kubectl(live, "create", "-f", "-", input_text=_yaml(CRASHING))
+
+    def restarted() -> str:
+        out = kubectl(live, "logs", "crashing", "-c", "app", "--previous", check=False)
+        return out.stdout if out.returncode == 0 and "exited with code 2" in out.stdout else ""
+
+    previous = _wait_for(restarted)
+    assert previous, kubectl(live, "logs", "crashing", "-c", "app", "--previous", check=False).stderr
+    lines = previous.splitlines()
+    assert all(line.startswith("[chaoskube: simulated container]") for line in lines), lines
+    assert any("started (restart 0" in line and 'command ["sh", "-c", "exit 2"]' in line for line in lines), lines
+    current = kubectl(live, "logs", "crashing", "-c", "app", "--timestamps").stdout.splitlines()
+    assert current and current[-1].split(" ", 1)[0].endswith("Z") and "started (restart " in "".join(current)
+    assert "(restart 0" not in "".join(current)  # the current instance is a restart
+    assert len(kubectl(live, "logs", "crashing", "-c", "app", "--tail=1").stdout.splitlines()) == 1
+    sidecar = _wait_for(lambda: (lambda out: out if "liveness probe failed" in out else "")(kubectl(live, "logs", "crashing", "-c", "sidecar", "--previous", check=False).stdout))
+    assert "Unhealthy" in sidecar and "Killing" in sidecar and "exited with code" in sidecar, sidecar
+    # no container named, two in the pod: 400 with upstream's message (kubectl itself defaults)
+    raw = kubectl(live, "get", "--raw", "/api/v1/namespaces/default/pods/crashing/log", check=False)
+    assert raw.returncode != 0 and "a container name must be specified for pod crashing, choose one of: [app sidecar]" in raw.stderr
+    wrong = kubectl(live, "logs", "crashing", "-c", "nope", check=False)
+    assert wrong.returncode != 0 and "container nope is not valid for pod crashing" in wrong.stderr
+    missing = kubectl(live, "logs", "nobody", check=False)
+    assert missing.returncode != 0 and 'pods "nobody" not found' in missing.stderr
+    refused = kubectl(live, "exec", "crashing", "-c", "app", "--", "ls", check=False, timeout=30)
+    assert refused.returncode != 0 and "pods/exec is not served by chaoskube" in refused.stderr and "simulated" in refused.stderr
+    assert "cannot be handled as a Pod" not in refused.stderr
+    kubectl(live, "delete", "pod", "crashing", "--grace-period=0", "--force")
