@@ -487,7 +487,7 @@ class ObjectMeta(_Struct):
     annotations: dict[str, str] = {}
     owner_references: list[OwnerReference] = []
     finalizers: list[str] = []
-    managed_fields: RawList = []
+    managed_fields: RawList | None = None  # None: not sent; [] resets them (fieldmanager.go)
 
     def __post_init__(self) -> None:
         _check_labels("labels", self.labels)

@@ -43,7 +43,7 @@ def preconditions(request: Request) -> dict[str, Any]:
             found["precondition_uid"] = body.metadata.uid
     elif request.verb == "patch":
         demanded = ""
-        if request.patch_type in ("merge", "strategic") and isinstance(body, dict):
+        if request.patch_type in ("merge", "strategic", "apply") and isinstance(body, dict):
             demanded = (body.get("metadata") or {}).get("resourceVersion") or ""
         elif isinstance(body, list):
             demanded = next((op.get("value") for op in body if isinstance(op, dict) and op.get("path") == "/metadata/resourceVersion" and op.get("op") in ("add", "replace", "test")), "") or ""

@@ -72,7 +72,7 @@ EPOCH = _dt.datetime(2026, 1, 1, tzinfo=_dt.timezone.utc)
 
 VERBS = ("get", "list", "watch", "create", "update", "patch", "delete")
 #: application/merge-patch+json, application/json-patch+json, application/strategic-merge-patch+json
-PATCH_TYPES = ("merge", "json", "strategic")
+PATCH_TYPES = ("merge", "json", "strategic", "apply")
 WatchEventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]
 
 _RESOURCES = {info.resource: info.kind for info in KINDS.values()}
@@ -187,6 +187,12 @@ class Request:
     #: (:mod:`chaoskube.api.fields`). Bodies of creates and updates arrive typed: whoever
     #: decoded them (the HTTP front) applied the directive.
     field_validation: str = ""
+    #: ``fieldManager`` (create, update, patch): who the write's fields belong to in
+    #: ``managedFields`` ("" for upstream's "unknown"); the HTTP front fills it from the
+    #: query or the user agent (``managerOrUserAgent``). ``force``: an apply
+    #: (``patch_type`` "apply") takes the fields other managers own instead of a 409.
+    field_manager: str = ""
+    force: bool = False
     id: str = ""  # the client's request id, for the journal
 
     def __post_init__(self) -> None:

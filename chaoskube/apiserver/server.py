@@ -60,9 +60,10 @@ option, priority and fairness, audit logging, aggregated APIs, CRDs.
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import msgspec
@@ -96,6 +97,7 @@ from chaoskube.api.objects import (
     parse_quantity,
 )
 from chaoskube.api.fields import go_value, prune_unknown, unknown_field_message
+from chaoskube.api.managedfields import ApplyConflict, ApplyError, FieldManager, builtin_schema, custom_schema
 from chaoskube.api.patch import PatchError, apply_patch, merge_patch
 from chaoskube.api.strategic import strategic_merge_patch
 from chaoskube.api.protocol import (
@@ -678,7 +680,7 @@ class ApiServer:
                 parent = info.type(metadata=parent.metadata, content={key: value for key, value in document.items() if key not in ("apiVersion", "kind", "metadata")})
             else:
                 parent.spec.replicas = body.spec.replicas
-            update = Request(verb="update", resource=request.resource, namespace=request.namespace, name=request.name, credentials=request.credentials, body=parent, dry_run=request.dry_run, id=request.id)
+            update = Request(verb="update", resource=request.resource, namespace=request.namespace, name=request.name, credentials=request.credentials, body=parent, dry_run=request.dry_run, field_manager=request.field_manager, id=request.id)
             try:
                 response = await self._update(update, user, info)
             except StatusError as error:
@@ -706,7 +708,7 @@ class ApiServer:
                     continue
                 updated = copy_object(crd)
                 updated.status = wanted
-                request = Request(verb="update", resource="customresourcedefinitions", subresource="status", name=crd.metadata.name, body=updated, credentials=self.loopback, id=f"{self.name}/establish/{crd.metadata.name}")
+                request = Request(verb="update", resource="customresourcedefinitions", subresource="status", name=crd.metadata.name, body=updated, credentials=self.loopback, field_manager="kube-apiserver", id=f"{self.name}/establish/{crd.metadata.name}")
                 await self.handle(request)
 
     def _crd_status(self, crd: CustomResourceDefinition, conflict_reason: str | None) -> Any:
@@ -879,7 +881,7 @@ class ApiServer:
         job.spec.template.metadata.labels = labels
         job.spec.selector = LabelSelector(match_labels=generated)
 
-    async def _create(self, request: Request, user: UserInfo, info: KindInfo) -> Response:
+    async def _create(self, request: Request, user: UserInfo, info: KindInfo, *, applied: bool = False) -> Response:
         obj = self._body(request, info)
         if info.namespaced:
             if not request.namespace:
@@ -892,6 +894,8 @@ class ApiServer:
         if info.kind == "Pod" and len(self.cacher.cache("pods")) >= self.config.max_pods:
             self.world.record("simulation-limit", server=self.name, resource="pods", limit=self.config.max_pods)
             raise _refuse(forbidden(f'pods "{obj.metadata.name or obj.metadata.generate_name}" is forbidden: the simulation holds at most {self.config.max_pods} pods (chaoskube\'s cap per run; see docs/api-server.md)'))
+        if not applied:  # create.go: the field manager runs before admission
+            self._track(info, request, None, obj)
         admission = self._admission_request("CREATE", request, user, info, obj, None, name=obj.metadata.name)
         obj = await self._mutate(admission)
         self._prepare_for_create(obj, info)
@@ -948,7 +952,7 @@ class ApiServer:
                 for key, value in increment.items():
                     used[key] = show_quantity(parse_quantity(used.get(key, "0")) + value, key)
                 updated.status.used = used
-                update = Request(verb="update", resource="resourcequotas", subresource="status", namespace=namespace, name=quota.metadata.name, body=updated, credentials=self.loopback, id=f"{request.id}/quota")
+                update = Request(verb="update", resource="resourcequotas", subresource="status", namespace=namespace, name=quota.metadata.name, body=updated, credentials=self.loopback, field_manager="kube-apiserver", id=f"{request.id}/quota")
                 response = await self.handle(update)
                 if response.code == 409:
                     conflicted = True
@@ -961,11 +965,87 @@ class ApiServer:
             quotas = list(listed)
         raise _refuse(conflict("resourcequotas", namespace, f"the quotas kept changing: gave up after {MAX_ATTEMPTS} attempts"))
 
+    # ------------------------------------------------------------------ managed fields
+    def _field_manager(self, info: KindInfo, subresource: str) -> FieldManager:
+        """The kind's field manager (:mod:`chaoskube.api.managedfields`) for the main
+        resource or a subresource. Reset fields (``ResetFieldsStrategy``): a kind with a
+        status subresource keeps ``status`` out of its main resource's managers and the
+        spec out of its status managers."""
+        if issubclass(info.type, CustomObject):
+            crd = self._crd(info.resource)
+            schema, root = custom_schema(crds.schema_of(crd) if crd is not None else None)
+            with_status = self._has_status(info)
+        else:
+            schema, root = builtin_schema(info.type)
+            with_status = info.kind in STATUS_KINDS
+        ignored: frozenset = frozenset()
+        if subresource == "status":
+            ignored = frozenset({(("f", "spec"),)})
+        elif with_status:
+            ignored = frozenset({(("f", "status"),)})
+        return FieldManager(schema, root, info.api_version, info.kind, subresource, ignored, struct=None if issubclass(info.type, CustomObject) else info.type)
+
+    def _track(self, info: KindInfo, request: Request, current: Object | None, new: Object) -> None:
+        """``FieldManager.UpdateNoErrors`` for a create, update or non-apply patch: sets
+        ``new``'s managedFields (the request's manager owns what it added or changed)."""
+        if request.subresource not in ("", "status"):
+            return  # binding, eviction, finalize, scale: not tracked here
+        manager = self._field_manager(info, request.subresource)
+        document = manager.update(to_dict(current) if current is not None else None, to_dict(new), request.field_manager, timestamp(self.process.now()))
+        new.metadata.managed_fields = (document.get("metadata") or {}).get("managedFields")
+
+    def _applied(self, info: KindInfo, request: Request, live: dict[str, Any] | None) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """The object after the apply of ``request.body`` to ``live`` (None: not there) and
+        the warnings of the configuration's unknown fields: they are dropped before the
+        merge (the configuration is decoded into the kind's type first, as upstream's
+        apply patcher does), refused under ``fieldValidation=Strict``."""
+        config = request.body
+        if not isinstance(config, dict):
+            raise _refuse(bad_request("an apply patch is a YAML or JSON object"))
+        if issubclass(info.type, CustomObject):
+            crd = self._crd(info.resource)
+            config = copy.deepcopy(config)
+            unknown = crds.prune(config, crds.schema_of(crd) if crd is not None else None, root=True)
+        else:
+            config, unknown = prune_unknown(config, info.type)
+        if unknown and request.field_validation == "Strict":
+            raise _refuse(bad_request(unknown_field_message(unknown)))
+        warnings = tuple(f'unknown field "{path}"' for path in unknown) if request.field_validation in ("Warn", "") else ()
+        manager = self._field_manager(info, request.subresource)
+        try:
+            return manager.apply(live, config, request.field_manager, request.force, timestamp(self.process.now())), warnings
+        except ApplyConflict as error:
+            raise _refuse(Status(409, "Conflict", str(error), causes=tuple(f"{field}: {message}" for field, message in error.causes))) from None
+        except ApplyError as error:
+            raise _refuse(Status(error.code, "BadRequest" if error.code == 400 else "InternalError", str(error))) from None
+
+    async def _apply_create(self, request: Request, user: UserInfo, info: KindInfo) -> Response:
+        """An apply to an object that does not exist: the configuration applied to an empty
+        object of the kind, then created (201) through the create path."""
+        document, warnings = self._applied(info, request, None)
+        name = (document.get("metadata") or {}).get("name", "")
+        if name != request.name:
+            raise _refuse(bad_request(f"the name of the object ({name}) does not match the name on the URL ({request.name})"))
+        try:
+            custom = {(info.api_version, info.kind): info.type} if issubclass(info.type, CustomObject) else None
+            obj = from_dict(document, f"{request.resource}/{request.name}", custom=custom)
+        except ManifestError as error:
+            raise _refuse(Status(422, "Invalid", f'{info.kind} "{request.name}" is invalid: {error.field or "object"}: {error.reason}')) from None
+        response = await self._create(replace(request, verb="create", body=obj, patch_type="merge"), user, info, applied=True)
+        return replace(response, warnings=tuple(warnings) + tuple(response.warnings))
+
     # ------------------------------------------------------------------ update and patch
-    def _patched(self, current: Object, request: Request) -> tuple[Object, str, tuple[str, ...]]:
+    def _patched(self, current: Object, request: Request, info: KindInfo | None = None) -> tuple[Object, str, tuple[str, ...]]:
         """The patched object, the resourceVersion the patch itself demands ("" if none) and
-        the warnings for unknown fields it dropped (``fieldValidation=Warn``)."""
+        the warnings for unknown fields it dropped (``fieldValidation=Warn``). An apply
+        (``patch_type`` "apply") is merged by the kind's field manager."""
         document = to_dict(current)
+        if request.patch_type == "apply":
+            assert info is not None
+            patched, warnings = self._applied(info, request, document)
+            demanded = (request.body.get("metadata") or {}).get("resourceVersion") or ""
+            obj, demanded, more = self._decode_patched(current, request, patched, str(demanded))
+            return obj, demanded, warnings + more
         try:
             if request.patch_type == "strategic" and isinstance(current, CustomObject):
                 # handlers/patch.go: custom resources have no Go struct to take patch
@@ -984,6 +1064,9 @@ class ApiServer:
                 demanded = next((op.get("value") for op in request.body if isinstance(op, dict) and op.get("path") == "/metadata/resourceVersion" and op.get("op") in ("add", "replace", "test")), "") or ""
         except PatchError as error:
             raise _refuse(Status(422, "Invalid", str(error))) from None
+        return self._decode_patched(current, request, patched, str(demanded))
+
+    def _decode_patched(self, current: Object, request: Request, patched: Any, demanded: str) -> tuple[Object, str, tuple[str, ...]]:
         if not isinstance(patched, dict) or patched.get("kind") != current.KIND or patched.get("apiVersion") != current.API_VERSION:
             raise _refuse(bad_request("a patch may not change apiVersion or kind"))
         warnings: tuple[str, ...] = ()
@@ -1057,11 +1140,15 @@ class ApiServer:
     async def _update(self, request: Request, user: UserInfo, info: KindInfo) -> Response:
         key = storage_key(info.resource, request.namespace, request.name)
         for _ in range(MAX_ATTEMPTS):
+            if request.patch_type == "apply" and request.verb == "patch" and not request.subresource:
+                found = await self.store.get(key)
+                if found is None:  # patch.go applyPatcher: an apply creates what does not exist
+                    return await self._apply_create(request, user, info)
             stored = await self._stored(info.resource, request.namespace, request.name)
             current = stored.object
             warnings: tuple[str, ...] = ()
             if request.verb == "patch":
-                new, demanded, warnings = self._patched(current, request)
+                new, demanded, warnings = self._patched(current, request, info)
             else:
                 new = self._body(request, info)
                 demanded = new.metadata.resource_version
@@ -1073,6 +1160,8 @@ class ApiServer:
                 raise _refuse(bad_request("the namespace of the provided object does not match the namespace sent on the request"))
             new.metadata.namespace = request.namespace
             new = self._prepare_for_update(info, current, new, request.subresource)
+            if not (request.verb == "patch" and request.patch_type == "apply"):
+                self._track(info, request, current, new)
             new = await self._mutate(self._admission_request("UPDATE", request, user, info, new, current))
             new, schema_causes, pruned_warnings = self._custom_schema(info, new, request)
             warnings = tuple(warnings) + pruned_warnings
@@ -1281,7 +1370,7 @@ class ApiServer:
             if request.dry_run:
                 return
             status.disrupted_pods = {**status.disrupted_pods, pod.metadata.name: timestamp(self.process.now())}
-            update = Request(verb="update", resource="poddisruptionbudgets", subresource="status", namespace=request.namespace, name=name, body=pdb, credentials=self.loopback, id=f"{request.id}/pdb")
+            update = Request(verb="update", resource="poddisruptionbudgets", subresource="status", namespace=request.namespace, name=name, body=pdb, credentials=self.loopback, field_manager="kube-apiserver", id=f"{request.id}/pdb")
             response = await self.handle(update)
             if response.ok:
                 return
@@ -1298,7 +1387,7 @@ class ApiServer:
         await self.cacher.wait_ready()
         for obj in bootstrap_objects():
             info = KINDS[obj.KIND]
-            request = Request(verb="create", resource=info.resource, credentials=self.loopback, body=obj, id=f"{self.name}/bootstrap/{obj.metadata.name}")
+            request = Request(verb="create", resource=info.resource, credentials=self.loopback, body=obj, field_manager="kube-apiserver", id=f"{self.name}/bootstrap/{obj.metadata.name}")
             while True:
                 response = await self.handle(request)
                 if response.ok or response.code == 409:

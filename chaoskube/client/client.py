@@ -99,6 +99,7 @@ Non-guarantees: no request body streaming or pagination (a list is one answer); 
 from __future__ import annotations
 
 import contextvars
+import re
 from collections import deque
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
@@ -337,6 +338,7 @@ class ApiClient:
         assert self.deadline_s > 0
         self.name = name or process.name
         self.user_agent = user_agent
+        self.field_manager = field_manager_of(self.name)
         self.probe_every_s = probe_every_s
         self.read_idle_s = read_idle_s
         self.ping_s = ping_s
@@ -520,6 +522,8 @@ class ApiClient:
 
     # -- typed helpers (raise ApiError) -------------------------------------------------
     def _request(self, verb: str, resource: str, **fields: Any) -> Request:
+        if verb in ("create", "update", "patch"):
+            fields.setdefault("field_manager", self.field_manager)
         return Request(verb=verb, resource=resource, credentials=self.credentials, **fields)
 
     async def _do(self, request: Request) -> Response:
@@ -901,6 +905,22 @@ class ApiLeaseLock:
             raise LockError(f"{verb} {self.name}: {error}") from error
         self._lease = written
         return True
+
+
+#: The components' clients by the last part of their name: their user agents begin with the
+#: binary's name (``rest.DefaultKubernetesUserAgent``: ``os.Args[0]``), which is what the API
+#: server keeps as the field manager of their writes (``managerOrUserAgent``).
+_COMPONENT_AGENTS = {"controllers": "kube-controller-manager", "scheduler": "kube-scheduler", "kubelet": "kubelet", "kube-proxy": "kube-proxy"}
+
+
+def field_manager_of(client_name: str) -> str:
+    """The field manager a client's writes carry: its component's binary name
+    (``node-1/kubelet`` -> ``kubelet``; ``kube-controller-manager-2/leader-election`` ->
+    ``kube-controller-manager``), else the client's name up to its first "/"."""
+    process, _, component = client_name.partition("/")
+    if component.rpartition("/")[2] in _COMPONENT_AGENTS:
+        return _COMPONENT_AGENTS[component.rpartition("/")[2]]
+    return re.sub(r"-\d+$", "", process)
 
 
 def leader_election_client(

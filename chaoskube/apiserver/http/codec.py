@@ -190,7 +190,7 @@ def _cause(text: str) -> dict[str, str]:
     """A cause "spec.replicas: Invalid value: -1: must be ..." as ``metav1.StatusCause``."""
     field, sep, message = text.partition(": ")
     if sep and " " not in field:
-        reason = "FieldValueRequired" if message.startswith("Required value") else "FieldValueInvalid" if message.startswith("Invalid value") else "FieldValueForbidden" if message.startswith("Forbidden") else "FieldValueNotSupported" if message.startswith("Unsupported value") else ""
+        reason = "FieldManagerConflict" if message.startswith("conflict with ") else "FieldValueRequired" if message.startswith("Required value") else "FieldValueInvalid" if message.startswith("Invalid value") else "FieldValueForbidden" if message.startswith("Forbidden") else "FieldValueNotSupported" if message.startswith("Unsupported value") else ""
         cause = {"message": message, "field": field}
         if reason:
             cause["reason"] = reason

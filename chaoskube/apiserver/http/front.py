@@ -47,7 +47,12 @@ answers and watch streams of every built-in kind, as negotiated in :mod:`codec`.
 ``portforward`` and ``proxy`` of a pod are refused with a 400 Status that says why (the
 containers are simulated), after the pod is read (404 / 403 as a ``get``).
 
-Not served: HTTP/2, ``deletecollection``, server-side apply (``application/apply-patch+yaml`` is answered 415).
+Server-side apply: ``PATCH`` with ``application/apply-patch+yaml`` and ``fieldManager``
+(required), ``force``, ``dryRun``, ``fieldValidation``; every create, update and patch
+names its field manager (``fieldManager``, else the user agent's first word), for
+``managedFields`` (:mod:`chaoskube.api.managedfields`).
+
+Not served: HTTP/2, ``deletecollection``.
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ import h11
 import orjson
 import trio
 
+from chaoskube.api.managedfields import manager_or_user_agent, validate_field_manager
 from chaoskube.api.objects import CustomObject, KindInfo, ObjectMeta, Scale, ScaleSpec
 from chaoskube.api.oplog import end_fields, op_fields, preconditions, read_fields
 from chaoskube.api.protocol import (
@@ -107,7 +113,34 @@ _PATCH_TYPES = {
     "application/merge-patch+json": "merge",
     "application/json-patch+json": "json",
     "application/strategic-merge-patch+json": "strategic",
+    "application/apply-patch+yaml": "apply",
 }
+
+
+def _write_options(verb: str, subresource: str, content_type: str, query: dict[str, str], headers: dict[str, str]) -> tuple[str, bool]:
+    """The field manager and ``force`` of a write (``CreateOptions`` / ``UpdateOptions`` /
+    ``PatchOptions``): ``fieldManager`` or the user agent's first word
+    (``managerOrUserAgent``); an apply must name its manager and only an apply may force
+    (``ValidatePatchOptions``, apimachinery ``meta/v1/validation``)."""
+    if verb not in ("create", "update", "patch") or subresource in ("eviction", "binding"):
+        return "", False
+    options = {"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions"}[verb]
+    apply = verb == "patch" and content_type.split(";")[0].strip().lower() == "application/apply-patch+yaml"
+    manager = query.get("fieldManager", "")
+    force_text = query.get("force", "")
+    causes = []
+    problem = validate_field_manager(manager)
+    if problem:
+        causes.append(problem)
+    if apply and not manager:
+        causes.append("fieldManager: Required value: is required for apply patch")
+    if force_text and not apply:
+        causes.append("force: Forbidden: may not be specified for non-apply patch")
+    if force_text not in ("", "true", "false", "1", "0", "True", "False"):
+        raise StatusError(bad_request(f"force: invalid boolean {force_text!r}"))
+    if causes:
+        raise StatusError(Status(422, "Invalid", f'{options}.meta.k8s.io "" is invalid: {", ".join(causes)}', causes=tuple(causes)))
+    return manager_or_user_agent(manager, headers.get("user-agent", "")), force_text in ("true", "1", "True")
 
 
 @dataclass(frozen=True)
@@ -556,6 +589,7 @@ class ApiFront:
             return Request(**common), ()
         content_type = headers.get("content-type", "application/json")
         protobuf_patch = verb == "patch" and content_type.split(";")[0].strip().lower() == kubeproto.PROTOBUF
+        common["field_manager"], common["force"] = _write_options(verb, sub, content_type, query, headers)
         data = codec.decode_body(body, content_type, kind) if body and not protobuf_patch else None  # a patch's type is checked first (patch.go)
         data = views.patch_in(kind, data) if verb == "patch" else views.object_in(kind, data)
         if verb == "create" and sub == "eviction" and kind.kind == "Pod":
@@ -573,8 +607,6 @@ class ApiFront:
             return Request(**{**common, "body": obj}), warnings
         if verb == "patch":
             media = content_type.split(";")[0].strip().lower()
-            if media == "application/apply-patch+yaml":
-                raise StatusError(Status(415, "UnsupportedMediaType", "server-side apply (application/apply-patch+yaml) is not supported by the chaoskube front; use client-side apply (kubectl apply without --server-side)"))
             patch_type = _PATCH_TYPES.get(media)
             if patch_type is None:
                 raise StatusError(Status(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted media types include: {', '.join(_PATCH_TYPES)}"))
@@ -705,6 +737,7 @@ class ApiFront:
             raise StatusError(not_found(info.resource, info.name))
         common = {"resource": kind.resource, "namespace": info.namespace, "name": info.name, "subresource": "scale", "credentials": credentials}
         dry_run = query.get("dryRun") == "All"
+        field_manager, _ = _write_options(info.verb, "scale", headers.get("content-type", "application/json"), query, headers)
         get = Request(verb="get", **common)
         for _ in range(8):
             current = await self._api(replica, client, get, record)
@@ -747,7 +780,7 @@ class ApiFront:
             version = demanded or scale["metadata"].get("resourceVersion", "")
             meta = current.object.metadata
             written = Scale(metadata=ObjectMeta(name=meta.name, namespace=meta.namespace, uid=meta.uid, resource_version=version), spec=ScaleSpec(replicas=int((wanted.get("spec") or {}).get("replicas", 0))))
-            response = await self._api(replica, client, Request(verb="update", body=written, dry_run=dry_run, **common), record)
+            response = await self._api(replica, client, Request(verb="update", body=written, dry_run=dry_run, field_manager=field_manager, **common), record)
             if response.ok:
                 return 200, self._render(codec.encode_object(response.object), answer), served + _warning_headers(response.warnings)
             if response.code == 409 and not demanded and info.verb == "patch":

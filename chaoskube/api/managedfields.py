@@ -1,0 +1,651 @@
+"""``metadata.managedFields`` and server-side apply for objects: apimachinery's field
+manager (``k8s.io/apimachinery/pkg/util/managedfields/internal``) over the merge of
+:mod:`chaoskube.api.fieldpath`.
+
+A :class:`FieldManager` serves one kind at one API version (and subresource). It works on
+objects in their JSON form and is pure (the time is passed in):
+
+- :meth:`FieldManager.update` — a create, update or non-apply patch by ``manager``: the
+  fields it added or changed become its own (an ``Update`` entry per manager, API version
+  and subresource; a later write by the same manager merges into its entry:
+  ``managedFieldsUpdater``). The request's ``managedFields`` replace the stored ones when
+  they decode and are not empty; ``[]`` (or one empty entry) resets them
+  (``decodeLiveOrNew``, ``isResetManagedFields``); a subresource ignores the request's. An
+  object that has none and already exists is not tracked (``skipNonApplied``); at most 10
+  Update entries, the oldest folded into ``ancient-changes`` (``capManagers``); metadata
+  that nobody owns is stripped (``stripMeta``).
+- :meth:`FieldManager.apply` — an apply (``application/apply-patch+yaml``) by ``manager``:
+  the configuration merged into the live object, fields the manager applied before and not
+  now removed unless another manager owns them, ownership moved, and
+  :class:`ApplyConflict` (409, upstream's message and causes) when the configuration
+  changes fields other managers own, unless ``force``. The first apply to an object without
+  managedFields attributes its existing fields to ``before-first-apply``.
+
+The schema of a kind (which lists are maps keyed by what, which are sets or atomic, which
+structs and maps are atomic) comes from :func:`builtin_schema` for the built-in kinds —
+their msgspec types plus the list/struct/map markers of ``k8s.io/api`` v0.26.15
+(:data:`LIST_TYPES`, :data:`ATOMIC_STRUCTS`, :data:`ATOMIC_MAPS`) and their patch metadata
+(``patchMergeKey`` makes a map-list, ``patchStrategy=merge`` alone a set, as kube-openapi's
+``schemaconv`` reads them) — or from :func:`custom_schema` for a CRD's structural schema
+(``x-kubernetes-list-type``, ``x-kubernetes-list-map-keys``, ``x-kubernetes-map-type``,
+``x-kubernetes-preserve-unknown-fields``, ``x-kubernetes-int-or-string``).
+
+Not modelled: ``lastAppliedManager`` (an apply that conflicts only with client-side apply's
+fields whose values match the ``last-applied-configuration`` annotation is let through
+upstream; here it conflicts) and version conversion of managed fields (each kind is served
+at one version; a CRD's versions convert with the ``None`` strategy, so their sets are
+kept as they are).
+"""
+
+from __future__ import annotations
+
+import copy
+from functools import lru_cache
+from typing import Any
+
+import msgspec
+import orjson
+
+from chaoskube.api import fieldpath as fp
+from chaoskube.api.strategic import PATCH_META
+
+__all__ = [
+    "ApplyConflict", "ApplyError", "FieldManager", "LAST_APPLIED_ANNOTATION", "builtin_schema",
+    "custom_schema", "decode_managed_fields", "encode_managed_fields", "manager_identifier", "typed_form",
+    "manager_or_user_agent", "validate_field_manager",
+]
+
+LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
+MAX_UPDATE_MANAGERS = 10  # DefaultMaxUpdateManagers
+BEFORE_FIRST_APPLY = "before-first-apply"
+ANCIENT_CHANGES = "ancient-changes"
+
+#: (struct, field) -> (list type, keys): ``+listType`` / ``+listMapKey`` markers of
+#: k8s.io/api v0.26.15 ``*/v1/types.go`` (extracted from the files, for the types served here).
+LIST_TYPES: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
+    ("CertificateSigningRequestStatus", "conditions"): ("map", ("type",)),
+    ("Container", "ports"): ("map", ("containerPort", "protocol")),
+    ("CronJobStatus", "active"): ("atomic", ()),
+    ("Endpoint", "addresses"): ("set", ()),
+    ("EndpointSlice", "endpoints"): ("atomic", ()),
+    ("EndpointSlice", "ports"): ("atomic", ()),
+    ("EphemeralContainerCommon", "ports"): ("map", ("containerPort", "protocol")),
+    ("HTTPIngressRuleValue", "paths"): ("atomic", ()),
+    ("IngressSpec", "rules"): ("atomic", ()),
+    ("IngressSpec", "tls"): ("atomic", ()),
+    ("IngressTLS", "hosts"): ("atomic", ()),
+    ("JobStatus", "conditions"): ("atomic", ()),
+    ("NetworkPolicyStatus", "conditions"): ("map", ("type",)),
+    ("PodDisruptionBudgetStatus", "conditions"): ("map", ("type",)),
+    ("PodFailurePolicy", "rules"): ("atomic", ()),
+    ("PodFailurePolicyOnExitCodesRequirement", "values"): ("set", ()),
+    ("PodFailurePolicyRule", "onPodConditions"): ("atomic", ()),
+    ("PodSpec", "resourceClaims"): ("map", ("name",)),
+    ("PodSpec", "schedulingGates"): ("map", ("name",)),
+    ("PodSpec", "topologySpreadConstraints"): ("map", ("topologyKey", "whenUnsatisfiable")),
+    ("ResourceRequirements", "claims"): ("map", ("name",)),
+    ("Rule", "apiGroups"): ("atomic", ()),
+    ("Rule", "apiVersions"): ("atomic", ()),
+    ("Rule", "resources"): ("atomic", ()),
+    ("RuleWithOperations", "operations"): ("atomic", ()),
+    ("ServiceSpec", "clusterIPs"): ("atomic", ()),
+    ("ServiceSpec", "ipFamilies"): ("atomic", ()),
+    ("ServiceSpec", "ports"): ("map", ("port", "protocol")),
+    ("ServiceStatus", "conditions"): ("map", ("type",)),
+    ("TopologySpreadConstraint", "matchLabelKeys"): ("atomic", ()),
+    ("UncountedTerminatedPods", "failed"): ("set", ()),
+    ("UncountedTerminatedPods", "succeeded"): ("set", ()),
+    # meta/v1 ObjectMeta (+listType=set / +listType=map +listMapKey=uid in newer types.go)
+    ("ObjectMeta", "finalizers"): ("set", ()),
+    ("ObjectMeta", "ownerReferences"): ("map", ("uid",)),
+}
+#: ``+structType=atomic`` (k8s.io/api v0.26.15 and apimachinery meta/v1).
+ATOMIC_STRUCTS = frozenset({
+    "EndpointPort", "Subject", "RoleRef", "CrossVersionObjectReference", "SecretReference", "ObjectFieldSelector",
+    "ResourceFieldSelector", "ConfigMapKeySelector", "SecretKeySelector", "NodeSelector", "NodeSelectorTerm",
+    "TopologySelectorTerm", "EndpointAddress", "ObjectReference", "LocalObjectReference", "TypedLocalObjectReference",
+    "ScopeSelector", "OwnerReference", "LabelSelector",
+})
+#: ``+mapType=atomic``.
+ATOMIC_MAPS = frozenset({("PodSpec", "nodeSelector"), ("ReplicationControllerSpec", "selector"), ("Scheduling", "nodeSelector"), ("ServiceSpec", "selector")})
+#: Key fields with a default (``+default="TCP"`` on ContainerPort and ServicePort protocol):
+#: an item that omits the key is keyed by the default (``getAssociativeKeyDefault``).
+KEY_DEFAULTS = {("ContainerPort", "protocol"): "TCP", ("ServicePort", "protocol"): "TCP"}
+
+
+# ----------------------------------------------------------------------------- schemas
+def _unwrap(info: Any) -> Any:
+    if isinstance(info, msgspec.inspect.UnionType):
+        members = [member for member in info.types if not isinstance(member, msgspec.inspect.NoneType)]
+        if len(members) == 1:
+            return members[0]
+        if all(isinstance(member, (msgspec.inspect.StrType, msgspec.inspect.IntType, msgspec.inspect.FloatType, msgspec.inspect.BoolType)) for member in members):
+            return msgspec.inspect.StrType()  # IntOrString, Quantity: a scalar
+        return msgspec.inspect.AnyType()
+    return info
+
+
+_SCALARS = (msgspec.inspect.StrType, msgspec.inspect.IntType, msgspec.inspect.FloatType, msgspec.inspect.BoolType, msgspec.inspect.LiteralType, msgspec.inspect.EnumType)
+
+
+class _BuiltinTypes:
+    """Named SMD types for msgspec structs, built as they are first resolved."""
+
+    def __init__(self) -> None:
+        self.classes: dict[str, type] = {}
+
+    def ref(self, info: Any, owner: str = "", field: str = "") -> fp.TypeRef:
+        info = _unwrap(info)
+        if isinstance(info, msgspec.inspect.StructType):
+            self.classes[info.cls.__name__] = info.cls
+            return fp.TypeRef(named=info.cls.__name__)
+        if isinstance(info, _SCALARS):
+            return fp.TypeRef(inline=fp.Atom(scalar="untyped"))
+        if isinstance(info, (msgspec.inspect.ListType, msgspec.inspect.SetType, msgspec.inspect.FrozenSetType, msgspec.inspect.VarTupleType)):
+            element = self.ref(info.item_type)
+            kind, keys = LIST_TYPES.get((owner, field), ("", ()))
+            if not kind:
+                meta = PATCH_META.get((owner, field))
+                if meta is not None and "merge" in meta.strategies:
+                    kind, keys = ("map", (meta.merge_key,)) if meta.merge_key else ("set", ())
+                else:
+                    kind = "atomic"
+            relationship = "atomic" if kind == "atomic" else "associative"
+            if kind == "set" and isinstance(_unwrap(info.item_type), msgspec.inspect.StructType):
+                relationship = "atomic"  # a set holds scalars only
+            return fp.TypeRef(inline=fp.Atom(list=fp.ListType(element, relationship, keys if kind == "map" else ())))
+        if isinstance(info, msgspec.inspect.DictType):
+            value = _unwrap(info.value_type)
+            if isinstance(value, msgspec.inspect.AnyType):
+                return fp.TypeRef(named=fp.UNTYPED_DEDUCED)
+            relationship = "atomic" if (owner, field) in ATOMIC_MAPS else "separable"
+            return fp.TypeRef(inline=fp.Atom(map=fp.MapType(element=self.ref(value), relationship=relationship)))
+        return fp.TypeRef(named=fp.UNTYPED_DEDUCED)
+
+    def build(self, name: str) -> fp.Atom | None:
+        cls = self.classes.get(name)
+        if cls is None:
+            return None
+        info = msgspec.inspect.type_info(cls)
+        fields = tuple((field.encode_name, self.ref(field.type, name, field.encode_name)) for field in info.fields)
+        defaults = tuple((field_name, value) for (owner, field_name), value in KEY_DEFAULTS.items() if owner == name)
+        return fp.Atom(map=fp.MapType(fields, None, "atomic" if name in ATOMIC_STRUCTS else "separable", defaults))
+
+
+@lru_cache(maxsize=None)
+def _struct_fields(cls: type) -> tuple[tuple[str, str, type], ...]:
+    """The struct-typed fields of ``cls``: (JSON name, "struct" for a non-optional one,
+    "optional", "list" or "dict" of structs, the struct class)."""
+    out = []
+    for field in msgspec.inspect.type_info(cls).fields:
+        info = field.type
+        optional = isinstance(info, msgspec.inspect.UnionType)
+        info = _unwrap(info)
+        if isinstance(info, msgspec.inspect.StructType):
+            out.append((field.encode_name, "optional" if optional else "struct", info.cls))
+        elif isinstance(info, msgspec.inspect.ListType) and isinstance(_unwrap(info.item_type), msgspec.inspect.StructType):
+            out.append((field.encode_name, "list", _unwrap(info.item_type).cls))
+        elif isinstance(info, msgspec.inspect.DictType) and isinstance(_unwrap(info.value_type), msgspec.inspect.StructType):
+            out.append((field.encode_name, "dict", _unwrap(info.value_type).cls))
+    return tuple(out)
+
+
+def typed_form(document: Any, cls: type) -> Any:
+    """The JSON form of a built-in object as upstream's typed conversion sees it
+    (``runtime.DefaultUnstructuredConverter.ToUnstructured`` of the Go struct): a
+    non-pointer struct field is there, ``{}`` when empty (``omitempty`` does not omit a
+    struct), where chaoskube's JSON form leaves it out. In place; returns ``document``."""
+    if not isinstance(document, dict):
+        return document
+    for name, kind, sub in _struct_fields(cls):
+        value = document.get(name)
+        if kind == "struct":
+            if value is None and name not in document:
+                value = document[name] = {}
+            typed_form(value, sub)
+        elif kind == "optional":
+            typed_form(value, sub)
+        elif kind == "list" and isinstance(value, list):
+            for item in value:
+                typed_form(item, sub)
+        elif kind == "dict" and isinstance(value, dict):
+            for item in value.values():
+                typed_form(item, sub)
+    return document
+
+
+@lru_cache(maxsize=None)
+def builtin_schema(cls: type) -> tuple[fp.Schema, fp.TypeRef]:
+    """The SMD schema and root type of a built-in kind's struct class."""
+    types = _BuiltinTypes()
+    root = types.ref(msgspec.inspect.type_info(cls))
+    return fp.Schema(lazy=types.build), root
+
+
+class _CustomTypes:
+    def __init__(self) -> None:
+        self.count = 0
+        self.types: dict[str, fp.Atom] = {}
+
+    def ref(self, node: Any) -> fp.TypeRef:
+        if not isinstance(node, dict):
+            return fp.TypeRef(named=fp.UNTYPED_DEDUCED)
+        if node.get("x-kubernetes-int-or-string") or node.get("type") in ("string", "integer", "number", "boolean"):
+            return fp.TypeRef(inline=fp.Atom(scalar="untyped"))
+        if node.get("type") == "array":
+            element = self.ref(node.get("items"))
+            kind = node.get("x-kubernetes-list-type", "atomic")
+            if kind == "map":
+                return fp.TypeRef(inline=fp.Atom(list=fp.ListType(element, "associative", tuple(node.get("x-kubernetes-list-map-keys") or ()))))
+            return fp.TypeRef(inline=fp.Atom(list=fp.ListType(element, "associative" if kind == "set" else "atomic")))
+        properties = node.get("properties")
+        additional = node.get("additionalProperties")
+        preserve = node.get("x-kubernetes-preserve-unknown-fields") is True
+        if node.get("type") == "object" or properties or additional or preserve or node.get("x-kubernetes-embedded-resource"):
+            relationship = "atomic" if node.get("x-kubernetes-map-type") == "atomic" else "separable"
+            fields = tuple((name, self.ref(child)) for name, child in (properties or {}).items())
+            if node.get("x-kubernetes-embedded-resource"):
+                fields = tuple((name, ref) for name, ref in fields if name not in ("apiVersion", "kind", "metadata"))
+                fields += (("apiVersion", fp.TypeRef(inline=fp.Atom(scalar="untyped"))), ("kind", fp.TypeRef(inline=fp.Atom(scalar="untyped"))), ("metadata", fp.TypeRef(named="ObjectMeta")))
+            element = None
+            if isinstance(additional, dict):
+                element = self.ref(additional)
+            elif preserve or additional is True:
+                element = fp.TypeRef(named=fp.UNTYPED_DEDUCED)
+            defaults = tuple((name, child["default"]) for name, child in (properties or {}).items() if isinstance(child, dict) and "default" in child)
+            return fp.TypeRef(inline=fp.Atom(map=fp.MapType(fields, element, relationship, defaults)))
+        return fp.TypeRef(named=fp.UNTYPED_DEDUCED)
+
+
+def _object_meta() -> type:
+    from chaoskube.api.objects import ObjectMeta
+
+    return ObjectMeta
+
+
+_CUSTOM_CACHE: dict[str, tuple[fp.Schema, fp.TypeRef]] = {}
+
+
+def custom_schema(structural: dict[str, Any] | None) -> tuple[fp.Schema, fp.TypeRef]:
+    """The SMD schema of a custom kind from its CRD's structural schema (None: untyped,
+    every list atomic, as upstream treats a CRD without a schema). ``metadata`` is the
+    built-in ObjectMeta's. Cached by the schema's text."""
+    key = orjson.dumps(structural, option=orjson.OPT_SORT_KEYS).decode()
+    cached = _CUSTOM_CACHE.get(key)
+    if cached is not None:
+        return cached
+    meta_schema, meta_root = builtin_schema(_object_meta())
+    types = _CustomTypes()
+    root = types.ref(structural if isinstance(structural, dict) else {"type": "object", "x-kubernetes-preserve-unknown-fields": True})
+    atom = root.inline
+    assert atom is not None and atom.map is not None
+    fields = tuple((name, ref) for name, ref in atom.map.fields if name not in ("metadata", "apiVersion", "kind"))
+    fields += (("metadata", meta_root), ("apiVersion", fp.TypeRef(inline=fp.Atom(scalar="untyped"))), ("kind", fp.TypeRef(inline=fp.Atom(scalar="untyped"))))
+    root = fp.TypeRef(inline=fp.Atom(map=fp.MapType(fields, atom.map.element, atom.map.relationship, atom.map.defaults)))
+    schema = fp.Schema(lazy=lambda name: meta_schema.resolve(fp.TypeRef(named=name)))
+    if len(_CUSTOM_CACHE) > 256:
+        _CUSTOM_CACHE.clear()
+    _CUSTOM_CACHE[key] = (schema, root)
+    return schema, root
+
+
+# ----------------------------------------------------------------------------- managed fields
+class ApplyError(ValueError):
+    """A bad apply or bad managedFields: ``code`` 400 (or 422) with upstream's message."""
+
+    def __init__(self, message: str, code: int = 400) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class ApplyConflict(Exception):
+    """``NewConflictError``: 409 with ``message`` and one cause per conflicting field:
+    (``field``, ``message``)."""
+
+    def __init__(self, conflicts: list[fp.Conflict]) -> None:
+        self.conflicts = conflicts
+        self.causes = tuple((fp.path_string(c.path), f"conflict with {print_manager(c.manager)}") for c in conflicts)
+        super().__init__(conflict_message(conflicts))
+
+
+def _go_quote(text: str) -> str:
+    return orjson.dumps(text).decode()
+
+
+def print_manager(manager: str) -> str:
+    """``printManager``: a manager identifier as the conflict message names it."""
+    try:
+        entry = orjson.loads(manager)
+        assert isinstance(entry, dict)
+    except (orjson.JSONDecodeError, AssertionError):
+        return _go_quote(manager)
+    text = _go_quote(entry.get("manager", ""))
+    if entry.get("subresource"):
+        text += f" with subresource {_go_quote(entry['subresource'])}"
+    if entry.get("operation") == "Update":
+        if entry.get("time"):
+            return f"{text} using {entry.get('apiVersion', '')} at {entry['time']}"
+        return f"{text} using {entry.get('apiVersion', '')}"
+    return text
+
+
+def conflict_message(conflicts: list[fp.Conflict]) -> str:
+    """``getConflictMessage``."""
+    if len(conflicts) == 1:
+        return f"Apply failed with 1 conflict: conflict with {print_manager(conflicts[0].manager)}: {fp.path_string(conflicts[0].path)}"
+    by_manager: dict[str, list] = {}
+    for conflict in conflicts:
+        by_manager.setdefault(conflict.manager, []).append(conflict.path)
+    lines = []
+    for manager in sorted(by_manager):
+        lines.append(f"conflicts with {print_manager(manager)}:")
+        lines.extend(f"- {fp.path_string(path)}" for path in by_manager[manager])
+    return f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
+
+
+def manager_identifier(manager: str, operation: str, api_version: str = "", subresource: str = "") -> str:
+    """``BuildManagerIdentifier``: the entry as JSON without its fields and time (and
+    without apiVersion for an Apply), in ManagedFieldsEntry's field order."""
+    entry: dict[str, str] = {"manager": manager} if manager else {}
+    if operation:
+        entry["operation"] = operation
+    if api_version and operation != "Apply":
+        entry["apiVersion"] = api_version
+    if subresource:
+        entry["subresource"] = subresource
+    return orjson.dumps(entry).decode()
+
+
+class Managed:
+    """``managedStruct``: manager identifier -> VersionedSet, and -> time."""
+
+    def __init__(self, fields: dict[str, fp.VersionedSet] | None = None, times: dict[str, str | None] | None = None) -> None:
+        self.fields = fields if fields is not None else {}
+        self.times = times if times is not None else {}
+
+
+def decode_managed_fields(entries: Any) -> Managed:
+    """``DecodeManagedFields``; raises ApplyError on an invalid entry."""
+    managed = Managed()
+    for index, entry in enumerate(entries or ()):
+        if not isinstance(entry, dict):
+            raise ApplyError(f"managed fields entry {index} is not an object")
+        if entry.get("operation") not in ("Apply", "Update"):
+            raise ApplyError("operation must be `Apply` or `Update`")
+        if not entry.get("apiVersion"):
+            raise ApplyError("apiVersion must not be empty")
+        if entry.get("fieldsType", "") == "":
+            raise ApplyError(f"missing fieldsType in managed fields entry {index}")
+        if entry["fieldsType"] != "FieldsV1":
+            raise ApplyError(f'invalid fieldsType "{entry["fieldsType"]}" in managed fields entry {index}')
+        identifier = manager_identifier(entry.get("manager", ""), entry["operation"], entry["apiVersion"], entry.get("subresource", ""))
+        try:
+            paths = fp.set_from_fields_v1(entry.get("fieldsV1") or {})
+        except (ValueError, TypeError) as error:
+            raise ApplyError(f"error decoding versioned set from entry {index}: {error}") from None
+        managed.fields[identifier] = fp.VersionedSet(paths, entry["apiVersion"], entry["operation"] == "Apply")
+        managed.times[identifier] = entry.get("time")
+    return managed
+
+
+def encode_managed_fields(managed: Managed) -> list[dict[str, Any]] | None:
+    """``encodeManagedFields``: entries sorted by operation, time, manager, apiVersion,
+    subresource (``sortEncodedManagedFields``); None when there are none."""
+    if not managed.fields:
+        return None
+    entries = []
+    for identifier, versioned in managed.fields.items():
+        entry: dict[str, Any] = dict(orjson.loads(identifier))
+        out: dict[str, Any] = {}
+        if entry.get("manager"):
+            out["manager"] = entry["manager"]
+        out["operation"] = "Apply" if versioned.applied else entry.get("operation", "Update")
+        out["apiVersion"] = versioned.api_version
+        if managed.times.get(identifier):
+            out["time"] = managed.times[identifier]
+        out["fieldsType"] = "FieldsV1"
+        out["fieldsV1"] = fp.fields_v1(versioned.set)
+        if entry.get("subresource"):
+            out["subresource"] = entry["subresource"]
+        entries.append(out)
+    entries.sort(key=lambda e: (e["operation"], e.get("time") or "", e.get("manager", ""), e["apiVersion"], e.get("subresource", "")))
+    return entries
+
+
+def _is_reset(entries: Any) -> bool:
+    """``isResetManagedFields``: ``[]`` or ``[{}]``."""
+    if entries is None:
+        return False
+    if len(entries) == 0:
+        return True
+    return len(entries) == 1 and entries[0] == {}
+
+
+def manager_or_user_agent(manager: str, user_agent: str) -> str:
+    """``managerOrUserAgent`` (``endpoints/handlers/rest.go``): the fieldManager, else the
+    user agent up to its first "/" (``kubectl/v1.32.0 (linux/amd64) ...`` -> ``kubectl``)."""
+    if manager:
+        return manager
+    return user_agent.split("/")[0]
+
+
+def validate_field_manager(manager: str) -> str:
+    """``ValidateFieldManager``: the cause of a bad fieldManager, or ""."""
+    if len(manager) > 128:
+        return "fieldManager: Too long: may not be longer than 128"
+    if any(not character.isprintable() for character in manager):
+        return f"fieldManager: Invalid value: {_go_quote(manager)}: may only contain printable characters"
+    return ""
+
+
+#: ``stripMetaManager``'s set: fields of metadata and type no manager owns.
+STRIPPED = frozenset({
+    (("f", "apiVersion"),), (("f", "kind"),), (("f", "metadata"),), (("f", "metadata"), ("f", "name")),
+    (("f", "metadata"), ("f", "namespace")), (("f", "metadata"), ("f", "creationTimestamp")),
+    (("f", "metadata"), ("f", "selfLink")), (("f", "metadata"), ("f", "uid")), (("f", "metadata"), ("f", "clusterName")),
+    (("f", "metadata"), ("f", "generation")), (("f", "metadata"), ("f", "managedFields")),
+    (("f", "metadata"), ("f", "resourceVersion")),
+})
+
+
+def _typed(document: Any, struct: type | None) -> Any:
+    if struct is None or not isinstance(document, dict):
+        return _without_managed_fields(document)
+    return typed_form(copy.deepcopy(_without_managed_fields(document)), struct)
+
+
+def _without_managed_fields(document: dict[str, Any] | None) -> Any:
+    """The object as the typed merge sees it: its managedFields (stripped from every set,
+    nobody's) left out, so that they never count as a change."""
+    if not isinstance(document, dict):
+        return document
+    meta = document.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        document = dict(document)
+        document["metadata"] = {key: value for key, value in meta.items() if key != "managedFields"}
+    return document
+
+
+class FieldManager:
+    """``NewDefaultFieldManager`` for one kind (``api_version`` "group/version", ``kind``)
+    and ``subresource``; ``ignored``: the paths no manager of this endpoint owns (upstream's
+    reset fields: ``status`` for the main resource of a kind with a status subresource, the
+    spec for the status subresource)."""
+
+    def __init__(self, schema: fp.Schema, root: fp.TypeRef, api_version: str, kind: str, subresource: str = "", ignored: frozenset = frozenset(), max_update_managers: int = MAX_UPDATE_MANAGERS, struct: type | None = None) -> None:
+        self.struct = struct  # a built-in kind's class: objects take its typed form
+        self.api_version = api_version
+        self.kind = kind
+        self.subresource = subresource
+        self.max_update_managers = max_update_managers
+        ignore = {api_version: ignored} if ignored else None
+        self.updater = fp.Updater(schema, lambda version: root, ignored=ignore)
+
+    # ------------------------------------------------------------------ update
+    def update(self, live: dict[str, Any] | None, new: dict[str, Any], manager: str, now: str) -> dict[str, Any]:
+        """``FieldManager.UpdateNoErrors``: ``new`` with its managedFields set (or the live
+        object's, when they cannot be computed). ``live`` is None for a create."""
+        live_meta = (live or {}).get("metadata") or {}
+        new_meta = new.get("metadata") or {}
+        try:
+            managed = self._decode_live_or_new(live_meta.get("managedFields"), new_meta.get("managedFields"))
+            managed = self._update_chain(live, new, managed, manager, now)
+        except (ApplyError, fp.ListItemError, ValueError):
+            out = dict(new)
+            out["metadata"] = {**new_meta, "managedFields": live_meta.get("managedFields")}
+            if out["metadata"]["managedFields"] is None:
+                out["metadata"].pop("managedFields")
+            return out
+        return self._encode(new, managed)
+
+    def _decode_live_or_new(self, live_entries: Any, new_entries: Any) -> Managed:
+        if self.subresource:
+            return self._decode_or_empty(live_entries)
+        if _is_reset(new_entries):
+            return Managed()
+        try:
+            managed = decode_managed_fields(new_entries)
+        except ApplyError:
+            managed = Managed()
+        if not managed.fields:
+            return self._decode_or_empty(live_entries)
+        return managed
+
+    @staticmethod
+    def _decode_or_empty(entries: Any) -> Managed:
+        try:
+            return decode_managed_fields(entries)
+        except ApplyError:
+            return Managed()
+
+    def _update_chain(self, live: dict[str, Any] | None, new: dict[str, Any], managed: Managed, manager: str, now: str) -> Managed:
+        # skipNonApplied: an existing object without managedFields stays untracked
+        if not managed.fields and ((live or {}).get("metadata") or {}).get("uid"):
+            return managed
+        managed = self._tracked_update(live, new, managed, manager or "unknown", now)
+        return self._cap(managed)
+
+    def _tracked_update(self, live: dict[str, Any] | None, new: dict[str, Any], managed: Managed, manager: str, now: str) -> Managed:
+        """buildManagerInfo -> managedFieldsUpdater -> stripMeta -> structuredMerge."""
+        identifier = manager_identifier(manager, "Update", self.api_version, self.subresource)
+        current = "current-operation"
+        _, fields = self.updater.update(_typed(live, self.struct), _typed(new, self.struct), self.api_version, dict(managed.fields), current)
+        fields = self._strip(fields, current)
+        if current in fields:
+            entry = fields.pop(current)
+            previous = fields.get(identifier)
+            fields[identifier] = fp.VersionedSet(entry.set | previous.set, entry.api_version, entry.applied) if previous is not None else entry
+            managed.times[identifier] = now
+        return Managed(fields, managed.times)
+
+    @staticmethod
+    def _strip(fields: dict, manager: str) -> dict:
+        entry = fields.get(manager)
+        if entry is not None:
+            remaining = entry.set - STRIPPED
+            if remaining:
+                fields[manager] = fp.VersionedSet(remaining, entry.api_version, entry.applied)
+            else:
+                del fields[manager]
+        return fields
+
+    def _cap(self, managed: Managed) -> Managed:
+        """``capManagersManager``: more than 10 Update entries -> the oldest merged into
+        ``ancient-changes`` (one per API version)."""
+        updaters = [manager for manager, entry in managed.fields.items() if not entry.applied]
+        if len(updaters) <= self.max_update_managers:
+            return managed
+        updaters.sort(key=lambda manager: (managed.times.get(manager) or "", manager))
+        first_of_version: dict[str, str] = {}
+        length = len(updaters)
+        for manager in updaters:
+            if length <= self.max_update_managers:
+                break
+            entry = managed.fields[manager]
+            time = managed.times.get(manager)
+            bucket = manager_identifier(ANCIENT_CHANGES, "Update", entry.api_version)
+            if entry.api_version in first_of_version:
+                if bucket not in managed.fields:
+                    first = first_of_version[entry.api_version]
+                    managed.fields[bucket] = managed.fields.pop(first)
+                managed.fields[bucket] = fp.VersionedSet(entry.set | managed.fields[bucket].set, entry.api_version, entry.applied)
+                del managed.fields[manager]
+                length -= 1
+                managed.times[bucket] = time
+            else:
+                first_of_version[entry.api_version] = manager
+        return managed
+
+    # ------------------------------------------------------------------ apply
+    def apply(self, live: dict[str, Any] | None, applied: dict[str, Any], manager: str, force: bool, now: str) -> dict[str, Any]:
+        """``FieldManager.Apply``: the new object with its managedFields (the live object
+        with new managedFields when no value changes). ``live`` is None when the object
+        does not exist yet. Raises ApplyConflict, ApplyError."""
+        live = live or {"apiVersion": self.api_version, "kind": self.kind, "metadata": {}}
+        managed = decode_managed_fields((live.get("metadata") or {}).get("managedFields"))
+        # versionCheckManager
+        if applied.get("apiVersion") != self.api_version or applied.get("kind") != self.kind:
+            raise ApplyError(f"invalid object type: {_gvk(applied)}")
+        # structuredMergeManager's checks
+        if (applied.get("metadata") or {}).get("managedFields") is not None:
+            raise ApplyError("metadata.managedFields must be nil")
+        # skipNonApplied: the first apply attributes what exists to before-first-apply
+        if not managed.fields:
+            empty = {"apiVersion": self.api_version, "kind": self.kind, "metadata": {}}
+            managed = self._cap(self._tracked_update(empty, live, managed, BEFORE_FIRST_APPLY, now))
+        identifier = manager_identifier(manager, "Apply", self.api_version, self.subresource)
+        try:
+            new, fields = self.updater.apply(_typed(live, self.struct), applied, self.api_version, dict(managed.fields), identifier, force)
+        except fp.ConflictError as error:
+            raise ApplyConflict(error.conflicts) from None
+        except fp.ListItemError as error:
+            raise ApplyError(f"failed to create typed patch object ({_gvk(applied)}): {error}", 500) from None
+        fields = self._strip(fields, identifier)
+        managed = Managed(fields, managed.times)
+        if new is fp.NO_CHANGE:
+            # managedFieldsUpdater: the live object, with the new managedFields (an apply
+            # that changes no value may still share or give up fields)
+            return self._encode(_without_managed_fields(live), managed)
+        managed.times[identifier] = now
+        result = new if isinstance(new, dict) else {}
+        result = self._last_applied(live, result, applied)
+        return self._encode(result, managed)
+
+    @staticmethod
+    def _last_applied(live: dict[str, Any], new: dict[str, Any], applied: dict[str, Any]) -> dict[str, Any]:
+        """``lastAppliedUpdater``: an object that carries kubectl's last-applied annotation
+        keeps it in step with what was applied, so a client-side apply after a server-side
+        one computes its patch from the right base."""
+        annotations = ((live.get("metadata") or {}).get("annotations") or {})
+        if LAST_APPLIED_ANNOTATION not in annotations:
+            return new
+        text = orjson.dumps(applied).decode()
+        if len(text) > 256 * 1024:  # totalAnnotationSizeLimitB: upstream drops it then
+            return new
+        new = dict(new)
+        meta = dict(new.get("metadata") or {})
+        meta["annotations"] = {**(meta.get("annotations") or {}), LAST_APPLIED_ANNOTATION: text}
+        new["metadata"] = meta
+        return new
+
+    def _encode(self, document: dict[str, Any], managed: Managed) -> dict[str, Any]:
+        out = dict(document)
+        meta = dict(out.get("metadata") or {})
+        entries = encode_managed_fields(managed)
+        if entries is None:
+            meta.pop("managedFields", None)
+        else:
+            meta["managedFields"] = entries
+        out["metadata"] = meta
+        return out
+
+
+def _gvk(document: dict[str, Any]) -> str:
+    version = str(document.get("apiVersion") or "")
+    group, _, version = version.rpartition("/")
+    return f"{group}/{version}, Kind={document.get('kind', '')}"
+
+
+def without_managed_fields(document: dict[str, Any]) -> dict[str, Any]:
+    return copy.deepcopy(_without_managed_fields(document))
+

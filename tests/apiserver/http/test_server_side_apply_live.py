@@ -1,0 +1,82 @@
+"""Server-side apply by real clients against ``chaoskube serve``'s HTTPS front: kubectl 1.32's
+``apply --server-side`` (create, a conflict with another manager, ``--force-conflicts``,
+``get --show-managed-fields``) and the official Python client's apply patch."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from tests.apiserver.http.live_cluster import live_cluster
+from tests.apiserver.http.test_real_clients import kubectl
+
+DEPLOYMENT = {
+    "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "ssa", "namespace": "default", "labels": {"app": "ssa"}},
+    "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "ssa"}},
+             "template": {"metadata": {"labels": {"app": "ssa"}}, "spec": {"containers": [{"name": "web", "image": "nginx:1.27", "ports": [{"containerPort": 80}]}]}}},
+}
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    with live_cluster(tmp_path_factory.mktemp("live-ssa")) as (handle, outcome):
+        yield handle
+    assert outcome.get("result") is not None, outcome.get("error")
+
+
+def test_kubectl_apply_server_side_conflicts_and_force(live, tmp_path):
+    manifest = tmp_path / "deployment.yaml"
+    manifest.write_text(yaml.safe_dump(DEPLOYMENT))
+    created = kubectl(live, "apply", "--server-side", "-f", str(manifest))
+    assert created.stdout.strip() == "deployment.apps/ssa serverside-applied"
+    # a second manager changes a field kubectl applied
+    kubectl(live, "patch", "deployment", "ssa", "-p", '{"spec":{"replicas":3}}')
+    refused = kubectl(live, "apply", "--server-side", "-f", str(manifest), check=False)
+    assert refused.returncode == 1
+    assert 'Apply failed with 1 conflict: conflict with "kubectl-patch" using apps/v1: .spec.replicas' in refused.stderr
+    assert "--force-conflicts" in refused.stderr  # kubectl's advice follows the server's message
+    forced = kubectl(live, "apply", "--server-side", "--force-conflicts", "-f", str(manifest))
+    assert "serverside-applied" in forced.stdout
+    shown = yaml.safe_load(kubectl(live, "get", "deployment", "ssa", "-o", "yaml", "--show-managed-fields").stdout)
+    assert shown["spec"]["replicas"] == 2
+    managers = {(entry["manager"], entry["operation"]): entry for entry in shown["metadata"]["managedFields"]}
+    applied = managers[("kubectl", "Apply")]
+    assert applied["apiVersion"] == "apps/v1" and applied["fieldsType"] == "FieldsV1"
+    assert "f:replicas" in applied["fieldsV1"]["f:spec"]
+    ports = applied["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"]['k:{"name":"web"}']["f:ports"]
+    assert list(ports) == ['k:{"containerPort":80,"protocol":"TCP"}']
+    assert ("kubectl-patch", "Update") not in managers  # its only field was taken by force
+    plain = yaml.safe_load(kubectl(live, "get", "deployment", "ssa", "-o", "yaml").stdout)
+    assert "managedFields" not in plain["metadata"]  # kubectl hides them unless asked
+    # a field no longer in the applied configuration is removed
+    smaller = json.loads(json.dumps(DEPLOYMENT))
+    del smaller["metadata"]["labels"]
+    manifest.write_text(yaml.safe_dump(smaller))
+    kubectl(live, "apply", "--server-side", "-f", str(manifest))
+    labels = kubectl(live, "get", "deployment", "ssa", "-o", "jsonpath={.metadata.labels}").stdout
+    assert labels in ("", "{}")
+    kubectl(live, "delete", "deployment", "ssa")
+
+
+def test_python_client_apply_patch(live):
+    pytest.importorskip("kubernetes", reason="the official Python client is in the test extra")
+    from kubernetes import client, config
+    from kubernetes.client.rest import ApiException
+
+    api = client.CoreV1Api(api_client=config.new_client_from_config(str(live.kubeconfig)))
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied"}, "data": {"a": "1"}}
+    created = api.patch_namespaced_config_map("applied", "default", body, field_manager="py-one", _content_type="application/apply-patch+yaml")
+    assert created.data == {"a": "1"}
+    assert [(entry.manager, entry.operation) for entry in created.metadata.managed_fields] == [("py-one", "Apply")]
+    with pytest.raises(ApiException) as conflict:
+        api.patch_namespaced_config_map("applied", "default", {**body, "data": {"a": "2"}}, field_manager="py-two", _content_type="application/apply-patch+yaml")
+    assert conflict.value.status == 409
+    status = json.loads(conflict.value.body)
+    assert status["message"] == 'Apply failed with 1 conflict: conflict with "py-one": .data.a'
+    assert status["details"]["causes"] == [{"reason": "FieldManagerConflict", "message": 'conflict with "py-one"', "field": ".data.a"}]
+    with pytest.raises(ApiException) as unnamed:
+        api.patch_namespaced_config_map("applied", "default", body, _content_type="application/apply-patch+yaml")
+    assert unnamed.value.status == 422 and "fieldManager: Required value: is required for apply patch" in unnamed.value.body
+    api.delete_namespaced_config_map("applied", "default")
