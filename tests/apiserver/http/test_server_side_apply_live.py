@@ -60,6 +60,19 @@ def test_kubectl_apply_server_side_conflicts_and_force(live, tmp_path):
     kubectl(live, "delete", "deployment", "ssa")
 
 
+def test_kubectl_generators_record_their_update_managers(live):
+    """``kubectl create`` sends protobuf; its manager is "kubectl-create" (kubectl's default
+    --field-manager), recorded as an Update at v1 with the fields it set."""
+    kubectl(live, "create", "configmap", "generated", "--from-literal=a=1")
+    kubectl(live, "label", "configmap", "generated", "tier=x")
+    shown = yaml.safe_load(kubectl(live, "get", "configmap", "generated", "-o", "yaml", "--show-managed-fields").stdout)
+    managers = {(entry["manager"], entry["operation"]): entry for entry in shown["metadata"]["managedFields"]}
+    assert managers[("kubectl-create", "Update")]["fieldsV1"] == {"f:data": {".": {}, "f:a": {}}}
+    assert managers[("kubectl-label", "Update")]["fieldsV1"] == {"f:metadata": {"f:labels": {".": {}, "f:tier": {}}}}
+    assert managers[("kubectl-create", "Update")]["apiVersion"] == "v1" and managers[("kubectl-create", "Update")]["time"].endswith("Z")
+    kubectl(live, "delete", "configmap", "generated")
+
+
 def test_python_client_apply_patch(live):
     pytest.importorskip("kubernetes", reason="the official Python client is in the test extra")
     from kubernetes import client, config
