@@ -49,12 +49,13 @@ coordinated through the ``compact_rev_key`` key (``storage/etcd3/compact.go``).
 Requests that do not finish within ``--request-timeout`` (60 s) are answered 504. A write
 whose etcd outcome is unknown is answered 504 too: it may have happened.
 
-Patches: JSON merge patch, JSON patch, and strategic merge patch with the built-in kinds'
-patch metadata (:mod:`chaoskube.api.strategic`). Pagination (``limit``/``continue``) is
+Patches: JSON merge patch, JSON patch, strategic merge patch with the built-in kinds'
+patch metadata (:mod:`chaoskube.api.strategic`), and server-side apply; every create, update
+and patch keeps ``metadata.managedFields`` (:mod:`chaoskube.api.managedfields`). Pagination (``limit``/``continue``) is
 served by the HTTP front (:mod:`chaoskube.apiserver.http`) over consistent reads at a
 revision.
 
-Not modelled: server-side apply, ``deletecollection``, the deprecated ``orphanDependents``
+Not modelled: ``deletecollection``, the deprecated ``orphanDependents``
 option, priority and fairness, audit logging, aggregated APIs, CRDs.
 """
 
