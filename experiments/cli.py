@@ -289,7 +289,7 @@ def _resolve(experiment: str, broken: tuple[str, ...], manifests: Path | None, s
     if faults is not None:
         from chaoskube.experiments.mutation import with_faults
 
-        found = with_faults(found, faults)
+        found = with_faults(found, faults, operator=operator)
     return with_broken(found, broken) if broken else found
 
 
@@ -427,11 +427,13 @@ def _target_text(target: str, infos: Any) -> str:
 @click.option("--broken", "broken", multiple=True, metavar="NAME", help=BROKEN_HELP)
 @click.option("--manifests", type=click.Path(path_type=Path), default=None, metavar="DIR", help=MANIFESTS_HELP + " Served live with the cluster, its CRDs' custom resources too.")
 @click.option("--skip-unsupported", is_flag=True, help=SKIP_HELP)
+@click.option("--faults", "faults_file", type=click.Path(path_type=Path), default=None, metavar="FILE",
+              help=FAULTS_HELP.replace("`explore --guided` writes one per mutant (OUT/mutants/) and names it in the replay command.", "with --run it may target the program (role:operator, name:operator)."))
 @click.option("--grace-period", "grace_period", type=click.FloatRange(min=0), default=30.0, show_default=True, metavar="SECONDS",
               help="How long the --run program has to exit after SIGTERM (at the end of the run, or on Ctrl-C) before SIGKILL, as a Pod's terminationGracePeriodSeconds.")
 def serve(
     experiment: str | None, listen: str, kubeconfig_path: Path | None, out_dir: Path | None, command: str, users: tuple[str, ...], run_as: str, seed: int | None,
-    broken: tuple[str, ...], manifests: Path | None, skip_unsupported: bool, grace_period: float,
+    broken: tuple[str, ...], manifests: Path | None, skip_unsupported: bool, faults_file: Path | None, grace_period: float,
 ) -> None:
     """Serve EXPERIMENT's simulated cluster (or a default one) to real clients over HTTPS,
     live: kubectl, client-go, the Python client or your operator, unchanged, under the
@@ -444,12 +446,15 @@ def serve(
     from chaoskube.experiments.registry import SYSTEMS
 
     if experiment:
-        found = _resolve(experiment, broken, manifests, skip_unsupported, operator=bool(command), live=True)
-    elif manifests is not None:  # the default cluster, serving these manifests
+        found = _resolve(experiment, broken, manifests, skip_unsupported, faults=faults_file, operator=bool(command), live=True)
+    elif manifests is not None or faults_file is not None:  # the default cluster, with these manifests or faults
         from chaoskube.experiments.live import default_experiment
+        from chaoskube.experiments.mutation import with_faults
         from chaoskube.experiments.registry import with_broken, with_manifests
 
-        found = with_manifests(default_experiment(), manifests, skip_unsupported=skip_unsupported, live=True)
+        found = default_experiment()
+        found = with_manifests(found, manifests, skip_unsupported=skip_unsupported, live=True) if manifests is not None else found
+        found = with_faults(found, faults_file, operator=bool(command)) if faults_file is not None else found
         found = with_broken(found, broken) if broken else found
     else:
         found = None  # run_live's default experiment

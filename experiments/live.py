@@ -70,6 +70,7 @@ from chaoskube.apiserver.http import ApiFront, CertificateAuthority, FrontConfig
 from chaoskube.checkers.verdict import Verdict
 from chaoskube.experiments.model import Experiment, Phases, experiment_dir
 from chaoskube.experiments.phases import PhaseRecord, drive_phases
+from chaoskube.experiments.registry import MAX_PHASE_S
 from chaoskube.experiments.reports import write_result
 from chaoskube.experiments.result import RunResult, close_run_log, open_run_log
 from chaoskube.experiments.signals import die_with_parent, note_signal, stopping_now
@@ -80,8 +81,10 @@ from chaoskube.sim import Journal, Process, World
 __all__ = ["LiveHandle", "LiveOptions", "LiveRunResult", "OPERATOR", "default_experiment", "run_live"]
 
 OPERATOR = "operator"
-#: How long a live run's fault phase lasts without an experiment: until Ctrl-C.
-FOREVER_S = 10 * 365 * 24 * 3600.0
+#: How long a live run's fault phase lasts without an experiment: until Ctrl-C, at most
+#: the longest phase an experiment may have (a day: registry.MAX_PHASE_S), so the default
+#: experiment is a valid one that ``--faults`` can give faults to.
+FOREVER_S = MAX_PHASE_S
 MAX_LINE = 4000  # journaled characters of one output line
 
 
@@ -666,6 +669,8 @@ def _replay_command(experiment: Experiment, seed: int, out: Path) -> str:
         options += ["--manifests", experiment.manifests_dir]
     if experiment.skip_unsupported:
         options.append("--skip-unsupported")
+    if experiment.faults_file:
+        options += ["--faults", experiment.faults_file]
     return shlex.join(["chaoskube", "run", target, "--seed", str(seed), *options, "--out", str(out.parent / f"{out.name}-replay")])
 
 

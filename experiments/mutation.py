@@ -112,11 +112,12 @@ def context_for(experiment: Experiment) -> MutationContext:
     )
 
 
-def problems(experiment: Experiment) -> list[str]:
-    """What ``chaoskube validate`` would say about ``experiment`` (empty: it may run)."""
+def problems(experiment: Experiment, *, operator: bool = False) -> list[str]:
+    """What ``chaoskube validate`` would say about ``experiment`` (empty: it may run);
+    ``operator``: it runs under ``serve --run`` (faults may target role:operator)."""
     from chaoskube.experiments import registry
 
-    return registry._semantic_problems(experiment)  # the file checks, on a built experiment
+    return registry._semantic_problems(experiment, operator=operator)  # the file checks, on a built experiment
 
 
 #: Fault kinds that leave a group's leader leading (they slow, skew or reorder, or act
@@ -402,14 +403,15 @@ def load_faults(path: str | Path) -> FaultsFile:
         raise ExperimentError(f"--faults {path}: field `nemesis`: {error}") from None
 
 
-def with_faults(experiment: Experiment, path: str | Path) -> Experiment:
+def with_faults(experiment: Experiment, path: str | Path, *, operator: bool = False) -> Experiment:
     """``experiment`` with its ``schedule`` and ``nemesis`` replaced by those of the faults
-    file ``path`` (``run --faults FILE``), checked as an experiment file is; recorded in
-    ``faults_file`` (absolute), so the replay command names it."""
+    file ``path`` (``run --faults FILE``, ``serve --faults FILE``), checked as an
+    experiment file is (``operator``: as for ``serve --run``); recorded in ``faults_file``
+    (absolute), so the replay command names it."""
     path = Path(path)
     faults = load_faults(path)
     changed = msgspec.structs.replace(experiment, schedule=list(faults.schedule), nemesis=faults.nemesis, faults_file=str(path.resolve()))
-    found = problems(changed)
+    found = problems(changed, operator=operator)
     if found:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         raise ExperimentError(f"--faults {path}: {found[0]}{more}")

@@ -341,3 +341,42 @@ def test_end_state_evidence_names_the_objects_found_and_their_owners():
 
     owned = from_dict({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default", "ownerReferences": [{"apiVersion": "example.com/v1", "kind": "Widget", "name": "w1", "uid": "u1"}]}})
     assert _end_state_name(owned) == "default/c (owner Widget/w1)"
+
+
+def test_the_cli_takes_faults_on_the_operator_with_serve_faults(tmp_path):
+    """``chaoskube serve --run CMD --faults FILE``: the faults file may kill role:operator
+    (refused in one line without --run); the program is killed, restarted and journaled."""
+    import signal
+    import threading
+    import time
+
+    faults = tmp_path / "faults.yaml"
+    faults.write_text('schedule:\n  - {at_s: 2, kind: kill, target: "role:operator", duration_s: 2}\n')
+    refused = subprocess.run([sys.executable, "-m", "chaoskube.experiments.cli", "serve", "--faults", str(faults), "--listen", "127.0.0.1:0", "--out", str(tmp_path / "no")],
+                             capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "this run has no operator" in refused.stderr, refused.stderr
+    out = tmp_path / "run"
+    child = subprocess.Popen([sys.executable, "-m", "chaoskube.experiments.cli", "serve", "--faults", str(faults), "--run", "echo up; exec sleep 600", "--listen", "127.0.0.1:0", "--out", str(out)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    serving = threading.Event()
+
+    def drain() -> None:
+        assert child.stderr is not None
+        for line in child.stderr:
+            if line.startswith("export KUBECONFIG"):
+                serving.set()
+
+    threading.Thread(target=drain, daemon=True).start()
+    try:
+        assert serving.wait(120)
+        time.sleep(8.0)
+        child.send_signal(signal.SIGINT)
+        assert child.wait(timeout=120) == 130
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    journal = [orjson.loads(line) for line in (out / "journal.jsonl").read_bytes().splitlines()]
+    _, process = _lifecycle(journal)
+    assert [event["event"] for event in process] == ["start", "kill", "restart", "exit"]  # the last: SIGTERM at Ctrl-C
+    assert [event["line"] for event in journal if event["type"] == "operator-output"] == ["up", "up"]
