@@ -60,6 +60,12 @@ def test_operator(command: str, manifests: tuple[Path, ...], workload: Path | No
     options = SessionOptions(seed=seed, speed=speed, quiet_s=quiet_s, expected_writes=expected)
     if session_only:
         sys.exit(runner.session_only(target, out_dir, plan_id, options))
+    if workload is None and plan_id is None:  # generated: written once, run by every session and replay
+        from chaoskube.experiments.operator_testing.workload import dump_workload
+
+        out_dir.mkdir(parents=True, exist_ok=True)
+        workload = out_dir / "workload.yaml"
+        workload.write_text(dump_workload(list(target.steps)))
     argv = ["test-operator", "--run", command, *[item for path in manifests for item in ("--manifests", str(path))]]
     if workload is not None:
         argv += ["--workload", str(workload)]

@@ -44,6 +44,9 @@ class Observation:
     #: the owned objects' normalized states at each checkpoint (after each workload step
     #: quiesced), identity -> state, in checkpoint order
     checkpoints: list[dict[str, Any]] = field(default_factory=list)
+    #: per checkpoint: "KIND/NAME resource" -> the fewest children of that resource the owner
+    #: had at any committed state since the previous checkpoint
+    fewest: list[dict[str, int]] = field(default_factory=list)
     log: list[tuple[float, str]] = field(default_factory=list)  # operator output (t, line)
     marks: list[dict[str, Any]] = field(default_factory=list)  # test-operator events (steps, perturbation)
     operator_starts: list[float] = field(default_factory=list)
@@ -135,9 +138,28 @@ def observe(events: Iterable[Mapping[str, Any]], custom_resources: Sequence[str]
             out[identity] = decoded[0] if len(decoded) == 1 and not identity.endswith("*") else decoded
         return out
 
+    def child_counts() -> dict[str, int]:
+        out: dict[str, int] = {}
+        for key, state in current.items():
+            if "deleting" in state:
+                continue
+            for reference in (state.get("metadata") or {}).get("ownerReferences") or ():
+                label = f"{reference.get('kind')}/{reference.get('name')} {key[0]}"
+                out[label] = out.get(label, 0) + 1
+        return out
+
+    fewest: dict[str, int] = {}
+
+    def note() -> None:
+        now = child_counts()
+        for label in set(fewest) | set(now):
+            fewest[label] = min(fewest.get(label, 0), now.get(label, 0))  # absent at the start: 0
+
     for t, key, obj in timeline:
         while pending and t > pending[0]:
             obs.checkpoints.append(snapshot())
+            obs.fewest.append(dict(fewest))
+            fewest = child_counts()
             pending.pop(0)
         if key not in owned:
             continue
@@ -158,8 +180,11 @@ def observe(events: Iterable[Mapping[str, Any]], custom_resources: Sequence[str]
             current[key] = state
         if not history or history[-1] != state:
             history.append(state)
+        note()
     while pending:
         obs.checkpoints.append(snapshot())
+        obs.fewest.append(dict(fewest))
+        fewest = child_counts()
         pending.pop(0)
     obs.end = snapshot()
     return obs

@@ -24,7 +24,7 @@ from typing import Any
 from chaoskube.checkers.differential import diff_states
 from chaoskube.experiments.operator_testing.mask import Mask, apply_mask
 
-__all__ = ["inconsistencies", "judge", "relations"]
+__all__ = ["dips", "inconsistencies", "judge", "relations"]
 
 
 def judge(
@@ -66,6 +66,11 @@ def judge(
         seen = {(finding["object"], finding["path"]) for finding in inconsistencies(theirs, labels, custom)}
         for finding in inconsistencies(mine, labels, custom, against=learned):
             if (finding["object"], finding["path"]) not in seen:
+                findings.append(finding)
+    if run.get("fewest"):
+        held = {(f["object"], f["path"]) for f in dips(theirs, reference.get("fewest") or [], labels)} if reference.get("fewest") else set()
+        for finding in dips(mine, run["fewest"], labels):
+            if (finding["object"], finding["path"]) not in held:
                 findings.append(finding)
     if run.get("converged") is False:
         findings.append({"oracle": "convergence", "at": str(run.get("unconverged_at", "")), "object": "", "path": "", "run": "not quiet within the bound", "reference": "quiet"})
@@ -141,4 +146,35 @@ def inconsistencies(checkpoints: Sequence[Mapping[str, Any]], labels: Sequence[s
                 what = "the status contradicts the world" if field_name.startswith("status.") else "the children do not follow the spec"
                 findings.append({"oracle": "consistency", "at": label, "object": identity, "path": f".{field_name} vs {resource}", "run": f"{field_name}={value}, {count} {resource}", "reference": f"{field_name} = number of {resource} (held at {len(agreeing)} values)", "why": what})
                 break
+    return findings
+
+
+# ----------------------------------------------------------------------------- availability
+def _count(state: Mapping[str, Any], label: str) -> int:
+    owner, _, resource = label.partition(" ")
+    kind, _, name = owner.partition("/")
+    total = 0
+    for identity, value in state.items():
+        if identity.split("/", 1)[0] != resource:
+            continue
+        for obj in value if isinstance(value, list) else [value]:
+            if isinstance(obj, dict) and "deleting" not in obj and any(str(r.get("kind")) == kind and str(r.get("name")) == name for r in (obj.get("metadata") or {}).get("ownerReferences") or ()):
+                total += 1
+    return total
+
+
+def dips(checkpoints: Sequence[Mapping[str, Any]], fewest: Sequence[Mapping[str, int]], labels: Sequence[str]) -> list[dict[str, Any]]:
+    """Children replaced all at once: during a step, an owner's children of one kind fell
+    below what it had both before and after the step (an update that restarts every replica
+    at once, where a rolling one keeps the others serving; Acto, SOSP 2023, reports such
+    rollouts; Kubernetes' own Deployments bound it with maxUnavailable)."""
+    findings = []
+    for index in range(1, min(len(checkpoints), len(fewest))):
+        before, after = checkpoints[index - 1], checkpoints[index]
+        for label, low in sorted(fewest[index].items()):
+            was, now = _count(before, label), _count(after, label)
+            if low < min(was, now):
+                owner, _, resource = label.partition(" ")
+                findings.append({"oracle": "availability", "at": labels[index] if index < len(labels) else f"checkpoint {index + 1}", "object": owner, "path": resource,
+                                 "run": f"{resource} fell to {low} during the step", "reference": f"{was} before, {now} after", "why": "children replaced all at once"})
     return findings

@@ -28,7 +28,7 @@ import yaml
 
 from chaoskube.experiments.operator_testing.mask import Mask, learn_mask
 from chaoskube.experiments.operator_testing.observe import observe
-from chaoskube.experiments.operator_testing.oracle import inconsistencies, judge
+from chaoskube.experiments.operator_testing.oracle import dips, inconsistencies, judge
 from chaoskube.experiments.operator_testing.plans import KINDS, Plan, generate_plans, parse_plan_id, select_plans
 from chaoskube.experiments.operator_testing.session import SessionOptions, Target, run_session
 from chaoskube.experiments.operator_testing.workload import Step, WorkloadError, generate_workload, load_workload
@@ -105,7 +105,7 @@ def summarize_session(out: Path, target: Target) -> dict[str, Any]:
     obs = observe(events, _custom_resources(target), [step["t_end"] for step in checkpoints])
     unconverged = [step["step"] for step in checkpoints if not step["converged"]]
     return {
-        "labels": [step["step"] for step in checkpoints], "checkpoints": obs.checkpoints, "end": obs.end, "lifecycle": obs.lifecycle,
+        "labels": [step["step"] for step in checkpoints], "checkpoints": obs.checkpoints, "fewest": obs.fewest, "end": obs.end, "lifecycle": obs.lifecycle,
         "writes": obs.writes, "user_writes": obs.user_writes, "watches": obs.watches, "converged": session["converged"], "unconverged_at": unconverged[0] if unconverged else "",
         "verdicts": session["verdicts"], "error": session["error"], "perturbation": session["perturbation"], "wall": session["wall"],
         "log": obs.log, "plan": session["plan"], "custom": _custom_resources(target), "step_writes": [int(step.get("writes", 0)) for step in checkpoints],
@@ -117,7 +117,10 @@ def _aligned(run: dict[str, Any], reference: dict[str, Any]) -> tuple[dict[str, 
     mine = dict(zip(run["labels"], run["checkpoints"]))
     labels = [label for label in reference["labels"] if label in mine]
     theirs = dict(zip(reference["labels"], reference["checkpoints"]))
-    return {**run, "checkpoints": [mine[label] for label in labels]}, {**reference, "checkpoints": [theirs[label] for label in labels]}, labels
+    mine_fewest = dict(zip(run["labels"], run.get("fewest") or ()))
+    their_fewest = dict(zip(reference["labels"], reference.get("fewest") or ()))
+    return ({**run, "checkpoints": [mine[label] for label in labels], "fewest": [mine_fewest.get(label, {}) for label in labels]},
+            {**reference, "checkpoints": [theirs[label] for label in labels], "fewest": [their_fewest.get(label, {}) for label in labels]}, labels)
 
 
 def judge_plan(run: dict[str, Any], reference: dict[str, Any], mask: Mask | None) -> list[dict[str, Any]]:
@@ -131,7 +134,8 @@ def _log_around(run: dict[str, Any]) -> list[str]:
         return []
     start = perturbation["applied"] - LOG_WINDOW_S[0]
     end = perturbation.get("healed", perturbation["applied"]) + LOG_WINDOW_S[1]
-    lines = [f"t={t:.3f} {line}" for t, line in run["log"] if start <= t <= end]
+    # Tracebacks' frames left out: the first and last lines of each say what happened.
+    lines = [f"t={t:.3f} {line}" for t, line in run["log"] if start <= t <= end and line.strip() and not line.startswith((" ", "\t"))]
     return lines[:MAX_LOG_LINES]
 
 
@@ -164,7 +168,7 @@ def learn(target: Target, out: Path, options: OperatorTestOptions, say: Any) -> 
     expected = [min(a, b) for a, b in zip(first["step_writes"], second["step_writes"])]
     # Acto's consistency oracle needs no perturbation: the fault-free run itself may leave
     # children that do not follow the spec.
-    learning_findings = inconsistencies(first["checkpoints"], first["labels"], first["custom"])
+    learning_findings = inconsistencies(first["checkpoints"], first["labels"], first["custom"]) + dips(first["checkpoints"], first["fewest"], first["labels"])
     learning = {"expected_writes": expected, "learning_findings": learning_findings, "reference": first, "second": {key: second[key] for key in ("labels", "checkpoints", "end", "lifecycle", "writes", "wall")}, "mask": mask.to_json(), "plans": [plan.to_json() for plan in plans], "wall_s": round(time.perf_counter() - started, 3)}
     (out / "learning.json").write_text(json.dumps(learning, indent=1, sort_keys=True, default=str))
     say(f"learned from 2 fault-free runs in {learning['wall_s']:.1f} s: {len(first['writes'])} operator writes, watches {', '.join(first['watches'])}; mask of {len(mask)} entries; {len(plans)} plans")

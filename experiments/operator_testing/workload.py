@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["Step", "WorkloadError", "generate_workload", "load_workload", "step_from_json"]
+__all__ = ["Step", "WorkloadError", "dump_workload", "generate_workload", "load_workload", "step_from_json"]
 
 ACTIONS = ("create", "update", "delete", "wait")
 #: The most field changes a generated workload makes (one step each).
@@ -181,7 +181,7 @@ def _string_value(schema: dict[str, Any], current: str) -> str:
 
 def field_changes(schema: dict[str, Any], value: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
     """(path, new value) for each scalar field of ``schema`` under ``value``: Acto's
-    one-field-at-a-time transitions (integers up then down, booleans toggled, enums
+    one-field-at-a-time transitions (integers up then back down, booleans toggled, enums
     cycled, strings changed)."""
     out: list[tuple[tuple[str, ...], Any]] = []
     for key, sub in (schema.get("properties") or {}).items():
@@ -202,8 +202,10 @@ def field_changes(schema: dict[str, Any], value: Any, path: tuple[str, ...] = ()
             up = current + 1 if high is None or current + 1 <= high else current
             if up != current:
                 out.append((here, up))
-            down = current - 1 if (low is None or current - 1 >= low) and current >= 1 else current
-            if down != up:
+            # Down again: back to where it was after going up (a scale-down that leaves the
+            # others in place), else below it.
+            down = current if up != current else current - 1
+            if down != up and (low is None or down >= low) and down >= 0:
                 out.append((here, down))
         elif kind == "boolean":
             out.append((here, not current))
@@ -212,3 +214,20 @@ def field_changes(schema: dict[str, Any], value: Any, path: tuple[str, ...] = ()
         elif kind == "object" or "properties" in sub:
             out.extend(field_changes(sub, current or {}, here))
     return out
+
+
+def dump_workload(steps: list[Step]) -> str:
+    """The workload file of ``steps`` (what :func:`load_workload` reads back), so a
+    generated workload is written once and every session of a test -- and every replay --
+    runs exactly it."""
+    out: list[dict[str, Any]] = []
+    for step in steps:
+        if step.action == "wait":
+            out.append({"wait": step.seconds})
+        elif step.action == "create":
+            out.append({"create": step.body})
+        elif step.action == "update":
+            out.append({"update": {"kind": step.kind, "name": step.name, "namespace": step.namespace, "patch": step.body}})
+        else:
+            out.append({"delete": {"kind": step.kind, "name": step.name, "namespace": step.namespace}})
+    return yaml.safe_dump(out, sort_keys=False)

@@ -146,16 +146,21 @@ def test_a_bad_plan_id_is_one_line(text):
 
 
 # ----------------------------------------------------------------------------- workloads
-def test_a_workload_generated_from_the_schema_changes_one_field_at_a_time():
+def test_a_workload_generated_from_the_schema_changes_one_field_at_a_time(tmp_path):
     steps = generate_workload(CRD)
     assert [step.describe() for step in steps] == [
         "create Widget default/widget-1",
         "update Widget default/widget-1 spec.replicas=2",
-        "update Widget default/widget-1 spec.replicas=0",
+        "update Widget default/widget-1 spec.replicas=1",
         "update Widget default/widget-1 spec.image='busybox:1.37'",
         "delete Widget default/widget-1",
     ]
     assert steps[0].body["spec"] == {"replicas": 1, "image": "busybox:1.36"}  # the schema's defaults
+    from chaoskube.experiments.operator_testing.workload import dump_workload
+
+    written = Path(tmp_path) / "workload.yaml"
+    written.write_text(dump_workload(steps))
+    assert load_workload(written, {"Widget"}) == steps  # what every session and replay runs
 
 
 def test_generated_values_respect_bounds_enums_and_booleans():
@@ -181,3 +186,25 @@ def test_a_workload_file_is_checked_step_by_step(tmp_path):
         with pytest.raises(WorkloadError, match=message) as error:
             load_workload(bad, {"Widget"})
         assert str(error.value).startswith(str(bad)) and "\n" not in str(error.value)
+
+
+def test_availability_children_replaced_all_at_once_during_a_step():
+    from chaoskube.experiments.operator_testing.oracle import dips
+
+    owner = [{"kind": "Widget", "name": "w"}]
+    state = {f"configmaps/default/w-cm-{i}": {"metadata": {"ownerReferences": owner}} for i in range(2)}
+    # the image update step: 2 children before and after, 0 in between (deleted, then recreated)
+    findings = dips([state, state], [{}, {"Widget/w configmaps": 0}], ["create", "update image"])
+    assert [(f["oracle"], f["object"], f["path"], f["at"]) for f in findings] == [("availability", "Widget/w", "configmaps", "update image")]
+    assert dips([state, state], [{}, {"Widget/w configmaps": 2}], ["create", "update image"]) == []  # rolled in place
+    assert dips([state, {}], [{}, {"Widget/w configmaps": 0}], ["create", "scale to 0"]) == []  # fewer after: not a dip
+
+
+def test_observe_keeps_the_fewest_children_between_checkpoints():
+    run_events = [orjson.loads(line) for line in (DATA / "learn-1.jsonl").read_bytes().splitlines() if line]
+    record = json.loads((DATA / "learn-1.session.json").read_text())
+    obs = observe(run_events, [WIDGETS], [step["t_end"] for step in record["steps"] if "t_end" in step])
+    assert len(obs.fewest) == len(obs.checkpoints)
+    label = f"Widget/widget-1 configmaps"
+    assert obs.fewest[1].get(label) == 0  # before the create step's ConfigMap existed
+    assert obs.fewest[2].get(label) == 1
