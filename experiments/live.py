@@ -532,6 +532,7 @@ JUDGE_THE_END = {
     "workload-invariants": "its exact counts are those at the end of the run",
     "api-watch": "it compares every informer's cache with the store at the end of the run",
     "garbage-collection": "it gives background dependents 60 s to go, which the end of the run may cut short",
+    "service-availability": "its error budget is a fraction of the whole run's requests, and a run cut short has fewer of them",
     "differential": "it compares the end state with a fault-free reference run",
 }
 #: Left out of every live run: the checkers that compare with a fault-free reference run
