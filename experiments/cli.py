@@ -19,6 +19,7 @@ code  meaning
       fell due (its target matched nothing then: no leader, say), so the run did not test
       what the experiment says; ``explore``: no run failed and at least one was inconclusive
 130   interrupted by SIGINT (Ctrl-C): what finished is written, the result marked interrupted
+      (``serve``: what was observed is judged, and a violation found exits 1 instead)
 143   stopped by SIGTERM, handled as SIGINT is (experiments/signals.py)
 ====  ==========================================================================================
 
