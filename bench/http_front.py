@@ -12,7 +12,10 @@ Measured, each sequentially (one request at a time), wall clock: GET of one pod,
 100 and of 1,000 pods (pods bound to a node that does not exist, so no controller
 touches them), CREATE of a pod; and WATCH fan-out: 100 watchers of the namespace, one
 pod created, the time until every watcher has its ADDED event. Printed: requests per
-second, p50 and p99 latency for each, and the front/in-process ratio.
+second, p50 and p99 latency for each, and the front/in-process ratio. The front is
+measured twice in the same run, the requests interleaved: in JSON, and in protobuf (``Accept`` and, for CREATE,
+``Content-Type: application/vnd.kubernetes.protobuf``; the watch as length-prefixed
+frames), with the protobuf/JSON ratios and the size of the 1,000-pod list in each.
 
     python3 bench/http_front.py [--requests 200] [--seed 1]
 """
@@ -33,6 +36,7 @@ import msgspec
 import trio
 import yaml
 
+from chaoskube.apiserver.http import kubeproto
 from chaoskube.api.identity import admin_credentials
 from chaoskube.api.manifests import from_dict
 from chaoskube.client.client import ApiClient
@@ -88,6 +92,7 @@ def main() -> None:
     async def setup() -> None:
         await client.create(from_dict({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "small"}}))
         await client.create(from_dict({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "large"}}))
+        await client.create(from_dict({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "writes"}}))  # CREATEs: the listed namespaces keep their size
         await handle.world.sleep(1.0)
         for index in range(100):
             await client.create(pod(f"p{index}", "small"))
@@ -110,44 +115,90 @@ def main() -> None:
     results: list[tuple[dict[str, float], dict[str, float]]] = []
     n = args.requests
 
-    async def front_ops() -> dict[str, list[float]]:
-        times: dict[str, list[float]] = {"get": [], "list100": [], "list1000": [], "create": []}
+    sizes: dict[str, int] = {}
+
+    async def front_ops() -> dict[bool, dict[str, list[float]]]:
+        """The front's requests, in JSON and in protobuf, interleaved (one of each in turn, so
+        both see the same cluster and the same machine load); answers decoded as a client
+        would (orjson / the protobuf converter)."""
+        times: dict[bool, dict[str, list[float]]] = {mode: {"get": [], "list100": [], "list1000": [], "create": []} for mode in (False, True)}
+
+        def decoded(response: httpx.Response, protobuf: bool) -> Any:
+            response.raise_for_status()
+            return kubeproto.decode(response.content) if protobuf else response.json()
+
+        async def timed(op: str, protobuf: bool, path: str, body: dict[str, Any] | None = None) -> Any:
+            headers = {"Accept": kubeproto.PROTOBUF if protobuf else "application/json"}
+            started = time.perf_counter()
+            if body is None:
+                response = await http.get(path, headers=headers)
+            elif protobuf:
+                response = await http.post(path, content=kubeproto.encode(body), headers={**headers, "Content-Type": kubeproto.PROTOBUF})
+            else:
+                response = await http.post(path, json=body, headers=headers)
+            answer = decoded(response, protobuf)
+            times[protobuf][op].append(time.perf_counter() - started)
+            if op == "list1000":
+                assert len(answer["items"]) == 1000
+                sizes["protobuf" if protobuf else "json"] = len(response.content)
+            return answer
+
         async with httpx.AsyncClient(base_url=url, verify=context, timeout=60) as http:
             for _ in range(n):
-                started = time.perf_counter()
-                (await http.get("/api/v1/namespaces/small/pods/p1")).raise_for_status()
-                times["get"].append(time.perf_counter() - started)
+                for protobuf in (False, True):
+                    await timed("get", protobuf, "/api/v1/namespaces/small/pods/p1")
             for _ in range(max(10, n // 4)):
-                started = time.perf_counter()
-                (await http.get("/api/v1/namespaces/small/pods")).raise_for_status()
-                times["list100"].append(time.perf_counter() - started)
+                for protobuf in (False, True):
+                    await timed("list100", protobuf, "/api/v1/namespaces/small/pods")
             for _ in range(max(5, n // 20)):
-                started = time.perf_counter()
-                (await http.get("/api/v1/namespaces/large/pods")).raise_for_status()
-                times["list1000"].append(time.perf_counter() - started)
+                for protobuf in (False, True):
+                    await timed("list1000", protobuf, "/api/v1/namespaces/large/pods")
             for index in range(n):
-                body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"h{index}"}, "spec": {"nodeName": "bench-nowhere", "containers": [{"name": "c", "image": "nginx"}]}}
-                started = time.perf_counter()
-                (await http.post("/api/v1/namespaces/small/pods", json=body)).raise_for_status()
-                times["create"].append(time.perf_counter() - started)
+                for protobuf in (False, True):
+                    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{'pb' if protobuf else 'h'}{index}"}, "spec": {"nodeName": "bench-nowhere", "containers": [{"name": "c", "image": "nginx"}]}}
+                    await timed("create", protobuf, "/api/v1/namespaces/writes/pods", body)
         return times
 
-    async def front_fanout(watchers: int) -> float:
+    async def front_fanout(watchers: int, protobuf: bool, round_: int = 0) -> float:
         got = trio.Event()
         seen = [0]
+        namespace = f"fanout-front-{'pb' if protobuf else 'json'}-{round_}"
+        event_class = kubeproto.message_class("meta.k8s.io/v1", "WatchEvent")
+
+        def added(buffer: bytearray) -> bool:
+            """Whether a whole protobuf frame of an ADDED event is in ``buffer`` (frames
+            consumed)."""
+            while len(buffer) >= 4:
+                length = int.from_bytes(buffer[:4], "big")
+                if len(buffer) < 4 + length:
+                    return False
+                event = event_class()
+                event.ParseFromString(bytes(buffer[4:4 + length]))
+                del buffer[:4 + length]
+                if event.type == "ADDED" and kubeproto.decode(event.object.raw):
+                    return True
+            return False
 
         async def watch(http: httpx.AsyncClient, started: trio.Event) -> None:
-            async with http.stream("GET", "/api/v1/namespaces/fanout-front/pods", params={"watch": "1", "resourceVersion": "0"}) as response:
+            headers = {"Accept": f"{kubeproto.PROTOBUF};stream=watch"} if protobuf else {}
+            async with http.stream("GET", f"/api/v1/namespaces/{namespace}/pods", params={"watch": "1", "resourceVersion": "0"}, headers=headers) as response:
                 started.set()
-                async for line in response.aiter_lines():
-                    if '"ADDED"' in line:
-                        seen[0] += 1
-                        if seen[0] == watchers:
-                            got.set()
-                        return
+                if protobuf:
+                    buffer = bytearray()
+                    async for chunk in response.aiter_bytes():
+                        buffer += chunk
+                        if added(buffer):
+                            break
+                else:
+                    async for line in response.aiter_lines():
+                        if '"ADDED"' in line:
+                            break
+                seen[0] += 1
+                if seen[0] == watchers:
+                    got.set()
 
         async with httpx.AsyncClient(base_url=url, verify=context, timeout=60, limits=httpx.Limits(max_connections=watchers + 10)) as http:
-            (await http.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fanout-front"}})).raise_for_status()
+            (await http.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})).raise_for_status()
             await trio.sleep(1.0)
             async with trio.open_nursery() as nursery:
                 for _ in range(watchers):
@@ -157,7 +208,7 @@ def main() -> None:
                 await trio.sleep(0.5)
                 began = time.perf_counter()
                 body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, "spec": {"nodeName": "bench-nowhere", "containers": [{"name": "c", "image": "nginx"}]}}
-                (await http.post("/api/v1/namespaces/fanout-front/pods", json=body)).raise_for_status()
+                (await http.post(f"/api/v1/namespaces/{namespace}/pods", json=body)).raise_for_status()
                 await got.wait()
                 return time.perf_counter() - began
 
@@ -177,7 +228,7 @@ def main() -> None:
             times["list1000"].append(time.perf_counter() - started)
         for index in range(n):
             started = time.perf_counter()
-            await client.create(pod(f"i{index}", "small"))
+            await client.create(pod(f"i{index}", "writes"))
             times["create"].append(time.perf_counter() - started)
         return times
 
@@ -196,9 +247,14 @@ def main() -> None:
             stream.stop()
         return took
 
-    front = trio.run(front_ops)
+    both = trio.run(front_ops)
+    front, front_pb = both[False], both[True]
     inproc = in_world(inproc_ops)
-    front_fan = trio.run(front_fanout, args.watchers)
+    fans: dict[bool, list[float]] = {False: [], True: []}
+    for round_ in range(3):  # interleaved rounds; the median of each
+        for protobuf in (False, True):
+            fans[protobuf].append(trio.run(front_fanout, args.watchers, protobuf, round_))
+    front_fan, front_fan_pb = statistics.median(fans[False]), statistics.median(fans[True])
     inproc_fan = in_world(inproc_fanout, args.watchers)
     handle.stop()
     thread.join(120)
@@ -208,7 +264,15 @@ def main() -> None:
         a, b = summary(key, front[key]), summary(key, inproc[key])
         results.append((a, b))
         print(f"{key:<12} {a['rps']:>12.1f} {a['p50_ms']:>8.2f} {a['p99_ms']:>8.2f} | {b['rps']:>13.1f} {b['p50_ms']:>8.2f} {b['p99_ms']:>8.2f} | {a['rps'] / b['rps']:>28.2f}")
-    print(f"watch fan-out to {args.watchers} watchers: front {front_fan * 1000:.1f} ms, in-process {inproc_fan * 1000:.1f} ms (ratio {front_fan / inproc_fan:.2f})")
+    print(f"watch fan-out to {args.watchers} watchers: front (JSON, median of 3) {front_fan * 1000:.1f} ms, in-process {inproc_fan * 1000:.1f} ms (ratio {front_fan / inproc_fan:.2f})")
+    print()
+    print("the front in protobuf beside JSON (same run, same objects; answers decoded by the client)")
+    print(f"{'operation':<12} {'pb req/s':>10} {'p50 ms':>8} {'p99 ms':>8} | {'JSON req/s':>10} {'p50 ms':>8} {'p99 ms':>8} | {'ratio (pb/JSON req/s)':>22}")
+    for key in ("get", "list100", "list1000", "create"):
+        a, b = summary(key, front_pb[key]), summary(key, front[key])
+        print(f"{key:<12} {a['rps']:>10.1f} {a['p50_ms']:>8.2f} {a['p99_ms']:>8.2f} | {b['rps']:>10.1f} {b['p50_ms']:>8.2f} {b['p99_ms']:>8.2f} | {a['rps'] / b['rps']:>22.2f}")
+    print(f"LIST of 1,000 pods: {sizes['protobuf']:,} bytes in protobuf, {sizes['json']:,} in JSON (ratio {sizes['protobuf'] / sizes['json']:.2f})")
+    print(f"watch fan-out to {args.watchers} watchers (median of 3): protobuf {front_fan_pb * 1000:.1f} ms, JSON {front_fan * 1000:.1f} ms (ratio {front_fan_pb / front_fan:.2f})")
 
 
 if __name__ == "__main__":

@@ -132,32 +132,57 @@ _SCHEMA = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaPr
 _OR_ARRAY, _OR_BOOL, _OR_STRINGS = (f"{_SCHEMA}OrArray", f"{_SCHEMA}OrBool", f"{_SCHEMA}OrStringArray")
 
 
+# Per field, how it is filled and read (computed once per descriptor): a scalar, a
+# message, repeated scalars, repeated messages, a map to scalars, a map to messages.
+_SCALAR, _MESSAGE, _SCALARS, _MESSAGES, _MAP_SCALARS, _MAP_MESSAGES = range(6)
+# Scalar kinds, by what JSON holds them.
+_STRING, _BOOL, _FLOAT, _BYTES, _INT = range(5)
+
+
+def _scalar_kind(field: Any) -> int:
+    from google.protobuf.descriptor import FieldDescriptor as F
+
+    return {F.TYPE_STRING: _STRING, F.TYPE_BOOL: _BOOL, F.TYPE_DOUBLE: _FLOAT, F.TYPE_FLOAT: _FLOAT, F.TYPE_BYTES: _BYTES}.get(field.type, _INT)
+
+
+def _mode(field: Any) -> tuple[int, int]:
+    """(how the field is held, the scalar kind of it or of its map values)."""
+    message = field.message_type
+    if message is not None and message.GetOptions().map_entry:
+        value = message.fields_by_name["value"]
+        return (_MAP_MESSAGES, 0) if value.message_type is not None else (_MAP_SCALARS, _scalar_kind(value))
+    if field.is_repeated:
+        return (_MESSAGES, 0) if message is not None else (_SCALARS, _scalar_kind(field))
+    return (_MESSAGE, 0) if message is not None else (_SCALAR, _scalar_kind(field))
+
+
 @cache
-def _plan(descriptor: Any) -> dict[str, tuple[Any, ...]]:
-    """JSON name -> the fields to it: the field itself, or (for a field of an embedded Go
-    struct, ``json:",inline"``) the embedding fields then it. Names from the Go types'
-    struct tags (``k8spb/json_names.py``) where they differ from the proto names."""
+def _plan(descriptor: Any) -> dict[str, tuple[tuple[str, ...], str, int, int]]:
+    """JSON name -> (the embedding fields' names, the field's name, its mode, its scalar
+    kind). A field of an embedded Go struct (``json:",inline"``) is reached through the
+    embedding fields. Names from the Go types' struct tags (``k8spb/json_names.py``)
+    where they differ from the proto names."""
     from chaoskube.apiserver.http.k8spb.json_names import JSON_NAMES
 
     renamed = JSON_NAMES.get(descriptor.full_name, {})
-    plan: dict[str, tuple[Any, ...]] = {}
+    plan: dict[str, tuple[tuple[str, ...], str, int, int]] = {}
     for field in descriptor.fields:
         name = renamed.get(field.name, field.name)
         if name == "" and field.message_type is not None:
-            for inner, chain in _plan(field.message_type).items():
-                plan.setdefault(inner, (field, *chain))
+            for inner, (chain, leaf, mode, scalar) in _plan(field.message_type).items():
+                plan.setdefault(inner, ((field.name, *chain), leaf, mode, scalar))
         else:
-            plan[name] = (field,)
+            plan[name] = ((), field.name, *_mode(field))
     return plan
 
 
 @cache
-def _names(descriptor: Any) -> dict[str, str]:
-    """Proto field name -> JSON name ("" for an embedded struct)."""
+def _reading(descriptor: Any) -> dict[str, tuple[str, int, int]]:
+    """Proto field name -> (JSON name, "" for an embedded struct; mode; scalar kind)."""
     from chaoskube.apiserver.http.k8spb.json_names import JSON_NAMES
 
     renamed = JSON_NAMES.get(descriptor.full_name, {})
-    return {field.name: renamed.get(field.name, field.name) for field in descriptor.fields}
+    return {field.name: (renamed.get(field.name, field.name), *_mode(field)) for field in descriptor.fields}
 
 
 @cache
@@ -167,6 +192,7 @@ def _items_wrapper(descriptor: Any) -> bool:
     return len(fields) == 1 and fields[0].name == "items" and fields[0].is_repeated
 
 
+@cache
 def _special(descriptor: Any) -> bool:
     full = descriptor.full_name
     return full in _SPECIAL_TIME or full in _RAW or full in _QUANTITY or full in (_INTSTR, _DURATION, _OR_ARRAY, _OR_BOOL, _OR_STRINGS) or _items_wrapper(descriptor)
@@ -191,82 +217,80 @@ def _fill(message: Any, data: Any, path: str) -> None:
     for key, value in data.items():
         if value is None:
             continue
-        chain = plan.get(key)
-        where = f"{path}.{key}" if path else key
-        if chain is None:
+        entry = plan.get(key)
+        if entry is None:
             if key in ("apiVersion", "kind"):
                 continue  # TypeMeta: in the envelope (or nowhere, for nested objects), as in Go
-            raise ProtoError(f"{where}: {descriptor.full_name} has no such field")
-        target_message = message
-        for embedded in chain[:-1]:
-            target_message = getattr(target_message, embedded.name)
-            target_message.SetInParent()
-        _fill_field(target_message, chain[-1], value, where)
+            raise ProtoError(f"{path}.{key}: {descriptor.full_name} has no such field" if path else f"{key}: {descriptor.full_name} has no such field")
+        chain, name, mode, scalar = entry
+        target = message
+        for embedded in chain:
+            target = getattr(target, embedded)
+            target.SetInParent()
+        if mode == _SCALAR:
+            setattr(target, name, _scalar_in(scalar, value, path, key))
+        elif mode == _MESSAGE:
+            child = getattr(target, name)
+            child.SetInParent()
+            _fill(child, value, f"{path}.{key}" if path else key)
+        else:
+            _fill_many(getattr(target, name), mode, scalar, value, f"{path}.{key}" if path else key)
 
 
-def _fill_field(message: Any, field: Any, value: Any, where: str) -> None:
-    if field.message_type is not None and field.message_type.GetOptions().map_entry:
-        _fill_map(getattr(message, field.name), field.message_type, value, where)
-    elif field.is_repeated:
+def _fill_many(target: Any, mode: int, scalar: int, value: Any, where: str) -> None:
+    if mode == _MESSAGES or mode == _SCALARS:
         if not isinstance(value, list):
             raise ProtoError(f"{where}: expected an array, got {type(value).__name__}")
-        target = getattr(message, field.name)
-        if field.message_type is not None:
+        if mode == _MESSAGES:
             for index, item in enumerate(value):
                 _fill(target.add(), item, f"{where}[{index}]")
         else:
-            target.extend(_scalar_in(field, item, f"{where}[{index}]") for index, item in enumerate(value))
-    elif field.message_type is not None:
-        child = getattr(message, field.name)
-        child.SetInParent()
-        _fill(child, value, where)
-    else:
-        setattr(message, field.name, _scalar_in(field, value, where))
-
-
-def _fill_map(target: Any, entry: Any, value: Any, path: str) -> None:
+            target.extend([_scalar_in(scalar, item, where, index) for index, item in enumerate(value)])
+        return
     if not isinstance(value, dict):
-        raise ProtoError(f"{path}: expected an object (a map), got {type(value).__name__}")
-    value_field = entry.fields_by_name["value"]
+        raise ProtoError(f"{where}: expected an object (a map), got {type(value).__name__}")
     for key, item in value.items():
-        if item is None and value_field.message_type is None:
-            continue
-        if value_field.message_type is not None:
+        if mode == _MAP_MESSAGES:
             child = target[key]
             if item is not None:
-                _fill(child, item, f"{path}.{key}")
-        else:
-            target[key] = _scalar_in(value_field, item, f"{path}.{key}")
+                _fill(child, item, f"{where}.{key}")
+        elif item is not None:
+            target[key] = _scalar_in(scalar, item, where, key)
 
 
-def _scalar_in(field: Any, value: Any, path: str) -> Any:
-    from google.protobuf.descriptor import FieldDescriptor as F
-
-    kind = field.type
-    if kind == F.TYPE_STRING:
-        if not isinstance(value, str):
-            raise ProtoError(f"{path}: expected a string, got {type(value).__name__}")
-        return value
-    if kind == F.TYPE_BOOL:
-        if not isinstance(value, bool):
-            raise ProtoError(f"{path}: expected a boolean, got {type(value).__name__}")
-        return value
-    if kind in (F.TYPE_DOUBLE, F.TYPE_FLOAT):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ProtoError(f"{path}: expected a number, got {type(value).__name__}")
-        return float(value)
-    if kind == F.TYPE_BYTES:
-        if not isinstance(value, str):
-            raise ProtoError(f"{path}: expected a base64 string, got {type(value).__name__}")
-        try:
-            return base64.b64decode(value, validate=True)
-        except ValueError:
-            raise ProtoError(f"{path}: not valid base64") from None
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer():
+def _scalar_in(kind: int, value: Any, path: str, key: Any) -> Any:
+    if kind == _STRING:
+        if value.__class__ is str:
+            return value
+        expected = "a string"
+    elif kind == _INT:
+        if value.__class__ is int:
+            return value
+        if value.__class__ is float and value.is_integer():
             return int(value)
-        raise ProtoError(f"{path}: expected an integer, got {type(value).__name__}")
-    return value
+        expected = "an integer"
+    elif kind == _BOOL:
+        if value.__class__ is bool:
+            return value
+        expected = "a boolean"
+    elif kind == _FLOAT:
+        if value.__class__ in (int, float):
+            return float(value)
+        expected = "a number"
+    else:
+        if value.__class__ is str:
+            try:
+                return base64.b64decode(value, validate=True)
+            except ValueError:
+                raise ProtoError(f"{_where(path, key)}: not valid base64") from None
+        expected = "a base64 string"
+    raise ProtoError(f"{_where(path, key)}: expected {expected}, got {type(value).__name__}")
+
+
+def _where(path: str, key: Any) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else str(key)
 
 
 def _fill_special(message: Any, data: Any, path: str) -> None:
@@ -317,7 +341,7 @@ def _fill_special(message: Any, data: Any, path: str) -> None:
             _fill(message.schema, data, path)
     elif full == _OR_STRINGS:
         if isinstance(data, list):
-            message.property.extend(_scalar_in(message.DESCRIPTOR.fields_by_name["property"], item, f"{path}[{index}]") for index, item in enumerate(data))
+            message.property.extend([_scalar_in(_STRING, item, path, index) for index, item in enumerate(data)])
         else:
             _fill(message.schema, data, path)
     else:  # a named slice
@@ -328,7 +352,7 @@ def _fill_special(message: Any, data: Any, path: str) -> None:
             for index, item in enumerate(data):
                 _fill(message.items.add(), item, f"{path}[{index}]")
         else:
-            message.items.extend(_scalar_in(field, item, f"{path}[{index}]") for index, item in enumerate(data))
+            message.items.extend([_scalar_in(_scalar_kind(field), item, path, index) for index, item in enumerate(data)])
 
 
 def from_message(message: Any) -> Any:
@@ -337,38 +361,32 @@ def from_message(message: Any) -> Any:
     if _special(descriptor):
         return _special_out(message)
     out: dict[str, Any] = {}
-    names = _names(descriptor)
+    reading = _reading(descriptor)
     for field, value in message.ListFields():
-        name = names[field.name]
-        if name == "" and field.message_type is not None:
-            out.update(from_message(value))  # an embedded struct: its fields are the parent's
-            continue
-        if field.message_type is not None and field.message_type.GetOptions().map_entry:
-            value_field = field.message_type.fields_by_name["value"]
-            if value_field.message_type is not None:
-                out[name] = {key: from_message(item) for key, item in value.items()}
-            else:
-                out[name] = {key: _scalar_out(value_field, item) for key, item in value.items()}
-        elif field.is_repeated:
-            if field.message_type is not None:
-                out[name] = [from_message(item) for item in value]
-            else:
-                out[name] = [_scalar_out(field, item) for item in value]
-        elif field.message_type is not None:
+        name, mode, scalar = reading[field.name]
+        if mode == _SCALAR:
+            out[name] = value if scalar in (_STRING, _INT, _BOOL) else _scalar_out(scalar, value)
+        elif mode == _MESSAGE:
             converted = from_message(value)
-            if converted is not None:
+            if name == "":
+                out.update(converted)  # an embedded struct: its fields are the parent's
+            elif converted is not None:
                 out[name] = converted
+        elif mode == _MESSAGES:
+            out[name] = [from_message(item) for item in value]
+        elif mode == _SCALARS:
+            out[name] = list(value) if scalar in (_STRING, _INT, _BOOL) else [_scalar_out(scalar, item) for item in value]
+        elif mode == _MAP_MESSAGES:
+            out[name] = {key: from_message(item) for key, item in value.items()}
         else:
-            out[name] = _scalar_out(field, value)
+            out[name] = dict(value) if scalar in (_STRING, _INT, _BOOL) else {key: _scalar_out(scalar, item) for key, item in value.items()}
     return out
 
 
-def _scalar_out(field: Any, value: Any) -> Any:
-    from google.protobuf.descriptor import FieldDescriptor as F
-
-    if field.type == F.TYPE_BYTES:
+def _scalar_out(kind: int, value: Any) -> Any:
+    if kind == _BYTES:
         return base64.b64encode(value).decode()
-    if field.type in (F.TYPE_DOUBLE, F.TYPE_FLOAT) and value.is_integer() and abs(value) < 2**53:
+    if kind == _FLOAT and value.is_integer() and abs(value) < 2**53:
         return int(value)  # Go's encoding/json writes float64 1 as 1
     return value
 
@@ -403,7 +421,7 @@ def _special_out(message: Any) -> Any:
     if full == _OR_STRINGS:
         return list(message.property) if message.property else from_message(message.schema)
     field = message.DESCRIPTOR.fields[0]
-    return [from_message(item) for item in message.items] if field.message_type is not None else [_scalar_out(field, item) for item in message.items]
+    return [from_message(item) for item in message.items] if field.message_type is not None else [_scalar_out(_scalar_kind(field), item) for item in message.items]
 
 
 _UNITS = (("h", 3600 * 10**9), ("m", 60 * 10**9), ("s", 10**9), ("ms", 10**6), ("us", 10**3), ("µs", 10**3), ("ns", 1))
