@@ -37,7 +37,7 @@ import orjson
 
 __all__ = [
     "NO_CHANGE", "Atom", "Conflict", "ConflictError", "ListType", "MapType", "MissingVersion", "Schema",
-    "TypeRef", "Updater", "VersionedSet", "compare", "deduced_schema", "ensure_named_fields_are_members",
+    "TypeRef", "Updater", "VersionedSet", "compare", "deduced_schema", "ensure_named_fields_are_members", "extract_items", "leaves",
     "field_element", "fields_v1", "index_element", "key_element", "merge_values", "parse_schema",
     "path_string", "remove_items", "set_from_fields_v1", "set_string", "to_field_set", "value_element",
 ]
@@ -774,6 +774,52 @@ def _remove(value: Any, paths: frozenset, schema: Schema, ref: TypeRef | None) -
         subset = with_prefix(paths, element)
         out[key] = _remove(item, subset, schema, atom.map.child(key)) if subset else item
     return out if out else None
+
+
+def extract_items(value: Any, paths: frozenset, schema: Schema, ref: TypeRef) -> Any:
+    """``TypedValue.ExtractItems``: only the members of ``paths`` (and what is under them)
+    of ``value``; None when nothing is left (``removeItemsWithSchema`` with shouldExtract)."""
+    atom = _deduce(_resolve(schema, ref, value), value)
+    kind = _kind(atom)
+    if kind == "scalar":
+        return value
+    if kind == "list":
+        if not isinstance(value, list):
+            return None
+        if not value or atom.list.relationship == "atomic":
+            return value
+        kept = []
+        for item in value:
+            try:
+                pe = list_item_element(schema, atom.list, item)
+            except ListItemError:
+                continue
+            subset = with_prefix(paths, pe)
+            if subset:
+                item = extract_items(item, subset, schema, atom.list.element)
+            if (pe,) in paths or subset:
+                kept.append(item)
+        return kept if kept else None
+    if not isinstance(value, dict):
+        return None
+    if not value or atom.map.relationship == "atomic":
+        return value
+    out = {}
+    for key, item in value.items():
+        element = ("f", key)
+        if (element,) in paths:
+            out[key] = extract_items(item, paths, schema, atom.map.child(key))  # upstream passes the whole set here
+            continue
+        subset = with_prefix(paths, element)
+        if subset:
+            out[key] = extract_items(item, subset, schema, atom.map.child(key))
+    return out if out else None
+
+
+def leaves(paths: frozenset) -> frozenset:
+    """``Set.Leaves``: the members that have no member under them."""
+    prefixes = {path[:depth] for path in paths for depth in range(1, len(path))}
+    return frozenset(path for path in paths if path not in prefixes)
 
 
 # ----------------------------------------------------------------------------- managers
