@@ -22,8 +22,11 @@ kubernetes-sigs/structured-merge-diff (v4..v6) ``fieldpath``, ``schema``, ``type
   ``Update`` for a non-apply write, ``Apply`` with conflicts, ``force`` and pruning) are the
   algorithms, step for step.
 
+``extract_items`` / ``leaves`` are ``ExtractItems`` and ``Set.Leaves`` (a client extracting
+what it applied from the live object).
+
 Not transcribed: ``ReconcileFieldSetWithSchema`` (a schema that changes between writes of
-one object, from atomic to granular or back), ``ExtractItems`` and validation errors of
+one object, from atomic to granular or back) and validation errors of
 values against their schema (a value of the wrong shape is treated as upstream's walkers
 treat it when they ignore the error: as absent).
 """
@@ -139,6 +142,7 @@ def path_string(path: Path) -> str:
 
 
 def serialize_element(element: tuple) -> str:
+    """``SerializePathElement``; ValueError for an element of no known kind."""
     kind, payload = element
     if kind == "f":
         return "f:" + payload
@@ -146,7 +150,13 @@ def serialize_element(element: tuple) -> str:
         return "k:{" + ",".join(f"{orjson.dumps(name).decode()}:{text}" for name, text in payload) + "}"
     if kind == "v":
         return "v:" + payload
-    return f"i:{payload}"
+    if kind == "i":
+        return f"i:{payload}"
+    raise ValueError(f"invalid PathElement: {element!r}")
+
+
+class UnknownPathElement(ValueError):
+    """``ErrUnknownPathElementType``: a qualifier this version does not know (``r:...``)."""
 
 
 def deserialize_element(text: str) -> tuple:
@@ -163,8 +173,10 @@ def deserialize_element(text: str) -> tuple:
             raise ValueError(f"invalid key element {text!r}")
         return key_element(*fields.items())
     if kind == "i":
+        if not rest.lstrip("-").isdigit():
+            raise ValueError(f"invalid index in {text!r}")
         return ("i", int(rest))
-    raise ValueError(f"unknown path element type in {text!r}")
+    raise UnknownPathElement(f"unknown path element type in {text!r}")
 
 
 # ----------------------------------------------------------------------------- sets
@@ -217,7 +229,8 @@ def fields_v1(paths: Iterable[Path]) -> dict:
 
 
 def set_from_fields_v1(document: Any) -> frozenset:
-    """``Set.FromJSON``; raises ValueError on a malformed document."""
+    """``Set.FromJSON``; raises ValueError on a malformed document. Elements of an unknown
+    kind are dropped with what is under them ("a future version maybe knows what they are")."""
     if not isinstance(document, dict):
         raise ValueError("fieldsV1 is a JSON object")
     out: set = set()
@@ -230,7 +243,10 @@ def set_from_fields_v1(document: Any) -> frozenset:
                 continue
             if not isinstance(inner, dict):
                 raise ValueError(f"fieldsV1: the value of {text!r} is not an object")
-            path = prefix + (deserialize_element(text),)
+            try:
+                path = prefix + (deserialize_element(text),)
+            except UnknownPathElement:
+                continue
             if not inner:
                 out.add(path)
             else:

@@ -30,6 +30,9 @@ their msgspec types plus the list/struct/map markers of ``k8s.io/api`` v0.26.15
 (``x-kubernetes-list-type``, ``x-kubernetes-list-map-keys``, ``x-kubernetes-map-type``,
 ``x-kubernetes-preserve-unknown-fields``, ``x-kubernetes-int-or-string``).
 
+The chain is upstream's, layer for layer (:func:`default_chain`; each layer a class with
+``update`` and ``apply``), so apimachinery's tests run on the layers they compose.
+
 Not modelled: ``lastAppliedManager`` (an apply that conflicts only with client-side apply's
 fields whose values match the ``last-applied-configuration`` annotation is let through
 upstream; here it conflicts) and version conversion of managed fields (each kind is served
@@ -51,7 +54,7 @@ from chaoskube.api.strategic import PATCH_META
 
 __all__ = [
     "ApplyConflict", "ApplyError", "FieldManager", "LAST_APPLIED_ANNOTATION", "builtin_schema",
-    "custom_schema", "decode_managed_fields", "encode_managed_fields", "manager_identifier", "typed_form",
+    "custom_schema", "decode_managed_fields", "default_chain", "encode_managed_fields", "manager_identifier", "sort_encoded_managed_fields", "typed_form",
     "manager_or_user_agent", "validate_field_manager",
 ]
 
@@ -408,8 +411,16 @@ def encode_managed_fields(managed: Managed) -> list[dict[str, Any]] | None:
         if entry.get("subresource"):
             out["subresource"] = entry["subresource"]
         entries.append(out)
-    entries.sort(key=lambda e: (e["operation"], e.get("time") or "", e.get("manager", ""), e["apiVersion"], e.get("subresource", "")))
-    return entries
+    return sort_encoded_managed_fields(entries)
+
+
+def sort_encoded_managed_fields(entries: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """``sortEncodedManagedFields``: by operation (Apply before Update), time in whole
+    seconds (none first), manager, apiVersion, subresource. Times are RFC 3339 UTC with
+    whole seconds (metav1.Time's form), which order as their seconds do."""
+    if entries is None:
+        return None
+    return sorted(entries, key=lambda e: (e.get("operation", ""), _seconds(e.get("time")), e.get("manager", ""), e.get("apiVersion", ""), e.get("subresource", "")))
 
 
 def _is_reset(entries: Any) -> bool:
@@ -466,39 +477,291 @@ def _without_managed_fields(document: dict[str, Any] | None) -> Any:
     return document
 
 
-class FieldManager:
-    """``NewDefaultFieldManager`` for one kind (``api_version`` "group/version", ``kind``)
-    and ``subresource``; ``ignored``: the paths no manager of this endpoint owns (upstream's
-    reset fields: ``status`` for the main resource of a kind with a status subresource, the
-    spec for the status subresource)."""
+# ----------------------------------------------------------------------------- the managers
+# Each layer is one of apimachinery's ``internal.Manager``s: ``update(live, new, managed,
+# manager)`` and ``apply(live, applied, managed, manager, force)`` answer (object, Managed);
+# an apply's object is None when nothing changed (structuredMergeManager).
 
-    def __init__(self, schema: fp.Schema, root: fp.TypeRef, api_version: str, kind: str, subresource: str = "", ignored: frozenset = frozenset(), max_update_managers: int = MAX_UPDATE_MANAGERS, struct: type | None = None) -> None:
+
+class StructuredMergeManager:
+    """``structuredMergeManager``: the typed merge of one kind at one version."""
+
+    def __init__(self, schema: fp.Schema, root: fp.TypeRef, api_version: str, struct: type | None = None, ignored: frozenset = frozenset()) -> None:
+        self.api_version = api_version
         self.struct = struct  # a built-in kind's class: objects take its typed form
+        self.updater = fp.Updater(schema, lambda version: root, ignored={api_version: ignored} if ignored else None)
+
+    def update(self, live: Any, new: Any, managed: Managed, manager: str) -> tuple[Any, Managed]:
+        _, fields = self.updater.update(_typed(live, self.struct), _typed(new, self.struct), self.api_version, dict(managed.fields), manager)
+        return new, Managed(fields, managed.times)
+
+    def apply(self, live: Any, applied: dict[str, Any], managed: Managed, manager: str, force: bool) -> tuple[Any, Managed]:
+        version = str(applied.get("apiVersion") or "")
+        if version != self.api_version:
+            raise ApplyError(f"Incorrect version specified in apply patch. Specified patch version: {version}, expected: {self.api_version}")
+        if (applied.get("metadata") or {}).get("managedFields") is not None:
+            raise ApplyError("metadata.managedFields must be nil")
+        try:
+            new, fields = self.updater.apply(_typed(live, self.struct), applied, self.api_version, dict(managed.fields), manager, force)
+        except fp.ListItemError as error:
+            raise ApplyError(f"failed to create typed patch object ({_gvk(applied)}): {error}", 500) from None
+        managed = Managed(fields, managed.times)
+        if new is fp.NO_CHANGE:
+            return None, managed
+        return (new if isinstance(new, dict) else {}), managed
+
+
+class StripMetaManager:
+    """``stripMetaManager``: the fields of :data:`STRIPPED` belong to nobody."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def update(self, live: Any, new: Any, managed: Managed, manager: str) -> tuple[Any, Managed]:
+        new, managed = self.inner.update(live, new, managed, manager)
+        _strip(managed.fields, manager)
+        return new, managed
+
+    def apply(self, live: Any, applied: dict[str, Any], managed: Managed, manager: str, force: bool) -> tuple[Any, Managed]:
+        new, managed = self.inner.apply(live, applied, managed, manager, force)
+        _strip(managed.fields, manager)
+        return new, managed
+
+
+def _strip(fields: dict, manager: str) -> None:
+    entry = fields.get(manager)
+    if entry is not None:
+        remaining = entry.set - STRIPPED
+        if remaining:
+            fields[manager] = fp.VersionedSet(remaining, entry.api_version, entry.applied)
+        else:
+            del fields[manager]
+
+
+class ManagedFieldsUpdater:
+    """``managedFieldsUpdater``: an update's fields merge into its manager's entry, and a
+    write that changed something stamps its manager's time (``clock()``)."""
+
+    def __init__(self, inner: Any, clock: Any) -> None:
+        self.inner = inner
+        self.clock = clock
+
+    def update(self, live: Any, new: Any, managed: Managed, manager: str) -> tuple[Any, Managed]:
+        current = "current-operation"
+        new, managed = self.inner.update(live, new, managed, current)
+        if current in managed.fields:
+            entry = managed.fields.pop(current)
+            previous = managed.fields.get(manager)
+            managed.fields[manager] = fp.VersionedSet(entry.set | previous.set, entry.api_version, entry.applied) if previous is not None else entry
+            managed.times[manager] = self.clock()
+        return new, managed
+
+    def apply(self, live: Any, applied: dict[str, Any], managed: Managed, manager: str, force: bool) -> tuple[Any, Managed]:
+        new, managed = self.inner.apply(live, applied, managed, manager, force)
+        if new is not None:
+            managed.times[manager] = self.clock()
+        else:
+            new = copy.deepcopy(_without_managed_fields(live))
+        return new, managed
+
+
+class BuildManagerInfoManager:
+    """``buildManagerInfoManager``: the manager's name becomes its identifier (operation,
+    API version for an Update, subresource); "" is "unknown"."""
+
+    def __init__(self, inner: Any, api_version: str, subresource: str = "") -> None:
+        self.inner = inner
+        self.api_version = api_version
+        self.subresource = subresource
+
+    def update(self, live: Any, new: Any, managed: Managed, manager: str) -> tuple[Any, Managed]:
+        return self.inner.update(live, new, managed, manager_identifier(manager or "unknown", "Update", self.api_version, self.subresource))
+
+    def apply(self, live: Any, applied: dict[str, Any], managed: Managed, manager: str, force: bool) -> tuple[Any, Managed]:
+        return self.inner.apply(live, applied, managed, manager_identifier(manager or "unknown", "Apply", self.api_version, self.subresource), force)
+
+
+class CapManagersManager:
+    """``capManagersManager``: past ``max_update_managers`` Update entries, the oldest are
+    folded into ``ancient-changes`` (one bucket per API version)."""
+
+    def __init__(self, inner: Any, max_update_managers: int = MAX_UPDATE_MANAGERS) -> None:
+        self.inner = inner
+        self.max_update_managers = max_update_managers
+
+    def update(self, live: Any, new: Any, managed: Managed, manager: str) -> tuple[Any, Managed]:
+        new, managed = self.inner.update(live, new, managed, manager)
+        return new, self.cap(managed)
+
+    def apply(self, live: Any, applied: dict[str, Any], managed: Managed, manager: str, force: bool) -> tuple[Any, Managed]:
+        return self.inner.apply(live, applied, managed, manager, force)
+
+    def cap(self, managed: Managed) -> Managed:
+        updaters = [manager for manager, entry in managed.fields.items() if not entry.applied]
+        if len(updaters) <= self.max_update_managers:
+            return managed
+        updaters.sort(key=lambda manager: (_seconds(managed.times.get(manager)), manager))
+        first_of_version: dict[str, str] = {}
+        length = len(updaters)
+        for manager in updaters:
+            if length <= self.max_update_managers:
+                break
+            entry = managed.fields[manager]
+            time = managed.times.get(manager)
+            bucket = manager_identifier(ANCIENT_CHANGES, "Update", entry.api_version)
+            if entry.api_version in first_of_version:
+                if bucket not in managed.fields:
+                    managed.fields[bucket] = managed.fields.pop(first_of_version[entry.api_version])
+                managed.fields[bucket] = fp.VersionedSet(entry.set | managed.fields[bucket].set, entry.api_version, entry.applied)
+                del managed.fields[manager]
+                length -= 1
+                managed.times[bucket] = time
+            else:
+                first_of_version[entry.api_version] = manager
+        return managed
+
+
+def _seconds(time: str | None) -> str:
+    return time or ""  # RFC 3339 UTC, whole seconds: orders as the Unix seconds do
+
+
+class SkipNonAppliedManager:
+    """``skipNonAppliedManager``: an object without managedFields is tracked by an update
+    only when it is being created (no uid) and ``track_creates`` (upstream's
+    ``DefaultTrackOnCreateProbability`` is 1: always; ``NewSkipNonAppliedManager``: never);
+    its first apply gives what exists to ``before-first-apply``."""
+
+    def __init__(self, inner: Any, api_version: str, kind: str, track_creates: bool = True) -> None:
+        self.inner = inner
+        self.api_version = api_version
+        self.kind = kind
+        self.track_creates = track_creates
+
+    def update(self, live: Any, new: Any, managed: Managed, manager: str) -> tuple[Any, Managed]:
+        if not managed.fields:
+            if ((live or {}).get("metadata") or {}).get("uid") or not self.track_creates:
+                return new, managed
+        return self.inner.update(live, new, managed, manager)
+
+    def apply(self, live: Any, applied: dict[str, Any], managed: Managed, manager: str, force: bool) -> tuple[Any, Managed]:
+        if not managed.fields:
+            empty = {"apiVersion": str(applied.get("apiVersion") or self.api_version), "kind": str(applied.get("kind") or self.kind)}
+            live, managed = self.inner.update(empty, live, managed, BEFORE_FIRST_APPLY)
+        return self.inner.apply(live, applied, managed, manager, force)
+
+
+class LastAppliedUpdater:
+    """``lastAppliedUpdater``: an apply by "kubectl" to an object that carries kubectl's
+    ``last-applied-configuration`` annotation rewrites it to the applied configuration
+    (without the annotation), so a later client-side apply computes from the right base; an
+    annotation too large for the 256 KiB limit is dropped (``SetLastApplied``)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def update(self, live: Any, new: Any, managed: Managed, manager: str) -> tuple[Any, Managed]:
+        return self.inner.update(live, new, managed, manager)
+
+    def apply(self, live: Any, applied: dict[str, Any], managed: Managed, manager: str, force: bool) -> tuple[Any, Managed]:
+        new, managed = self.inner.apply(live, applied, managed, manager, force)
+        if manager == "kubectl" and new is not None and (((new.get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED_ANNOTATION)):
+            config = copy.deepcopy(applied)
+            annotations = (config.get("metadata") or {}).get("annotations")
+            if isinstance(annotations, dict):
+                annotations.pop(LAST_APPLIED_ANNOTATION, None)
+            new = dict(new)
+            meta = dict(new.get("metadata") or {})
+            annotations = dict(meta.get("annotations") or {})
+            annotations[LAST_APPLIED_ANNOTATION] = orjson.dumps(config).decode()
+            if sum(len(key) + len(value) for key, value in annotations.items()) > TOTAL_ANNOTATION_SIZE_LIMIT_B:
+                del annotations[LAST_APPLIED_ANNOTATION]
+            meta["annotations"] = annotations
+            new["metadata"] = meta
+        return new, managed
+
+
+#: ``ValidateAnnotationsSize``: the annotations of an object hold at most 256 KiB.
+TOTAL_ANNOTATION_SIZE_LIMIT_B = 256 * 1024
+
+
+class VersionCheckManager:
+    """``versionCheckManager``: an apply's configuration must be of this kind and version."""
+
+    def __init__(self, inner: Any, api_version: str, kind: str) -> None:
+        self.inner = inner
+        self.api_version = api_version
+        self.kind = kind
+
+    def update(self, live: Any, new: Any, managed: Managed, manager: str) -> tuple[Any, Managed]:
+        return self.inner.update(live, new, managed, manager)
+
+    def apply(self, live: Any, applied: dict[str, Any], managed: Managed, manager: str, force: bool) -> tuple[Any, Managed]:
+        if applied.get("apiVersion") != self.api_version or applied.get("kind") != self.kind:
+            raise ApplyError(f"invalid object type: {_gvk(applied)}")
+        return self.inner.apply(live, applied, managed, manager, force)
+
+
+def default_chain(schema: fp.Schema, root: fp.TypeRef, api_version: str, kind: str, subresource: str = "", *, ignored: frozenset = frozenset(), struct: type | None = None, clock: Any = lambda: None, max_update_managers: int | None = MAX_UPDATE_MANAGERS, track_creates: bool = True) -> Any:
+    """``NewDefaultFieldManager``'s chain, outermost first: versionCheck, lastAppliedUpdater,
+    (lastAppliedManager: not modelled), skipNonApplied, capManagers, buildManagerInfo,
+    managedFieldsUpdater, stripMeta, structuredMerge. ``max_update_managers`` None leaves
+    capManagers out (as the test harness of ``internal/testing`` does)."""
+    chain: Any = StructuredMergeManager(schema, root, api_version, struct, ignored)
+    chain = StripMetaManager(chain)
+    chain = ManagedFieldsUpdater(chain, clock)
+    chain = BuildManagerInfoManager(chain, api_version, subresource)
+    if max_update_managers is not None:
+        chain = CapManagersManager(chain, max_update_managers)
+    chain = SkipNonAppliedManager(chain, api_version, kind, track_creates)
+    chain = LastAppliedUpdater(chain)
+    return VersionCheckManager(chain, api_version, kind)
+
+
+class FieldManager:
+    """``internal.FieldManager`` around a chain of managers (by default
+    :func:`default_chain` for the kind at ``api_version``, with reset fields ``ignored``);
+    ``clock()`` gives the time written into entries (RFC 3339)."""
+
+    def __init__(self, schema: fp.Schema | None = None, root: fp.TypeRef | None = None, api_version: str = "", kind: str = "", subresource: str = "", ignored: frozenset = frozenset(), max_update_managers: int | None = MAX_UPDATE_MANAGERS, struct: type | None = None, *, chain: Any = None, clock: Any = None) -> None:
         self.api_version = api_version
         self.kind = kind
         self.subresource = subresource
-        self.max_update_managers = max_update_managers
-        ignore = {api_version: ignored} if ignored else None
-        self.updater = fp.Updater(schema, lambda version: root, ignored=ignore)
+        self._now: str | None = None
+        self.clock = clock or (lambda: self._now)
+        if chain is None:
+            assert schema is not None and root is not None
+            chain = default_chain(schema, root, api_version, kind, subresource, ignored=ignored, struct=struct, clock=self.clock, max_update_managers=max_update_managers)
+        self.chain = chain
 
     # ------------------------------------------------------------------ update
-    def update(self, live: dict[str, Any] | None, new: dict[str, Any], manager: str, now: str) -> dict[str, Any]:
-        """``FieldManager.UpdateNoErrors``: ``new`` with its managedFields set (or the live
-        object's, when they cannot be computed). ``live`` is None for a create."""
-        live_meta = (live or {}).get("metadata") or {}
-        new_meta = new.get("metadata") or {}
+    def update(self, live: dict[str, Any] | None, new: dict[str, Any], manager: str, now: str | None = None) -> dict[str, Any]:
+        """``FieldManager.Update``: ``new`` with its managedFields set; raises ApplyError.
+        ``live`` is None (or has no uid) for a create."""
+        self._now = now
+        live = live if live is not None else {"apiVersion": self.api_version, "kind": self.kind}
+        managed = self._decode_live_or_new((live.get("metadata") or {}).get("managedFields"), (new.get("metadata") or {}).get("managedFields"))
+        new = dict(new)
+        new["metadata"] = {key: value for key, value in (new.get("metadata") or {}).items() if key != "managedFields"}
+        obj, managed = self.chain.update(live, new, managed, manager)
+        return self._encode(obj, managed)
+
+    def update_no_errors(self, live: dict[str, Any] | None, new: dict[str, Any], manager: str, now: str | None = None) -> dict[str, Any]:
+        """``FieldManager.UpdateNoErrors``: on an error, ``new`` with the live object's
+        managedFields ("[SHOULD NOT HAPPEN]" upstream)."""
         try:
-            managed = self._decode_live_or_new(live_meta.get("managedFields"), new_meta.get("managedFields"))
-            managed = self._update_chain(live, new, managed, manager, now)
+            return self.update(live, new, manager, now)
         except (ApplyError, fp.ListItemError, ValueError):
             out = dict(new)
-            out["metadata"] = {**new_meta, "managedFields": live_meta.get("managedFields")}
-            if out["metadata"]["managedFields"] is None:
-                out["metadata"].pop("managedFields")
+            meta = {key: value for key, value in (new.get("metadata") or {}).items() if key != "managedFields"}
+            entries = ((live or {}).get("metadata") or {}).get("managedFields")
+            if entries is not None:
+                meta["managedFields"] = entries
+            out["metadata"] = meta
             return out
-        return self._encode(new, managed)
 
     def _decode_live_or_new(self, live_entries: Any, new_entries: Any) -> Managed:
+        """``decodeLiveOrNew``: a subresource ignores the request's entries; ``[]`` resets;
+        entries that do not decode, or none, fall back to the live object's."""
         if self.subresource:
             return self._decode_or_empty(live_entries)
         if _is_reset(new_entries):
@@ -518,117 +781,26 @@ class FieldManager:
         except ApplyError:
             return Managed()
 
-    def _update_chain(self, live: dict[str, Any] | None, new: dict[str, Any], managed: Managed, manager: str, now: str) -> Managed:
-        # skipNonApplied: an existing object without managedFields stays untracked
-        if not managed.fields and ((live or {}).get("metadata") or {}).get("uid"):
-            return managed
-        managed = self._tracked_update(live, new, managed, manager or "unknown", now)
-        return self._cap(managed)
-
-    def _tracked_update(self, live: dict[str, Any] | None, new: dict[str, Any], managed: Managed, manager: str, now: str) -> Managed:
-        """buildManagerInfo -> managedFieldsUpdater -> stripMeta -> structuredMerge."""
-        identifier = manager_identifier(manager, "Update", self.api_version, self.subresource)
-        current = "current-operation"
-        _, fields = self.updater.update(_typed(live, self.struct), _typed(new, self.struct), self.api_version, dict(managed.fields), current)
-        fields = self._strip(fields, current)
-        if current in fields:
-            entry = fields.pop(current)
-            previous = fields.get(identifier)
-            fields[identifier] = fp.VersionedSet(entry.set | previous.set, entry.api_version, entry.applied) if previous is not None else entry
-            managed.times[identifier] = now
-        return Managed(fields, managed.times)
-
-    @staticmethod
-    def _strip(fields: dict, manager: str) -> dict:
-        entry = fields.get(manager)
-        if entry is not None:
-            remaining = entry.set - STRIPPED
-            if remaining:
-                fields[manager] = fp.VersionedSet(remaining, entry.api_version, entry.applied)
-            else:
-                del fields[manager]
-        return fields
-
-    def _cap(self, managed: Managed) -> Managed:
-        """``capManagersManager``: more than 10 Update entries -> the oldest merged into
-        ``ancient-changes`` (one per API version)."""
-        updaters = [manager for manager, entry in managed.fields.items() if not entry.applied]
-        if len(updaters) <= self.max_update_managers:
-            return managed
-        updaters.sort(key=lambda manager: (managed.times.get(manager) or "", manager))
-        first_of_version: dict[str, str] = {}
-        length = len(updaters)
-        for manager in updaters:
-            if length <= self.max_update_managers:
-                break
-            entry = managed.fields[manager]
-            time = managed.times.get(manager)
-            bucket = manager_identifier(ANCIENT_CHANGES, "Update", entry.api_version)
-            if entry.api_version in first_of_version:
-                if bucket not in managed.fields:
-                    first = first_of_version[entry.api_version]
-                    managed.fields[bucket] = managed.fields.pop(first)
-                managed.fields[bucket] = fp.VersionedSet(entry.set | managed.fields[bucket].set, entry.api_version, entry.applied)
-                del managed.fields[manager]
-                length -= 1
-                managed.times[bucket] = time
-            else:
-                first_of_version[entry.api_version] = manager
-        return managed
-
     # ------------------------------------------------------------------ apply
-    def apply(self, live: dict[str, Any] | None, applied: dict[str, Any], manager: str, force: bool, now: str) -> dict[str, Any]:
+    def apply(self, live: dict[str, Any] | None, applied: dict[str, Any], manager: str, force: bool, now: str | None = None) -> dict[str, Any]:
         """``FieldManager.Apply``: the new object with its managedFields (the live object
-        with new managedFields when no value changes). ``live`` is None when the object
-        does not exist yet. Raises ApplyConflict, ApplyError."""
-        live = live or {"apiVersion": self.api_version, "kind": self.kind, "metadata": {}}
-        managed = decode_managed_fields((live.get("metadata") or {}).get("managedFields"))
-        # versionCheckManager
-        if applied.get("apiVersion") != self.api_version or applied.get("kind") != self.kind:
-            raise ApplyError(f"invalid object type: {_gvk(applied)}")
-        # structuredMergeManager's checks
-        if (applied.get("metadata") or {}).get("managedFields") is not None:
-            raise ApplyError("metadata.managedFields must be nil")
-        # skipNonApplied: the first apply attributes what exists to before-first-apply
-        if not managed.fields:
-            empty = {"apiVersion": self.api_version, "kind": self.kind, "metadata": {}}
-            managed = self._cap(self._tracked_update(empty, live, managed, BEFORE_FIRST_APPLY, now))
-        identifier = manager_identifier(manager, "Apply", self.api_version, self.subresource)
+        with new managedFields when no value changes). ``live`` is None when the object does
+        not exist yet. Raises ApplyConflict, ApplyError."""
+        self._now = now
+        live = live if live is not None else {"apiVersion": self.api_version, "kind": self.kind}
         try:
-            new, fields = self.updater.apply(_typed(live, self.struct), applied, self.api_version, dict(managed.fields), identifier, force)
+            managed = decode_managed_fields((live.get("metadata") or {}).get("managedFields"))
+        except ApplyError as error:
+            raise ApplyError(f"failed to decode managed fields: {error}", 500) from None
+        try:
+            obj, managed = self.chain.apply(live, applied, managed, manager, force)
         except fp.ConflictError as error:
             raise ApplyConflict(error.conflicts) from None
-        except fp.ListItemError as error:
-            raise ApplyError(f"failed to create typed patch object ({_gvk(applied)}): {error}", 500) from None
-        fields = self._strip(fields, identifier)
-        managed = Managed(fields, managed.times)
-        if new is fp.NO_CHANGE:
-            # managedFieldsUpdater: the live object, with the new managedFields (an apply
-            # that changes no value may still share or give up fields)
-            return self._encode(_without_managed_fields(live), managed)
-        managed.times[identifier] = now
-        result = new if isinstance(new, dict) else {}
-        result = self._last_applied(live, result, applied)
-        return self._encode(result, managed)
+        return self._encode(obj, managed)
 
     @staticmethod
-    def _last_applied(live: dict[str, Any], new: dict[str, Any], applied: dict[str, Any]) -> dict[str, Any]:
-        """``lastAppliedUpdater``: an object that carries kubectl's last-applied annotation
-        keeps it in step with what was applied, so a client-side apply after a server-side
-        one computes its patch from the right base."""
-        annotations = ((live.get("metadata") or {}).get("annotations") or {})
-        if LAST_APPLIED_ANNOTATION not in annotations:
-            return new
-        text = orjson.dumps(applied).decode()
-        if len(text) > 256 * 1024:  # totalAnnotationSizeLimitB: upstream drops it then
-            return new
-        new = dict(new)
-        meta = dict(new.get("metadata") or {})
-        meta["annotations"] = {**(meta.get("annotations") or {}), LAST_APPLIED_ANNOTATION: text}
-        new["metadata"] = meta
-        return new
-
-    def _encode(self, document: dict[str, Any], managed: Managed) -> dict[str, Any]:
+    def _encode(document: dict[str, Any], managed: Managed) -> dict[str, Any]:
+        """``EncodeObjectManagedFields``."""
         out = dict(document)
         meta = dict(out.get("metadata") or {})
         entries = encode_managed_fields(managed)

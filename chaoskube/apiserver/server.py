@@ -992,7 +992,7 @@ class ApiServer:
         if request.subresource not in ("", "status"):
             return  # binding, eviction, finalize, scale: not tracked here
         manager = self._field_manager(info, request.subresource)
-        document = manager.update(to_dict(current) if current is not None else None, to_dict(new), request.field_manager, timestamp(self.process.now()))
+        document = manager.update_no_errors(to_dict(current) if current is not None else None, to_dict(new), request.field_manager, timestamp(self.process.now()))
         new.metadata.managed_fields = (document.get("metadata") or {}).get("managedFields")
 
     def _applied(self, info: KindInfo, request: Request, live: dict[str, Any] | None) -> tuple[dict[str, Any], tuple[str, ...]]:
