@@ -158,7 +158,7 @@ def test_a_statefulset_template_merges_its_containers_by_name():
     patched = strategic_merge_patch(sts, {"spec": {"template": {"spec": {"containers": [{"name": "pg", "image": "postgres:16", "env": [{"name": "B", "value": "2"}]}]}}}}, StatefulSet)
     containers = patched["spec"]["template"]["spec"]["containers"]
     assert [(c["name"], c["image"]) for c in containers] == [("pg", "postgres:16"), ("exporter", "exp:1")]
-    assert [e["name"] for e in containers[0]["env"]] == ["A", "B"]
+    assert [e["name"] for e in containers[0]["env"]] == ["B", "A"]  # a new element first, as patch.go's normalizeElementOrder
     ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"}, "spec": {"template": {"spec": {"containers": [{"name": "a", "image": "1"}, {"name": "b", "image": "1"}]}}}}
     patched = strategic_merge_patch(ds, {"spec": {"template": {"spec": {"containers": [{"name": "b", "$patch": "delete"}]}}}}, DaemonSet)
     assert [c["name"] for c in patched["spec"]["template"]["spec"]["containers"]] == ["a"]
