@@ -72,7 +72,7 @@ def render_markdown(result: RunResult, answers: Any = None) -> str:
            + (f"; {reach}" if (reach := gallery.reach(result.metrics.get("broken_calls"))) else "")] if experiment.broken else []),
         f"- Journal sha256: `{result.journal_sha256}`",
         f"- Simulated {round(result.simulated_seconds, 6):.1f} s in {round(result.wall_seconds, 3):.2f} s of wall time",  # as result.json rounds them
-        f"- Replay: `{result.replay}`",
+        f"- Replay: `{result.replay}`" if result.replay else "- Replay: none (a plain `chaoskube serve` has no experiment to run again; see Live run)",
         *[f"- Note: {note}" for note in experiment.notes],
         "",
         *(markdown_lines(answers) if answers is not None else []),

@@ -324,6 +324,8 @@ def test_serve_accepts_manifests_of_only_crds_and_custom_resources(tmp_path):
     result = run_live(experiment, KubernetesSystem, 1, tmp_path / "run", LiveOptions(port=0, on_ready=on_ready))
     assert seen == {"widgets": ["w1"]}
     assert result.live["interrupted"]["signal"] == "interrupt" and result.verdicts["leader-election"].valid is True
+    assert "- Replay: none (a plain `chaoskube serve` has no experiment to run again; see Live run)" in (tmp_path / "run" / "report.md").read_text()
+    assert orjson.loads((tmp_path / "run" / "result.json").read_bytes())["replay"] == ""
 
 
 def test_end_state_evidence_names_the_objects_found_and_their_owners():
