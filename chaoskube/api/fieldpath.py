@@ -25,8 +25,10 @@ kubernetes-sigs/structured-merge-diff (v4..v6) ``fieldpath``, ``schema``, ``type
 ``extract_items`` / ``leaves`` are ``ExtractItems`` and ``Set.Leaves`` (a client extracting
 what it applied from the live object).
 
-Not transcribed: ``ReconcileFieldSetWithSchema`` (a schema that changes between writes of
-one object, from atomic to granular or back) and validation errors of
+``reconcile_field_set_with_schema`` is ``ReconcileFieldSetWithSchema`` (a schema that
+changes between writes of one object: a type become atomic is owned as a whole).
+
+Not transcribed: validation errors of
 values against their schema (a value of the wrong shape is treated as upstream's walkers
 treat it when they ignore the error: as absent).
 """
@@ -40,7 +42,7 @@ import orjson
 
 __all__ = [
     "NO_CHANGE", "Atom", "Conflict", "ConflictError", "ListType", "MapType", "MissingVersion", "Schema",
-    "TypeRef", "Updater", "VersionedSet", "compare", "deduced_schema", "ensure_named_fields_are_members", "extract_items", "leaves",
+    "TypeRef", "Updater", "VersionedSet", "compare", "deduced_schema", "ensure_named_fields_are_members", "extract_items", "leaves", "reconcile_field_set_with_schema",
     "field_element", "fields_v1", "index_element", "key_element", "merge_values", "parse_schema",
     "path_string", "remove_items", "set_from_fields_v1", "set_string", "to_field_set", "value_element",
 ]
@@ -832,6 +834,54 @@ def extract_items(value: Any, paths: frozenset, schema: Schema, ref: TypeRef) ->
     return out if out else None
 
 
+def reconcile_field_set_with_schema(paths: frozenset, schema: Schema, ref: TypeRef) -> frozenset | None:
+    """``ReconcileFieldSetWithSchema``: a set written under an older schema, brought to the
+    current one: a list or map that has become atomic is owned as a whole (its members
+    under it dropped, the atomic root added); None when nothing changes. (A type that
+    became granular keeps its root member, as upstream.)"""
+    to_remove: set = set()
+    to_add: set = set()
+
+    def walk(node: dict | None, ref: TypeRef | None, path: Path, is_atomic: bool) -> None:
+        atom = schema.resolve(ref)
+        if atom is None:
+            raise ValueError(f"could not resolve {ref}")
+        kind = _kind(atom)
+        if kind == "scalar":
+            return
+        if kind == "list":
+            if not is_atomic and atom.list.relationship == "atomic":
+                to_remove.add(path)
+                to_add.add(path)
+                return
+            if node:
+                visit(node, lambda element: atom.list.element, path)
+            return
+        mp = atom.map
+        if not mp.fields and (mp.element == TypeRef(UNTYPED_DEDUCED) or (mp.element is not None and mp.element.inline is not None and mp.element.inline.scalar == "untyped")):
+            return  # an untyped deduced map
+        if not is_atomic and mp.relationship == "atomic":
+            if node:
+                to_remove.add(path)
+                to_add.add(path)
+            return
+        if node:
+            visit(node, lambda element: (mp.child(element[1]) if element[0] == "f" else mp.element), path)
+
+    def visit(node: dict, child_ref: Callable[[tuple], TypeRef | None], path: Path) -> None:
+        for element, (member, children) in node.items():
+            ref = child_ref(element)
+            if ref is None:
+                continue  # a field not in the schema
+            walk(children, ref, path + (element,), member and not children)
+
+    walk(_trie(paths), ref, (), False)
+    if not to_remove and not to_add:
+        return None
+    kept = frozenset(path for path in paths if not any(path[: len(prefix)] == prefix for prefix in to_remove))
+    return kept | frozenset(to_add)
+
+
 def leaves(paths: frozenset) -> frozenset:
     """``Set.Leaves``: the members that have no member under them."""
     prefixes = {path[:depth] for path in paths for depth in range(1, len(path))}
@@ -965,7 +1015,7 @@ class Updater:
     def update(self, live: Any, new: Any, version: str, managers: dict, manager: str) -> tuple[Any, dict]:
         """``Updater.Update``: ``new`` is what will be stored; ``manager`` now owns what it
         added or changed, and nobody owns what it removed."""
-        managers = dict(managers)
+        managers = self._reconcile(live, version, managers)
         managers, comparison = self._update(live, new, version, managers, manager, True)
         previous = managers.get(manager, VersionedSet(frozenset(), version, False))
         owned = (previous.set - comparison.removed) | comparison.modified | comparison.added
@@ -978,7 +1028,7 @@ class Updater:
     def apply(self, live: Any, config: Any, version: str, managers: dict, manager: str, force: bool) -> tuple[Any, dict]:
         """``Updater.Apply``: the merged object (``NO_CHANGE`` when it equals ``live``) and
         the new managers; raises ConflictError."""
-        managers = dict(managers)
+        managers = self._reconcile(live, version, managers)
         new = _merge(live, config, self.schema, self.type_for(version))
         if new is MISSING:
             new = None
@@ -990,6 +1040,19 @@ class Updater:
         if not self.return_input_on_noop and _canon(live) == _canon(new):
             return NO_CHANGE, managers
         return new, managers
+
+    def _reconcile(self, live: Any, version: str, managers: dict) -> dict:
+        """``reconcileManagedFieldsWithSchemaChanges``: every manager's set brought to the
+        current schema; a manager whose version no longer converts is dropped."""
+        out: dict = {}
+        for manager, entry in managers.items():
+            try:
+                self.convert(live, version, entry.api_version)
+            except MissingVersion:
+                continue
+            reconciled = reconcile_field_set_with_schema(entry.set, self.schema, self.type_for(entry.api_version))
+            out[manager] = entry if reconciled is None else VersionedSet(reconciled, entry.api_version, entry.applied)
+        return out
 
     def _prune(self, merged: Any, managers: dict, applying: str, last: VersionedSet | None, version: str) -> Any:
         if last is None or not last.set:

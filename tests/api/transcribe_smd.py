@@ -59,7 +59,7 @@ def builders():
     return {
         "_P": _P, "_NS": _NS, "_KBF": _Key, "_V": _Val, "_SV": _Val,
         "Apply": op("Apply"), "ForceApply": op("ForceApply"), "Update": op("Update"), "ExtractApply": op("ExtractApply"),
-        "ChangeParser": op("ChangeParser"),
+        "ChangeParser": op("ChangeParser"), "fieldpath_Set": None, "float64": float,
         "fieldpath_NewVersionedSet": lambda paths, version, applied: {"set": paths, "apiVersion": version, "applied": applied},
         "fieldpath_NewSet": _NS, "fieldpath_MakePathOrDie": _P, "fieldpath_APIVersion": lambda text: text,
         "merge_Conflict": lambda **fields: {"manager": fields["Manager"], "path": fields["Path"]},
@@ -89,7 +89,7 @@ def go_to_python(source: str) -> str:
     stack = []
     for c in code:
         if c == "{":
-            prefix = re.search(r"((?:\[\])?(?:map\[\w+\])?[A-Za-z_]\w*)\s*$", out)
+            prefix = re.search(r"((?:\[\])?(?:map\[\w+\]\*?)?[A-Za-z_]\w*)\s*$", out)
             name = prefix.group(1) if prefix else ""
             if name in _CALL_TYPES:
                 out += "(**{"
@@ -98,7 +98,7 @@ def go_to_python(source: str) -> str:
                 out = out[: len(out) - len(name)] + "["
                 stack.append("list")
             else:
-                if name and re.match(r"(map\[\w+\]\w+|fieldpath_ManagedFields)$", name):
+                if name and re.match(r"(map\[\w+\]\*?\w+|fieldpath_ManagedFields)$", name):
                     out = out[: len(out) - len(name)]
                 out += "{"
                 stack.append("dict")
@@ -128,11 +128,23 @@ def extract_tables(source: str):
 
 def extract_parsers(source: str):
     out = {}
-    for match in re.finditer(r"var (\w+) = func\(\) \*?(?:typed\.)?Parser \{\n\tparser, err := typed\.NewParser\(`(.*?)`\)(.*?)\n\}\(\)", source, re.S):
+    for match in re.finditer(r"var (\w+) = func\(\) \*?(?:typed\.)?Parser \{\n\t\w+, err := typed\.NewParser\(`(.*?)`\)(.*?)\n\}\(\)", source, re.S):
         name, schema, rest = match.groups()
         root = re.search(r'parser\.Type\("(\w+)"\)', rest)
         out[name] = {"schema": schema, "type": root.group(1) if root else ""}
     return out
+
+
+class _Names(dict):
+    """The builders, and for a name the tables use but this file does not build (another
+    parser), the name itself."""
+
+    def __init__(self, env: dict) -> None:
+        super().__init__()
+        self.env = env
+
+    def __missing__(self, key: str):
+        return self.env.get(key, key)
 
 
 def main() -> None:
@@ -145,7 +157,7 @@ def main() -> None:
         for test, parser, converter, table in extract_tables(source):
             python = go_to_python(table)
             try:
-                rows = eval(python, dict(env))
+                rows = eval(python, dict(env), _Names(env))
             except Exception as error:  # noqa: BLE001 - reported in the data
                 cases["tables"].append({"file": f"merge/{stem}_test.go", "test": test, "error": f"{type(error).__name__}: {error}"})
                 continue
