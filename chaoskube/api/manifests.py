@@ -43,7 +43,7 @@ import msgspec
 import yaml
 
 from chaoskube.api.files import MANIFEST_MAX_BYTES, MANIFESTS_TOTAL_MAX_BYTES, TooLarge, human_bytes, read_limited
-from chaoskube.api.objects import KINDS, CustomObject, CustomResourceDefinition, Object, Scale, custom_kinds, validate_name
+from chaoskube.api.objects import KINDS, REVIEWS, CustomObject, CustomResourceDefinition, Object, Scale, custom_kinds, validate_name
 
 __all__ = [
     "ManifestError",
@@ -701,7 +701,7 @@ def to_dict(obj: Object) -> dict[str, Any]:
         out: dict[str, Any] = {"apiVersion": obj.API_VERSION, "kind": obj.KIND, "metadata": _builtin(obj.metadata)}
         out.update(_builtin(obj.content))
         return out
-    assert (type(obj).__name__ in KINDS and KINDS[type(obj).__name__].type is type(obj)) or isinstance(obj, Scale), type(obj)
+    assert (type(obj).__name__ in KINDS and KINDS[type(obj).__name__].type is type(obj)) or isinstance(obj, Scale) or REVIEWS.get(obj.RESOURCE, None) is not None, type(obj)
     return {"apiVersion": obj.API_VERSION, "kind": obj.KIND, **_builtin(obj)}
 
 

@@ -121,6 +121,7 @@ __all__ = [
     "LimitRange",
     "LimitRangeItem",
     "LimitRangeSpec",
+    "LocalSubjectAccessReview",
     "MatchCondition",
     "MutatingWebhook",
     "MutatingWebhookConfiguration",
@@ -169,6 +170,7 @@ __all__ = [
     "PreferredSchedulingTerm",
     "PriorityClass",
     "Probe",
+    "REVIEWS",
     "RawList",
     "RawObject",
     "ReplicaSet",
@@ -193,6 +195,9 @@ __all__ = [
     "ScaleSpec",
     "ScaleStatus",
     "Secret",
+    "SelfSubjectAccessReview",
+    "SelfSubjectReview",
+    "SelfSubjectRulesReview",
     "Service",
     "ServiceAccount",
     "ServiceBackendPort",
@@ -209,8 +214,10 @@ __all__ = [
     "StatefulSetUpdateStrategy",
     "StorageClass",
     "Subject",
+    "SubjectAccessReview",
     "TCPSocketAction",
     "Taint",
+    "TokenReview",
     "Toleration",
     "TopologySpreadConstraint",
     "TypedLocalObjectReference",
@@ -2196,6 +2203,61 @@ class Scale(_Object):
 
     spec: ScaleSpec = msgspec.field(default_factory=ScaleSpec)
     status: ScaleStatus = msgspec.field(default_factory=ScaleStatus)
+
+
+class _Review(_Object):
+    """A review (authorization.k8s.io/v1 access reviews, authentication.k8s.io/v1 token
+    and self-subject reviews): created, answered with its ``status``, never stored (not in
+    :data:`KINDS`). ``spec`` and ``status`` are kept as JSON (their schemas are upstream's:
+    ``k8s.io/api/authorization/v1/types.go``, ``authentication/v1/types.go``)."""
+
+    NAMESPACED = False
+    spec: dict[str, Any] = {}
+    status: dict[str, Any] = {}
+
+
+class SelfSubjectAccessReview(_Review):
+    API_VERSION = "authorization.k8s.io/v1"
+    KIND = "SelfSubjectAccessReview"
+    RESOURCE = "selfsubjectaccessreviews"
+
+
+class SubjectAccessReview(_Review):
+    API_VERSION = "authorization.k8s.io/v1"
+    KIND = "SubjectAccessReview"
+    RESOURCE = "subjectaccessreviews"
+
+
+class LocalSubjectAccessReview(_Review):
+    API_VERSION = "authorization.k8s.io/v1"
+    KIND = "LocalSubjectAccessReview"
+    RESOURCE = "localsubjectaccessreviews"
+    NAMESPACED = True
+
+
+class SelfSubjectRulesReview(_Review):
+    API_VERSION = "authorization.k8s.io/v1"
+    KIND = "SelfSubjectRulesReview"
+    RESOURCE = "selfsubjectrulesreviews"
+
+
+class TokenReview(_Review):
+    API_VERSION = "authentication.k8s.io/v1"
+    KIND = "TokenReview"
+    RESOURCE = "tokenreviews"
+
+
+class SelfSubjectReview(_Review):
+    API_VERSION = "authentication.k8s.io/v1"
+    KIND = "SelfSubjectReview"
+    RESOURCE = "selfsubjectreviews"
+
+
+#: The review kinds by resource: served for ``create`` only.
+REVIEWS: dict[str, KindInfo] = {
+    cls.RESOURCE: KindInfo(kind=cls.KIND, api_version=cls.API_VERSION, resource=cls.RESOURCE, namespaced=cls.NAMESPACED, name_rule="subdomain", type=cls)
+    for cls in (LocalSubjectAccessReview, SelfSubjectAccessReview, SelfSubjectReview, SelfSubjectRulesReview, SubjectAccessReview, TokenReview)
+}
 
 
 _CUSTOM_TYPES: dict[tuple[str, str, str, bool], type[CustomObject]] = {}

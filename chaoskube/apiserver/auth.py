@@ -69,6 +69,7 @@ __all__ = [
     "authorize_rbac",
     "forbidden_message",
     "rule_allows",
+    "rules_for",
 ]
 
 #: The verbs of the Kubernetes API (``rbacv1.VerbAll`` "*" is for rules only). Attributes
@@ -103,7 +104,8 @@ class Attributes:
 
     def __post_init__(self) -> None:
         assert self.verb, "a request has a verb"
-        assert self.verb != "*", "'*' is a rule wildcard, not a verb a request can carry"
+        # "*" is a rule wildcard; a request carries it only when an access review asks
+        # "may I do everything?" (``kubectl auth can-i '*' '*'``): only "*" rules match it.
         if self.resource_request:
             assert self.resource, "a resource request names its resource"
             assert "/" not in self.resource, f"put the subresource in `subresource`, not {self.resource!r}"
@@ -429,6 +431,64 @@ def authorize_node(attributes: Attributes, pod: Pod | None = None, references: f
 
 
 # =========================================================================== the union
+
+
+def rules_for(
+    user: UserInfo,
+    namespace: str,
+    roles: Iterable[Role] = (),
+    cluster_roles: Iterable[ClusterRole] = (),
+    role_bindings: Iterable[RoleBinding] = (),
+    cluster_role_bindings: Iterable[ClusterRoleBinding] = (),
+) -> tuple[list[PolicyRule], list[PolicyRule], bool, str]:
+    """What ``user`` may do in ``namespace``, as ``RulesFor`` of the union of authorizers
+    answers a SelfSubjectRulesReview: (resource rules, non-resource rules, incomplete,
+    evaluation error). ``system:masters``: everything; a node: incomplete ("node authorizer
+    does not support user rule resolution"); RBAC: the rules of every ClusterRoleBinding
+    and of the namespace's RoleBindings that name the user (``RBACAuthorizer.RulesFor``),
+    a missing role listed in the error."""
+    resource_rules: list[PolicyRule] = []
+    non_resource_rules: list[PolicyRule] = []
+    errors: list[str] = []
+    incomplete = False
+    if MASTERS_GROUP in user.groups:
+        resource_rules.append(PolicyRule(verbs=["*"], api_groups=["*"], resources=["*"]))
+        non_resource_rules.append(PolicyRule(verbs=["*"], non_resource_urls=["*"]))
+    if node_name_of(user):
+        incomplete = True
+        errors.append("node authorizer does not support user rule resolution")
+    role_index = {(_namespace_of(role), role.metadata.name): role for role in roles}
+    cluster_role_index = {role.metadata.name: role for role in cluster_roles}
+
+    def add(binding: RoleBinding | ClusterRoleBinding, binding_namespace: str) -> None:
+        if not any(_applies_to(user, subject, binding_namespace) for subject in binding.subjects):
+            return
+        ref = binding.role_ref
+        rules: list[PolicyRule] = []
+        if ref is not None and ref.kind == "ClusterRole":
+            found = cluster_role_index.get(ref.name)
+            if found is None:
+                errors.append(f"clusterrole.rbac.authorization.k8s.io {_quote(ref.name)} not found")
+            else:
+                rules = found.rules
+        elif ref is not None and ref.kind == "Role" and binding_namespace:
+            role = role_index.get((binding_namespace, ref.name))
+            if role is None:
+                errors.append(f"role.rbac.authorization.k8s.io {_quote(ref.name)} not found")
+            else:
+                rules = role.rules
+        for rule in rules:
+            (non_resource_rules if rule.non_resource_urls else resource_rules).append(rule)
+
+    for cluster_binding in sorted(cluster_role_bindings, key=lambda binding: binding.metadata.name):
+        add(cluster_binding, "")
+    if namespace:
+        for binding in sorted(role_bindings, key=lambda binding: binding.metadata.name):
+            if _namespace_of(binding) == namespace:
+                add(binding, namespace)
+    if errors and not incomplete:
+        incomplete = True
+    return resource_rules, non_resource_rules, incomplete, _aggregate(errors) if errors else ""
 
 
 def authorize(

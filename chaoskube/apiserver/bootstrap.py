@@ -61,7 +61,7 @@ def bootstrap_objects() -> list[Object]:
     namespaces: list[Object] = [Namespace(metadata=ObjectMeta(name=name)) for name in SYSTEM_NAMESPACES]
     roles: list[Object] = [
         _cluster_role("cluster-admin", [_rule(["*"], ["*"], ["*"]), PolicyRule(verbs=["*"], non_resource_urls=["*"])]),
-        _cluster_role("system:basic-user", [_rule(["create"], ["authorization.k8s.io"], ["selfsubjectaccessreviews", "selfsubjectrulesreviews"])]),
+        _cluster_role("system:basic-user", [_rule(["create"], ["authorization.k8s.io"], ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]), _rule(["create"], ["authentication.k8s.io"], ["selfsubjectreviews"])]),
         _cluster_role("system:discovery", [PolicyRule(verbs=["get"], non_resource_urls=["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/"])]),
         _cluster_role("system:public-info-viewer", [PolicyRule(verbs=["get"], non_resource_urls=["/healthz", "/livez", "/readyz", "/version", "/version/"])]),
         _cluster_role(

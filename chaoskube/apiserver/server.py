@@ -88,6 +88,7 @@ from chaoskube.api.objects import (
     Pod,
     PodCondition,
     PodDisruptionBudget,
+    REVIEWS,
     Scale,
     ScaleSpec,
     ScaleStatus,
@@ -135,7 +136,7 @@ from chaoskube.api.selectors import matches as selected
 from chaoskube.apiserver import crd as crds
 from chaoskube.apiserver import validation
 from chaoskube.apiserver.admission import AdmissionRequest, default_plugins, run_mutating, run_validating, with_object
-from chaoskube.apiserver.auth import Attributes, authorize
+from chaoskube.apiserver.auth import Attributes, authorize, rules_for
 from chaoskube.apiserver.bootstrap import bootstrap_objects
 from chaoskube.apiserver.storage import EtcdStore, LeaseManager, Stored, copy_object, kind_info, resource_prefix, storage_key
 from chaoskube.apiserver.watchcache import Cacher, too_large_resource_version
@@ -259,6 +260,14 @@ def _set_disruption_allowed_condition(pdb: PodDisruptionBudget, now: float) -> N
     condition = Condition(type="DisruptionAllowed", status="False", reason="InsufficientPods", observed_generation=pdb.status.observed_generation, last_transition_time=timestamp(now))
     kept = [c for c in pdb.status.conditions if c.type != "DisruptionAllowed"]
     pdb.status.conditions = [*kept, condition]
+
+
+def _user_info(user: UserInfo) -> dict[str, Any]:
+    """``authentication/v1`` UserInfo of ``user``."""
+    info: dict[str, Any] = {"username": user.name, "groups": list(user.groups)}
+    if user.uid:
+        info["uid"] = user.uid
+    return info
 
 
 def deletion_finalizers(finalizers: list[str], policy: str) -> list[str]:
@@ -402,6 +411,9 @@ class ApiServer:
 
     # ------------------------------------------------------------------ the pipeline
     async def _serve(self, request: Request, message: Any) -> Response | None:
+        review = REVIEWS.get(request.resource)
+        if review is not None:
+            return self._review(request, review)
         info = kind_info(request.resource) or self._custom_info(request.resource)
         if info is None:
             raise _refuse(Status(404, "NotFound", "the server could not find the requested resource"))
@@ -454,6 +466,101 @@ class ApiServer:
         )
         if not decision.allowed:
             raise _refuse(forbidden(decision.reason))
+
+    # ------------------------------------------------------------------ reviews
+    def _review(self, request: Request, info: KindInfo) -> Response:
+        """Create a review: answered from this replica's authenticator and authorizer, never
+        stored (``pkg/registry/authorization/*/rest.go``, ``pkg/registry/authentication/*``):
+        SelfSubjectAccessReview and SubjectAccessReview / LocalSubjectAccessReview ask
+        whether a request would be allowed; SelfSubjectRulesReview lists the requester's
+        rules in a namespace; TokenReview authenticates a token; SelfSubjectReview says
+        who the requester is."""
+        user = self.authenticate(request.credentials)
+        if user is None:
+            raise _refuse(unauthorized())
+        if not self.cacher.ready:
+            raise _refuse(too_many_requests("storage is (re)initializing", retry_after_seconds=1))
+        if request.verb != "create" or request.subresource or request.name:
+            raise _refuse(Status(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({request.verb} {request.resource})"))
+        if info.namespaced and not request.namespace:
+            raise _refuse(not_found(request.resource, request.resource))
+        if not info.namespaced and request.namespace:
+            raise _refuse(not_found(request.resource, request.resource))
+        self._authorize(request, user, info)
+        body = request.body
+        if not isinstance(body, info.type):
+            raise _refuse(bad_request(f"the body of the request must be a {info.kind}, not {type(body).__name__}"))
+        review = copy_object(body)
+        spec = review.spec if isinstance(review.spec, dict) else {}
+        kind = info.kind
+        if kind in ("SelfSubjectAccessReview", "SubjectAccessReview", "LocalSubjectAccessReview"):
+            subject = user
+            if kind != "SelfSubjectAccessReview":
+                if not spec.get("user") and not spec.get("groups"):
+                    raise _refuse(invalid(info.resource, review.metadata.name, ["spec.user: Invalid value: \"\": at least one of user or group must be specified"], kind=kind))
+                subject = UserInfo(str(spec.get("user") or ""), tuple(spec.get("groups") or ()), str(spec.get("uid") or ""))
+            attributes = spec.get("resourceAttributes")
+            non_resource = spec.get("nonResourceAttributes")
+            if (attributes is None) == (non_resource is None):
+                raise _refuse(invalid(info.resource, review.metadata.name, ["spec.resourceAttributes: Required value: exactly one of nonResourceAttributes or resourceAttributes must be specified"], kind=kind))
+            if kind == "LocalSubjectAccessReview":
+                # pkg/registry/authorization/localsubjectaccessreview/rest.go
+                if attributes is not None and attributes.get("namespace") != request.namespace:
+                    raise _refuse(bad_request(f"spec.resourceAttributes.namespace must match namespace: {request.namespace}"))
+                if non_resource is not None:
+                    raise _refuse(invalid(info.resource, review.metadata.name, ["spec.nonResourceAttributes: Invalid value: \"null\": disallowed on this kind of request"], kind=kind))
+                review.metadata.namespace = request.namespace
+            asked_for = attributes if attributes is not None else non_resource
+            verb = str(asked_for.get("verb") or "")
+            resource = str(asked_for.get("resource") or "") if attributes is not None else ""
+            if not verb or (attributes is not None and (not resource or "/" in resource)):
+                review.status = {"allowed": False}  # nothing a rule can match
+            else:
+                if attributes is not None:
+                    asked = Attributes(user=subject, verb=verb, resource=resource, subresource=str(attributes.get("subresource") or ""),
+                                       namespace=str(attributes.get("namespace") or ""), name=str(attributes.get("name") or ""), api_group=str(attributes.get("group") or ""))
+                else:
+                    asked = Attributes(user=subject, verb=verb, resource_request=False, path=str(non_resource.get("path") or "/"))
+                decision = self._decide(asked)
+                review.status = {"allowed": decision.allowed}
+                if decision.allowed and decision.reason and not decision.reason.startswith("allowed: user is in group"):
+                    review.status["reason"] = decision.reason
+        elif kind == "SelfSubjectRulesReview":
+            namespace = str(spec.get("namespace") or "")
+            resource_rules, non_resource_rules, incomplete, error = rules_for(
+                user, namespace, self.cacher.objects("roles"), self.cacher.objects("clusterroles"), self.cacher.objects("rolebindings"), self.cacher.objects("clusterrolebindings"),
+            )
+            review.status = {
+                "resourceRules": [{key: value for key, value in (("verbs", rule.verbs), ("apiGroups", rule.api_groups), ("resources", rule.resources), ("resourceNames", rule.resource_names)) if value or key == "verbs"} for rule in resource_rules],
+                "nonResourceRules": [{"verbs": rule.verbs, "nonResourceURLs": rule.non_resource_urls} for rule in non_resource_rules],
+                "incomplete": incomplete,
+            }
+            if error:
+                review.status["evaluationError"] = error
+        elif kind == "TokenReview":
+            token = str(spec.get("token") or "")
+            if not token:
+                raise _refuse(invalid(info.resource, review.metadata.name, ["spec.token: Required value"], kind=kind))
+            found = self.authenticate(Credentials(token=token))
+            review.status = {"authenticated": found is not None, "audiences": list(spec.get("audiences") or [])}
+            if found is not None:
+                review.status["user"] = _user_info(found)
+            else:
+                review.status["error"] = "[invalid bearer token, token lookup failed]"
+        else:  # SelfSubjectReview
+            review.status = {"userInfo": _user_info(user)}
+        review.metadata.creation_timestamp = None
+        return Response(201, object=review, server=self.name)
+
+    def _decide(self, attributes: Attributes) -> Any:
+        pod = None
+        if attributes.resource_request and attributes.resource == "pods" and attributes.name and attributes.namespace:
+            pod = self.cacher.cache("pods").get(storage_key("pods", attributes.namespace, attributes.name))
+        return authorize(
+            attributes, roles=self.cacher.objects("roles"), cluster_roles=self.cacher.objects("clusterroles"),
+            role_bindings=self.cacher.objects("rolebindings"), cluster_role_bindings=self.cacher.objects("clusterrolebindings"),
+            pod=pod, references=self._node_references(attributes.user, attributes.resource) if attributes.resource_request else frozenset(),
+        )
 
     def _node_references(self, user: UserInfo, resource: str) -> frozenset[tuple[str, str, str]]:
         """What the pods bound to the requesting node reference (the Node authorizer's graph),

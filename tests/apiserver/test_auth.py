@@ -139,8 +139,11 @@ def test_control_plane_identities():
 def test_attributes_reject_programmer_errors():
     with pytest.raises(AssertionError):
         Attributes(user=ALICE, verb="get", resource="pods/status")
-    with pytest.raises(AssertionError):
-        Attributes(user=ALICE, verb="*", resource="pods")
+    # "*" is a request's verb only in an access review ("may I do everything?"): only a
+    # rule granting "*" matches it (rbac.VerbMatches)
+    everything = Attributes(user=ALICE, verb="*", resource="pods")
+    assert not rule_allows(everything, PolicyRule(verbs=["get", "list", "watch", "create", "update", "patch", "delete"], api_groups=[""], resources=["pods"]))
+    assert rule_allows(everything, PolicyRule(verbs=["*"], api_groups=[""], resources=["pods"]))
     with pytest.raises(AssertionError):
         Attributes(user=ALICE, verb="get", resource_request=False, path="/healthz", namespace="default")
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from chaoskube.api.objects import KindInfo
+from chaoskube.api.objects import REVIEWS, KindInfo
 from chaoskube.apiserver.http.routes import CustomKind, group_version, group_versions, subresources_of, url_resource
 
 __all__ = [
@@ -89,6 +89,11 @@ def _names(info: KindInfo, custom: Sequence[CustomKind]) -> tuple[str, list[str]
     return info.kind.lower(), list(SHORT_NAMES.get(info.kind, [])), list(CATEGORIES.get(info.kind, []))
 
 
+def _verbs(info: KindInfo) -> list[str]:
+    """A review (an access or token review) is created and answered, nothing else."""
+    return ["create"] if info.resource in REVIEWS and REVIEWS[info.resource] == info else list(VERBS)
+
+
 def _resource_discovery(info: KindInfo, custom: Sequence[CustomKind] = ()) -> dict[str, Any]:
     group, version = group_version(info)
     singular, short_names, categories = _names(info, custom)
@@ -97,7 +102,7 @@ def _resource_discovery(info: KindInfo, custom: Sequence[CustomKind] = ()) -> di
         "responseKind": _gvk(group, version, info.kind),
         "scope": "Namespaced" if info.namespaced else "Cluster",
         "singularResource": singular,
-        "verbs": list(VERBS),
+        "verbs": _verbs(info),
     }
     if short_names:
         entry["shortNames"] = short_names
@@ -154,7 +159,7 @@ def api_resource_list(group: str, version: str, custom: Sequence[CustomKind] = (
         plural = url_resource(info)
         entry: dict[str, Any] = {
             "name": plural, "singularName": singular, "namespaced": info.namespaced,
-            "kind": info.kind, "verbs": list(VERBS),
+            "kind": info.kind, "verbs": _verbs(info),
         }
         if short_names:
             entry["shortNames"] = short_names

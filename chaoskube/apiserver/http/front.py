@@ -67,11 +67,12 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import h11
+import msgspec
 import orjson
 import trio
 
 from chaoskube.api.managedfields import manager_or_user_agent, validate_field_manager
-from chaoskube.api.objects import CustomObject, KindInfo, ObjectMeta, Scale, ScaleSpec
+from chaoskube.api.objects import REVIEWS, CustomObject, KindInfo, ObjectMeta, Scale, ScaleSpec
 from chaoskube.api.oplog import end_fields, op_fields, preconditions, read_fields
 from chaoskube.api.protocol import (
     API_PORT,
@@ -494,7 +495,8 @@ class ApiFront:
         the answered version and uid, the versions a read returned (a paged list: the
         whole list the server answered at its revision, of which the client got a page)."""
         state = self._clients.setdefault(client.name, _Client())
-        journaled = request.verb in _MUTATING and not request.dry_run
+        # a review is answered, not stored: no object history to judge
+        journaled = request.verb in _MUTATING and not request.dry_run and request.resource not in REVIEWS
         read = request.verb in ("get", "list")
         op_id = 0
         fields = op_fields(client.name, request)
@@ -596,6 +598,8 @@ class ApiFront:
             return Request(**{**common, "body": codec.decode_eviction(data, info.namespace, info.name)}), ()
         if verb == "create" and sub == "binding" and kind.kind == "Pod":
             return Request(**{**common, "body": codec.decode_binding(data, info.namespace, info.name)}), ()
+        if verb == "create" and REVIEWS.get(kind.resource) == kind:
+            return Request(**{**common, "body": _decode_review(data, kind)}), ()
         if verb in ("create", "update"):
             obj, warnings = codec.decode_object(data, views.stored_kind(kind), field_validation)
             if verb == "create" and not info.namespace and kind.namespaced:
@@ -976,6 +980,21 @@ def _watch_frame(event: dict[str, Any], protobuf: bool) -> bytes:
     if protobuf:
         return kubeproto.encode_watch_frame(event["type"], kubeproto.encode(event["object"]))
     return codec.dumps(event) + b"\n"
+
+
+def _decode_review(data: Any, kind: KindInfo) -> Any:
+    """The body of a review's create (its ``spec``; ``status`` is the server's)."""
+    handled = f'{kind.kind} in version "{kind.api_version.rpartition("/")[2]}" cannot be handled as a {kind.kind}'
+    if not isinstance(data, dict):
+        raise StatusError(bad_request(f"{handled}: the body is not a JSON object"))
+    if data.get("kind") not in (None, "", kind.kind) or data.get("apiVersion") not in (None, "", kind.api_version):
+        raise StatusError(bad_request(f"{handled}: the body is a {data.get('apiVersion')}/{data.get('kind')}"))
+    fields = {key: value for key, value in data.items() if key in ("metadata", "spec")}
+    fields["metadata"] = {key: value for key, value in (fields.get("metadata") or {}).items() if key in ("name", "namespace", "generateName", "labels", "annotations")}
+    try:
+        return msgspec.convert(fields, kind.type)
+    except msgspec.ValidationError as error:
+        raise StatusError(bad_request(f"{handled}: {error}")) from None
 
 
 def _patch_demands_version(patch: Any, media: str) -> str:

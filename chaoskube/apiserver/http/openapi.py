@@ -44,7 +44,7 @@ from typing import Any
 import msgspec
 import orjson
 
-from chaoskube.api.objects import KINDS, KindInfo
+from chaoskube.api.objects import KINDS, REVIEWS, KindInfo
 from chaoskube.api.strategic import PATCH_META
 from chaoskube.apiserver.http.routes import CustomKind, group_version, group_versions, subresources_of, url_resource
 
@@ -87,7 +87,7 @@ def _mark_raw(prop: dict[str, Any]) -> None:
 @lru_cache(maxsize=8)
 def _components(kinds: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, str]]:
     """(component schemas, kind -> its schema's name) for the kinds named."""
-    types = [KINDS[kind].type for kind in kinds]
+    types = [_SCHEMA_KINDS[kind].type for kind in kinds]
     refs, components = msgspec.json.schema_components(types, ref_template=_REF)
     names = {}
     for kind, ref in zip(kinds, refs):
@@ -95,7 +95,7 @@ def _components(kinds: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, str]]
     for name, schema in components.items():
         _annotate(name, schema)
     for kind, name in names.items():
-        info = KINDS[kind]
+        info = _SCHEMA_KINDS[kind]
         schema = components[name]
         properties = schema.setdefault("properties", {})
         properties = {"apiVersion": {"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."},
@@ -187,8 +187,12 @@ def _paths(info: KindInfo, ref: str, custom: Sequence[CustomKind] = ()) -> dict[
     return paths
 
 
+#: The kinds with a schema: the registry's and the reviews (created, never stored).
+_SCHEMA_KINDS: dict[str, KindInfo] = {**KINDS, **{info.kind: info for info in REVIEWS.values()}}
+
+
 def _kinds_key() -> tuple[str, ...]:
-    return tuple(KINDS)
+    return tuple(_SCHEMA_KINDS)
 
 
 @lru_cache(maxsize=64)
@@ -199,6 +203,11 @@ def _v3(gv_path: str, kinds: tuple[str, ...]) -> dict[str, Any] | None:
     components, names = _components(kinds)
     paths: dict[str, Any] = {}
     for info in infos:
+        if REVIEWS.get(info.resource) == info:
+            base = "/" + _gv_path(*group_version(info))
+            collection = f"{base}/namespaces/{{namespace}}/{info.resource}" if info.namespaced else f"{base}/{info.resource}"
+            paths[collection] = {"post": _operation(info, "post", _REF.format(name=names[info.kind]), write=True)}
+            continue
         paths.update(_paths(info, _REF.format(name=names[info.kind])))
     return {
         "openapi": "3.0.0",

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chaoskube.api.objects import KINDS, KindInfo, custom_resource, custom_type
+from chaoskube.api.objects import KINDS, REVIEWS, KindInfo, custom_resource, custom_type
 from chaoskube.apiserver.http.views import VIEWS
 
 __all__ = [
@@ -133,6 +133,8 @@ def group_versions(custom: Sequence[CustomKind] = ()) -> dict[tuple[str, str], l
         out.setdefault(group_version(info), []).append(info)
     for info in VIEWS:
         out.setdefault(group_version(info), []).append(info)
+    for info in REVIEWS.values():
+        out.setdefault(group_version(info), []).append(info)
     for kind in custom:
         out.setdefault(group_version(kind.info), []).append(kind.info)
     return out
@@ -145,6 +147,9 @@ def kind_at(group: str, version: str, resource: str, custom: Sequence[CustomKind
     for info in VIEWS:
         if info.resource == resource and group_version(info) == (group, version):
             return info
+    review = REVIEWS.get(resource)
+    if review is not None and group_version(review) == (group, version):
+        return review
     for kind in custom:
         if kind.plural == resource and group_version(kind.info) == (group, version):
             return kind.info

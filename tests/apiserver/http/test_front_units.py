@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from chaoskube.api.fields import prune_unknown
-from chaoskube.api.objects import KINDS, Deployment, Pod, Service
+from chaoskube.api.objects import KINDS, REVIEWS, Deployment, Pod, Service
 from chaoskube.api.patch import PatchError
 from chaoskube.api.strategic import strategic_merge_patch
 from chaoskube.apiserver.http import codec, discovery, openapi, tables
@@ -108,7 +108,9 @@ def test_discovery_serves_every_kind_of_the_registry():
             for version in group["versions"]:
                 for resource in version["resources"]:
                     served.add(resource["responseKind"]["kind"])
-    assert served == set(KINDS)
+    assert served == set(KINDS) | {info.kind for info in REVIEWS.values()}  # reviews: create only
+    reviews = {entry["name"]: entry["verbs"] for entry in discovery.api_resource_list("authorization.k8s.io", "v1")["resources"]}
+    assert reviews == {"localsubjectaccessreviews": ["create"], "selfsubjectaccessreviews": ["create"], "selfsubjectrulesreviews": ["create"], "subjectaccessreviews": ["create"]}
     pods = next(r for r in discovery.api_resource_list("", "v1")["resources"] if r["name"] == "pods/eviction")
     assert (pods["group"], pods["version"], pods["kind"]) == ("policy", "v1", "Eviction")  # kubectl drain checks this
 

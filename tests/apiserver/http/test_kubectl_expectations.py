@@ -158,3 +158,22 @@ def test_kubectl_logs_shows_the_simulated_lifecycle_and_exec_is_refused_clearly(
     assert refused.returncode != 0 and "pods/exec is not served by chaoskube" in refused.stderr and "simulated" in refused.stderr
     assert "cannot be handled as a Pod" not in refused.stderr
     kubectl(live, "delete", "pod", "crashing", "--grace-period=0", "--force")
+
+
+def test_kubectl_auth_can_i_and_whoami(live):
+    assert kubectl(live, "auth", "can-i", "get", "pods").stdout.strip() == "yes"
+    assert kubectl(live, "auth", "can-i", "*", "*").stdout.strip() == "yes"
+    listed = kubectl(live, "auth", "can-i", "--list").stdout.splitlines()
+    assert listed[0].split() == ["Resources", "Non-Resource", "URLs", "Resource", "Names", "Verbs"]
+    assert any(line.split() == ["*.*", "[]", "[]", "[*]"] for line in listed), listed
+    whoami = kubectl(live, "auth", "whoami").stdout.splitlines()
+    assert whoami[0].split() == ["ATTRIBUTE", "VALUE"]
+    assert whoami[1].split() == ["Username", "kubernetes-admin"] and "system:masters" in whoami[2] and "system:authenticated" in whoami[2]
+    # a verb nobody is granted on a resource with no rule: an answer, not an error
+    raw = kubectl(live, "create", "--validate=false", "-o", "json", "-f", "-", input_text=_yaml({
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": "nobody", "resourceAttributes": {"verb": "get", "resource": "secrets", "namespace": "default"}},
+    })).stdout
+    import json
+
+    assert json.loads(raw)["status"]["allowed"] is False
