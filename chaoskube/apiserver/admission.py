@@ -325,8 +325,17 @@ def _default_claim_spec(spec: Any) -> None:
         spec.volume_mode = "Filesystem"
 
 
-def _default_stateful_set(sts: Any) -> None:
-    """``SetDefaults_StatefulSet`` (pkg/apis/apps/v1/defaults.go)."""
+#: Feature gates of SetDefaults_StatefulSet, at their 1.30 defaults: ``MaxUnavailableStatefulSet``
+#: (alpha, off) and ``StatefulSetAutoDeletePVC`` (beta, on).
+MAX_UNAVAILABLE_STATEFUL_SET = False
+STATEFUL_SET_AUTO_DELETE_PVC = True
+
+
+def _default_stateful_set(sts: Any, *, max_unavailable_stateful_set: bool = MAX_UNAVAILABLE_STATEFUL_SET, stateful_set_auto_delete_pvc: bool = STATEFUL_SET_AUTO_DELETE_PVC) -> None:
+    """``SetDefaults_StatefulSet`` (pkg/apis/apps/v1/defaults.go): a rollingUpdate block is
+    made only when the strategy type was defaulted (an explicit RollingUpdate without one
+    keeps none); its partition 0, its maxUnavailable 1 with the gate; the PVC retention
+    policy Retain/Retain with its gate; replicas 1, revisionHistoryLimit 10."""
     from chaoskube.api.objects import RollingUpdateStatefulSetStrategy, StatefulSetPersistentVolumeClaimRetentionPolicy
 
     spec = sts.spec
@@ -334,16 +343,20 @@ def _default_stateful_set(sts: Any) -> None:
         spec.pod_management_policy = "OrderedReady"
     if not spec.update_strategy.type:
         spec.update_strategy.type = "RollingUpdate"
-    if spec.update_strategy.type == "RollingUpdate":
         if spec.update_strategy.rolling_update is None:
             spec.update_strategy.rolling_update = RollingUpdateStatefulSetStrategy()
-        if spec.update_strategy.rolling_update.partition is None:
-            spec.update_strategy.rolling_update.partition = 0
-    if spec.persistent_volume_claim_retention_policy is None:
-        spec.persistent_volume_claim_retention_policy = StatefulSetPersistentVolumeClaimRetentionPolicy()
-    policy = spec.persistent_volume_claim_retention_policy
-    policy.when_deleted = policy.when_deleted or "Retain"
-    policy.when_scaled = policy.when_scaled or "Retain"
+    rolling = spec.update_strategy.rolling_update
+    if spec.update_strategy.type == "RollingUpdate" and rolling is not None:
+        if rolling.partition is None:
+            rolling.partition = 0
+        if max_unavailable_stateful_set and rolling.max_unavailable is None:
+            rolling.max_unavailable = 1
+    if stateful_set_auto_delete_pvc:
+        if spec.persistent_volume_claim_retention_policy is None:
+            spec.persistent_volume_claim_retention_policy = StatefulSetPersistentVolumeClaimRetentionPolicy()
+        policy = spec.persistent_volume_claim_retention_policy
+        policy.when_deleted = policy.when_deleted or "Retain"
+        policy.when_scaled = policy.when_scaled or "Retain"
     if spec.replicas is None:
         spec.replicas = 1
     if spec.revision_history_limit is None:
