@@ -6,10 +6,13 @@ frames."""
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import shutil
 import struct
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -159,3 +162,36 @@ def test_a_custom_resource_is_answered_in_json_and_refuses_a_protobuf_body(live)
     assert status == 400 and "does not implement the protobuf marshalling interface" in json.loads(body)["message"]
     status, _, _ = _raw(live, path, "application/json", method="POST", body=b"size: 1", content_type="text/plain")
     assert status == 415
+
+
+SAMPLE_CONTROLLER = Path(__file__).resolve().parents[4] / "shared" / "peers" / "sample-controller"
+if not SAMPLE_CONTROLLER.exists():
+    SAMPLE_CONTROLLER = Path("/work/shared/peers/sample-controller")
+
+
+@pytest.mark.slow
+def test_client_go_in_protobuf(live, tmp_path):
+    """client-go v0.26 set to protobuf (``goproto/main.go``, built in GOPATH mode beside the
+    sample-controller's sources): Go's own protobuf decoders read what the front writes."""
+    if not (SAMPLE_CONTROLLER / "gopath" / "src" / "k8s.io" / "client-go").exists():
+        pytest.skip(f"client-go's sources are not at {SAMPLE_CONTROLLER}/gopath")
+    from tests.debian import require
+
+    go = require("golang-go", lambda: shutil.which("go"), "a Go toolchain (go) on PATH")
+    source = tmp_path / "gopath" / "src" / "goproto"
+    source.mkdir(parents=True)
+    shutil.copy(Path(__file__).with_name("goproto") / "main.go", source / "main.go")
+    env = {**os.environ, "GO111MODULE": "off", "GOPATH": f"{tmp_path / 'gopath'}:{SAMPLE_CONTROLLER / 'gopath'}", "GOFLAGS": "", "GOPROXY": "off"}
+    built = subprocess.run([go, "build", "-o", str(tmp_path / "goproto"), "goproto"], env=env, capture_output=True, text=True, timeout=900)
+    assert built.returncode == 0, built.stderr[-3000:]
+    ran = subprocess.run([str(tmp_path / "goproto"), str(live.kubeconfig)], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    report = json.loads(ran.stdout)
+    assert report["listed"] == 1 and report["updated_mode"] == "slow" and report["stale_update_conflict"] is True
+    assert report["created_uid"] and report["created_at"].startswith("20")
+    assert report["watch_event"] == "MODIFIED" and report["watch_mode"] == "slow" and report["watch_blob"] == base64.b64encode(bytes([0, 255, 7])).decode()
+    assert report["get_after_delete_not_found"] is True
+    assert report["deployment_strategy"] == "RollingUpdate" and report["deployment_max_surge"] == "25%" and report["scaled_replicas"] == 3
+    assert report["pods"] >= 1 and report["running_pods"] >= 1 and report["ready_nodes"] == 2 and report["node_cpu"]
+    types = report["content_types"]
+    assert set(types) == {f"request {PB}", f"answer {PB}", f"answer {PB};stream=watch"}, types  # protobuf both ways, nothing else
