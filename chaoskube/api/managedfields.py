@@ -33,9 +33,7 @@ their msgspec types plus the list/struct/map markers of ``k8s.io/api`` v0.26.15
 The chain is upstream's, layer for layer (:func:`default_chain`; each layer a class with
 ``update`` and ``apply``), so apimachinery's tests run on the layers they compose.
 
-Not modelled: ``lastAppliedManager`` (an apply that conflicts only with client-side apply's
-fields whose values match the ``last-applied-configuration`` annotation is let through
-upstream; here it conflicts) and version conversion of managed fields (each kind is served
+Not modelled: version conversion of managed fields (each kind is served
 at one version; a CRD's versions convert with the ``None`` strategy, so their sets are
 kept as they are).
 """
@@ -680,6 +678,57 @@ class LastAppliedUpdater:
         return new, managed
 
 
+class LastAppliedManager:
+    """``lastAppliedManager``: the upgrade from client-side to server-side apply. An apply by
+    "kubectl" whose conflicts are all fields of the live object's
+    ``last-applied-configuration`` annotation that still hold the values it gives (the fields
+    client-side apply set and nobody changed since) goes through, forced; other conflicts
+    stay (without the allowed ones). Any manager other than "kubectl" opts out."""
+
+    def __init__(self, inner: Any, schema: fp.Schema, root: fp.TypeRef, api_version: str, struct: type | None = None) -> None:
+        self.inner = inner
+        self.schema = schema
+        self.root = root
+        self.api_version = api_version
+        self.struct = struct
+
+    def update(self, live: Any, new: Any, managed: Managed, manager: str) -> tuple[Any, Managed]:
+        return self.inner.update(live, new, managed, manager)
+
+    def apply(self, live: Any, applied: dict[str, Any], managed: Managed, manager: str, force: bool) -> tuple[Any, Managed]:
+        try:
+            return self.inner.apply(live, applied, managed, manager, force)
+        except fp.ConflictError as error:
+            if manager != "kubectl":
+                raise
+            allowed = self._allowed(live)
+            if allowed is None:
+                raise
+            remaining = [conflict for conflict in error.conflicts if conflict.path not in allowed]
+            if remaining:
+                raise fp.ConflictError(remaining) from None
+        return self.inner.apply(live, applied, managed, manager, True)
+
+    def _allowed(self, live: Any) -> frozenset | None:
+        """``allowedConflictsFromLastApplied``: the annotation's fields whose values the live
+        object still has; None when there is no usable annotation."""
+        text = (((live or {}).get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED_ANNOTATION, "")
+        if not text:
+            return None
+        try:
+            last = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(last, dict) or last.get("apiVersion") != self.api_version:
+            return None
+        try:
+            paths = fp.to_field_set(last, self.schema, self.root)
+            comparison = fp.compare(last, _typed(live, self.struct), self.schema, self.root)
+        except (fp.ListItemError, ValueError):
+            return None
+        return paths - comparison.modified - comparison.added - comparison.removed
+
+
 #: ``ValidateAnnotationsSize``: the annotations of an object hold at most 256 KiB.
 TOTAL_ANNOTATION_SIZE_LIMIT_B = 256 * 1024
 
@@ -703,7 +752,7 @@ class VersionCheckManager:
 
 def default_chain(schema: fp.Schema, root: fp.TypeRef, api_version: str, kind: str, subresource: str = "", *, ignored: frozenset = frozenset(), struct: type | None = None, clock: Any = lambda: None, max_update_managers: int | None = MAX_UPDATE_MANAGERS, track_creates: bool = True) -> Any:
     """``NewDefaultFieldManager``'s chain, outermost first: versionCheck, lastAppliedUpdater,
-    (lastAppliedManager: not modelled), skipNonApplied, capManagers, buildManagerInfo,
+    lastAppliedManager, skipNonApplied, capManagers, buildManagerInfo,
     managedFieldsUpdater, stripMeta, structuredMerge. ``max_update_managers`` None leaves
     capManagers out (as the test harness of ``internal/testing`` does)."""
     chain: Any = StructuredMergeManager(schema, root, api_version, struct, ignored)
@@ -713,6 +762,7 @@ def default_chain(schema: fp.Schema, root: fp.TypeRef, api_version: str, kind: s
     if max_update_managers is not None:
         chain = CapManagersManager(chain, max_update_managers)
     chain = SkipNonAppliedManager(chain, api_version, kind, track_creates)
+    chain = LastAppliedManager(chain, schema, root, api_version, struct)
     chain = LastAppliedUpdater(chain)
     return VersionCheckManager(chain, api_version, kind)
 

@@ -656,3 +656,57 @@ def test_strip_meta_and_version_check() -> None:
     with pytest.raises(ApplyError, match="invalid object type: /v1, Kind=Secret"):
         f.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}}, "applier")
     assert json.loads(manager_identifier("m", "Apply", "v1")) == {"manager": "m", "operation": "Apply"}
+
+
+# ----------------------------------------------------------------------------- lastappliedmanager_test.go
+from pathlib import Path  # noqa: E402
+
+from chaoskube.api.objects import ReplicationController, Service  # noqa: E402
+
+KINDS.update({("v1", "Service"): Service, ("v1", "ReplicationController"): ReplicationController})
+LAST_APPLIED = json.loads((Path(__file__).parent / "data" / "lastapplied_cases.json").read_text())
+
+
+def _derivative(expected, actual) -> bool:
+    """``apiequality.Semantic.DeepDerivative(expected, actual)``: what ``expected`` sets,
+    ``actual`` has (unset fields of ``expected`` match anything)."""
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(_derivative(value, actual.get(key)) for key, value in expected.items())
+    if isinstance(expected, list):
+        return isinstance(actual, list) and len(expected) == len(actual) and all(_derivative(a, b) for a, b in zip(expected, actual))
+    if expected is None:
+        return True
+    return expected == actual
+
+
+def _last_applied_rows():
+    for table in LAST_APPLIED["tables"]:
+        for index, row in enumerate(table["rows"]):
+            yield pytest.param(table, row, id=f"{table['test']}/{index}")
+
+
+@pytest.mark.parametrize(("table", "row"), list(_last_applied_rows()))
+def test_apply_using_last_applied_annotation(table, row) -> None:
+    """``testConflicts``: an object written by client-side apply (an Update by
+    "test_client_side_apply" carrying the last-applied annotation), then applied: the
+    conflicts left are exactly the expected ones (the annotation's unchanged fields are
+    allowed for "kubectl"), force resolves them, and the live object has what was applied."""
+    f = Harness(table["apiVersion"], table["kind"])
+    original = yaml.safe_load(row["original"]) or {}
+    last_applied = row.get("lastApplied", row["original"])
+    if last_applied:  # an empty one does not encode (no kind): the annotation is not set
+        meta = original.setdefault("metadata", {})
+        meta["annotations"] = {**(meta.get("annotations") or {}), LAST_APPLIED_ANNOTATION: json.dumps(yaml.safe_load(last_applied), sort_keys=True, separators=(",", ":"))}
+    f.update(original, "test_client_side_apply")
+    applied = yaml.safe_load(row["applied"])
+    if row.get("expectConflictSet") is None:
+        f.apply(applied, row["fieldManager"])
+    else:
+        with pytest.raises(ApplyConflict) as conflict:
+            f.apply(applied, row["fieldManager"])
+        expected_paths = fp.iterate(frozenset(tuple(fp.deserialize_element(e) for e in path) for path in row["expectConflictSet"]))
+        manager = f'{{"manager":"test_client_side_apply","operation":"Update","apiVersion":"{table["apiVersion"]}"}}'
+        expected = ApplyConflict([fp.Conflict(manager, path) for path in expected_paths])
+        assert (str(conflict.value), conflict.value.causes) == (str(expected), expected.causes)
+        f.apply(applied, row["fieldManager"], force=True)
+    assert _derivative(applied, f.live)

@@ -60,6 +60,27 @@ def test_kubectl_apply_server_side_conflicts_and_force(live, tmp_path):
     kubectl(live, "delete", "deployment", "ssa")
 
 
+def test_kubectl_upgrades_from_client_side_to_server_side_apply(live, tmp_path):
+    """A Deployment made by client-side ``kubectl apply``, then applied server-side with a
+    changed replica count: kubectl-client-side-apply owns .spec.replicas, but its
+    last-applied annotation still holds the live value, so kubectl's apply goes through
+    (lastAppliedManager); a change by another manager in between is a conflict again."""
+    manifest = tmp_path / "upgrade.yaml"
+    body = json.loads(json.dumps(DEPLOYMENT))
+    body["metadata"]["name"] = "upgrade"
+    manifest.write_text(yaml.safe_dump(body))
+    kubectl(live, "apply", "-f", str(manifest))
+    body["spec"]["replicas"] = 4
+    manifest.write_text(yaml.safe_dump(body))
+    upgraded = kubectl(live, "apply", "--server-side", "-f", str(manifest))
+    assert "serverside-applied" in upgraded.stdout
+    shown = yaml.safe_load(kubectl(live, "get", "deployment", "upgrade", "-o", "yaml", "--show-managed-fields").stdout)
+    assert shown["spec"]["replicas"] == 4
+    managers = {(entry["manager"], entry["operation"]) for entry in shown["metadata"]["managedFields"]}
+    assert ("kubectl", "Apply") in managers
+    kubectl(live, "delete", "deployment", "upgrade")
+
+
 def test_kubectl_generators_record_their_update_managers(live):
     """``kubectl create`` sends protobuf; its manager is "kubectl-create" (kubectl's default
     --field-manager), recorded as an Update at v1 with the fields it set."""
