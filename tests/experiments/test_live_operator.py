@@ -345,6 +345,7 @@ def test_end_state_evidence_names_the_objects_found_and_their_owners():
     assert _end_state_name(owned) == "default/c (owner Widget/w1)"
 
 
+@pytest.mark.slow
 def test_the_cli_takes_faults_on_the_operator_with_serve_faults(tmp_path):
     """``chaoskube serve --run CMD --faults FILE``: the faults file may kill role:operator
     (refused in one line without --run); the program is killed, restarted and journaled."""
