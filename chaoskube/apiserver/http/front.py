@@ -653,9 +653,13 @@ class ApiFront:
         return response.code, self._render(obj, media), extra
 
     def _render(self, payload: dict[str, Any], media: codec.MediaType) -> bytes:
-        """JSON, or protobuf (Tables are always JSON)."""
+        """JSON, or protobuf (Tables are always JSON). An object the protobuf schema cannot
+        hold (a field newer than the schema: a bug of the kinds' model) is a 500."""
         if media.protobuf and payload.get("kind") != "Table":
-            return kubeproto.encode(payload)
+            try:
+                return kubeproto.encode(payload)
+            except kubeproto.ProtoError as error:
+                raise StatusError(Status(500, "InternalError", f"Internal error occurred: the object cannot be encoded in protobuf: {error}")) from None
         return codec.dumps(payload)
 
     # ------------------------------------------------------------------ pagination
@@ -929,14 +933,17 @@ class ApiFront:
                 await stream.send_all(connection.send(h11.Data(data=_watch_frame(event, protobuf))))
                 await stream.send_all(connection.send(h11.EndOfMessage()))
                 return
-            await self._stream_events(stream, connection, router[watch_id], kind, as_table, query, protobuf=protobuf)
+            await self._stream_events(stream, connection, router[watch_id], kind, as_table, query, protobuf=protobuf, partial=media.as_.startswith("PartialObjectMetadata"))
         finally:
             router.pop(watch_id, None)
             send.close()
             if client.running and self.world.process(replica.name).alive:
                 client.send(replica.name, WatchStop(watch_id), port=API_PORT, duplicable=False)
 
-    async def _stream_events(self, stream: Any, connection: h11.Connection, watch: _Watch, kind: KindInfo, as_table: bool, query: dict[str, str], *, protobuf: bool = False) -> None:
+    async def _stream_events(self, stream: Any, connection: h11.Connection, watch: _Watch, kind: KindInfo, as_table: bool, query: dict[str, str], *, protobuf: bool = False, partial: bool = False) -> None:
+        """``partial``: a metadata-only watch (client-go's metadata informers, as the garbage
+        collector's): each object as a ``PartialObjectMetadata`` (``handlers/watch.go``
+        transforms every event's object, as ``as=PartialObjectMetadata`` asks)."""
         headers_sent = False
         custom = self._custom_kind(kind)
 
@@ -961,6 +968,8 @@ class ApiFront:
                     if as_table and event.type in ("ADDED", "MODIFIED", "DELETED"):
                         encoded["object"] = tables.table(kind.kind, [encoded["object"]], self.world.now, include_object=query.get("includeObject", "Metadata"), headers=not headers_sent, custom=custom)
                         headers_sent = True
+                    if partial and event.type != "ERROR":
+                        encoded["object"] = {"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": encoded["object"].get("metadata", {})}
                     lines.append(_watch_frame(encoded, protobuf))
                 if lines:
                     await stream.send_all(connection.send(h11.Data(data=b"".join(lines))))

@@ -354,3 +354,13 @@ def test_negotiation_of_protobuf(accept, kwargs, chosen, as_):
         assert media is None
     else:
         assert media is not None and (media.type, media.as_) == (chosen, as_)
+
+
+def test_an_object_protobuf_cannot_hold_is_a_500_not_a_dropped_connection():
+    from chaoskube.apiserver.http.front import ApiFront
+
+    media = codec.negotiate(PB)
+    assert ApiFront._render(None, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}, media).startswith(b"k8s\x00")  # noqa: SLF001
+    with pytest.raises(StatusError) as failed:
+        ApiFront._render(None, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "newerField": 1}, media)  # noqa: SLF001
+    assert failed.value.status.code == 500 and "newerField" in failed.value.status.message

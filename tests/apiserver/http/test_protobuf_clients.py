@@ -123,6 +123,17 @@ def test_a_watch_streams_protobuf_frames_and_a_missing_object_is_a_protobuf_stat
     assert "default" in names and "kube-system" in names
     status, _, _ = _raw(live, "/api/v1/namespaces?watch=1", "application/yaml")
     assert status == 406  # YAML has no stream form
+    # a metadata informer's watch (client-go's metadata client, the garbage collector's)
+    status, headers, body = _raw(live, "/api/v1/namespaces?watch=1&timeoutSeconds=1", f"{PB};as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json")
+    assert status == 200 and headers["content-type"] == f"{PB};stream=watch"
+    (length,) = struct.unpack(">I", body[:4])
+    event = event_class()
+    event.ParseFromString(body[4:4 + length])
+    partial = kubeproto.decode(event.object.raw)
+    assert (partial["apiVersion"], partial["kind"], set(partial)) == ("meta.k8s.io/v1", "PartialObjectMetadata", {"apiVersion", "kind", "metadata"})
+    status, _, body = _raw(live, "/api/v1/namespaces?watch=1&timeoutSeconds=1", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1")
+    first = json.loads(body.splitlines()[0])
+    assert status == 200 and first["object"]["kind"] == "PartialObjectMetadata" and "spec" not in first["object"]
 
 
 CRD = """apiVersion: apiextensions.k8s.io/v1
