@@ -1781,6 +1781,7 @@ class StatefulSet(_Object):
     KIND = "StatefulSet"
     RESOURCE = "statefulsets"
     NAMESPACED = True
+    NAME_RULE = "label"  # ValidateStatefulSetName: apimachineryvalidation.NameIsDNSLabel (its pods' hostnames)
 
     spec: StatefulSetSpec = msgspec.field(default_factory=StatefulSetSpec)
     status: StatefulSetStatus = msgspec.field(default_factory=StatefulSetStatus)

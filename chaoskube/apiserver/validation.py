@@ -401,43 +401,99 @@ _POD_MANAGEMENT = ("OrderedReady", "Parallel")
 _STATEFUL_UPDATES = ("OnDelete", "RollingUpdate")
 
 
-def _stateful_set(sts: StatefulSet) -> list[str]:
-    """``ValidateStatefulSetSpec`` (``pkg/apis/apps/validation/validation.go``)."""
-    spec = sts.spec
+def validate_stateful_set_spec(spec: Any, path: str = "spec") -> list[str]:
+    """``ValidateStatefulSetSpec`` (``pkg/apis/apps/validation/validation.go``, v1.30). As
+    upstream, the pod template's spec is not validated (its TODO: the volumes would fail),
+    only the selector against its labels; the restart policy must be Always, and
+    activeDeadlineSeconds is forbidden."""
     causes = []
-    if spec.pod_management_policy and spec.pod_management_policy not in _POD_MANAGEMENT:
-        causes.append(_unsupported("spec.podManagementPolicy", spec.pod_management_policy, _POD_MANAGEMENT))
+    if spec.pod_management_policy == "":
+        causes.append(_required(f"{path}.podManagementPolicy"))
+    elif spec.pod_management_policy not in _POD_MANAGEMENT:
+        causes.append(_invalid(f"{path}.podManagementPolicy", spec.pod_management_policy, "must be 'OrderedReady' or 'Parallel'"))
     strategy = spec.update_strategy
-    if strategy.type and strategy.type not in _STATEFUL_UPDATES:
-        causes.append(_unsupported("spec.updateStrategy.type", strategy.type, _STATEFUL_UPDATES))
-    if strategy.type == "OnDelete" and strategy.rolling_update is not None:
-        causes.append(_invalid("spec.updateStrategy.rollingUpdate", "", "only allowed for updateStrategy 'RollingUpdate'"))
-    if strategy.rolling_update is not None:
-        causes.extend(_non_negative("spec.updateStrategy.rollingUpdate.partition", strategy.rolling_update.partition))
-        unavailable = _percent_or_int("", strategy.rolling_update.max_unavailable)
-        if unavailable == 0:
-            causes.append(_invalid("spec.updateStrategy.rollingUpdate.maxUnavailable", strategy.rolling_update.max_unavailable, "must be greater than 0"))
-    causes.extend(_non_negative("spec.replicas", spec.replicas))
-    causes.extend(_non_negative("spec.minReadySeconds", spec.min_ready_seconds))
-    causes.extend(_non_negative("spec.revisionHistoryLimit", spec.revision_history_limit))
-    if spec.ordinals is not None:
-        causes.extend(_non_negative("spec.ordinals.start", spec.ordinals.start))
-    causes.extend(_selector_matches(spec.selector, spec.template))
-    causes.extend(_template(spec.template, "spec.template", ("Always",)))
+    if strategy.type == "":
+        causes.append(_required(f"{path}.updateStrategy"))
+    elif strategy.type == "OnDelete":
+        if strategy.rolling_update is not None:
+            causes.append(_invalid(f"{path}.updateStrategy.rollingUpdate", "", "only allowed for updateStrategy 'RollingUpdate'"))
+    elif strategy.type == "RollingUpdate":
+        if strategy.rolling_update is not None:
+            rolling, where = strategy.rolling_update, f"{path}.updateStrategy.rollingUpdate"
+            causes.extend(_non_negative(f"{where}.partition", rolling.partition or 0))
+            if rolling.max_unavailable is not None:
+                value = rolling.max_unavailable
+                number = _percent_or_int("", value)
+                if number is not None and number < 0:
+                    causes.append(_invalid(f"{where}.maxUnavailable", value, "must be greater than or equal to 0"))
+                if number == 0:
+                    causes.append(_invalid(f"{where}.maxUnavailable", value, "cannot be 0"))
+                if isinstance(value, str) and number is not None and number > 100:
+                    causes.append(_invalid(f"{where}.maxUnavailable", value, "must not be greater than 100%"))
+    else:
+        causes.append(_invalid(f"{path}.updateStrategy", "", "must be 'RollingUpdate' or 'OnDelete'"))
     if spec.persistent_volume_claim_retention_policy is not None:
         policy = spec.persistent_volume_claim_retention_policy
         for field, value in (("whenDeleted", policy.when_deleted), ("whenScaled", policy.when_scaled)):
-            if value and value not in ("Retain", "Delete"):
-                causes.append(_unsupported(f"spec.persistentVolumeClaimRetentionPolicy.{field}", value, ("Retain", "Delete")))
-    names: set[str] = set()
-    for index, claim in enumerate(spec.volume_claim_templates):
-        where = f"spec.volumeClaimTemplates[{index}]"
-        if not claim.metadata.name:
-            causes.append(_required(f"{where}.metadata.name"))
-        elif claim.metadata.name in names:
-            causes.append(f"{where}.metadata.name: Duplicate value: {go_value(claim.metadata.name)}")
-        names.add(claim.metadata.name)
-        causes.extend(_claim_spec(claim.spec, f"{where}.spec"))
+            if value not in ("Retain", "Delete"):
+                causes.append(_unsupported(f"{path}.persistentVolumeClaimRetentionPolicy.{field}", value, ("Retain", "Delete")))
+    causes.extend(_non_negative(f"{path}.replicas", spec.replicas or 0))
+    causes.extend(_non_negative(f"{path}.minReadySeconds", spec.min_ready_seconds))
+    if spec.ordinals is not None:
+        causes.extend(_non_negative(f"{path}.ordinals.start", spec.ordinals.start))
+    if spec.selector is None:
+        causes.append(_required(f"{path}.selector"))
+    elif not spec.selector.match_labels and not spec.selector.match_expressions:
+        causes.append(_invalid(f"{path}.selector", "", "empty selector is invalid for statefulset"))
+    # LabelSelectorAsSelector(nil) is labels.Nothing(): it matches no labels
+    if spec.selector is None or not matches(spec.selector, spec.template.metadata.labels):
+        causes.append(_invalid(f"{path}.template.metadata.labels", spec.template.metadata.labels, "`selector` does not match template `labels`"))
+    if spec.template.spec.restart_policy != "Always":
+        causes.append(_unsupported(f"{path}.template.spec.restartPolicy", spec.template.spec.restart_policy, ("Always",)))
+    if spec.template.spec.active_deadline_seconds is not None:
+        causes.append(_forbidden(f"{path}.template.spec.activeDeadlineSeconds", "activeDeadlineSeconds in StatefulSet is not Supported"))
+    return causes
+
+
+def _stateful_set(sts: StatefulSet) -> list[str]:
+    """``ValidateStatefulSetSpec`` (``validate_stateful_set_spec``)."""
+    return validate_stateful_set_spec(sts.spec)
+
+
+def validate_stateful_set_status(status: Any, path: str = "status") -> list[str]:
+    """``ValidateStatefulSetStatus``: counts not negative and not above replicas; available
+    not above ready."""
+    causes = []
+    for field, value in (("replicas", status.replicas), ("readyReplicas", status.ready_replicas), ("currentReplicas", status.current_replicas),
+                         ("updatedReplicas", status.updated_replicas), ("availableReplicas", status.available_replicas),
+                         ("observedGeneration", status.observed_generation), ("collisionCount", status.collision_count)):
+        causes.extend(_non_negative(f"{path}.{field}", value))
+    for field, value in (("readyReplicas", status.ready_replicas), ("currentReplicas", status.current_replicas), ("updatedReplicas", status.updated_replicas),
+                         ("availableReplicas", status.available_replicas)):
+        if value > status.replicas:
+            causes.append(_invalid(f"{path}.{field}", value, "cannot be greater than status.replicas"))
+    if status.available_replicas > status.ready_replicas:
+        causes.append(_invalid(f"{path}.availableReplicas", status.available_replicas, "cannot be greater than status.readyReplicas"))
+    return causes
+
+
+def _metadata_update(old: Object, new: Object) -> list[str]:
+    """``ValidateObjectMetaUpdate``'s name and namespace immutability."""
+    causes = []
+    if new.metadata.name != old.metadata.name:
+        causes.append(_immutable("metadata.name", new.metadata.name))
+    if new.metadata.namespace != old.metadata.namespace:
+        causes.append(_immutable("metadata.namespace", new.metadata.namespace))
+    return causes
+
+
+def validate_stateful_set_update(new: StatefulSet, old: StatefulSet) -> list[str]:
+    """``ValidateStatefulSetUpdate``: the metadata update (the name is not validated again:
+    upstream once allowed DNS subdomains), the new spec, and only replicas, ordinals,
+    template, updateStrategy, revisionHistoryLimit, persistentVolumeClaimRetentionPolicy and
+    minReadySeconds may change."""
+    causes = _metadata_update(old, new) + validate_stateful_set_spec(new.spec)
+    causes.extend(_stateful_set_update(old, new))
     return causes
 
 
@@ -1429,11 +1485,12 @@ def validate_update(old: Object, new: Object) -> list[str]:
     causes = validate_create(new)
     if isinstance(new, Pod):
         causes.extend(_pod_update(old, new))
-    elif isinstance(new, (Deployment, ReplicaSet, StatefulSet, DaemonSet)) and _selector_key(new.spec.selector) != _selector_key(old.spec.selector):
+    elif isinstance(new, (Deployment, ReplicaSet, DaemonSet)) and _selector_key(new.spec.selector) != _selector_key(old.spec.selector):
         # apps/v1: the selector is immutable (ValidateDeploymentUpdate and the others).
         causes.append(_invalid("spec.selector", "", "field is immutable"))
     if isinstance(new, StatefulSet):
-        causes.extend(_stateful_set_update(old, new))
+        # ValidateStatefulSetUpdate: a changed selector is the spec's Forbidden, not a second error
+        causes.extend(_metadata_update(old, new) + _stateful_set_update(old, new))
     elif isinstance(new, Job):
         # The Job strategy's ValidateUpdate (and ValidateStatusUpdate: the status of a main-
         # resource update is the old one): elastic Indexed Jobs (GA), mutable scheduling
