@@ -342,6 +342,10 @@ def _semantic_problems(experiment: Experiment, *, operator: bool = False) -> lis
         return problems
     if operator:
         infos = [*infos, OPERATOR_PROCESS]
+        for index, entry in enumerate(experiment.schedule):
+            if entry.kind == "isolate" and _names_operator(entry.target) and entry.params.get("scope", "peers") == "peers":
+                problems.append(f"field `schedule[{index}].params`: isolate of {entry.target} with scope peers cuts nothing (the operator has no peers of its role); give `params: {{scope: all}}` to cut it from every process")
+                unsound.add(index)
     else:
         without = "only `chaoskube serve EXPERIMENT --run COMMAND` runs one (the program COMMAND, as process `operator`); serve it with --run, or drop the fault"
         for index, entry in enumerate(experiment.schedule):

@@ -383,3 +383,57 @@ def test_the_cli_takes_faults_on_the_operator_with_serve_faults(tmp_path):
     _, process = _lifecycle(journal)
     assert [event["event"] for event in process] == ["start", "kill", "restart", "exit"]  # the last: SIGTERM at Ctrl-C
     assert [event["line"] for event in journal if event["type"] == "operator-output"] == ["up", "up"]
+
+
+@pytest.mark.slow
+def test_a_partition_of_the_operator_from_an_experiment_file_stalls_its_requests(tmp_path):
+    """``isolate`` of role:operator (scope all: it has no peers): its requests (kubectl in a
+    loop) go unanswered while it lasts, answered before and after."""
+    import signal
+    import shutil
+
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not installed")
+    peers = _experiment(tmp_path / "peers.yaml", schedule='schedule:\n  - {at_s: 4, kind: isolate, target: "role:operator", duration_s: 6}\n')
+    with pytest.raises(ExperimentError, match=r"isolate of role:operator with scope peers cuts nothing .* give `params: \{scope: all\}`"):
+        registry.find(str(peers), operator=True)
+    schedule = 'schedule:\n  - {at_s: 4, kind: isolate, target: "role:operator", duration_s: 6, params: {scope: all}}\n'
+    experiment = _experiment(tmp_path / "isolate.yaml", faults_s=600.0, schedule=schedule)
+    loop = "while :; do kubectl get namespaces -o name --request-timeout=2s >/dev/null 2>&1 && echo ok || echo failed; sleep 0.3; done"
+    import threading
+    import time
+
+    out = tmp_path / "run"
+    child = subprocess.Popen([sys.executable, "-m", "chaoskube.experiments.cli", "serve", str(experiment), "--run", loop, "--listen", "127.0.0.1:0", "--out", str(out), "--grace-period", "2"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    serving = threading.Event()
+
+    def drain() -> None:
+        assert child.stderr is not None
+        for line in child.stderr:
+            if line.startswith("export KUBECONFIG"):
+                serving.set()
+
+    threading.Thread(target=drain, daemon=True).start()
+    try:
+        assert serving.wait(120)
+        time.sleep(16.0)
+        child.send_signal(signal.SIGINT)
+        assert child.wait(timeout=120) == 130
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    result = orjson.loads((out / "result.json").read_bytes())
+    journal = [orjson.loads(line) for line in (out / "journal.jsonl").read_bytes().splitlines()]
+    [fault] = result["faults"]
+    assert fault["targets"] == ["operator"] and fault["healed_at"] is not None
+    requests = [event for event in journal if event["type"] == "http-request" and event.get("client") == "operator"]
+    # Cut off: nothing it sent was answered while the isolation lasted (its requests stall
+    # until the front's call deadline), and kubectl gave up; answered again after heal.
+    assert not [event for event in requests if fault["applied_at"] + 0.1 < event["t"] < fault["healed_at"] and event["outcome"] == "answered"]
+    assert any(event["outcome"] == "answered" and event["t"] < fault["applied_at"] for event in requests)
+    assert any(event["outcome"] == "answered" and event["t"] > fault["healed_at"] for event in requests)
+    output = [(event["t"], event["line"]) for event in journal if event["type"] == "operator-output"]
+    assert any(line == "failed" and fault["applied_at"] < t < fault["healed_at"] + 3 for t, line in output), output
+    assert any(line == "ok" and t > fault["healed_at"] for t, line in output)
