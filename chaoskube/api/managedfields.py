@@ -53,7 +53,7 @@ from chaoskube.api.strategic import PATCH_META
 __all__ = [
     "ApplyConflict", "ApplyError", "FieldManager", "LAST_APPLIED_ANNOTATION", "builtin_schema",
     "custom_schema", "decode_managed_fields", "default_chain", "encode_managed_fields", "manager_identifier", "sort_encoded_managed_fields", "typed_form",
-    "manager_or_user_agent", "validate_field_manager",
+    "manager_or_user_agent", "scale_to_parent", "scale_to_subresource", "validate_field_manager",
 ]
 
 LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
@@ -860,6 +860,58 @@ class FieldManager:
             meta["managedFields"] = entries
         out["metadata"] = meta
         return out
+
+
+# ----------------------------------------------------------------------------- scale
+SCALE_API_VERSION = "autoscaling/v1"
+REPLICAS_IN_SCALE = (("f", "spec"), ("f", "replicas"))
+
+
+def scale_to_subresource(parent_entries: Any, mappings: dict[str, tuple | None]) -> list[dict[str, Any]] | None:
+    """``ScaleHandler.ToSubresource``: the parent's entries that own its replicas path (by
+    API version, ``mappings``), as entries of the ``autoscaling/v1`` Scale owning
+    ``spec.replicas``; entries at an unknown version are dropped."""
+    managed = decode_managed_fields(parent_entries)
+    out = Managed()
+    for manager, entry in managed.fields.items():
+        path = mappings.get(entry.api_version)
+        if path and path in entry.set:
+            out.fields[manager] = fp.VersionedSet(frozenset({REPLICAS_IN_SCALE}), SCALE_API_VERSION, entry.applied)
+            out.times[manager] = managed.times.get(manager)
+    return encode_managed_fields(out)
+
+
+def scale_to_parent(parent_entries: Any, scale_entries: Any, api_version: str, mappings: dict[str, tuple | None]) -> list[dict[str, Any]] | None:
+    """``ScaleHandler.ToParent``: the parent's entries after a write of its Scale: a parent
+    entry owning the replicas path keeps it only if its manager still owns the Scale's
+    ``spec.replicas``; a Scale manager that does becomes a parent entry at ``api_version``
+    owning the replicas path; parent entries at an unknown version are dropped."""
+    parent = decode_managed_fields(parent_entries)
+    scale = dict(decode_managed_fields(scale_entries).fields)
+    out = Managed()
+    for manager, entry in parent.fields.items():
+        if entry.api_version not in mappings:
+            continue
+        path = mappings[entry.api_version]
+        if path is None or path not in entry.set:
+            out.fields[manager] = entry
+            out.times[manager] = parent.times.get(manager)
+            continue
+        if manager not in scale:
+            remaining = entry.set - {path}
+            if remaining:
+                out.fields[manager] = fp.VersionedSet(remaining, entry.api_version, entry.applied)
+                out.times[manager] = parent.times.get(manager)
+        else:
+            out.fields[manager] = entry
+            out.times[manager] = parent.times.get(manager)
+            del scale[manager]
+    for manager, entry in scale.items():
+        if REPLICAS_IN_SCALE not in entry.set:
+            continue
+        out.fields[manager] = fp.VersionedSet(frozenset({mappings[api_version]}), api_version, entry.applied)
+        out.times[manager] = parent.times.get(manager)
+    return encode_managed_fields(out)
 
 
 def _gvk(document: dict[str, Any]) -> str:

@@ -193,6 +193,10 @@ class Request:
     #: (``patch_type`` "apply") takes the fields other managers own instead of a 409.
     field_manager: str = ""
     force: bool = False
+    #: The subresource the write's managedFields entry names when it is not ``subresource``:
+    #: a ``/scale`` write reaches the server as an update of its parent, recorded as
+    #: ``subresource: scale`` (``ScaleHandler.ToParent``).
+    managed_as: str = ""
     id: str = ""  # the client's request id, for the journal
 
     def __post_init__(self) -> None:

@@ -99,7 +99,7 @@ from chaoskube.api.objects import (
     parse_quantity,
 )
 from chaoskube.api.fields import go_value, prune_unknown, unknown_field_message
-from chaoskube.api.managedfields import ApplyConflict, ApplyError, FieldManager, builtin_schema, custom_schema
+from chaoskube.api.managedfields import ApplyConflict, ApplyError, FieldManager, builtin_schema, custom_schema, scale_to_subresource
 from chaoskube.api.patch import PatchError, apply_patch, merge_patch
 from chaoskube.api.strategic import strategic_merge_patch
 from chaoskube.api.protocol import (
@@ -739,6 +739,7 @@ class ApiServer:
         """The Scale view of ``obj`` (``pkg/registry/apps/*/storage/storage.go`` ``scaleFromX``;
         ``apiextensions-apiserver/pkg/registry/customresource/etcd.go`` ``scaleFromCustomResource``)."""
         meta = ObjectMeta(name=obj.metadata.name, namespace=obj.metadata.namespace, uid=obj.metadata.uid, resource_version=obj.metadata.resource_version, creation_timestamp=obj.metadata.creation_timestamp)
+        meta.managed_fields = self._scale_managed_fields(info, obj)
         if isinstance(obj, CustomObject):
             paths = self._scale_paths(info)
             assert paths is not None
@@ -756,6 +757,23 @@ class ApiServer:
             selector = LabelSelector(match_labels=dict(selector))
         text = str(selector_from_label_selector(selector)) if selector is not None else ""
         return Scale(metadata=meta, spec=ScaleSpec(replicas=replicas), status=ScaleStatus(replicas=obj.status.replicas, selector=text))
+
+    def _scale_managed_fields(self, info: KindInfo, obj: Object) -> list[dict[str, Any]] | None:
+        """``ScaleHandler.ToSubresource``: the parent's managers of its replicas, as the
+        Scale's (``autoscaling/v1``, ``spec.replicas``)."""
+        if not obj.metadata.managed_fields:
+            return None
+        if isinstance(obj, CustomObject):
+            paths = self._scale_paths(info)
+            if paths is None:
+                return None
+            replicas = tuple(("f", part) for part in paths[0].strip(".").split("."))
+        else:
+            replicas = (("f", "spec"), ("f", "replicas"))
+        try:
+            return scale_to_subresource(obj.metadata.managed_fields, {info.api_version: replicas})
+        except ApplyError:
+            return None
 
     async def _get_scale(self, request: Request, info: KindInfo) -> Response:
         stored = await self._stored(info.resource, request.namespace, request.name)
@@ -788,7 +806,7 @@ class ApiServer:
                 parent = info.type(metadata=parent.metadata, content={key: value for key, value in document.items() if key not in ("apiVersion", "kind", "metadata")})
             else:
                 parent.spec.replicas = body.spec.replicas
-            update = Request(verb="update", resource=request.resource, namespace=request.namespace, name=request.name, credentials=request.credentials, body=parent, dry_run=request.dry_run, field_manager=request.field_manager, id=request.id)
+            update = Request(verb="update", resource=request.resource, namespace=request.namespace, name=request.name, credentials=request.credentials, body=parent, dry_run=request.dry_run, field_manager=request.field_manager, managed_as="scale", id=request.id)
             try:
                 response = await self._update(update, user, info)
             except StatusError as error:
@@ -1089,6 +1107,8 @@ class ApiServer:
         ignored: frozenset = frozenset()
         if subresource == "status":
             ignored = frozenset({(("f", "spec"),)})
+        elif subresource == "scale":
+            ignored = frozenset()  # only the replicas path changes (ScaleHandler)
         elif with_status:
             ignored = frozenset({(("f", "status"),)})
         return FieldManager(schema, root, info.api_version, info.kind, subresource, ignored, struct=None if issubclass(info.type, CustomObject) else info.type)
@@ -1097,8 +1117,8 @@ class ApiServer:
         """``FieldManager.UpdateNoErrors`` for a create, update or non-apply patch: sets
         ``new``'s managedFields (the request's manager owns what it added or changed)."""
         if request.subresource not in ("", "status"):
-            return  # binding, eviction, finalize, scale: not tracked here
-        manager = self._field_manager(info, request.subresource)
+            return  # binding, eviction, finalize: not tracked here (scale: as its parent's update)
+        manager = self._field_manager(info, request.managed_as or request.subresource)
         document = manager.update_no_errors(to_dict(current) if current is not None else None, to_dict(new), request.field_manager, timestamp(self.process.now()))
         new.metadata.managed_fields = (document.get("metadata") or {}).get("managedFields")
 

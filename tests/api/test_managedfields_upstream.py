@@ -710,3 +710,39 @@ def test_apply_using_last_applied_annotation(table, row) -> None:
         assert (str(conflict.value), conflict.value.causes) == (str(expected), expected.causes)
         f.apply(applied, row["fieldManager"], force=True)
     assert _derivative(applied, f.live)
+
+
+# ----------------------------------------------------------------------------- scalehandler_test.go
+from chaoskube.api.managedfields import scale_to_parent, scale_to_subresource  # noqa: E402
+
+SCALE = json.loads((Path(__file__).parent / "data" / "scalehandler_cases.json").read_text())
+_GO_NAMES = {"Manager": "manager", "Operation": "operation", "APIVersion": "apiVersion", "FieldsType": "fieldsType", "FieldsV1": "fieldsV1", "Time": "time", "Subresource": "subresource"}
+
+
+def _wire(entries):
+    """metav1.ManagedFieldsEntry literals as their JSON form."""
+    if entries is None:
+        return None
+    return [{_GO_NAMES[key]: value for key, value in entry.items()} for entry in entries]
+
+
+def _mappings(spec) -> dict:
+    return {version: (tuple(fp.deserialize_element(e) for e in path) if path is not None else None) for version, path in spec.items()}
+
+
+def _scale_rows():
+    for table in SCALE["tables"]:
+        for row in table["rows"]:
+            yield pytest.param(table["test"], row, id=f"{table['test']}/{row['desc']}")
+
+
+@pytest.mark.parametrize(("test", "row"), list(_scale_rows()))
+def test_scale_handler(test: str, row) -> None:
+    """TestTransformManagedFieldsToSubresource, TestTransformingManagedFieldsToParent(MultiVersion):
+    managedFields between a main resource and its ``/scale`` (replicas path by version)."""
+    mappings = _mappings(row.get("mappings") or SCALE["defaultMappings"])
+    if test == "TestTransformManagedFieldsToSubresource":
+        got = scale_to_subresource(_wire(row["input"]), mappings)
+    else:
+        got = scale_to_parent(_wire(row["parent"]), _wire(row["subresource"]), row.get("groupVersion", "apps/v1"), mappings)
+    assert got == _wire(row["expected"])

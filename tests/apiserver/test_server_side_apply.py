@@ -156,3 +156,25 @@ def test_custom_resources_merge_by_their_schemas_list_types():
     assert first.code == 201, first
     assert second.code == 409, second  # tags is an atomic list owned by "one"
     assert second.status.message == 'Apply failed with 1 conflict: conflict with "one": .spec.tags'
+
+
+def test_a_scale_write_is_recorded_as_the_scale_subresource_and_the_scale_shows_its_managers():
+    async def story(world, api, registry):
+        await apply(api, deployment(replicas=2))
+        scale = (await api("get", "deployments", namespace="default", name="web", subresource="scale")).object
+        scale.spec.replicas = 5
+        scale.metadata.resource_version = ""
+        await api("update", "deployments", namespace="default", name="web", subresource="scale", body=scale, field_manager="hpa")
+        parent = await api("get", "deployments", namespace="default", name="web")
+        after = await api("get", "deployments", namespace="default", name="web", subresource="scale")
+        return scale, parent, after
+
+    _, (scale, parent, after) = run_api(story)
+    # ScaleHandler.ToSubresource: the applier owned replicas, seen as an autoscaling/v1 entry
+    before = [(e["manager"], e["operation"], e["apiVersion"], e["fieldsV1"]) for e in scale.metadata.managed_fields]
+    assert before == [("kubectl", "Apply", "autoscaling/v1", {"f:spec": {"f:replicas": {}}})]
+    managers = entries(parent.object)
+    assert managers[("hpa", "Update", "scale")]["fieldsV1"] == {"f:spec": {"f:replicas": {}}}
+    assert managers[("hpa", "Update", "scale")]["apiVersion"] == "apps/v1"
+    assert "f:replicas" not in managers[("kubectl", "Apply", "")]["fieldsV1"]["f:spec"]  # taken by the scale write
+    assert [(e["manager"], e.get("subresource", "")) for e in after.object.metadata.managed_fields] == [("hpa", "scale")]
