@@ -940,6 +940,11 @@ def validate(files: tuple[str, ...]) -> None:
                 click.echo(_one_line(problem))
             continue
         experiment, problems = registry.check_experiment(path or item)
+        live_only = ""
+        if problems and all("this run has no operator" in problem for problem in problems):
+            # Faults on the --run program: a file for `serve --run` (registry.OPERATOR_PROCESS).
+            experiment, problems = registry.check_experiment(path or item, operator=True)
+            live_only = " -- for `chaoskube serve FILE --run COMMAND` only: its faults target the operator (`chaoskube run` refuses it)"
         if problems:
             invalid += 1
             problems_total += len(problems)
@@ -948,7 +953,7 @@ def validate(files: tuple[str, ...]) -> None:
             continue
         assert experiment is not None
         probes = f", {len(experiment.probes)} probe(s)" if experiment.probes else ""
-        click.echo(f"{experiment.path}: valid (system {experiment.system}, {len(experiment.checkers)} checker(s), {len(experiment.schedule)} scheduled fault(s){probes})")
+        click.echo(f"{experiment.path}: valid (system {experiment.system}, {len(experiment.checkers)} checker(s), {len(experiment.schedule)} scheduled fault(s){probes}){live_only}")
     if invalid:
         fail(f"{problems_total} problem(s) in {invalid} of {len(files)} file(s)")
 

@@ -55,6 +55,9 @@ def test_operator_targets_are_refused_without_run_and_accepted_with_it(tmp_path)
     run = subprocess.run([sys.executable, "-m", "chaoskube.experiments.cli", "run", str(path), "--dry-run"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert run.stderr.count("\n") == 1 and "this run has no operator" in run.stderr, run.stderr
+    validate = subprocess.run([sys.executable, "-m", "chaoskube.experiments.cli", "validate", str(path)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert validate.returncode == 0 and validate.stdout.strip() == (
+        f"{path}: valid (system kubernetes, 2 checker(s), 2 scheduled fault(s)) -- for `chaoskube serve FILE --run COMMAND` only: its faults target the operator (`chaoskube run` refuses it)"), validate
     trigger = _experiment(tmp_path / "trigger.yaml", schedule='schedule:\n  - {when: {type: api-op, fields: {client: "name:operator", verb: create}}, kind: kill, target: "name:kube-apiserver-1", duration_s: 3}\n')
     with pytest.raises(ExperimentError, match=r"schedule\[0\]\.when`: it matches the operator's events, but this run has no operator"):
         registry.find(str(trigger))
