@@ -118,3 +118,61 @@ def test_fields_v1_notation_round_trips() -> None:
     with pytest.raises(ValueError):
         fp.set_from_fields_v1({"i:oops": {}})
     assert fp.set_from_fields_v1({"x:future": {"f:a": {}}}) == frozenset()  # an unknown qualifier is dropped
+
+
+VERSION_DOESNT_MATCH_TYPENAME = """types:
+- name: TypeV1
+  map:
+    fields:
+      - name: field_foo_rely_on_bar
+        type:
+          scalar: string
+      - name: common_field
+        type:
+          scalar: string
+- name: TypeV2
+  map:
+    fields:
+      - name: required_field_bar
+        type:
+          scalar: string
+      - name: common_field
+        type:
+          scalar: string
+"""
+
+
+def test_version_doesnt_match_typename() -> None:
+    """multiple_appliers_test.go TestVersionDoesntMatchTypename: versions whose types have
+    other names, a converter that needs a field to convert to v1; apply at v2, v1, v2."""
+    schema = fp.parse_schema(yaml.safe_load(VERSION_DOESNT_MATCH_TYPENAME))
+
+    def type_for(version):
+        return fp.TypeRef({"v1": "TypeV1", "v2": "TypeV2"}[version])
+
+    def convert(value, from_version, to_version):
+        text = yaml.safe_dump(value, default_flow_style=False, sort_keys=True)
+        if to_version == "v1":
+            if "required_field_bar" not in text:
+                raise ValueError("missing requried field bar")
+            return yaml.safe_load(text.replace("required_field_bar", "field_foo_rely_on_bar"))
+        if to_version == "v2":
+            return yaml.safe_load(text.replace("field_foo_rely_on_bar", "required_field_bar"))
+        raise fp.MissingVersion(to_version)
+
+    updater = fp.Updater(schema, type_for, convert)
+    for _ in range(10):
+        live, managers = {}, {}
+        new, managers = updater.apply(live, {"required_field_bar": "a"}, "v2", managers, "v2_applier", False)
+        live = live if new is fp.NO_CHANGE else new
+        live = convert(live, "v2", "v1")
+        new, managers = updater.apply(live, {"common_field": "b"}, "v1", managers, "v1_applier", False)
+        live = live if new is fp.NO_CHANGE else new
+        live = convert(live, "v1", "v2")
+        new, managers = updater.apply(live, {"required_field_bar": "b"}, "v2", managers, "v2_applier", False)
+        live = live if new is fp.NO_CHANGE else new
+        assert fp.compare(live, {"required_field_bar": "b", "common_field": "b"}, schema, type_for("v2")).empty()
+        assert {m: (v.set, v.api_version, v.applied) for m, v in managers.items()} == {
+            "v2_applier": (frozenset({P("required_field_bar")}), "v2", True),
+            "v1_applier": (frozenset({P("common_field")}), "v1", True),
+        }

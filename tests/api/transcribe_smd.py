@@ -10,6 +10,7 @@ and the reason, and the test marks it xfail."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import subprocess
@@ -66,7 +67,7 @@ def builders():
         "fieldpath_NewExcludeSetFilter": lambda paths: {"exclude": paths},
         "fieldpath_MakePrefixMatcherOrDie": lambda *elements: {"prefix": elements},
         "TestCase": lambda **fields: fields, "True": True, "False": False, "None": None,
-        "value_NewValueInterface": _Val,
+        "value_NewValueInterface": _Val, "_sprintf": lambda text, *args: text.replace("%s", "{}").format(*args),
     }
 
 
@@ -84,6 +85,7 @@ def go_to_python(source: str) -> str:
 
     code = re.sub(r'`[^`]*`|"(?:[^"\\\n]|\\.)*"', keep, source)
     code = re.sub(r"//[^\n]*", "", code)
+    code = code.replace("typed.YAMLObject(", "(").replace("fmt.Sprintf(", "_sprintf(")
     code = re.sub(r"fieldpath\.|merge\.|value\.", lambda m: m.group(0)[:-1] + "_", code)
     out = ""
     stack = []
@@ -114,22 +116,45 @@ def go_to_python(source: str) -> str:
     return re.sub(r"__S(\d+)__", lambda m: strings[int(m.group(1))], out)
 
 
+def _runner(body: str) -> tuple[str, str]:
+    run = re.search(r"test\.(Test|TestWithConverter)\((\w+)(?:, (\w+(?:\{\w+\})?))?\)", body)
+    if not run:
+        return "", ""
+    converter = run.group(3) or ""
+    assigned = re.search(r"converter := (\w+)", body)
+    if converter == "converter" and assigned:
+        converter = assigned.group(1)
+    return run.group(2), converter
+
+
 def extract_tables(source: str):
-    """(test function, parser expression, converter, table source) for each table."""
+    """(test function, parser expression, converter, table source, versions) for each table:
+    ``tests := map[string]TestCase{...}`` of a ``TestX(t)``; of a ``testX(t, v1, v2, v3)`` run
+    over every combination of versions (versions True); and a benchmark's ``test := TestCase{...}``
+    that it first checks passes (one row, "benchmark")."""
     for match in re.finditer(r"func (Test\w+)\(t \*testing.T\) \{\n(.*?)\n\}\n", source, re.S):
         name, body = match.groups()
         table = re.search(r"tests := (map\[string\]TestCase\{.*?\n\t\})\n", body, re.S)
         if not table:
             continue
-        run = re.search(r"test\.(Test|TestWithConverter)\((\w+)(?:, (\w+(?:\{\w+\})?))?\)", body)
-        converter = re.search(r"converter := (\w+)", body)
-        yield name, run.group(2) if run else "", (run.group(3) or (converter.group(1) if converter else "")) if run else "", table.group(1)
+        parser, converter = _runner(body)
+        yield name, parser, converter, table.group(1), False
+    for match in re.finditer(r"func test(\w+)\(t \*testing.T, v1, v2, v3 fieldpath.APIVersion\) \{\n(.*?)\n\}\n", source, re.S):
+        name, body = match.groups()
+        table = re.search(r"tests := (map\[string\]TestCase\{.*?\n\t\})\n", body, re.S)
+        parser, converter = _runner(body)
+        yield "Test" + name, parser, converter, table.group(1), True
+    for match in re.finditer(r"func (Benchmark\w+)\(b \*testing.B\) \{\n\ttest := (TestCase\{.*?\n\t\})\n(.*?)\n\}\n", source, re.S):
+        name, table, body = match.groups()
+        parser, converter = _runner(body)
+        yield name, parser, converter, "map[string]TestCase{\n\"benchmark\": " + table[len("TestCase"):] + ",\n}", False
 
 
 def extract_parsers(source: str):
     out = {}
-    for match in re.finditer(r"var (\w+) = func\(\) \*?(?:typed\.)?Parser \{\n\t\w+, err := typed\.NewParser\(`(.*?)`\)(.*?)\n\}\(\)", source, re.S):
-        name, schema, rest = match.groups()
+    for match in re.finditer(r"(?:var (\w+) =|\t(\w+) :=) func\(\) \*?(?:typed\.)?Parser \{\n\t+\w+, err := typed\.NewParser\(`(.*?)`\)(.*?)\n\t*\}\(\)", source, re.S):
+        name, inline, schema, rest = match.groups()
+        name = name or inline
         root = re.search(r'parser\.Type\("(\w+)"\)', rest)
         out[name] = {"schema": schema, "type": root.group(1) if root else ""}
     return out
@@ -153,11 +178,19 @@ def main() -> None:
     env = builders()
     for stem in FILES:
         source = subprocess.run(["git", "-C", repo, "show", f"{commit}:merge/{stem}_test.go"], capture_output=True, text=True, check=True).stdout
+        source = source.replace("fixture.", "")
         cases["parsers"].update(extract_parsers(source))
-        for test, parser, converter, table in extract_tables(source):
+        for test, parser, converter, table, versioned in extract_tables(source):
             python = go_to_python(table)
             try:
-                rows = eval(python, dict(env), _Names(env))
+                if versioned:
+                    rows = {}
+                    for v1, v2, v3 in itertools.product(("v1", "v2", "v3"), repeat=3):
+                        names = _Names({**env, "v1": v1, "v2": v2, "v3": v3})
+                        for name, row in eval(python, dict(env), names).items():
+                            rows[f"{v1}-{v2}-{v3}/{name}"] = row
+                else:
+                    rows = eval(python, dict(env), _Names(env))
             except Exception as error:  # noqa: BLE001 - reported in the data
                 cases["tables"].append({"file": f"merge/{stem}_test.go", "test": test, "error": f"{type(error).__name__}: {error}"})
                 continue
