@@ -102,6 +102,7 @@ class _Cron:
     spec: Obj = field(default_factory=dict)
     suspended: list[tuple[float, bool]] = field(default_factory=list)
     jobs: dict[str, _Job] = field(default_factory=dict)
+    deleted_t: float = math.inf  # marked for deletion or gone (its namespace's deletion included)
 
     def policy(self) -> str:
         return self.spec.get("concurrencyPolicy") or "Allow"
@@ -141,8 +142,12 @@ def check_cronjob_invariants(events: Sequence[Event], *, lag_s: float = LAG_S) -
         for change in store.apply(event):
             after, before = change.after, change.before
             if change.resource == "cronjobs":
-                if after is None:
-                    continue
+                if after is None or is_deleting(after):
+                    gone = crons.get(_uid(before if after is None else after))
+                    if gone is not None:
+                        gone.deleted_t = min(gone.deleted_t, change.t)
+                    if after is None:
+                        continue
                 uid = _uid(after)
                 cron = crons.get(uid)
                 if cron is None:
@@ -253,7 +258,7 @@ def _liveness(cron: _Cron, end_t: float, health: Any, lag_s: float, counts: dict
         if moment is None:
             break
         at = _virtual(moment.astimezone(_dt.UTC))
-        if at + lag_s > end_t:
+        if at + lag_s > min(end_t, cron.deleted_t):
             break
         if at in started:
             counts["activations_judged"] += 1

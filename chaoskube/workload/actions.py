@@ -112,6 +112,9 @@ ARG_CHOICES: dict[str, tuple[Any, ...]] = {
     "index": tuple(range(8)),
     "pool": ("a", "b", ""),
     "effect": ("NoSchedule", "PreferNoSchedule"),
+    # issue 35: the application kinds where their bugs live
+    "app_shape": ("sts-claims", "sts-parallel", "job-indexed", "job-failing", "job-deadline", "cron-replace", "cron-zoned"),
+    "partition": (0, 1, 2),
 }
 
 
@@ -406,6 +409,79 @@ async def taint_node(actor: Actor, index: int, effect: str = "") -> str:
     return actor.outcome()
 
 
+# ============================================================================ application shapes (issue 35)
+#: How long the pods of a shaped Job or CronJob run (their ``chaoskube.io/exit-after``).
+APP_RUN_FOR = {"job-indexed": "6s", "job-failing": "2s", "job-deadline": "10m", "cron-replace": "90s", "cron-zoned": "20s"}
+
+
+def app_object(shape: str, namespace: str, name: str) -> Any:
+    """A workload of one of the shapes of ``ARG_CHOICES["app_shape"]``, each where its
+    controller's bugs live (docs/experiments.md, "The application kinds"):
+
+    - ``sts-claims``: a StatefulSet of 3, OrderedReady, a volume claim per member (the default
+      StorageClass: zonal, WaitForFirstConsumer), a rolling update partitioned at 1;
+    - ``sts-parallel``: a StatefulSet of 3, Parallel pod management, no partition;
+    - ``job-indexed``: an Indexed Job of 4 completions, 2 at a time;
+    - ``job-failing``: a Job whose pods exit 1, backoffLimit 1;
+    - ``job-deadline``: a Job whose pods would run 10 minutes, activeDeadlineSeconds 30;
+    - ``cron-replace``: a CronJob every minute, Replace, 90 s runs (each replaces the last);
+    - ``cron-zoned``: a CronJob every 2 minutes in Europe/Berlin, Forbid,
+      startingDeadlineSeconds 30."""
+    labels = {"app": name}
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": {GENERATOR_LABEL: "true"}}
+    template: dict[str, Any] = {"metadata": {"labels": labels}, "spec": {"containers": [container(IMAGES[0], POD_CPU)]}}
+    if shape.startswith("sts-"):
+        spec: dict[str, Any] = {"serviceName": name, "replicas": 3, "selector": {"matchLabels": labels}, "template": template}
+        if shape == "sts-claims":
+            spec["updateStrategy"] = {"type": "RollingUpdate", "rollingUpdate": {"partition": 1}}
+            template["spec"]["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
+            spec["volumeClaimTemplates"] = [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]
+        else:
+            spec["podManagementPolicy"] = "Parallel"
+        return from_dict({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta, "spec": spec})
+    template["metadata"]["annotations"] = {"chaoskube.io/exit-after": APP_RUN_FOR[shape]}
+    template["spec"]["restartPolicy"] = "Never"
+    job_spec: dict[str, Any] = {"template": template}
+    if shape == "job-indexed":
+        job_spec.update(completionMode="Indexed", completions=4, parallelism=2)
+    elif shape == "job-failing":
+        template["metadata"]["annotations"]["chaoskube.io/exit-code"] = "1"
+        job_spec["backoffLimit"] = 1
+    elif shape == "job-deadline":
+        job_spec["activeDeadlineSeconds"] = 30
+    if shape.startswith("job-"):
+        return from_dict({"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": job_spec})
+    cron: dict[str, Any] = {"jobTemplate": {"spec": job_spec}, "successfulJobsHistoryLimit": 1, "failedJobsHistoryLimit": 1}
+    if shape == "cron-replace":
+        cron.update(schedule="*/1 * * * *", concurrencyPolicy="Replace")
+    else:
+        cron.update(schedule="*/2 * * * *", timeZone="Europe/Berlin", concurrencyPolicy="Forbid", startingDeadlineSeconds=30)
+    return from_dict({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": meta, "spec": cron})
+
+
+async def _create_app(actor: Actor, app_shape: str, namespace: str, slot: int) -> str:
+    obj = app_object(app_shape, namespace, f"{app_shape}-{slot}")
+    await actor.call(f"create {obj.KIND.lower()} {namespace}/{obj.metadata.name}", actor.client.create, obj)
+    return actor.outcome()
+
+
+async def _set_partition(actor: Actor, index: int, partition: int) -> str:
+    """``kubectl patch statefulset -p '{"spec":{"updateStrategy":...{"partition":N}}}'``: a
+    staged rollout moved on (or held back)."""
+    key = await pick(actor, "StatefulSet", index)
+    if key is None:
+        return _none(actor, "StatefulSet")
+    patch = {"spec": {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": partition}}}}
+    await actor.call(f"set partition statefulset {key[0]}/{key[1]}", actor.client.patch, "statefulsets", key[0], key[1], patch)
+    return actor.outcome()
+
+
+async def _restart_member(actor: Actor, index: int) -> str:
+    """``kubectl delete pod <set>-<n>``: a StatefulSet member restarted (its identity and
+    claim must come back, below a partition at the old revision)."""
+    return await delete_pod(actor, "", index, "apps.kubernetes.io/pod-index")
+
+
 # ============================================================================ the table
 @dataclass(frozen=True, slots=True)
 class Action:
@@ -535,6 +611,9 @@ ACTIONS: dict[str, Action] = {action.name: action for action in (
     Action("label_node", ("index", "pool"), _label_node, "kubectl label node"),
     Action("taint_node", ("index", "effect"), _taint_node, "kubectl taint node (NoSchedule / PreferNoSchedule)"),
     Action("untaint_node", ("index",), _untaint_node, "kubectl taint node KEY-"),
+    Action("create_app_workload", ("app_shape", "namespace", "slot"), _create_app, "create a StatefulSet with claims or Parallel, an Indexed, failing or deadlined Job, a Replace or zoned CronJob"),
+    Action("set_partition", ("index", "partition"), _set_partition, "move a StatefulSet's rolling update partition"),
+    Action("restart_member", ("index",), _restart_member, "kubectl delete pod of a StatefulSet member"),
 )}
 
 
