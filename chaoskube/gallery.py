@@ -1248,6 +1248,28 @@ def _cronjob_trusts_status_active() -> Any:
     return reconcile_active
 
 
+def _daemon_pods_without_health_tolerations() -> Any:
+    """The DaemonSet controller's daemon_tolerations without the NoExecute tolerations of
+    node.kubernetes.io/not-ready and unreachable, as before Kubernetes 1.6 made them
+    (kubernetes/kubernetes#41738, "DaemonSets should have infinite toleration for
+    Unreachable/NotReady NoExecute Taints", PR #41896): the DefaultTolerationSeconds
+    admission plugin gives the pods 300 s, and the taint manager evicts the daemon pods
+    of a node down longer than that (the docs: DaemonSet pods "are never evicted due to
+    these problems")."""
+    from chaoskube.api.objects import Toleration
+
+    def daemon_tolerations(tolerations: Any, host_network: bool) -> list[Any]:
+        wanted = [("node.kubernetes.io/disk-pressure", "NoSchedule"), ("node.kubernetes.io/memory-pressure", "NoSchedule"),
+                  ("node.kubernetes.io/pid-pressure", "NoSchedule"), ("node.kubernetes.io/unschedulable", "NoSchedule")]  # the bug: no NoExecute
+        if host_network:
+            wanted.append(("node.kubernetes.io/network-unavailable", "NoSchedule"))
+        result = [t for t in tolerations if (t.key, t.effect) not in set(wanted)]
+        result.extend(Toleration(key=key, operator="Exists", effect=effect) for key, effect in wanted)
+        return result
+
+    return daemon_tolerations
+
+
 APP_VARIANTS: tuple[Variant, ...] = (
     Variant(
         "statefulset-recreates-below-partition-at-update-revision", "kube-controller-manager StatefulSet",
@@ -1273,6 +1295,11 @@ APP_VARIANTS: tuple[Variant, ...] = (
         "cronjob-trusts-status-active", "kube-controller-manager CronJob",
         "a Job the CronJob's status does not list (its creator died before writing it) is not counted as running, so Forbid starts a second one (kubernetes#107827, #58748)",
         "cronjob-invariants", "cronjobs-across-controller-manager-failover", "chaoskube.controllers.cronjob:reconcile_active", _cronjob_trusts_status_active,
+    ),
+    Variant(
+        "daemonset-pods-without-health-tolerations", "kube-controller-manager DaemonSet",
+        "daemon pods are created without the not-ready / unreachable NoExecute tolerations, so a node down for 5 minutes loses them to the taint manager (kubernetes#41738, PR #41896)",
+        "daemonset-invariants", "daemonsets-under-long-node-outage", "chaoskube.controllers.daemonset:daemon_tolerations", _daemon_pods_without_health_tolerations,
     ),
 )
 VARIANTS.update((variant.name, variant) for variant in APP_VARIANTS)

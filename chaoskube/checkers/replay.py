@@ -360,6 +360,12 @@ def run_health(events: Iterable[Event], end_t: float, component: str) -> RunHeal
                 leading[process] = event["t"]
             elif event.get("event") == "stop" and process in leading:
                 led.append((leading.pop(process), event["t"]))
+        elif kind == "process" and event.get("event") in ("kill", "exit") and event.get("process") in leading:
+            # a killed leader stops acting at once, with no ``leader`` stop record (as
+            # acting_intervals has it); after its restart it is a candidate again, not a
+            # leader (workload-churn-under-nemesis seed 5 with app-kinds.yaml: the killed
+            # scheduler was still counted as leading until the other took the Lease 16 s later)
+            led.append((leading.pop(event["process"]), event["t"]))
     for start, targets, fault_kind in open_faults.values():
         close(start, targets, fault_kind, end_t)
     led.extend((start, end_t) for start in leading.values())

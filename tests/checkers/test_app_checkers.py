@@ -334,3 +334,69 @@ def test_an_activation_lost_while_the_controller_manager_led_is_caught():
     assert check_cronjob_invariants(history(True)).valid is True
     verdict = check_cronjob_invariants(history(False))
     assert verdict.valid is False and verdict.details["rule"] == "cronjob-missed", verdict.reason
+
+
+# =========================================================================== DaemonSets
+from chaoskube.checkers.daemonsets import check_daemonset_invariants  # noqa: E402
+
+
+def daemon_set(*, max_surge: int | None = None) -> dict[str, Any]:
+    rolling = {"maxUnavailable": 0 if max_surge else 1} | ({"maxSurge": max_surge} if max_surge else {})
+    return {"metadata": {"name": "agent", "namespace": "default", "uid": "ds-uid"},
+            "spec": {"selector": {"matchLabels": {"app": "agent"}}, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": rolling},
+                     "template": {"metadata": {"labels": {"app": "agent"}}, "spec": {"containers": [{"name": "agent", "image": "a"}]}}},
+            "status": {"desiredNumberScheduled": 2}}
+
+
+def daemon_pod(name: str, node: str, *, ready: bool = True) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "default", "uid": f"{name}-uid", "ownerReferences": [{"kind": "DaemonSet", "name": "agent", "uid": "ds-uid", "controller": True}]},
+            "spec": {"nodeName": node, "containers": [{"name": "agent", "image": "a"}]},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+def ready_node(name: str, taints: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"metadata": {"name": name, "uid": f"{name}-uid"}, "spec": {"taints": taints or []}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def test_daemonset_invariants_answer_unknown_without_a_daemonset():
+    assert check_daemonset_invariants([]).valid is None
+
+
+def test_a_daemon_pod_evicted_for_an_unreachable_node_is_caught():
+    journal = Journal()
+    journal.put(1.0, "daemonsets", "default/agent", daemon_set())
+    journal.put(2.0, "nodes", "node-1", ready_node("node-1", [{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}]))
+    journal.put(3.0, "pods", "default/agent-a", daemon_pod("agent-a", "node-1"))
+    journal.record(350.0, "taint-eviction", pod="default/agent-a", node="node-1", after_s=300.0)
+    verdict = check_daemonset_invariants(journal.events)
+    assert verdict.valid is False and verdict.details["rule"] == "daemonset-evicted", verdict.reason
+
+
+def test_two_pods_on_a_node_beyond_max_surge_are_caught():
+    def history(max_surge: int | None) -> list[Event]:
+        journal = Journal()
+        journal.put(1.0, "daemonsets", "default/agent", daemon_set(max_surge=max_surge))
+        journal.put(2.0, "pods", "default/agent-a", daemon_pod("agent-a", "node-1"))
+        journal.put(3.0, "pods", "default/agent-b", daemon_pod("agent-b", "node-1", ready=False))
+        return journal.events
+
+    assert check_daemonset_invariants(history(1)).valid is True
+    verdict = check_daemonset_invariants(history(None))
+    assert verdict.valid is False and verdict.details["rule"] == "daemonset-surge", verdict.reason
+
+
+def test_at_the_end_every_node_that_should_run_it_has_exactly_one():
+    def history(on_tainted: bool) -> list[Event]:
+        journal = Journal()
+        journal.put(1.0, "nodes", "node-1", ready_node("node-1"))
+        journal.put(1.1, "nodes", "gpu-1", ready_node("gpu-1", [{"key": "dedicated", "value": "gpu", "effect": "NoExecute"}]))
+        journal.put(2.0, "daemonsets", "default/agent", daemon_set())
+        journal.put(3.0, "pods", "default/agent-a", daemon_pod("agent-a", "node-1"))
+        if on_tainted:
+            journal.put(3.5, "pods", "default/agent-b", daemon_pod("agent-b", "gpu-1"))
+        journal.record(60.0, "kubernetes", event="final", steady=True)
+        return journal.events
+
+    assert check_daemonset_invariants(history(False)).valid is True
+    verdict = check_daemonset_invariants(history(True))
+    assert verdict.valid is False and verdict.details["rule"] == "daemonset-placement" and "gpu-1" in verdict.reason, verdict.reason
