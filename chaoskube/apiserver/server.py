@@ -1287,8 +1287,11 @@ class ApiServer:
             if info.namespaced and new.metadata.namespace not in ("", request.namespace):
                 raise _refuse(bad_request("the namespace of the provided object does not match the namespace sent on the request"))
             new.metadata.namespace = request.namespace
+            applied_fields = new.metadata.managed_fields
             new = self._prepare_for_update(info, current, new, request.subresource)
-            if not (request.verb == "patch" and request.patch_type == "apply"):
+            if request.verb == "patch" and request.patch_type == "apply":
+                new.metadata.managed_fields = applied_fields  # a subresource's prepare keeps the stored metadata
+            else:
                 self._track(info, request, current, new)
             new = await self._mutate(self._admission_request("UPDATE", request, user, info, new, current))
             new, schema_causes, pruned_warnings = self._custom_schema(info, new, request)

@@ -178,3 +178,18 @@ def test_a_scale_write_is_recorded_as_the_scale_subresource_and_the_scale_shows_
     assert managers[("hpa", "Update", "scale")]["apiVersion"] == "apps/v1"
     assert "f:replicas" not in managers[("kubectl", "Apply", "")]["fieldsV1"]["f:spec"]  # taken by the scale write
     assert [(e["manager"], e.get("subresource", "")) for e in after.object.metadata.managed_fields] == [("hpa", "scale")]
+
+
+def test_apply_to_the_status_subresource_is_its_own_manager():
+    async def story(world, api, registry):
+        await apply(api, deployment(replicas=1))
+        status = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"}, "status": {"observedGeneration": 1}, "spec": {"replicas": 9}}
+        applied = await api("patch", "deployments", namespace="default", name="web", subresource="status", body=status, patch_type="apply", field_manager="status-writer")
+        return applied
+
+    _, applied = run_api(story)
+    assert applied.code == 200, applied
+    assert applied.object.spec.replicas == 1  # the status subresource ignores the spec
+    assert applied.object.status.observed_generation == 1
+    managers = entries(applied.object)
+    assert managers[("status-writer", "Apply", "status")]["fieldsV1"] == {"f:status": {"f:observedGeneration": {}}}

@@ -37,6 +37,12 @@ def test_kubectl_apply_server_side_conflicts_and_force(live, tmp_path):
     assert refused.returncode == 1
     assert 'Apply failed with 1 conflict: conflict with "kubectl-patch" using apps/v1: .spec.replicas' in refused.stderr
     assert "--force-conflicts" in refused.stderr  # kubectl's advice follows the server's message
+    # a server-side dry run and a server-side diff see the conflict-free forced result
+    dry = kubectl(live, "apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", str(manifest))
+    assert "serverside-applied (server dry run)" in dry.stdout
+    assert kubectl(live, "get", "deployment", "ssa", "-o", "jsonpath={.spec.replicas}").stdout == "3"
+    diff = kubectl(live, "diff", "--server-side", "--force-conflicts", "-f", str(manifest), check=False)
+    assert diff.returncode == 1 and "-  replicas: 3" in diff.stdout and "+  replicas: 2" in diff.stdout, diff.stderr
     forced = kubectl(live, "apply", "--server-side", "--force-conflicts", "-f", str(manifest))
     assert "serverside-applied" in forced.stdout
     shown = yaml.safe_load(kubectl(live, "get", "deployment", "ssa", "-o", "yaml", "--show-managed-fields").stdout)
