@@ -226,15 +226,13 @@ def _type_info(cls: type) -> Any:
 def _emit(value: Any, info: Any) -> None:
     for member in _unwrap(info):
         if isinstance(member, msgspec.inspect.StructType) and isinstance(value, dict):
-            always = REQUIRED_FIELDS.get(member.cls.__name__, ())
-            for field in member.fields:
-                name = field.encode_name
+            walk, fill = _emit_plan(member)
+            for name, field_type in walk:
                 if name in value:
-                    _emit(value[name], field.type)
-                elif name in always:
-                    default = _default_of(field)
-                    if default is not msgspec.NODEFAULT and default is not None:
-                        value[name] = default
+                    _emit(value[name], field_type)
+            for name, field in fill:
+                if name not in value:
+                    value[name] = _default_of(field)  # a fresh copy each time
             return
         if isinstance(member, (msgspec.inspect.ListType, msgspec.inspect.VarTupleType)) and isinstance(value, list):
             for item in value:
@@ -244,3 +242,43 @@ def _emit(value: Any, info: Any) -> None:
             for item in value.values():
                 _emit(item, member.value_type)
             return
+
+
+_EMIT_PLANS: dict[type, tuple[tuple[tuple[str, Any], ...], tuple[tuple[str, Any], ...]]] = {}
+
+
+def _emit_plan(member: Any) -> tuple[tuple[tuple[str, Any], ...], tuple[tuple[str, Any], ...]]:
+    """Per struct: the fields worth walking into (their types can hold a struct with
+    required fields) and the required fields with a default to write. Computed once per
+    struct (walking every field of every object cost 0.25 ms a Pod)."""
+    plan = _EMIT_PLANS.get(member.cls)
+    if plan is None:
+        always = REQUIRED_FIELDS.get(member.cls.__name__, ())
+        walk = tuple((field.encode_name, field.type) for field in member.fields if _reaches_required(field.type, set()))
+        fill = []
+        for field in member.fields:
+            if field.encode_name in always:
+                default = _default_of(field)
+                if default is not msgspec.NODEFAULT and default is not None:
+                    fill.append((field.encode_name, field))
+        plan = _EMIT_PLANS[member.cls] = (walk, tuple(fill))
+    return plan
+
+
+def _reaches_required(info: Any, seen: set[type]) -> bool:
+    """Whether a value of type ``info`` can hold a struct of :data:`REQUIRED_FIELDS` (a
+    struct being looked at higher up counts as reaching: walking more is always safe)."""
+    for member in _unwrap(info):
+        if isinstance(member, msgspec.inspect.StructType):
+            if member.cls.__name__ in REQUIRED_FIELDS or member.cls in seen:
+                return True
+            seen.add(member.cls)
+            if any(_reaches_required(field.type, seen) for field in member.fields):
+                return True
+        elif isinstance(member, (msgspec.inspect.ListType, msgspec.inspect.VarTupleType)):
+            if _reaches_required(member.item_type, seen):
+                return True
+        elif isinstance(member, msgspec.inspect.DictType):
+            if _reaches_required(member.value_type, seen):
+                return True
+    return False
