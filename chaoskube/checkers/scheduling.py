@@ -681,15 +681,22 @@ def _volume_accepts(volume: Obj, node_name: str, labels: dict[str, str]) -> bool
     return _node_selector_matches(((volume.get("spec") or {}).get("nodeAffinity") or {}).get("required"), node_name, labels)
 
 
+_GA_OF_BETA = {"failure-domain.beta.kubernetes.io/zone": "topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region": "topology.kubernetes.io/region"}
+
+
 def _volume_zone_matches(volume: Obj, labels: dict[str, str]) -> bool:
     """VolumeZone's Filter for one bound volume: each of its topology labels names (one of,
-    ``__``-separated) the node's value for that label."""
+    ``__``-separated) the node's value for that label (a beta label the node's GA one too);
+    a node with no topology label at all is not constrained."""
+    if not any(key in labels for key in VOLUME_TOPOLOGY_LABELS):
+        return True
     volume_labels = labels_of(volume)
     for key in VOLUME_TOPOLOGY_LABELS:
         value = volume_labels.get(key)
         if value is None:
             continue
-        if labels.get(key) not in set(value.split("__")):
+        have = labels.get(key, labels.get(_GA_OF_BETA.get(key, key)))
+        if have not in set(value.split("__")):
             return False
     return True
 

@@ -2,7 +2,8 @@
 
 Filter order and score weights are the default profile's
 (``pkg/scheduler/apis/config/v1/default_plugins.go``): NodeUnschedulable, NodeName,
-TaintToleration (weight 3), NodeAffinity (2), NodeResourcesFit (1), PodTopologySpread (2),
+TaintToleration (weight 3), NodeAffinity (2), NodeResourcesFit (1), VolumeBinding, VolumeZone
+(both in :mod:`chaoskube.scheduler.volumebinding`), PodTopologySpread (2),
 InterPodAffinity (filter only here), DefaultPreemption (PostFilter, in
 :mod:`chaoskube.scheduler.preemption`), NodeResourcesBalancedAllocation (1), DefaultBinder.
 Each plugin cites its source file under ``pkg/scheduler/framework/plugins/``; reasons are
@@ -12,7 +13,8 @@ Contract: every method is pure except :meth:`DefaultBinder.bind` (one API call).
 read the pod and the :class:`~chaoskube.scheduler.framework.NodeInfo` they are given and
 keep per-cycle data only in the :class:`~chaoskube.scheduler.framework.CycleState`.
 
-Not modelled: NodePorts, the volume plugins, ImageLocality, InterPodAffinity scoring
+Not modelled: NodePorts, the volume plugins but VolumeBinding and VolumeZone (VolumeRestrictions,
+NodeVolumeLimits), ImageLocality, InterPodAffinity scoring
 (preferred terms), PodTopologySpread's system default constraints (``defaultConstraints``
 with selectors from Services and ReplicaSets), NodeAffinity's ``addedAffinity`` args and
 PreFilterResult narrowing. Taint-toleration comparison operators (Gt/Lt) follow upstream's
@@ -49,7 +51,7 @@ from chaoskube.scheduler.framework import (
     selector_key,
 )
 from chaoskube.scheduler.preemption import DefaultPreemption
-from chaoskube.scheduler.volumebinding import VolumeBinding
+from chaoskube.scheduler.volumebinding import VolumeBinding, VolumeZone
 
 __all__ = [
     "DefaultBinder",
@@ -806,6 +808,7 @@ def default_plugins(client: Any) -> list[tuple[Any, int]]:
         (NodeAffinity(), 2),
         (NodeResourcesFit(), 1),
         (VolumeBinding(), 0),
+        (VolumeZone(), 0),
         (PodTopologySpread(), 2),
         (InterPodAffinity(), 2),
         (DefaultPreemption(), 0),

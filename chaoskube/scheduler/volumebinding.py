@@ -31,7 +31,7 @@ from chaoskube.api.workloads import node_selector_matches, volume_references
 from chaoskube.client.client import ApiError
 from chaoskube.scheduler.framework import SUCCESS, ActionType, ClusterEvent, Code, CycleState, EventResource, NodeInfo, Snapshot, Status
 
-__all__ = ["BIND_TIMEOUT_S", "SELECTED_NODE", "VolumeBinding"]
+__all__ = ["BIND_TIMEOUT_S", "SELECTED_NODE", "VolumeBinding", "VolumeZone"]
 
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
 #: ``bindTimeoutSeconds`` (the plugin's default args).
@@ -187,3 +187,76 @@ class VolumeBinding:
             ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
         )
 
+
+# =========================================================================== VolumeZone
+ERR_ZONE_CONFLICT = "node(s) had no available volume zone"
+#: ``volumezone.topologyLabels``: the deprecated beta labels and the GA ones.
+TOPOLOGY_LABELS = (
+    "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
+    "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
+)
+_GA_OF_BETA = {"failure-domain.beta.kubernetes.io/zone": "topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region": "topology.kubernetes.io/region"}
+
+
+class VolumeZone:
+    """The VolumeZone plugin (``pkg/scheduler/framework/plugins/volumezone/volume_zone.go``),
+    a default Filter after VolumeBinding: a bound volume's zone and region labels (a value
+    may name several zones, ``__``-separated: ``LabelZonesToSet``) must name the node's
+    (a beta label on the volume matches the node's GA label too); a node with none of those
+    labels is not constrained. PreFilter skips unbound WaitForFirstConsumer claims (their
+    volume is chosen for the node) and leaves a missing claim, an unbound Immediate one or
+    a missing volume to VolumeBinding, which refuses them first (issue 32: the scheduling
+    checker models both, chaoskube/checkers/scheduling.py)."""
+
+    name = "VolumeZone"
+
+    def __init__(self) -> None:
+        self.framework: Any = None
+
+    def attach(self, framework: Any) -> None:
+        self.framework = framework
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
+        handle = self.framework.handle if self.framework is not None else None
+        topologies: list[tuple[str, frozenset[str]]] = []
+        if handle is not None and hasattr(handle, "claim"):
+            for reference in volume_references(pod.spec.volumes):
+                if reference.kind != "persistentvolumeclaim":
+                    continue
+                claim = handle.claim(pod.metadata.namespace, reference.name)
+                if claim is None or not claim.spec.volume_name:
+                    continue
+                volume = handle.volume(claim.spec.volume_name)
+                if volume is None:
+                    continue
+                for key in TOPOLOGY_LABELS:
+                    value = volume.metadata.labels.get(key)
+                    if value is not None:
+                        topologies.append((key, frozenset(value.split("__"))))
+        state.write(self.name, topologies)
+        return SUCCESS
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+        topologies = state.read(self.name)
+        if not topologies:
+            return SUCCESS
+        node = node_info.node
+        if node is None:
+            return Status.of(UNRESOLVABLE, "node not found")
+        labels = node.metadata.labels
+        if not any(key in labels for key in TOPOLOGY_LABELS):
+            return SUCCESS  # a node without topology labels is not constrained
+        for key, values in topologies:
+            value = labels.get(key)
+            if value is None:
+                value = labels.get(_GA_OF_BETA.get(key, key))
+            if value is None or value not in values:
+                return Status.of(UNRESOLVABLE, ERR_ZONE_CONFLICT)
+        return SUCCESS
+
+    def events_to_register(self) -> tuple[ClusterEvent, ...]:
+        return (
+            ClusterEvent(EventResource.PVC, ActionType.ADD | ActionType.update()),
+            ClusterEvent(EventResource.PV, ActionType.ADD | ActionType.update()),
+            ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+        )

@@ -168,3 +168,61 @@ def test_a_pod_whose_volume_lives_only_in_a_cordoned_zone_may_wait():
     events[1] = apply(1.0, zonal_node("n1", "zone-a"), (cordoned_key, cordoned), storage_class(), claim_object("c", "pv"), zonal_volume("pv", "zone-a", "c"))
     verdict = check_scheduling_decisions(events)
     assert verdict.valid is False and "stayed Pending" in verdict.reason
+
+
+VOLUME_CASES_MORE = [
+    ("beta zone label on the volume, GA on the node", claim_object("c", "pv"),
+     [("/registry/persistentvolumes/pv", {**zonal_volume("pv", "zone-c", "c", labels=False, affinity=False)[1], "metadata": {"name": "pv", "labels": {"failure-domain.beta.kubernetes.io/zone": "zone-c"}}})],
+     storage_class(), "zone-a", "node(s) had no available volume zone"),
+]
+
+
+@pytest.mark.parametrize(("case", "claim", "volumes", "klass", "zone", "expected"), VOLUME_CASES + VOLUME_CASES_MORE, ids=[row[0] for row in VOLUME_CASES + VOLUME_CASES_MORE])
+def test_the_checker_and_the_scheduler_agree_on_every_volume_case(case, claim, volumes, klass, zone, expected):
+    """The checker's model (JSON) against the scheduler's own VolumeBinding and VolumeZone
+    plugins (typed objects), row by row: the same node refused for the same reason."""
+    from chaoskube.api.manifests import from_dict
+    from chaoskube.scheduler.framework import CycleState, Snapshot
+    from chaoskube.scheduler.volumebinding import VolumeBinding, VolumeZone
+
+    def typed(api_version, kind, body):
+        return from_dict({"apiVersion": api_version, "kind": kind, **body})
+
+    claims = [typed("v1", "PersistentVolumeClaim", claim[1])] if claim else []
+    pvs = [typed("v1", "PersistentVolume", body) for _, body in volumes]
+    classes = [typed("storage.k8s.io/v1", "StorageClass", klass[1])]
+
+    class Handle:
+        def claim(self, namespace, name):
+            return next((c for c in claims if (c.metadata.namespace, c.metadata.name) == (namespace, name)), None)
+
+        def volume(self, name):
+            return next((v for v in pvs if v.metadata.name == name), None)
+
+        def storage_class(self, name):
+            return next((c for c in classes if c.metadata.name == name), None)
+
+        def all_volumes(self):
+            return list(pvs)
+
+    class Framework:
+        handle = Handle()
+
+    _, pod_body = claimed_pod("p", "c")
+    pod = typed("v1", "Pod", {**pod_body, "spec": {**pod_body["spec"], "containers": [{"name": "c", "image": "nginx"}]}})
+    _, node_body = zonal_node("n1", zone)
+    node = typed("v1", "Node", node_body)
+    snapshot = Snapshot.of([node])
+    state = CycleState(snapshot)
+    reason = None
+    for plugin in (VolumeBinding(), VolumeZone()):
+        plugin.attach(Framework())
+        status = plugin.pre_filter(state, pod, snapshot)
+        if status.is_success():
+            status = plugin.filter(state, pod, snapshot.get("n1"))
+        if not status.is_success():
+            reason = status.reasons[0]
+            break
+    checker = volume_problem(pod_body, "n1", node_body, by_key(*([claim] if claim else []), prefix="/registry/persistentvolumeclaims/"),
+                             by_key(*volumes, prefix="/registry/persistentvolumes/"), by_key(klass, prefix="/registry/storageclasses/"))
+    assert reason == checker == expected

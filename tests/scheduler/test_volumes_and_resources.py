@@ -10,8 +10,8 @@ import pytest
 
 from chaoskube.api.manifests import from_dict
 from chaoskube.scheduler.framework import Code, CycleState, Snapshot
-from chaoskube.scheduler.plugins import NodeResourcesFit
-from chaoskube.scheduler.volumebinding import ERR_NO_VOLUMES, ERR_NODE_CONFLICT, ERR_PV_NOT_EXIST, ERR_UNBOUND_IMMEDIATE, VolumeBinding
+from chaoskube.scheduler.plugins import NodeResourcesFit, default_plugins
+from chaoskube.scheduler.volumebinding import ERR_NO_VOLUMES, ERR_NODE_CONFLICT, ERR_PV_NOT_EXIST, ERR_UNBOUND_IMMEDIATE, ERR_ZONE_CONFLICT, VolumeBinding, VolumeZone
 from tests.scheduler import ZONE, make_node, make_pod
 
 
@@ -201,3 +201,51 @@ def test_system_default_constraints_spread_a_workload_over_hosts_and_zones() -> 
     assert _spread_scores(None, incoming, nodes, running) is None  # nothing selects the pod: no constraint
     own = make_pod("own", labels={"app": "db"}, spread=[{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "db"}}}])
     assert _spread_scores(LabelSelector(match_labels={"app": "db"}), own, nodes, running) is None  # its own constraints replace the defaults
+
+
+# --------------------------------------------------------------------------- VolumeZone
+def _labelled(name: str, labels: dict[str, str]) -> Any:
+    """A bound static volume that carries zone labels and no node affinity (as volumes made
+    before CSI topology, or by hand, do): only VolumeZone keeps its pods in its zone."""
+    volume = _volume(name)
+    volume.metadata.labels.update(labels)
+    return volume
+
+
+def _zone(handle: _Handle, pod: Any, nodes: list[Any]) -> dict[str, Any]:
+    plugin = VolumeZone()
+    plugin.attach(_Framework(handle))
+    snapshot = Snapshot.of(nodes)
+    state = CycleState(snapshot)
+    assert plugin.pre_filter(state, pod, snapshot).is_success()
+    return {node.metadata.name: plugin.filter(state, pod, snapshot.get(node.metadata.name)) for node in nodes}
+
+
+@pytest.mark.parametrize(("labels", "accepted"), [
+    ({ZONE: "zone-a"}, {"a1"}),
+    ({ZONE: "zone-b__zone-a"}, {"a1", "b1"}),  # LabelZonesToSet: several zones
+    ({"failure-domain.beta.kubernetes.io/zone": "zone-b"}, {"b1"}),  # a beta label on the volume, the GA one on the node
+    ({}, {"a1", "b1"}),  # no topology label: not constrained
+])
+def test_volume_zone_keeps_a_bound_volumes_pods_in_its_zones(labels: dict[str, str], accepted: set[str]) -> None:
+    """volumezone/volume_zone.go Filter (issue 32: the scheduling checker models it too)."""
+    handle = _Handle([_claim("data", volume="pv", phase="Bound")], [_labelled("pv", labels)], [_class()])
+    filtered = _zone(handle, _pod_with("data"), NODES)
+    assert {name for name, status in filtered.items() if status.is_success()} == accepted
+    for name, status in filtered.items():
+        if name not in accepted:
+            assert (status.code, status.reasons) == (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_ZONE_CONFLICT,))
+
+
+def test_volume_zone_leaves_waiting_claims_and_unlabelled_nodes_alone() -> None:
+    waiting = _Handle([_claim("data")], classes=[_class()])
+    assert all(status.is_success() for status in _zone(waiting, _pod_with("data"), NODES).values())
+    bare = make_node("bare")
+    bare.metadata.labels.pop(ZONE, None)
+    handle = _Handle([_claim("data", volume="pv", phase="Bound")], [_labelled("pv", {ZONE: "zone-a"})], [_class()])
+    assert _zone(handle, _pod_with("data"), [bare])["bare"].is_success()  # a node without topology labels
+
+
+def test_volume_zone_is_in_the_default_profile_after_volume_binding() -> None:
+    names = [type(plugin).__name__ for plugin, _ in default_plugins(None)]
+    assert names.index("VolumeZone") == names.index("VolumeBinding") + 1
