@@ -79,6 +79,12 @@ from chaoskube.api.objects import (
     CustomResourceDefinition,
     CustomResourceDefinitionCondition,
     CustomResourceDefinitionNames,
+    Endpoint,
+    EndpointConditions,
+    EndpointPort,
+    EndpointSlice,
+    Endpoints,
+    EndpointSubset,
     Event,
     KindInfo,
     LabelSelector,
@@ -92,6 +98,9 @@ from chaoskube.api.objects import (
     Scale,
     ScaleSpec,
     ScaleStatus,
+    Service,
+    ServicePort,
+    ServiceSpec,
     custom_resource,
     custom_type,
     format_milli,
@@ -138,11 +147,12 @@ from chaoskube.apiserver import validation
 from chaoskube.apiserver.admission import AdmissionRequest, default_plugins, run_mutating, run_validating, with_object
 from chaoskube.apiserver.auth import Attributes, authorize, rules_for
 from chaoskube.apiserver.bootstrap import bootstrap_objects
+from chaoskube.apiserver.ipallocator import REPAIR_EVERY_S, SERVICE_CIDR, Bitmap, ClusterIPAllocator
 from chaoskube.apiserver.storage import EtcdStore, LeaseManager, Stored, copy_object, kind_info, resource_prefix, storage_key
 from chaoskube.apiserver.watchcache import Cacher, too_large_resource_version
 from chaoskube.apiserver.webhooks import WebhookDispatcher
 from chaoskube.etcd.client import EtcdClient
-from chaoskube.etcd.requests import NO_LEASE, CompactionRequest, Compare, PutRequest, RangeRequest, TxnRequest
+from chaoskube.etcd.requests import NO_LEASE, CompactionRequest, Compare, PutRequest, RangeRequest, TxnRequest, prefix_range_end
 from chaoskube.sim import Process, World
 
 __all__ = [
@@ -190,6 +200,13 @@ CRD_ESTABLISH_EVERY_S = 1.0
 #: ``policy.MaxDisruptedPodSize`` (eviction.go).
 MAX_DISRUPTED_POD_SIZE = 2000
 COMPACT_REV_KEY = "compact_rev_key"
+#: The lease endpoint reconciler (``pkg/controlplane/reconcilers/lease.go``): each replica's
+#: key (upstream ``/registry/masterleases/<ip>``; outside ``/registry/`` here, which the
+#: watch caches read as objects), its TTL (``--master-endpoint-reconcile-ttl`` 15 s) and
+#: the reconcile interval (``EndpointInterval``, 10 s).
+MASTER_LEASES_PREFIX = "/masterleases/"
+MASTER_LEASE_TTL_S = 15
+KUBERNETES_SERVICE_INTERVAL_S = 10.0
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # names.SimpleNameGenerator's alphabet
 _GENERATED_SUFFIX = 5
 
@@ -219,6 +236,8 @@ class ApiServerConfig:
     #: ``--event-ttl`` (default 1h0m0s): how long an Event is kept after its last write; its
     #: etcd lease deletes it then (``pkg/registry/core/event/storage``: ``TTLFunc``).
     event_ttl_s: int = 3600
+    #: ``--service-cluster-ip-range`` (kubeadm's default ``10.96.0.0/12``).
+    service_cidr: str = SERVICE_CIDR
 
     def __post_init__(self) -> None:
         assert self.etcd_endpoints, "an API server needs etcd"
@@ -304,7 +323,9 @@ class ApiServer:
             upper_capacity=config.watch_cache_upper_capacity,
             fresh_s=config.watch_cache_fresh_s,
         )
-        self.leases = LeaseManager(self.store)
+        self.leases = LeaseManager(self.store)  # the Events' (one per storage, as upstream)
+        self.master_leases = LeaseManager(self.store)
+        self.service_ips = ClusterIPAllocator(self.store, process.random("service-ips"), config.service_cidr)
         self.webhooks = WebhookDispatcher(process)
         self._tokens = dict(config.tokens)
         self._loopback_token = f"loopback/{process.name}/{process.incarnation}"
@@ -321,6 +342,9 @@ class ApiServer:
             nursery.start_soon(self.cacher.run)
             nursery.start_soon(self._compactor)
             nursery.start_soon(self._establish_crds)
+            nursery.start_soon(self._repair_service_ips)
+            if self.config.bootstrap:
+                nursery.start_soon(self._reconcile_kubernetes_service)
             if self.config.bootstrap:
                 nursery.start_soon(self._bootstrap)
 
@@ -1037,11 +1061,115 @@ class ApiServer:
             if unenforced:  # accepted as upstream accepts them, but said once: nothing enforces them here
                 self.world.record("apiserver-warning", server=self.name, resource=info.resource, name=obj.metadata.name, warning=f"not enforced by chaoskube: {'; '.join(unenforced[:10])}")
         await self._charge_quota(request, info, obj)
-        revision = await self.store.create(storage_key(info.resource, obj.metadata.namespace, obj.metadata.name), obj, lease=await self._lease(info))
+        allocated = await self._allocate_cluster_ip(obj) if isinstance(obj, Service) else ""
+        try:
+            revision = await self.store.create(storage_key(info.resource, obj.metadata.namespace, obj.metadata.name), obj, lease=await self._lease(info))
+        except StatusError:
+            if allocated:
+                await self.service_ips.release(allocated)  # failed: the repair loop frees it otherwise
+            raise
         if revision is None:
+            if allocated:
+                await self.service_ips.release(allocated)
             raise _refuse(already_exists(info.resource, obj.metadata.name))
         obj.metadata.resource_version = str(revision)
         return Response(201, object=obj, server=self.name, warnings=warnings)
+
+    async def _allocate_cluster_ip(self, service: Service) -> str:
+        """The Service REST's ``allocClusterIPs`` (``pkg/registry/core/service/storage``):
+        ``None`` is headless, ExternalName gets none, anything else the address it asks
+        for or a free one; returns the address allocated here (to release if the write
+        fails), or ""."""
+        spec = service.spec
+        requested = spec.cluster_ip or (spec.cluster_ips[0] if spec.cluster_ips else "")
+        if spec.type == "ExternalName":
+            return ""
+        if not spec.ip_families:
+            spec.ip_families = ["IPv4"]
+        if spec.ip_family_policy is None:
+            spec.ip_family_policy = "SingleStack"
+        if requested == "None":
+            spec.cluster_ip, spec.cluster_ips = "None", ["None"]
+            return ""
+        address = await self.service_ips.allocate(requested, service.metadata.name)
+        spec.cluster_ip, spec.cluster_ips = address, [address]
+        return address
+
+    @property
+    def advertise_address(self) -> str:
+        """``--advertise-address``: 172.18.0.(10 + n) for the replica named ``...-n`` (a
+        kind cluster's network), 172.18.0.10 otherwise."""
+        digits = ""
+        for char in reversed(self.name):
+            if not char.isdigit():
+                break
+            digits = char + digits
+        return f"172.18.0.{10 + (int(digits) % 240 if digits else 0)}"
+
+    async def _reconcile_kubernetes_service(self) -> None:
+        """The control plane's bootstrap controller and lease endpoint reconciler
+        (``pkg/controlplane/controller/kubernetesservice``, ``reconcilers/lease.go``): the
+        ``default/kubernetes`` Service (ClusterIP the range's first address, port 443 to
+        6443) exists; every 10 s this replica renews its master lease (an etcd lease of
+        15 s on ``/masterleases/<ip>``) and makes the ``kubernetes`` Endpoints and
+        EndpointSlice list exactly the replicas whose leases live."""
+        await self.cacher.wait_ready()
+        first = Bitmap(self.config.service_cidr).ip(0)
+        while True:
+            try:
+                await self._reconcile_kubernetes_once(first)
+            except StatusError:
+                pass  # etcd unavailable or a conflict: the next round
+            await self.process.sleep(KUBERNETES_SERVICE_INTERVAL_S)
+
+    async def _reconcile_kubernetes_once(self, first: str) -> None:
+        lease = await self.master_leases.lease(self.process.now(), MASTER_LEASE_TTL_S)
+        await self.store._request(PutRequest(f"{MASTER_LEASES_PREFIX}{self.advertise_address}", self.advertise_address, lease=lease), idempotent=True)
+        response = await self.store._request(RangeRequest(MASTER_LEASES_PREFIX, prefix_range_end(MASTER_LEASES_PREFIX)), idempotent=True)
+        addresses = sorted({kv.value.decode() if isinstance(kv.value, bytes) else str(kv.value) for kv in response.kvs}, key=lambda ip: tuple(int(part) for part in ip.split(".")))
+        if self.cacher.cache("services").get(storage_key("services", "default", "kubernetes")) is None:
+            service = Service(
+                metadata=ObjectMeta(name="kubernetes", namespace="default", labels={"component": "apiserver", "provider": "kubernetes"}),
+                spec=ServiceSpec(ports=[ServicePort(name="https", protocol="TCP", port=443, target_port=6443)], cluster_ip=first, type="ClusterIP", session_affinity="None", internal_traffic_policy="Cluster"),
+            )
+            await self.handle(Request(verb="create", resource="services", namespace="default", credentials=self.loopback, body=service, field_manager="kube-apiserver", id=f"{self.name}/kubernetes-service"))
+        ports = [EndpointPort(name="https", protocol="TCP", port=6443)]
+        wanted_slice = EndpointSlice(
+            metadata=ObjectMeta(name="kubernetes", namespace="default", labels={"kubernetes.io/service-name": "kubernetes"}),
+            address_type="IPv4", endpoints=[Endpoint(addresses=[ip], conditions=EndpointConditions(ready=True)) for ip in addresses], ports=ports,
+        )
+        wanted_endpoints = Endpoints(
+            metadata=ObjectMeta(name="kubernetes", namespace="default", labels={"endpointslice.kubernetes.io/skip-mirror": "true"}),
+            subsets=[EndpointSubset(addresses=[{"ip": ip} for ip in addresses], ports=[{"name": "https", "port": 6443, "protocol": "TCP"}])] if addresses else [],
+        )
+        for wanted in (wanted_endpoints, wanted_slice):
+            current = self.cacher.cache(wanted.RESOURCE).get(storage_key(wanted.RESOURCE, "default", "kubernetes"))
+            request_id = f"{self.name}/kubernetes-{wanted.RESOURCE}"
+            if current is None:
+                await self.handle(Request(verb="create", resource=wanted.RESOURCE, namespace="default", credentials=self.loopback, body=wanted, field_manager="kube-apiserver", id=request_id))
+                continue
+            same = (current.endpoints, current.ports, current.address_type) == (wanted.endpoints, wanted.ports, wanted.address_type) if isinstance(wanted, EndpointSlice) else current.subsets == wanted.subsets
+            if same:
+                continue
+            updated = copy_object(current)
+            if isinstance(updated, EndpointSlice):
+                updated.endpoints, updated.ports, updated.address_type = wanted.endpoints, wanted.ports, wanted.address_type
+            else:
+                updated.subsets = wanted.subsets
+            await self.handle(Request(verb="update", resource=wanted.RESOURCE, namespace="default", name="kubernetes", credentials=self.loopback, body=updated, field_manager="kube-apiserver", id=request_id))
+
+    async def _repair_service_ips(self) -> None:
+        """``ipallocator/controller/repair.go``: every 3 minutes, the range from the Services."""
+        await self.cacher.wait_ready()
+        while True:
+            await self.process.sleep(REPAIR_EVERY_S)
+            try:
+                services, _ = await self.store.list(resource_prefix("services"))
+                found = await self.service_ips.repair([obj for obj in services if isinstance(obj, Service)])
+            except StatusError:
+                continue  # etcd unavailable: the next round
+            if any(found.values()):
+                self.world.record("service-ip-repair", server=self.name, **{key: value[:20] for key, value in found.items()})
 
     async def _lease(self, info: KindInfo) -> int:
         """The etcd lease an object of ``info``'s kind is written with: every write of an
@@ -1250,6 +1378,17 @@ class ApiServer:
             new.status = copy_object(current).status
         if info.kind == "Namespace":
             new.spec.finalizers = list(current.spec.finalizers)
+        if isinstance(new, Service) and isinstance(current, Service):
+            # patchAllocatedValues: an update that leaves clusterIP out keeps it; a change
+            # of an allocated address is refused (ValidateServiceUpdate)
+            if not new.spec.cluster_ip and not new.spec.cluster_ips and new.spec.type == current.spec.type:
+                new.spec.cluster_ip, new.spec.cluster_ips = current.spec.cluster_ip, list(current.spec.cluster_ips)
+            if not new.spec.ip_families:
+                new.spec.ip_families = list(current.spec.ip_families)
+            if new.spec.ip_family_policy is None:
+                new.spec.ip_family_policy = current.spec.ip_family_policy
+            if current.spec.cluster_ip and new.spec.cluster_ip != current.spec.cluster_ip:
+                raise _refuse(invalid(info.resource, current.metadata.name, [f'spec.clusterIPs[0]: Invalid value: []string{{"{new.spec.cluster_ip}"}}: may not change once set']))
         if info.kind in validation.GENERATION_KINDS and _generation_changed(current, new):
             meta.generation = old.generation + 1
         return new
@@ -1354,6 +1493,10 @@ class ApiServer:
             revision, pending = await self._delete_stored(key, stored, options)
             if revision is None:
                 continue
+            if pending is None and isinstance(current, Service):
+                for address in current.spec.cluster_ips or [current.spec.cluster_ip]:
+                    if address and address != "None":
+                        await self.service_ips.release(address)
             if pending is not None:
                 # Still stored (graceful, finalizers): 200 with the object, as
                 # handlers/delete.go answers unless orphanDependents is false.

@@ -15,8 +15,9 @@ The rule table is a pure function of the Services and EndpointSlices
   termination, ``ProxyTerminatingEndpoints``). With ``internalTrafficPolicy: Local`` only
   this node's endpoints count, with the same fallback. Topology hints are not modelled.
 - Headless Services (``clusterIP: None``) and ``ExternalName`` Services get no rules
-  (``ShouldSkipService``). A Service without a cluster IP does get rules here: the
-  simulated API server allocates no cluster IPs.
+  (``ShouldSkipService``). The API server allocates cluster IPs
+  (:mod:`chaoskube.apiserver.ipallocator`); a probe may name its Service or send to a
+  ClusterIP and port, routed by the rule whose address and port match (KUBE-SERVICES).
 
 :class:`KubeProxy` keeps the table of one node up to date from informers on services and
 endpointslices: handlers only mark the table dirty; a sync recomputes it at most once per
@@ -294,6 +295,14 @@ class KubeProxy:
                 return rule
         return None
 
+    def destination(self, cluster_ip: str, port: int) -> ServiceRule | None:
+        """The rule a packet to ``cluster_ip:port`` meets (the KUBE-SERVICES chain's
+        ``-d <clusterIP>/32 --dport <port>`` match), or None: nothing routes it."""
+        for rule in self.rules.values():
+            if rule.cluster_ip == cluster_ip and rule.port == port:
+                return rule
+        return None
+
     def statistics(self) -> dict[str, int]:
         return {
             "service_ports": len(self.rules),
@@ -320,7 +329,7 @@ class TrafficProbe:
         node_process: Callable[[str], str] | None = None,
     ) -> None:
         assert every_s > 0 and timeout_s > 0
-        assert "/" in service, "a service is named namespace/name"
+        assert "/" in service or isinstance(port, int), "a service is named namespace/name, or is a ClusterIP with a port number"
         self.process = process
         self.proxy = proxy
         self.service = service
@@ -339,7 +348,16 @@ class TrafficProbe:
 
     async def probe_once(self) -> str:
         started = self.process.now()
-        rule = self.proxy.rule(self.service, self.port)
+        if "/" not in self.service:
+            # a ClusterIP: routed by the destination match; nothing answers an address no
+            # Service has (the packet goes nowhere: the client times out)
+            assert isinstance(self.port, int)
+            rule = self.proxy.destination(self.service, self.port)
+            if rule is None:
+                await self.process.sleep(self.timeout_s)
+                return self._record("timeout", self.timeout_s, "")
+        else:
+            rule = self.proxy.rule(self.service, self.port)
         if rule is None or not rule.endpoints:
             return self._record("no-endpoints", 0.0, "")
         endpoint = pick_endpoint(rule.endpoints, self._rng.random)

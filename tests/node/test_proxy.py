@@ -196,3 +196,36 @@ def test_traffic_fails_only_while_no_ready_endpoint_exists():
     assert {e["outcome"] for e in events(world, "traffic", service="default/hung") if marks["ready"] + settle < e["t"] < marks["node-down"]} == {"timeout"}
     rules = [e["endpoints"] for e in events(world, "proxy-rules", service="default/web")]
     assert rules == [[], [f"{web_ip}:8080"], [], [f"{web_ip}:8080"]]  # the terminating update changed nothing
+
+
+def test_traffic_to_a_cluster_ip_is_routed_by_the_rule_of_that_address_and_port():
+    kubelets = {}
+    box = {}
+
+    async def proxy_main(process):
+        client = ApiClient(process, API_SERVERS, node_credentials(NODE))
+        proxy = box["proxy"] = KubeProxy(process, client, NODE)
+        await proxy.run()
+
+    async def story(world, caller, _servers):
+        client = admin(caller.process)
+        created = await client.create(service("web", {"port": 80, "targetPort": 8080}))
+        await client.create(pod_manifest("web", NODE))
+        while True:
+            pod = await client.get("pods", "default", "web")
+            if condition(pod, "Ready") is not None and condition(pod, "Ready").status == "True":
+                break
+            await world.sleep(0.5)
+        await client.create(endpoint_slice("web-1", "web", [endpoint(pod.status.pod_ip, ready=True)]))
+        await world.sleep(3)
+        ip = created.spec.cluster_ip
+        outcomes = {
+            "cluster ip": await TrafficProbe(caller.process, box["proxy"], ip, 80).probe_once(),
+            "wrong port": await TrafficProbe(caller.process, box["proxy"], ip, 81).probe_once(),
+            "no service": await TrafficProbe(caller.process, box["proxy"], "10.96.255.254", 80).probe_once(),
+        }
+        return ip, outcomes
+
+    _, (ip, outcomes) = run_api(story, processes=[(NODE, kubelet_process(node_spec(NODE), kubelets)), ("kube-proxy", proxy_main)])
+    assert ip.startswith("10.") and ip != "10.96.0.1"  # allocated from --service-cluster-ip-range
+    assert outcomes == {"cluster ip": "ok", "wrong port": "timeout", "no service": "timeout"}

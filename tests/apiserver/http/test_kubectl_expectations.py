@@ -177,3 +177,21 @@ def test_kubectl_auth_can_i_and_whoami(live):
     import json
 
     assert json.loads(raw)["status"]["allowed"] is False
+
+
+def test_kubectl_sees_the_kubernetes_service_and_cluster_ips(live):
+    table = kubectl(live, "get", "svc", "kubernetes").stdout.splitlines()
+    assert table[1].split()[:5] == ["kubernetes", "ClusterIP", "10.96.0.1", "<none>", "443/TCP"]
+    slice_ = _wait_for(lambda: (lambda out: out if out.count("172.18.0.") == 2 else "")(kubectl(live, "get", "endpointslice", "kubernetes", "-o", "jsonpath={.endpoints[*].addresses[0]}").stdout))
+    assert slice_.split() == ["172.18.0.11", "172.18.0.12"]  # both API server replicas
+    generated = kubectl(live, "create", "service", "clusterip", "fronted", "--tcp=80:8080", "--dry-run=client", "-o", "json").stdout
+    kubectl(live, "apply", "-f", "-", input_text=generated)
+    ip = kubectl(live, "get", "svc", "fronted", "-o", "jsonpath={.spec.clusterIP}").stdout
+    import ipaddress
+
+    assert ipaddress.IPv4Address(ip) in ipaddress.IPv4Network("10.96.0.0/12") and ip != "10.96.0.1"
+    headless = kubectl(live, "apply", "-f", "-", input_text=_yaml({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "headless"}, "spec": {"clusterIP": "None", "selector": {"app": "x"}, "ports": [{"port": 80}]}}))
+    assert headless.returncode == 0 and kubectl(live, "get", "svc", "headless", "-o", "jsonpath={.spec.clusterIP}").stdout == "None"
+    taken = kubectl(live, "apply", "-f", "-", check=False, input_text=_yaml({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "taken"}, "spec": {"clusterIP": ip, "ports": [{"port": 80}]}}))
+    assert taken.returncode != 0 and f"failed to allocate IP {ip}: provided IP is already allocated" in taken.stderr
+    kubectl(live, "delete", "svc", "fronted", "headless")
