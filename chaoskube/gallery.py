@@ -1270,6 +1270,48 @@ def _daemon_pods_without_health_tolerations() -> Any:
     return daemon_tolerations
 
 
+def _namespace_finalized_while_terminating() -> Any:
+    """NamespaceController.sync that counts an object already marked for deletion as gone,
+    so a namespace is finalized while its pods are still terminating gracefully and they
+    outlive it in the store (kubernetes/kubernetes#39576, "Namespaces are removed from the
+    api server prematurely: Pods can still be terminating after the respective namespace
+    they are running in is removed"; #36891). Upstream's deleter counts remaining content,
+    terminating or not, and finalizes only once nothing is left."""
+    from chaoskube.api.objects import deep_copy
+    from chaoskube.client.client import ApiError
+    from chaoskube.controllers import namespace as module
+
+    async def sync(self: Any, name: str) -> None:
+        namespace = self.namespaces.indexer.get_by_key(name)
+        if namespace is None or namespace.metadata.deletion_timestamp is None or module.FINALIZER not in namespace.spec.finalizers:
+            return
+        for resource in self._resources():
+            try:
+                listed = (await self.client.list(resource, name)).items
+            except ApiError as error:
+                if error.code == 404:
+                    continue
+                raise
+            for obj in listed:
+                if obj.metadata.deletion_timestamp is None:
+                    try:
+                        await self.client.delete(resource, name, obj.metadata.name)
+                    except ApiError as error:
+                        if error.code != 404:
+                            raise
+                # the bug: deleted or terminating, the object no longer counts as remaining
+        finalized = deep_copy(namespace)
+        finalized.spec.finalizers = [finalizer for finalizer in namespace.spec.finalizers if finalizer != module.FINALIZER]
+        try:
+            await self.client._put(finalized, "finalize", False)
+        except ApiError as error:
+            if error.code != 404:
+                raise
+        self.process.world.record("namespace-deletion", namespace=name, event="finalized", controller=self.name)
+
+    return sync
+
+
 APP_VARIANTS: tuple[Variant, ...] = (
     Variant(
         "statefulset-recreates-below-partition-at-update-revision", "kube-controller-manager StatefulSet",
@@ -1300,6 +1342,11 @@ APP_VARIANTS: tuple[Variant, ...] = (
         "daemonset-pods-without-health-tolerations", "kube-controller-manager DaemonSet",
         "daemon pods are created without the not-ready / unreachable NoExecute tolerations, so a node down for 5 minutes loses them to the taint manager (kubernetes#41738, PR #41896)",
         "daemonset-invariants", "daemonsets-under-long-node-outage", "chaoskube.controllers.daemonset:daemon_tolerations", _daemon_pods_without_health_tolerations,
+    ),
+    Variant(
+        "namespace-finalized-while-content-terminates", "kube-controller-manager namespace",
+        "the namespace controller counts terminating objects as gone and finalizes the namespace while its pods still terminate (kubernetes#39576, #36891)",
+        "namespace-invariants", "security-namespace-termination", "chaoskube.controllers.namespace:NamespaceController.sync", _namespace_finalized_while_terminating,
     ),
 )
 VARIANTS.update((variant.name, variant) for variant in APP_VARIANTS)

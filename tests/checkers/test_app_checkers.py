@@ -400,3 +400,53 @@ def test_at_the_end_every_node_that_should_run_it_has_exactly_one():
     assert check_daemonset_invariants(history(False)).valid is True
     verdict = check_daemonset_invariants(history(True))
     assert verdict.valid is False and verdict.details["rule"] == "daemonset-placement" and "gpu-1" in verdict.reason, verdict.reason
+
+
+# =========================================================================== namespaces
+from chaoskube.checkers.namespaces import check_namespace_invariants  # noqa: E402
+
+
+def namespace(name: str, *, deleting: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "uid": f"{name}-uid"}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:10Z"
+    return {"metadata": meta, "spec": {"finalizers": ["kubernetes"]}}
+
+
+def test_namespace_invariants_answer_unknown_without_a_deletion():
+    journal = Journal()
+    journal.put(1.0, "namespaces", "shop", namespace("shop"))
+    assert check_namespace_invariants(journal.events).valid is None
+
+
+def test_a_namespace_finalized_with_content_left_is_caught():
+    def history(pod_gone_first: bool) -> list[Event]:
+        journal = Journal()
+        journal.put(1.0, "namespaces", "shop", namespace("shop"))
+        journal.put(2.0, "pods", "shop/web", {"metadata": {"name": "web", "namespace": "shop"}})
+        journal.put(10.0, "namespaces", "shop", namespace("shop", deleting=True))
+        if pod_gone_first:
+            journal.delete(20.0, "pods", "shop/web")
+        journal.delete(21.0, "namespaces", "shop")
+        return journal.events
+
+    assert check_namespace_invariants(history(True)).valid is True
+    verdict = check_namespace_invariants(history(False))
+    assert verdict.valid is False and verdict.details["rule"] == "namespace-finalized-with-content", verdict.reason
+
+
+def test_content_created_while_terminating_or_after_is_caught():
+    journal = Journal()
+    journal.put(1.0, "namespaces", "shop", namespace("shop"))
+    journal.put(10.0, "namespaces", "shop", namespace("shop", deleting=True))
+    journal.put(12.0, "leases", "shop/early", {"metadata": {"name": "early", "namespace": "shop"}})  # within the cache lag
+    journal.put(25.0, "leases", "shop/late", {"metadata": {"name": "late", "namespace": "shop"}})
+    verdict = check_namespace_invariants(journal.events)
+    assert verdict.valid is False and verdict.details["rule"] == "namespace-create-while-terminating" and "late" in verdict.reason, verdict.reason
+    after = Journal()
+    after.put(1.0, "namespaces", "shop", namespace("shop"))
+    after.put(10.0, "namespaces", "shop", namespace("shop", deleting=True))
+    after.delete(11.0, "namespaces", "shop")
+    after.put(12.0, "configmaps", "shop/cfg", {"metadata": {"name": "cfg", "namespace": "shop"}})
+    verdict = check_namespace_invariants(after.events)
+    assert verdict.valid is False and verdict.details["rule"] == "namespace-content-after-deletion", verdict.reason
