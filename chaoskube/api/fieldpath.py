@@ -322,6 +322,8 @@ class Schema:
         self.types.update(types or {})
         self._lazy = lazy
         self._resolved: dict[TypeRef, Atom | None] = {}
+        #: reconcile_field_set_with_schema's answers (a schema does not change once built)
+        self._reconciled: dict[tuple, frozenset | None] = {}
 
     def resolve(self, ref: TypeRef | None) -> Atom | None:
         if ref is None:
@@ -668,6 +670,8 @@ def _equal(left: Any, right: Any) -> bool:
 
 
 def _compare(lhs: Any, rhs: Any, schema: Schema, ref: TypeRef | None, path: Path, result: Comparison) -> None:
+    if isinstance(lhs, (dict, list)) and lhs == rhs and _canon(lhs) == _canon(rhs):
+        return  # an identical subtree has nothing added, modified or removed (a shortcut)
     atom = _resolve(schema, ref, rhs if rhs is not MISSING else lhs)
     atom = _deduce(atom, rhs) if rhs is not MISSING else _deduce(atom, lhs)
     kind = _kind(atom)
@@ -839,6 +843,10 @@ def reconcile_field_set_with_schema(paths: frozenset, schema: Schema, ref: TypeR
     current one: a list or map that has become atomic is owned as a whole (its members
     under it dropped, the atomic root added); None when nothing changes. (A type that
     became granular keeps its root member, as upstream.)"""
+    key = (paths, ref)
+    cache = schema._reconciled
+    if key in cache:
+        return cache[key]
     to_remove: set = set()
     to_add: set = set()
 
@@ -876,10 +884,14 @@ def reconcile_field_set_with_schema(paths: frozenset, schema: Schema, ref: TypeR
             walk(children, ref, path + (element,), member and not children)
 
     walk(_trie(paths), ref, (), False)
-    if not to_remove and not to_add:
-        return None
-    kept = frozenset(path for path in paths if not any(path[: len(prefix)] == prefix for prefix in to_remove))
-    return kept | frozenset(to_add)
+    result = None
+    if to_remove or to_add:
+        kept = frozenset(path for path in paths if not any(path[: len(prefix)] == prefix for prefix in to_remove))
+        result = kept | frozenset(to_add)
+    if len(cache) > 4096:
+        cache.clear()
+    cache[key] = result
+    return result
 
 
 def leaves(paths: frozenset) -> frozenset:

@@ -460,7 +460,7 @@ STRIPPED = frozenset({
 def _typed(document: Any, struct: type | None) -> Any:
     if struct is None or not isinstance(document, dict):
         return _without_managed_fields(document)
-    return typed_form(copy.deepcopy(_without_managed_fields(document)), struct)
+    return typed_form(orjson.loads(orjson.dumps(_without_managed_fields(document))), struct)  # a deep copy, faster
 
 
 def _without_managed_fields(document: dict[str, Any] | None) -> Any:

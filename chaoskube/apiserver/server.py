@@ -327,6 +327,8 @@ class ApiServer:
         self.master_leases = LeaseManager(self.store)
         self.service_ips = ClusterIPAllocator(self.store, process.random("service-ips"), config.service_cidr)
         self.webhooks = WebhookDispatcher(process)
+        #: The kinds' field managers (pure, built once per kind, subresource and schema).
+        self._field_managers: dict[tuple, tuple[Any, FieldManager]] = {}
         self._tokens = dict(config.tokens)
         self._loopback_token = f"loopback/{process.name}/{process.incarnation}"
         self._tokens[self._loopback_token] = superuser(LOOPBACK_USER)
@@ -1232,6 +1234,10 @@ class ApiServer:
         else:
             schema, root = builtin_schema(info.type)
             with_status = info.kind in STATUS_KINDS
+        key = (info.resource, info.api_version, subresource, id(schema), with_status)
+        cached = self._field_managers.get(key)
+        if cached is not None and cached[0] is schema:
+            return cached[1]
         ignored: frozenset = frozenset()
         if subresource == "status":
             ignored = frozenset({(("f", "spec"),)})
@@ -1239,7 +1245,11 @@ class ApiServer:
             ignored = frozenset()  # only the replicas path changes (ScaleHandler)
         elif with_status:
             ignored = frozenset({(("f", "status"),)})
-        return FieldManager(schema, root, info.api_version, info.kind, subresource, ignored, struct=None if issubclass(info.type, CustomObject) else info.type)
+        manager = FieldManager(schema, root, info.api_version, info.kind, subresource, ignored, struct=None if issubclass(info.type, CustomObject) else info.type)
+        if len(self._field_managers) > 1024:
+            self._field_managers.clear()
+        self._field_managers[key] = (schema, manager)
+        return manager
 
     def _track(self, info: KindInfo, request: Request, current: Object | None, new: Object) -> None:
         """``FieldManager.UpdateNoErrors`` for a create, update or non-apply patch: sets
