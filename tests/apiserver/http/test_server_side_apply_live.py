@@ -116,6 +116,10 @@ def test_python_client_apply_patch(live):
     status = json.loads(conflict.value.body)
     assert status["message"] == 'Apply failed with 1 conflict: conflict with "py-one": .data.a'
     assert status["details"]["causes"] == [{"reason": "FieldManagerConflict", "message": 'conflict with "py-one"', "field": ".data.a"}]
+    # force=true (Helm 4's, Flux's and controller-runtime's applies force) takes the field
+    forced = api.patch_namespaced_config_map("applied", "default", {**body, "data": {"a": "2"}}, field_manager="py-two", force=True, _content_type="application/apply-patch+yaml")
+    assert forced.data == {"a": "2"}
+    assert [(entry.manager, entry.operation) for entry in forced.metadata.managed_fields] == [("py-two", "Apply")]
     with pytest.raises(ApiException) as unnamed:
         api.patch_namespaced_config_map("applied", "default", body, _content_type="application/apply-patch+yaml")
     assert unnamed.value.status == 422 and "fieldManager: Required value: is required for apply patch" in unnamed.value.body
