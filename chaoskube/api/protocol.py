@@ -70,7 +70,7 @@ WATCH_PORT = "kube-watch"  # API server -> client watch streams
 #: Virtual time 0 as wall time, for timestamps in objects.
 EPOCH = _dt.datetime(2026, 1, 1, tzinfo=_dt.timezone.utc)
 
-VERBS = ("get", "list", "watch", "create", "update", "patch", "delete")
+VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
 #: application/merge-patch+json, application/json-patch+json, application/strategic-merge-patch+json
 PATCH_TYPES = ("merge", "json", "strategic", "apply")
 WatchEventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]

@@ -471,6 +471,8 @@ class ApiServer:
             return await self._update(request, user, info)
         if verb == "delete" and not sub:
             return await self._delete(request, user, info)
+        if verb == "deletecollection" and not sub:
+            return await self._delete_collection(request, user, info)
         raise _refuse(Status(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({verb} {request.resource}{'/' + sub if sub else ''})"))
 
     def _authorize(self, request: Request, user: UserInfo, info: KindInfo) -> None:
@@ -1513,6 +1515,31 @@ class ApiServer:
                 return Response(200, object=pending, server=self.name)
             return Response(200, object=current, server=self.name)
         raise _refuse(conflict(info.resource, request.name, f"the object kept changing: gave up after {MAX_ATTEMPTS} attempts"))
+
+    async def _delete_collection(self, request: Request, user: UserInfo, info: KindInfo) -> Response:
+        """``Store.DeleteCollection`` (``registry/generic/registry/store.go``): list what the
+        selectors select (a quorum read), then delete each with the request's options,
+        through the same admission and storage as a single delete; an object gone meanwhile
+        is skipped. Answers the list of what was deleted (or marked for deletion)."""
+        labels, fields = self._selectors(request)
+        objects, revision = await self.store.list(resource_prefix(info.resource, request.namespace))
+        deleted: list[Object] = []
+        for obj in objects:
+            if not selected(obj, labels, fields):
+                continue
+            item = Request(
+                verb="delete", resource=request.resource, namespace=obj.metadata.namespace, name=obj.metadata.name, credentials=request.credentials,
+                delete_options=request.delete_options, dry_run=request.dry_run, id=f"{request.id}/{obj.metadata.namespace}/{obj.metadata.name}",
+            )
+            try:
+                response = await self._delete(item, user, info)
+            except StatusError as error:
+                if error.status.code == 404:
+                    continue
+                raise
+            if response.object is not None:
+                deleted.append(response.object)
+        return Response(200, items=tuple(deleted), resource_version=str(revision), server=self.name)
 
     async def _delete_stored(self, key: str, stored: Stored, options: DeleteOptions) -> tuple[int | None, Object | None]:
         """One attempt: (revision or None on a lost race, the object still stored or None)."""

@@ -12,8 +12,8 @@ read before anything else.
   (``APIResourceList``, subresources as ``pods/status`` entries), as the Python client and
   kopf read them.
 
-Verbs: every kind serves create, delete, get, list, patch, update, watch (not
-``deletecollection``, which the simulated server does not model). Short names and
+Verbs: every kind serves create, delete, deletecollection, get, list, patch, update, watch;
+the reviews (access and token reviews) create only. Short names and
 categories are upstream's for the built-in kinds (``kubectl api-resources``); a kind added to
 the registry appears with none until it is listed in :data:`SHORT_NAMES` / :data:`CATEGORIES`.
 
@@ -41,7 +41,7 @@ __all__ = [
     "api_versions",
 ]
 
-VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
+VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 SHORT_NAMES: dict[str, list[str]] = {
     "Pod": ["po"], "Node": ["no"], "Namespace": ["ns"], "Service": ["svc"], "Deployment": ["deploy"],
     "ReplicaSet": ["rs"], "PodDisruptionBudget": ["pdb"], "ServiceAccount": ["sa"], "PriorityClass": ["pc"],

@@ -52,7 +52,7 @@ Server-side apply: ``PATCH`` with ``application/apply-patch+yaml`` and ``fieldMa
 names its field manager (``fieldManager``, else the user agent's first word), for
 ``managedFields`` (:mod:`chaoskube.api.managedfields`).
 
-Not served: HTTP/2, ``deletecollection``.
+Not served: HTTP/2.
 """
 
 from __future__ import annotations
@@ -539,8 +539,8 @@ class ApiFront:
         try:
             if kind is None:
                 raise StatusError(Status(404, "NotFound", "the server could not find the requested resource"))
-            if info.verb == "deletecollection":
-                raise StatusError(Status(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource (deletecollection {info.resource}): not modelled"))
+            if info.verb == "deletecollection" and (info.subresource or REVIEWS.get(kind.resource) == kind):
+                raise StatusError(Status(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource (deletecollection {info.resource})"))
             if info.verb == "":
                 raise StatusError(Status(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({method})"))
             if info.subresource == "scale":
@@ -620,6 +620,10 @@ class ApiFront:
         if verb == "delete":
             options, body_dry_run = codec.delete_options(query, data)
             return Request(**{**common, "delete_options": options, "dry_run": dry_run or body_dry_run}), ()
+        if verb == "deletecollection":
+            options, body_dry_run = codec.delete_options(query, data)
+            selectors = {"label_selector": query.get("labelSelector", ""), "field_selector": views.field_selector_in(kind, query.get("fieldSelector", ""))}
+            return Request(**{**common, **selectors, "delete_options": options, "dry_run": dry_run or body_dry_run}), ()
         raise StatusError(Status(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({verb})"))
 
     def _encode(self, info: RequestInfo, kind: KindInfo, request: Request, response: Response, headers: dict[str, str], query: dict[str, str], *, continue_token: str = "", remaining: int | None = None, items: list[dict[str, Any]] | None = None, warnings: tuple[str, ...] = ()) -> tuple[int, bytes, list[tuple[str, str]]]:
@@ -632,7 +636,7 @@ class ApiFront:
         if media is None:
             return self._failure(Status(406, "NotAcceptable", f"only the following media types are accepted: {_ACCEPTED}"), info, kind)
         extra = [("Content-Type", kubeproto.PROTOBUF if media.protobuf else "application/json"), *extra]
-        if request.verb == "list":
+        if request.verb in ("list", "deletecollection"):
             listed = items if items is not None else [views.object_out(kind, codec.encode_object(obj)) for obj in response.items]
             if media.as_ == "Table":
                 payload = tables.table(kind.kind, listed, self.world.now, include_object=query.get("includeObject", "Metadata"), resource_version=response.resource_version, continue_token=continue_token, remaining=remaining, custom=self._custom_kind(kind))

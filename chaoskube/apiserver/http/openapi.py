@@ -160,7 +160,7 @@ def _paths(info: KindInfo, ref: str, custom: Sequence[CustomKind] = ()) -> dict[
     if not any(kind.info.resource == info.resource for kind in custom):
         patch_types.append("application/strategic-merge-patch+json")
     paths: dict[str, Any] = {
-        collection: {"get": _operation(info, "list", ref, listing=True), "post": _operation(info, "post", ref, write=True)},
+        collection: {"get": _operation(info, "list", ref, listing=True), "post": _operation(info, "post", ref, write=True), "delete": _operation(info, "deletecollection", ref, write=True)},
         item: {
             "get": _operation(info, "get", ref),
             "put": _operation(info, "put", ref, write=True),

@@ -195,3 +195,27 @@ def test_kubectl_sees_the_kubernetes_service_and_cluster_ips(live):
     taken = kubectl(live, "apply", "-f", "-", check=False, input_text=_yaml({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "taken"}, "spec": {"clusterIP": ip, "ports": [{"port": 80}]}}))
     assert taken.returncode != 0 and f"failed to allocate IP {ip}: provided IP is already allocated" in taken.stderr
     kubectl(live, "delete", "svc", "fronted", "headless")
+
+
+def test_deletecollection_deletes_what_the_selectors_select(live):
+    pytest.importorskip("kubernetes", reason="the official Python client is in the test extra")
+    from kubernetes import client, config
+
+    core = client.CoreV1Api(api_client=config.new_client_from_config(str(live.kubeconfig)))
+    for index in range(4):
+        core.create_namespaced_config_map("default", {"metadata": {"name": f"cm-{index}", "labels": {"batch": "one" if index < 3 else "two"}}, "data": {"i": str(index)}})
+    core.delete_collection_namespaced_config_map("default", label_selector="batch=one", dry_run="All")
+    assert len(core.list_namespaced_config_map("default", label_selector="batch").items) == 4  # a dry run deletes nothing
+    core.delete_collection_namespaced_config_map("default", label_selector="batch=one,i notin (x)", field_selector="metadata.name!=cm-2")
+    # the answer is the list of what was deleted (the Python client reads it as a Status)
+    raw = kubectl(live, "delete", "--raw", "/api/v1/namespaces/default/configmaps?labelSelector=batch%3Dtwo").stdout
+    import json
+
+    answered = json.loads(raw)
+    assert answered["kind"] == "ConfigMapList" and [item["metadata"]["name"] for item in answered["items"]] == ["cm-3"]
+    left = sorted(item.metadata.name for item in core.list_namespaced_config_map("default", label_selector="batch").items)
+    assert left == ["cm-2"]
+    bad = kubectl(live, "get", "--raw", "/api/v1/namespaces/default/configmaps/cm-2/status", check=False)
+    assert bad.returncode != 0
+    core.delete_collection_namespaced_config_map("default", label_selector="batch")
+    assert core.list_namespaced_config_map("default", label_selector="batch").items == []
