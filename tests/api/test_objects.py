@@ -295,7 +295,7 @@ def test_good_labels_are_accepted():
 def test_every_kind_knows_where_it_is_stored():
     assert sorted(KINDS) == [
         "ClusterRole", "ClusterRoleBinding", "ConfigMap", "ControllerRevision", "CronJob",
-        "CustomResourceDefinition", "DaemonSet", "Deployment", "EndpointSlice", "Endpoints",
+        "CustomResourceDefinition", "DaemonSet", "Deployment", "EndpointSlice", "Endpoints", "Event",
         "HorizontalPodAutoscaler", "Ingress", "IngressClass", "Job", "Lease", "LimitRange",
         "MutatingWebhookConfiguration", "Namespace", "NetworkPolicy", "Node", "PersistentVolume",
         "PersistentVolumeClaim", "Pod", "PodDisruptionBudget", "PriorityClass", "ReplicaSet",
