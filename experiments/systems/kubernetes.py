@@ -543,6 +543,11 @@ def resolve_manifest(entry: str, base_dir: Path | None) -> Path:
 
 
 # =========================================================================== the system
+#: Warning Events remembered (latest per object and reason) and cited by a failed steady state.
+MAX_WARNINGS_KEPT = 500
+MAX_WARNINGS_CITED = 5
+
+
 class KubernetesSystem(System):
     name = "kubernetes"
     Cluster = ClusterSpec
@@ -706,6 +711,10 @@ class KubernetesSystem(System):
 
     # -- the run ----------------------------------------------------------------------------
     async def start(self) -> None:
+        # The Warning Events the components recorded (their ``k8s-event`` records), latest
+        # per object and reason: a failed steady state cites them as reasons.
+        self._warnings: dict[tuple[str, str, str, str], tuple[float, str, str]] = {}
+        self.world.on_record("k8s-event", self._note_warning)
         self.handle = open_cluster(self.world, self.spec)
         kubectl = self.world.spawn("kubectl", _idle, role="kubectl")
         self._client = self.handle.client(kubectl, timeout_s=PROBE_TIMEOUT_S, attempts=PROBE_ATTEMPTS)
@@ -1016,13 +1025,39 @@ class KubernetesSystem(System):
             verdict = Verdict(False, f"the API did not answer: {error}")
         else:
             if problems:
-                verdict = Verdict(False, f"{len(problems)} problem(s): {'; '.join(problems[:3])}", tuple(problems))
+                warnings = self._warning_events()
+                reason = f"{len(problems)} problem(s): {'; '.join(problems[:3])}"
+                if warnings:
+                    reason += f"; Warning events: {'; '.join(warnings[:3])}"
+                verdict = Verdict(False, reason, tuple(problems) + tuple(f"Warning event: {warning}" for warning in warnings))
             elif not self._workload_created:
                 verdict = Verdict(True, f"{len(self.nodes)} node(s) Ready; the workload is not created yet")
             else:
                 verdict = Verdict(True, f"{len(self.nodes)} node(s) Ready; {len(self.workloads)} workload(s) ready; {len(self.services)} Service(s) with a ready endpoint")
         self.world.record("steady-state", valid=verdict.valid, reason=verdict.reason)
         return verdict
+
+    def _note_warning(self, event: dict[str, Any]) -> None:
+        if event.get("event_type") != "Warning" or event.get("outcome"):
+            return
+        key = (str(event.get("kind")), str(event.get("namespace")), str(event.get("name")), str(event.get("reason")))
+        self._warnings.pop(key, None)
+        self._warnings[key] = (float(event["t"]), str(event.get("component", "")), str(event.get("message", "")))
+        if len(self._warnings) > MAX_WARNINGS_KEPT:
+            del self._warnings[next(iter(self._warnings))]
+
+    def _warning_events(self) -> list[str]:
+        """The latest Warning Events of the workload's namespaces and of the nodes, newest
+        first (at most :data:`MAX_WARNINGS_CITED`): "<kind>/<name> <Reason> (<component>,
+        t=<s>): <message>", as ``kubectl get events`` would list them."""
+        namespaces = {key.partition("/")[0] for _, key in self.workloads} | {key.partition("/")[0] for key in self.services}
+        cited = []
+        for (kind, namespace, name, reason), (t, component, message) in reversed(self._warnings.items()):
+            if kind == "Node" or namespace in namespaces:
+                cited.append(f"{kind.lower()}/{name} {reason} ({component}, t={t:.1f} s): {message[:160]}")
+            if len(cited) >= MAX_WARNINGS_CITED:
+                break
+        return cited
 
     async def _node_problems(self) -> list[str]:
         assert self._client is not None

@@ -387,3 +387,31 @@ def test_a_kubernetes_run_is_a_pure_function_of_its_seed(runs, tmp_path):
     first = runs("controller-manager-leader-pause")
     again = run_experiment(registry.find("controller-manager-leader-pause"), 1, tmp_path / "again")
     assert again.journal_sha256 == first.journal_sha256
+
+
+def test_a_failed_steady_state_cites_the_warning_events_of_the_workload_and_the_nodes():
+    from experiments.systems.kubernetes import MAX_WARNINGS_CITED, KubernetesSystem
+
+    system = KubernetesSystem.__new__(KubernetesSystem)
+    system._warnings = {}
+    system.workloads = [("Deployment", "shop/web")]
+    system.services = []
+
+    def k8s_event(t, kind, namespace, name, reason, event_type="Warning", **extra):
+        system._note_warning({"t": t, "type": "k8s-event", "component": "kubelet", "kind": kind, "namespace": namespace, "name": name,
+                              "event_type": event_type, "reason": reason, "message": f"{reason} message", **extra})
+
+    k8s_event(1.0, "Pod", "shop", "web-1", "FailedScheduling")
+    k8s_event(2.0, "Pod", "other", "x", "BackOff")  # another namespace: not the workload's
+    k8s_event(3.0, "Pod", "shop", "web-1", "Started", event_type="Normal")
+    k8s_event(4.0, "Node", "", "node-2", "Unhealthy")
+    k8s_event(5.0, "Pod", "shop", "web-1", "FailedScheduling")  # the latest of the same reason stays, once
+    k8s_event(6.0, "Pod", "shop", "web-2", "BackOff", outcome="spam-filtered")  # never written
+    cited = system._warning_events()
+    assert cited == [
+        "pod/web-1 FailedScheduling (kubelet, t=5.0 s): FailedScheduling message",
+        "node/node-2 Unhealthy (kubelet, t=4.0 s): Unhealthy message",
+    ]
+    for index in range(10):
+        k8s_event(10.0 + index, "Pod", "shop", f"p{index}", "BackOff")
+    assert len(system._warning_events()) == MAX_WARNINGS_CITED and system._warning_events()[0].startswith("pod/p9 BackOff")
