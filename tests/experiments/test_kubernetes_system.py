@@ -390,7 +390,7 @@ def test_a_kubernetes_run_is_a_pure_function_of_its_seed(runs, tmp_path):
 
 
 def test_a_failed_steady_state_cites_the_warning_events_of_the_workload_and_the_nodes():
-    from experiments.systems.kubernetes import MAX_WARNINGS_CITED, KubernetesSystem
+    from chaoskube.experiments.systems.kubernetes import MAX_WARNINGS_CITED, KubernetesSystem
 
     system = KubernetesSystem.__new__(KubernetesSystem)
     system._warnings = {}
