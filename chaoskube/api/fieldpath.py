@@ -212,8 +212,25 @@ def iterate(paths: Iterable[Path]) -> list[Path]:
     return out
 
 
+_FIELDS_V1: dict[frozenset, dict] = {}
+_FROM_FIELDS_V1: dict[bytes, frozenset] = {}
+_CACHE_BOUND = 8192  # entries; both caches start over past it
+
+
 def fields_v1(paths: Iterable[Path]) -> dict:
-    """The ``fieldsV1`` JSON object of a set (``Set.ToJSON``)."""
+    """The ``fieldsV1`` JSON object of a set (``Set.ToJSON``). The answer for a frozenset is
+    remembered and shared: callers must not change it."""
+    if isinstance(paths, frozenset):
+        cached = _FIELDS_V1.get(paths)
+        if cached is None:
+            if len(_FIELDS_V1) > _CACHE_BOUND:
+                _FIELDS_V1.clear()
+            cached = _FIELDS_V1[paths] = _fields_v1(paths)
+        return cached
+    return _fields_v1(paths)
+
+
+def _fields_v1(paths: Iterable[Path]) -> dict:
 
     def emit(node: dict) -> dict:
         out: dict = {}
@@ -235,6 +252,16 @@ def set_from_fields_v1(document: Any) -> frozenset:
     kind are dropped with what is under them ("a future version maybe knows what they are")."""
     if not isinstance(document, dict):
         raise ValueError("fieldsV1 is a JSON object")
+    key = orjson.dumps(document)
+    cached = _FROM_FIELDS_V1.get(key)
+    if cached is None:
+        if len(_FROM_FIELDS_V1) > _CACHE_BOUND:
+            _FROM_FIELDS_V1.clear()
+        cached = _FROM_FIELDS_V1[key] = _set_from_fields_v1(document)
+    return cached
+
+
+def _set_from_fields_v1(document: dict) -> frozenset:
     out: set = set()
 
     def read(node: dict, prefix: Path) -> None:
