@@ -133,7 +133,7 @@ class ClusterIPAllocator:
         self._leaks: dict[int, int] = {}
 
     async def _read(self) -> tuple[Bitmap, int]:
-        response = await self.store._request(RangeRequest(RANGE_KEY), idempotent=True)
+        response = await self.store.raw(RangeRequest(RANGE_KEY), idempotent=True)
         if not response.kvs:
             return Bitmap(self.cidr), 0
         kv = response.kvs[0]
@@ -141,7 +141,7 @@ class ClusterIPAllocator:
 
     async def _write(self, bitmap: Bitmap, revision: int) -> bool:
         compare = Compare(RANGE_KEY, "MOD", "=", revision) if revision else Compare(RANGE_KEY, "CREATE", "=", 0)
-        response = await self.store._request(TxnRequest(compare=(compare,), success=(PutRequest(RANGE_KEY, bitmap.encode()),)), idempotent=False)
+        response = await self.store.raw(TxnRequest(compare=(compare,), success=(PutRequest(RANGE_KEY, bitmap.encode()),)), idempotent=False)
         return bool(response.succeeded)
 
     async def allocate(self, requested: str, service: str) -> str:

@@ -1128,8 +1128,8 @@ class ApiServer:
 
     async def _reconcile_kubernetes_once(self, first: str) -> None:
         lease = await self.master_leases.lease(self.process.now(), MASTER_LEASE_TTL_S)
-        await self.store._request(PutRequest(f"{MASTER_LEASES_PREFIX}{self.advertise_address}", self.advertise_address, lease=lease), idempotent=True)
-        response = await self.store._request(RangeRequest(MASTER_LEASES_PREFIX, prefix_range_end(MASTER_LEASES_PREFIX)), idempotent=True)
+        await self.store.raw(PutRequest(f"{MASTER_LEASES_PREFIX}{self.advertise_address}", self.advertise_address, lease=lease), idempotent=True)
+        response = await self.store.raw(RangeRequest(MASTER_LEASES_PREFIX, prefix_range_end(MASTER_LEASES_PREFIX)), idempotent=True)
         addresses = sorted({kv.value.decode() if isinstance(kv.value, bytes) else str(kv.value) for kv in response.kvs}, key=lambda ip: tuple(int(part) for part in ip.split(".")))
         if self.cacher.cache("services").get(storage_key("services", "default", "kubernetes")) is None:
             service = Service(

@@ -174,6 +174,11 @@ class EtcdStore:
             raise StorageError(timeout(f"etcd request timed out: {result.reason}", retry_after_seconds=1))
         raise StorageError(internal_error(result.reason))
 
+    async def raw(self, request: object, *, idempotent: bool) -> object:
+        """One etcd request that is not an object's (a lease grant, the service IP range,
+        the master leases): its response, or StorageError as for the object requests."""
+        return await self._request(request, idempotent=idempotent)
+
     async def get(self, key: str) -> Stored | None:
         """A linearizable read of one key."""
         response = await self._request(RangeRequest(key), idempotent=True)
@@ -233,7 +238,7 @@ class LeaseManager:
         self._attached += 1
         if self._lease_id != NO_LEASE and valid and sufficient and self._attached <= self.MAX_OBJECTS:
             return self._lease_id
-        response = await self.store._request(LeaseGrantRequest(id=0, ttl=ttl_s + reuse), idempotent=False)
+        response = await self.store.raw(LeaseGrantRequest(id=0, ttl=ttl_s + reuse), idempotent=False)
         self._lease_id = response.id
         self._expires_at = now + ttl_s + reuse
         self._attached = 1
