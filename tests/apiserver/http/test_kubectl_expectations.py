@@ -219,3 +219,26 @@ def test_deletecollection_deletes_what_the_selectors_select(live):
     assert bad.returncode != 0
     core.delete_collection_namespaced_config_map("default", label_selector="batch")
     assert core.list_namespaced_config_map("default", label_selector="batch").items == []
+
+
+def test_an_events_k8s_io_event_with_a_series_is_kept_and_printed_with_its_count(live):
+    # what client-go's tools/events recorder writes: eventTime, reportingController/Instance,
+    # action, then series {count, lastObservedTime} on repeats (a PATCH)
+    created = kubectl(live, "create", "-f", "-", input_text=_yaml({
+        "apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "op.1", "namespace": "default"},
+        "eventTime": "2026-01-01T00:00:01.000000Z", "reportingController": "example.com/operator", "reportingInstance": "operator-0",
+        "action": "Reconciling", "reason": "Degraded", "note": "the widget is degraded", "type": "Warning",
+        "regarding": {"kind": "ConfigMap", "namespace": "default", "name": "widget"},
+    }))
+    assert created.returncode == 0
+    kubectl(live, "patch", "events.events.k8s.io", "op.1", "--type=merge", "-p", _yaml({"series": {"count": 5, "lastObservedTime": "2026-01-01T00:00:20.000000Z"}}))
+    wide = kubectl(live, "get", "events", "--field-selector", "reason=Degraded", "-o", "wide").stdout.splitlines()
+    header, row = wide[0].split(), wide[1]
+    assert "COUNT" in header and " 5 " in f" {row} " and "example.com/operator, operator-0" in row and "configmap/widget" in row
+    core = kubectl(live, "get", "events", "op.1", "-o", "jsonpath={.series.count} {.reportingComponent} {.message}").stdout
+    assert core == "5 example.com/operator the widget is degraded"
+    missing = kubectl(live, "create", "-f", "-", check=False, input_text=_yaml({
+        "apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "op.2", "namespace": "default"},
+        "eventTime": "2026-01-01T00:00:01.000000Z", "reason": "Degraded", "regarding": {"kind": "ConfigMap", "namespace": "default", "name": "widget"},
+    }))
+    assert missing.returncode != 0 and "reportingComponent: Required value" in missing.stderr
