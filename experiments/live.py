@@ -50,6 +50,7 @@ directory (exit 2).
 from __future__ import annotations
 
 import contextlib
+import datetime as _dt
 import functools
 import os
 import shlex
@@ -66,6 +67,8 @@ from typing import Any
 import msgspec
 import trio
 
+from chaoskube.api import protocol
+from chaoskube.api.protocol import set_epoch
 from chaoskube.apiserver.http import ApiFront, CertificateAuthority, FrontConfig, Identity, ServerTLS, kubeconfig, write_kubeconfig
 from chaoskube.checkers.verdict import Verdict
 from chaoskube.experiments.model import Experiment, Phases, experiment_dir
@@ -173,6 +176,8 @@ class LiveHost(SimulatedHost):
     user's program, and a stop that cuts the warm-up and fault phases short."""
 
     def __init__(self, world: World, experiment: Experiment, system: System, options: LiveOptions, out: Path, nursery: trio.Nursery) -> None:
+        #: The monotonic clock reading of virtual time 0 (run_live's epoch); None: now.
+        self.epoch_wall0: float | None = None
         super().__init__(world, experiment, system, None)
         self.options = options
         self.out = out
@@ -270,7 +275,10 @@ class LiveHost(SimulatedHost):
         system = self.system
         handle = getattr(system, "handle", None)
         assert handle is not None, f"system {system.name!r} has no API servers to serve"
-        self.world.go_live(rate=self.options.rate)
+        # Virtual time 0 is the wall-clock second the run began (protocol.EPOCH, set by
+        # run_live): the boot ran ahead of the wall clock, so the world waits for it here,
+        # and from now on an object's timestamp is the wall time it was written at.
+        self.world.go_live(rate=self.options.rate, origin=0.0, wall0=self.epoch_wall0)
         ca = CertificateAuthority()
         serving = ca.issue_server((self.options.host, "localhost"))
         identities = [Identity(name="admin", user="kubernetes-admin", groups=("system:masters",)), *self.options.identities]
@@ -582,16 +590,36 @@ def run_live(experiment: Experiment | None, system_class: type[System], seed: in
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     cluster, workload = system_class.options(experiment.cluster, experiment.workload, base_dir=experiment_dir(experiment))
-    phases = experiment.phases
     world = World(seed, journal=Journal(out / "journal.jsonl"))
     record = PhaseRecord()
     hosts: list[LiveHost] = []
+    # Object timestamps read as wall time (protocol.set_epoch): virtual time 0 is the
+    # wall-clock second this run began, so that clients comparing timestamps with their own
+    # clock (kubectl describe's ages, an operator's requeue after creationTimestamp) see real
+    # ages. Put back when the run's result is written.
+    moment = _dt.datetime.now(_dt.timezone.utc)
+    epoch = moment.replace(microsecond=0)
+    wall0 = time.monotonic() - (moment - epoch).total_seconds()
+    previous_epoch = set_epoch(epoch)
+    try:
+        return _run_live(experiment, system_class, seed, out, options, cluster, workload, world, record, hosts, wall0)
+    finally:
+        set_epoch(previous_epoch)
+
+
+def _run_live(
+    experiment: Experiment, system_class: type[System], seed: int, out: Path, options: LiveOptions, cluster: Any, workload: Any,
+    world: World, record: PhaseRecord, hosts: list[LiveHost], wall0: float,
+) -> LiveRunResult:
+    """:func:`run_live` once the epoch is set."""
+    phases = experiment.phases
 
     async def main(world: World) -> None:
         system = system_class(world, cluster, workload)
         system.recovery_s = phases.recovery_s
         async with trio.open_nursery() as nursery:
             host = LiveHost(world, experiment, system, options, out, nursery)
+            host.epoch_wall0 = wall0
             hosts.append(host)
             if threading.current_thread() is threading.main_thread():
                 nursery.start_soon(_signals, host)
@@ -632,6 +660,7 @@ def run_live(experiment: Experiment | None, system_class: type[System], seed: in
         "outside_requests": sum(1 for event in world.journal.events if event.get("type") == "http-request"),
         "interrupted": interrupted,
         "aborted": aborted,
+        "epoch": protocol.EPOCH.strftime("%Y-%m-%dT%H:%M:%SZ"),  # the wall time of virtual time 0
         "stopped_by": (interrupted or {}).get("signal") if not aborted else (host.signals[-1] if host is not None and host.signals else "KeyboardInterrupt"),
     }
     result = LiveRunResult(

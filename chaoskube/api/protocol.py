@@ -31,6 +31,7 @@ from chaoskube.api.objects import KINDS, Object
 __all__ = [
     "API_PORT",
     "EPOCH",
+    "SIMULATION_EPOCH",
     "WATCH_PORT",
     "Binding",
     "Credentials",
@@ -58,6 +59,7 @@ __all__ = [
     "parse_timestamp",
     "qualified_resource",
     "service_unavailable",
+    "set_epoch",
     "timeout",
     "timestamp",
     "too_many_requests",
@@ -67,8 +69,24 @@ __all__ = [
 API_PORT = "kube-api"  # client -> API server requests (HTTPS :6443)
 WATCH_PORT = "kube-watch"  # API server -> client watch streams
 
-#: Virtual time 0 as wall time, for timestamps in objects.
+#: Virtual time 0 as wall time, for timestamps in objects. Fixed, so that a run is a
+#: function of its seed; a live run (``chaoskube serve``) moves it with :func:`set_epoch` so
+#: that the wall time of virtual "now" is the wall clock's now: real clients compare object
+#: timestamps with their own clock (``kubectl describe``'s ages, an operator's requeue after
+#: creationTimestamp + N). Read it as ``protocol.EPOCH`` at the time of use, never copied.
 EPOCH = _dt.datetime(2026, 1, 1, tzinfo=_dt.timezone.utc)
+#: The epoch of every simulated run.
+SIMULATION_EPOCH = EPOCH
+
+
+def set_epoch(moment: _dt.datetime) -> _dt.datetime:
+    """Make ``moment`` (timezone-aware) virtual time 0 for every timestamp written or read
+    from now on in this process; returns the epoch it replaces (to put back). For live runs
+    only: a simulated run keeps :data:`SIMULATION_EPOCH`."""
+    global EPOCH
+    assert moment.tzinfo is not None, moment
+    previous, EPOCH = EPOCH, moment
+    return previous
 
 VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
 #: application/merge-patch+json, application/json-patch+json, application/strategic-merge-patch+json

@@ -46,7 +46,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaoskube.api.cron import ScheduleError, parse_schedule, zone
-from chaoskube.api.protocol import EPOCH, parse_timestamp
+from chaoskube.api.protocol import parse_timestamp
+from chaoskube.api import protocol
 from chaoskube.checkers.replay import StoreReplay, is_deleting, run_health
 from chaoskube.checkers.verdict import Verdict
 
@@ -81,7 +82,7 @@ def _finished(job: Obj) -> str | None:
 
 
 def _virtual(moment: _dt.datetime) -> float:
-    return (moment - EPOCH).total_seconds()
+    return (moment - protocol.EPOCH).total_seconds()
 
 
 @dataclass
@@ -211,7 +212,7 @@ def _on_create(cron: _Cron, job: _Job, uid: str, t: float, lag_s: float) -> list
         tz = zone(cron.spec.get("timeZone"))
     except (ScheduleError, KeyError, ValueError, OSError):
         return []
-    moment = (EPOCH + _dt.timedelta(seconds=job.scheduled)).astimezone(tz)
+    moment = (protocol.EPOCH + _dt.timedelta(seconds=job.scheduled)).astimezone(tz)
     following = schedule.next(moment - _dt.timedelta(seconds=1))
     if following is None or abs(_virtual(following.astimezone(_dt.UTC)) - job.scheduled) > 1e-6:
         return [Finding("cronjob-schedule", t, where,
@@ -251,7 +252,7 @@ def _liveness(cron: _Cron, end_t: float, health: Any, lag_s: float, counts: dict
     except (ScheduleError, KeyError, ValueError, OSError):
         return []
     started = {job.scheduled for job in cron.jobs.values() if job.scheduled is not None}
-    moment: _dt.datetime | None = (EPOCH + _dt.timedelta(seconds=cron.created_t)).astimezone(tz)
+    moment: _dt.datetime | None = (protocol.EPOCH + _dt.timedelta(seconds=cron.created_t)).astimezone(tz)
     for _ in range(MAX_ACTIVATIONS):
         assert moment is not None
         moment = schedule.next(moment)

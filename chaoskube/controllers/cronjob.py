@@ -33,7 +33,8 @@ import trio
 
 from chaoskube.api.cron import Schedule, ScheduleError, parse_schedule, zone
 from chaoskube.api.objects import CronJob, Job, ObjectMeta, ObjectReference, deep_copy
-from chaoskube.api.protocol import EPOCH, DeleteOptions, parse_timestamp, timestamp
+from chaoskube.api.protocol import DeleteOptions, parse_timestamp, timestamp
+from chaoskube.api import protocol
 from chaoskube.client.client import ApiClient, ApiError
 from chaoskube.client.informer import DeletedFinalStateUnknown, SharedInformerFactory, meta_namespace_key, split_meta_namespace_key
 from chaoskube.client.workqueue import RateLimitingQueue
@@ -121,11 +122,11 @@ def next_schedule_time_duration(creation: _dt.datetime, last_schedule: _dt.datet
 
 
 def _moment(virtual_s: float, tz: _dt.tzinfo) -> _dt.datetime:
-    return (EPOCH + _dt.timedelta(seconds=virtual_s)).astimezone(tz)
+    return (protocol.EPOCH + _dt.timedelta(seconds=virtual_s)).astimezone(tz)
 
 
 def _virtual(moment: _dt.datetime) -> float:
-    return (moment - EPOCH).total_seconds()
+    return (moment - protocol.EPOCH).total_seconds()
 
 
 def _finished(job: Job) -> str | None:

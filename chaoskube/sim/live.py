@@ -42,12 +42,14 @@ class WallPacer:
 
     ``clock`` is injectable for tests (a function returning seconds, monotonic)."""
 
-    def __init__(self, origin: float, *, rate: float = 1.0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, origin: float, *, rate: float = 1.0, clock: Callable[[], float] = time.monotonic, wall0: float | None = None) -> None:
+        """``wall0``: the clock reading that virtual time ``origin`` stands for (default:
+        now). An earlier one makes virtual time that ran ahead of it wait for the wall."""
         assert rate > 0, "live time runs forwards"
         self.origin = origin
         self.rate = rate
         self._clock = clock
-        self._wall0 = clock()
+        self._wall0 = clock() if wall0 is None else wall0
         self.max_lag_s = 0.0  # how far virtual time fell behind the wall clock, at worst
         self.waits = 0
 

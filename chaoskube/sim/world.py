@@ -211,12 +211,15 @@ class World:
         await trio.lowlevel.wait_task_rescheduled(abort)
 
     # -- live mode (chaoskube/sim/live.py) ----------------------------------------------
-    def go_live(self, *, rate: float = 1.0, clock: Callable[[], float] | None = None) -> WallPacer:
+    def go_live(self, *, rate: float = 1.0, clock: Callable[[], float] | None = None, origin: float | None = None, wall0: float | None = None) -> WallPacer:
         """From now on, pace virtual time to the wall clock (``rate`` virtual seconds per
         wall second) and let real I/O wake tasks while the world waits. Irreversible for
-        the run; journaled. A live run is not replayable byte for byte (see live.py)."""
+        the run; journaled. A live run is not replayable byte for byte (see live.py).
+        ``origin`` and ``wall0``: the virtual time and the clock reading that stand for each
+        other (default: now and now); virtual time already past what they allow waits for
+        the wall clock."""
         assert self.pacer is None, "the world is already live"
-        self.pacer = WallPacer(self.now, rate=rate, **({"clock": clock} if clock is not None else {}))
+        self.pacer = WallPacer(self.now if origin is None else origin, rate=rate, wall0=wall0, **({"clock": clock} if clock is not None else {}))
         self.record("world", event="live", rate=rate)
         return self.pacer
 

@@ -27,7 +27,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaoskube.api.protocol import EPOCH, Status, StatusError, bad_request, parse_timestamp
+from chaoskube.api.protocol import Status, StatusError, bad_request, parse_timestamp
+from chaoskube.api import protocol
 
 __all__ = ["MAX_LINES", "ContainerLogs", "log_options", "render", "with_declared"]
 
@@ -181,7 +182,7 @@ def with_declared(lines: list[tuple[float, str]], spec: Any) -> list[tuple[float
 
 
 def _stamp(t: float) -> str:
-    moment = EPOCH + _dt.timedelta(microseconds=int(t * 1_000_000))
+    moment = protocol.EPOCH + _dt.timedelta(microseconds=int(t * 1_000_000))
     nanos = int(round(t * 1_000_000_000)) % 1_000_000_000
     return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{nanos:09d}Z"
 

@@ -28,6 +28,9 @@ def live(tmp_path_factory):
     assert result is not None, outcome.get("error")
     assert result.live["replayable"] is False
     assert result.verdicts["steady-state"].valid is True, result.verdicts["steady-state"].reason
+    from chaoskube.api import protocol
+
+    assert protocol.EPOCH == protocol.SIMULATION_EPOCH  # the live run put the simulation's epoch back
 
 
 def kubectl(live, *args: str, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess:
@@ -37,6 +40,23 @@ def kubectl(live, *args: str, timeout: float = 60, check: bool = True) -> subpro
     if check:
         assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stderr}"
     return result
+
+
+def test_object_timestamps_are_the_wall_clock_of_a_live_run(live):
+    """Virtual time 0 of a live run is the wall-clock second it began, so the timestamps a
+    client reads are wall times (kubectl describe's ages; an operator's requeue after a
+    creationTimestamp): before, every object was dated 2026-01-01 plus virtual time."""
+    import datetime as dt
+
+    before = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    kubectl(live, "create", "configmap", "epoch-probe", "--from-literal=k=v")
+    stamp = kubectl(live, "get", "configmap", "epoch-probe", "-o", "jsonpath={.metadata.creationTimestamp}").stdout.strip()
+    after = dt.datetime.now(dt.timezone.utc)
+    created = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    assert before - dt.timedelta(seconds=3) <= created <= after, (before, stamp, after)
+    described = kubectl(live, "describe", "configmap", "epoch-probe").stdout
+    assert "<invalid>" not in described
+    kubectl(live, "delete", "configmap", "epoch-probe")
 
 
 def test_kubectl_apply_guestbook_get_rollout_scale_delete(live):
