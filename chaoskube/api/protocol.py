@@ -142,6 +142,10 @@ class Credentials:
     token: str = ""
     common_name: str = ""
     organizations: tuple[str, ...] = ()
+    #: ``Impersonate-User`` / ``Impersonate-Group`` (``kubectl --as`` / ``--as-group``): the
+    #: identity the request is made as, if the presenter may impersonate it.
+    impersonate_user: str = ""
+    impersonate_groups: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

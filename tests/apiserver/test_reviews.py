@@ -79,3 +79,26 @@ def test_reviews_answer_from_the_authenticator_and_the_authorizer():
     assert status["a node's rules"]["incomplete"] is True and status["a node's rules"]["evaluationError"] == "node authorizer does not support user rule resolution"
     assert status["get"] == 405
     assert all(response.object.metadata.resource_version == "" for response in answers.values() if response.ok)  # never stored
+
+
+def test_impersonation_runs_the_request_as_the_impersonated_user_when_allowed():
+    config = ApiServerConfig(etcd_endpoints=tuple(EtcdConfig().names), tokens=((ADMIN_TOKEN, superuser(ADMIN_USER)), (ALICE_TOKEN, authenticated_user("alice", ("devs",)))))
+
+    async def story(world, api, registry):
+        def as_(token: str, user: str, groups: tuple[str, ...] = ()):
+            return api.as_(Credentials(token=token, impersonate_user=user, impersonate_groups=groups))
+
+        return {
+            "admin as bob": await as_(ADMIN_TOKEN, "bob", ("devs",))("create", "selfsubjectreviews", body=SelfSubjectReview()),
+            "admin as bob lists pods": await as_(ADMIN_TOKEN, "bob")("list", "pods", namespace="default"),
+            "admin as a service account": await as_(ADMIN_TOKEN, "system:serviceaccount:default:default")("create", "selfsubjectreviews", body=SelfSubjectReview()),
+            "alice as carol": await as_(ALICE_TOKEN, "carol")("list", "pods", namespace="default"),
+        }
+
+    _, answers = run_api(story, config=config)
+    assert answers["admin as bob"].object.status == {"userInfo": {"username": "bob", "groups": ["devs", "system:authenticated"]}}
+    assert answers["admin as bob lists pods"].code == 403 and 'User "bob" cannot list resource "pods"' in answers["admin as bob lists pods"].status.message
+    account = answers["admin as a service account"].object.status["userInfo"]
+    assert account["username"] == "system:serviceaccount:default:default" and "system:serviceaccounts:default" in account["groups"]
+    refused = answers["alice as carol"]
+    assert refused.code == 403 and refused.status.message == 'users "carol" is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the cluster scope'

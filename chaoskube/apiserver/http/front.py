@@ -426,6 +426,10 @@ class ApiFront:
         authorization = headers.get("authorization", "")
         if authorization.lower().startswith("bearer "):
             credentials = Credentials(token=authorization[7:].strip())
+        impersonated = headers.get("impersonate-user", "")
+        if impersonated:  # kubectl --as, --as-group (every Impersonate-Group header)
+            groups = tuple(value.decode("latin-1") for name, value in request.headers if name.decode().lower() == "impersonate-group")
+            credentials = replace(credentials, impersonate_user=impersonated, impersonate_groups=groups)
         client_name = self._client_for(credentials)
         client = self.world.processes.get(client_name)
         self._statistics["requests"] += 1

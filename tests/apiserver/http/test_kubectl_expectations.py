@@ -242,3 +242,10 @@ def test_an_events_k8s_io_event_with_a_series_is_kept_and_printed_with_its_count
         "eventTime": "2026-01-01T00:00:01.000000Z", "reason": "Degraded", "regarding": {"kind": "ConfigMap", "namespace": "default", "name": "widget"},
     }))
     assert missing.returncode != 0 and "reportingComponent: Required value" in missing.stderr
+
+
+def test_kubectl_auth_can_i_as_another_user(live):
+    assert kubectl(live, "auth", "can-i", "get", "pods", "--as=nobody", check=False).stdout.strip() == "no"
+    assert kubectl(live, "auth", "can-i", "get", "pods", "--as=nobody", "--as-group=system:masters").stdout.strip() == "yes"
+    whoami = kubectl(live, "auth", "whoami", "--as=bob", "--as-group=devs").stdout.splitlines()
+    assert whoami[1].split() == ["Username", "bob"] and whoami[2].split() == ["Groups", "[devs", "system:authenticated]"]
