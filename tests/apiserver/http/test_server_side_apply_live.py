@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 import yaml
@@ -85,6 +86,39 @@ def test_kubectl_upgrades_from_client_side_to_server_side_apply(live, tmp_path):
     managers = {(entry["manager"], entry["operation"]) for entry in shown["metadata"]["managedFields"]}
     assert ("kubectl", "Apply") in managers
     kubectl(live, "delete", "deployment", "upgrade")
+
+
+def test_kubectl_applies_custom_resources_by_their_list_map_keys(live, tmp_path):
+    """Two managers apply one custom resource: its ``x-kubernetes-list-type: map`` list keeps
+    each manager's items (keyed by name); the atomic list is one manager's, a conflict for
+    the other."""
+    from tests.apiserver.test_server_side_apply import CRD
+
+    crd = tmp_path / "crd.yaml"
+    crd.write_text(yaml.safe_dump(CRD))
+    kubectl(live, "apply", "--server-side", "-f", str(crd))
+    kubectl(live, "wait", "--for", "condition=established", "crd/widgets.example.com", "--timeout=60s", timeout=90)
+
+    def widget(ports, tags=None):
+        spec = {"ports": ports, **({"tags": tags} if tags is not None else {})}
+        return yaml.safe_dump({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "default"}, "spec": spec})
+
+    first, second = tmp_path / "one.yaml", tmp_path / "two.yaml"
+    first.write_text(widget([{"name": "http", "port": 80}], ["a"]))
+    second.write_text(widget([{"name": "https", "port": 443}]))
+    for manager, path in (("one", first), ("two", second)):
+        for _ in range(30):  # discovery may not list the new kind at once
+            done = kubectl(live, "apply", "--server-side", f"--field-manager={manager}", "-f", str(path), check=False)
+            if done.returncode == 0:
+                break
+            time.sleep(1)
+        assert done.returncode == 0, done.stderr
+    names = kubectl(live, "get", "widgets.example.com", "w", "-o", "jsonpath={.spec.ports[*].name}").stdout
+    assert names.split() == ["http", "https"]
+    second.write_text(widget([{"name": "https", "port": 443}], ["b"]))
+    refused = kubectl(live, "apply", "--server-side", "--field-manager=two", "-f", str(second), check=False)
+    assert refused.returncode == 1 and 'conflict with "one": .spec.tags' in refused.stderr
+    kubectl(live, "delete", "widgets.example.com", "w")
 
 
 def test_kubectl_generators_record_their_update_managers(live):
