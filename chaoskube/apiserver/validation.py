@@ -510,28 +510,148 @@ def _stateful_set_update(old: StatefulSet, new: StatefulSet) -> list[str]:
     return []
 
 
-_DAEMON_UPDATES = ("OnDelete", "RollingUpdate")
+_DAEMON_UPDATES = ("RollingUpdate", "OnDelete")
+#: apps/v1 carries the internal ``spec.templateGeneration`` in this annotation (the v1
+#: conversion reads and writes it); the model's strategy does not maintain it.
+TEMPLATE_GENERATION_ANNOTATION = "deprecated.daemonset.template.generation"
+_PERCENT = re.compile(r"^[0-9]+%$")
+
+
+def daemon_set_template_generation(ds: DaemonSet) -> int:
+    """The internal ``spec.templateGeneration`` as apps/v1's conversion reads it (0 when the
+    annotation is absent or not an integer)."""
+    try:
+        return int(ds.metadata.annotations.get(TEMPLATE_GENERATION_ANNOTATION, "0"))
+    except ValueError:
+        return 0
+
+
+def validate_positive_int_or_percent(value: int | str | None, path: str) -> list[str]:
+    """``ValidatePositiveIntOrPercent``: a percent string ``[0-9]+%`` or a non-negative int."""
+    if isinstance(value, str):
+        if not _PERCENT.match(value):
+            return [_invalid(path, value, "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')")]
+        return []
+    return _non_negative(path, value or 0)
+
+
+def _int_or_percent_value(value: int | str | None) -> int:
+    """``getIntOrPercentValue`` (an unset IntOrString is the int 0)."""
+    if isinstance(value, str):
+        return int(value[:-1]) if _PERCENT.match(value) else 0
+    return value or 0
+
+
+def _not_more_than_100_percent(value: int | str | None, path: str) -> list[str]:
+    if isinstance(value, str) and _PERCENT.match(value) and int(value[:-1]) > 100:
+        return [_invalid(path, value, "must not be greater than 100%")]
+    return []
+
+
+def validate_rolling_update_daemon_set(rolling: Any, path: str) -> list[str]:
+    """``ValidateRollingUpdateDaemonSet``: both int-or-percent, neither above 100%, exactly
+    one of maxSurge and maxUnavailable non-zero."""
+    causes = validate_positive_int_or_percent(rolling.max_unavailable, f"{path}.maxUnavailable")
+    causes += validate_positive_int_or_percent(rolling.max_surge, f"{path}.maxSurge")
+    causes += _not_more_than_100_percent(rolling.max_unavailable, f"{path}.maxUnavailable")
+    causes += _not_more_than_100_percent(rolling.max_surge, f"{path}.maxSurge")
+    has_unavailable, has_surge = _int_or_percent_value(rolling.max_unavailable) != 0, _int_or_percent_value(rolling.max_surge) != 0
+    if has_unavailable and has_surge:
+        causes.append(_invalid(f"{path}.maxSurge", rolling.max_surge, "may not be set when maxUnavailable is non-zero"))
+    elif not has_unavailable and not has_surge:
+        causes.append(_required(f"{path}.maxUnavailable", "cannot be 0 when maxSurge is 0"))
+    return causes
+
+
+def validate_daemon_set_update_strategy(strategy: Any, path: str) -> list[str]:
+    """``ValidateDaemonSetUpdateStrategy`` (run after defaulting: an empty type is refused)."""
+    if strategy.type == "OnDelete":
+        return []
+    if strategy.type == "RollingUpdate":
+        if strategy.rolling_update is None:
+            return [_required(f"{path}.rollingUpdate")]
+        return validate_rolling_update_daemon_set(strategy.rolling_update, f"{path}.rollingUpdate")
+    return [_unsupported(path, strategy.type, _DAEMON_UPDATES)]
+
+
+def validate_daemon_set_spec(spec: Any, path: str = "spec", template_generation: int = 0) -> list[str]:
+    """``ValidateDaemonSetSpec`` (selector keys and values are checked when a body is decoded)."""
+    causes = []
+    # LabelSelectorAsSelector(nil) is labels.Nothing(): it matches no labels
+    if spec.selector is None or not matches(spec.selector, spec.template.metadata.labels):
+        causes.append(_invalid(f"{path}.template.metadata.labels", spec.template.metadata.labels, "`selector` does not match template `labels`"))
+    if spec.selector is not None and not spec.selector.match_labels and not spec.selector.match_expressions:
+        causes.append(_invalid(f"{path}.selector", "", "empty selector is invalid for daemonset"))
+    causes.extend(validate_pod_template_spec(spec.template, f"{path}.template"))
+    if spec.template.spec.restart_policy != "Always":
+        causes.append(_unsupported(f"{path}.template.spec.restartPolicy", spec.template.spec.restart_policy, ("Always",)))
+    if spec.template.spec.active_deadline_seconds is not None:
+        causes.append(_forbidden(f"{path}.template.spec.activeDeadlineSeconds", "activeDeadlineSeconds in DaemonSet is not Supported"))
+    causes.extend(_non_negative(f"{path}.minReadySeconds", spec.min_ready_seconds))
+    causes.extend(_non_negative(f"{path}.templateGeneration", template_generation))
+    causes.extend(validate_daemon_set_update_strategy(spec.update_strategy, f"{path}.updateStrategy"))
+    if spec.revision_history_limit is not None:
+        causes.extend(_non_negative(f"{path}.revisionHistoryLimit", spec.revision_history_limit))
+    return causes
+
+
+def validate_pod_template_spec(template: PodTemplateSpec, path: str) -> list[str]:
+    """``ValidatePodTemplateSpec``: the pod spec, no ephemeral containers (the template's
+    labels and annotations are checked when a body is decoded)."""
+    causes = _pod_spec(template.spec, f"{path}.spec")
+    if template.spec.ephemeral_containers:
+        causes.append(_forbidden(f"{path}.spec.ephemeralContainers", "ephemeral containers not allowed in pod template"))
+    return causes
 
 
 def _daemon_set(ds: DaemonSet) -> list[str]:
-    """``ValidateDaemonSetSpec``."""
-    spec = ds.spec
-    causes = _selector_matches(spec.selector, spec.template)
-    causes.extend(_template(spec.template, "spec.template", ("Always",)))
-    causes.extend(_non_negative("spec.minReadySeconds", spec.min_ready_seconds))
-    causes.extend(_non_negative("spec.revisionHistoryLimit", spec.revision_history_limit))
-    strategy = spec.update_strategy
-    if strategy.type and strategy.type not in _DAEMON_UPDATES:
-        causes.append(_unsupported("spec.updateStrategy.type", strategy.type, _DAEMON_UPDATES))
-    rolling = strategy.rolling_update
-    if rolling is not None and strategy.type != "OnDelete":
-        surge, unavailable = _percent_or_int("", rolling.max_surge), _percent_or_int("", rolling.max_unavailable)
-        if (surge or 0) == 0 and unavailable == 0:
-            causes.append(_invalid("spec.updateStrategy.rollingUpdate.maxUnavailable", rolling.max_unavailable, "may not be 0 when `maxSurge` is 0"))
-        if (surge or 0) != 0 and (unavailable or 0) != 0 and False:
-            pass  # both non-zero is allowed since 1.25 (DaemonSetUpdateSurge GA)
-        if isinstance(rolling.max_unavailable, str) and unavailable is not None and unavailable > 100:
-            causes.append(_invalid("spec.updateStrategy.rollingUpdate.maxUnavailable", rolling.max_unavailable, "must not be greater than 100%"))
+    """``ValidateDaemonSet``'s spec half."""
+    return validate_daemon_set_spec(ds.spec, "spec", daemon_set_template_generation(ds))
+
+
+def validate_daemon_set(ds: DaemonSet) -> list[str]:
+    """``ValidateDaemonSet``: metadata and spec."""
+    return _metadata(ds) + _daemon_set(ds)
+
+
+def validate_daemon_set_spec_update(new: DaemonSet, old: DaemonSet, path: str = "spec") -> list[str]:
+    """``ValidateDaemonSetSpecUpdate``: templateGeneration never decremented, incremented when
+    and only when the template changes."""
+    causes = []
+    new_generation, old_generation = daemon_set_template_generation(new), daemon_set_template_generation(old)
+    if new_generation < old_generation:
+        causes.append(_invalid(f"{path}.templateGeneration", new_generation, "must not be decremented"))
+    # apiequality.Semantic.DeepEqual: an empty and a nil list are equal (the model decodes both to [])
+    template_updated = _encoded(new.spec.template) != _encoded(old.spec.template)
+    if new_generation == old_generation and template_updated:
+        causes.append(_invalid(f"{path}.templateGeneration", new_generation, "must be incremented upon template update"))
+    elif new_generation > old_generation and not template_updated:
+        causes.append(_invalid(f"{path}.templateGeneration", new_generation, "must not be incremented without template update"))
+    return causes
+
+
+def validate_daemon_set_update(new: DaemonSet, old: DaemonSet) -> list[str]:
+    """``ValidateDaemonSetUpdate``: the metadata update, the spec update (templateGeneration)
+    and the new spec. The selector's immutability is the strategy's (apps/v1), in
+    :func:`validate_update`."""
+    return _metadata_update(old, new) + validate_daemon_set_spec_update(new, old) + _daemon_set(new)
+
+
+def validate_daemon_set_status_update(new: DaemonSet, old: DaemonSet) -> list[str]:
+    """``ValidateDaemonSetStatusUpdate``: the metadata update, every count not negative, the
+    collision count never decremented."""
+    status, path = new.status, "status"
+    causes = _metadata_update(old, new)
+    for field, value in (("currentNumberScheduled", status.current_number_scheduled), ("numberMisscheduled", status.number_misscheduled),
+                         ("desiredNumberScheduled", status.desired_number_scheduled), ("numberReady", status.number_ready),
+                         ("observedGeneration", status.observed_generation), ("updatedNumberScheduled", status.updated_number_scheduled),
+                         ("numberAvailable", status.number_available), ("numberUnavailable", status.number_unavailable)):
+        causes.extend(_non_negative(f"{path}.{field}", value))
+    if status.collision_count is not None:
+        causes.extend(_non_negative(f"{path}.collisionCount", status.collision_count))
+    # apivalidation.IsDecremented: unset after set, or smaller
+    if old.status.collision_count is not None and (status.collision_count is None or status.collision_count < old.status.collision_count):
+        causes.append(_invalid(f"{path}.collisionCount", status.collision_count or 0, "cannot be decremented"))
     return causes
 
 
