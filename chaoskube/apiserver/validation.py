@@ -649,10 +649,60 @@ def validate_daemon_set_status_update(new: DaemonSet, old: DaemonSet) -> list[st
         causes.extend(_non_negative(f"{path}.{field}", value))
     if status.collision_count is not None:
         causes.extend(_non_negative(f"{path}.collisionCount", status.collision_count))
-    # apivalidation.IsDecremented: unset after set, or smaller
-    if old.status.collision_count is not None and (status.collision_count is None or status.collision_count < old.status.collision_count):
-        causes.append(_invalid(f"{path}.collisionCount", status.collision_count or 0, "cannot be decremented"))
+    causes.extend(_collision_count_decremented(status.collision_count, old.status.collision_count, path))
     return causes
+
+
+def validate_deployment_status(status: Any, path: str = "status") -> list[str]:
+    """``ValidateDeploymentStatus``: counts not negative, none above replicas, available not
+    above ready."""
+    causes = []
+    for field, value in (("observedGeneration", status.observed_generation), ("replicas", status.replicas), ("updatedReplicas", status.updated_replicas),
+                         ("readyReplicas", status.ready_replicas), ("availableReplicas", status.available_replicas),
+                         ("unavailableReplicas", status.unavailable_replicas)):
+        causes.extend(_non_negative(f"{path}.{field}", value))
+    if status.collision_count is not None:
+        causes.extend(_non_negative(f"{path}.collisionCount", status.collision_count))
+    for field, value in (("updatedReplicas", status.updated_replicas), ("readyReplicas", status.ready_replicas), ("availableReplicas", status.available_replicas)):
+        if value > status.replicas:
+            causes.append(_invalid(f"{path}.{field}", value, "cannot be greater than status.replicas"))
+    if status.available_replicas > status.ready_replicas:
+        causes.append(_invalid(f"{path}.availableReplicas", status.available_replicas, "cannot be greater than readyReplicas"))
+    return causes
+
+
+def _collision_count_decremented(new: int | None, old: int | None, path: str) -> list[str]:
+    """``apivalidation.IsDecremented``: unset after set, or smaller."""
+    if old is not None and (new is None or new < old):
+        return [_invalid(f"{path}.collisionCount", new or 0, "cannot be decremented")]
+    return []
+
+
+def validate_deployment_status_update(new: Deployment, old: Deployment) -> list[str]:
+    """``ValidateDeploymentStatusUpdate``: the metadata update, the status, the collision count
+    never decremented."""
+    return _metadata_update(old, new) + validate_deployment_status(new.status) + _collision_count_decremented(new.status.collision_count, old.status.collision_count, "status")
+
+
+def validate_replica_set_status(status: Any, path: str = "status") -> list[str]:
+    """``ValidateReplicaSetStatus``: counts not negative, none above replicas, available not
+    above ready."""
+    causes = []
+    for field, value in (("replicas", status.replicas), ("fullyLabeledReplicas", status.fully_labeled_replicas), ("readyReplicas", status.ready_replicas),
+                         ("availableReplicas", status.available_replicas), ("observedGeneration", status.observed_generation)):
+        causes.extend(_non_negative(f"{path}.{field}", value))
+    for field, value in (("fullyLabeledReplicas", status.fully_labeled_replicas), ("readyReplicas", status.ready_replicas),
+                         ("availableReplicas", status.available_replicas)):
+        if value > status.replicas:
+            causes.append(_invalid(f"{path}.{field}", value, "cannot be greater than status.replicas"))
+    if status.available_replicas > status.ready_replicas:
+        causes.append(_invalid(f"{path}.availableReplicas", status.available_replicas, "cannot be greater than readyReplicas"))
+    return causes
+
+
+def validate_replica_set_status_update(new: ReplicaSet, old: ReplicaSet) -> list[str]:
+    """``ValidateReplicaSetStatusUpdate``: the metadata update and the status."""
+    return _metadata_update(old, new) + validate_replica_set_status(new.status)
 
 
 # =========================================================================== batch
