@@ -312,9 +312,15 @@ def test_serve_accepts_manifests_of_only_crds_and_custom_resources(tmp_path):
                 import time
 
                 api = k8s.CustomObjectsApi(config.new_client_from_config(config_file=str(handle.kubeconfig)))
-                for _ in range(60):  # the workload is created once the front serves
-                    seen["widgets"] = [item["metadata"]["name"] for item in api.list_namespaced_custom_object("example.com", "v1", "default", "widgets")["items"]]
-                    if seen["widgets"]:
+                from kubernetes.client.rest import ApiException
+
+                for _ in range(60):  # the workload (the CRD first) is created once the front serves
+                    try:
+                        seen["widgets"] = [item["metadata"]["name"] for item in api.list_namespaced_custom_object("example.com", "v1", "default", "widgets")["items"]]
+                    except ApiException as error:
+                        if error.status != 404:  # not served yet
+                            raise
+                    if seen.get("widgets"):
                         break
                     time.sleep(0.5)
             except Exception as error:  # noqa: BLE001 - reported below
