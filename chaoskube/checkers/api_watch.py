@@ -34,6 +34,12 @@ its re-watches continue it. Within a session:
 4. **Caches**: at the end, each running informer's cache holds exactly the selected
    objects the store held at its last synced resourceVersion, each at its version then.
 
+5. **Outside clients**: a watch the HTTPS front served to a real program
+   (:mod:`chaoskube.apiserver.http.front` journals ``watch-open`` with ``outside`` and a
+   ``watch-recv`` per message it sent) is a session of its own, from the resourceVersion
+   N it asked for: rules 1-3 hold from N (exactly the changes after N, in order, each
+   once), or an ERROR 410 Gone ends it (N was compacted).
+
 Answers False with the first violation in journal order (evidence: the informer's record
 and, for a gap, the change it missed), unknown when no informer received an event or
 dumped its cache (nothing to judge), True otherwise with counts.
@@ -41,7 +47,9 @@ dumped its cache (nothing to judge), True otherwise with counts.
 Limits: changes after the last event an informer received are not required (they may be
 in flight when the run ends); lists are judged by api-linearizability; the caches are
 compared once, at the end of the run (when the system dumps them); watches opened by
-anything but a reflector are not journaled.
+anything but a reflector or the HTTPS front are not journaled; an outside watch from
+resourceVersion "" or "0" (its synthetic ADDED events describe a state at a revision the
+stream does not name) is not judged.
 """
 
 from __future__ import annotations
@@ -163,7 +171,7 @@ def check_api_watch(events: Sequence[Event]) -> Verdict:
 
     sessions: dict[str, _Session] = {}
     stream_of: dict[str, str] = {}
-    counts = {"informers": 0, "events": 0, "bookmarks": 0, "sessions": 0, "gone": 0, "caches": 0, "cached_objects": 0}
+    counts = {"informers": 0, "outside_watches": 0, "events": 0, "bookmarks": 0, "sessions": 0, "gone": 0, "caches": 0, "cached_objects": 0}
     names: set[str] = set()
     for event in events:
         kind = event["type"]
@@ -179,6 +187,14 @@ def check_api_watch(events: Sequence[Event]) -> Verdict:
                 counts["gone"] += 1
         elif kind == "watch-open":
             stream_of[event["watch"]] = event["name"]
+            if event.get("outside"):
+                # an outside client's watch through the HTTPS front: a session of its
+                # own, from the resourceVersion it asked for (module docstring, 5)
+                start = _int(event.get("from_rv"))
+                sessions[event["name"]] = _Session(event["name"], start or 0, ended=start is None or start <= 0)
+                counts["outside_watches"] += 1
+                if start is not None and start > 0:
+                    names.add(event["name"])
         elif kind == "watch-recv":
             name = stream_of.get(event["watch"], event["name"])
             session = sessions.get(name)
@@ -199,7 +215,7 @@ def check_api_watch(events: Sequence[Event]) -> Verdict:
         return nothing_to_judge("no informer received a watch event or dumped its cache: nothing to judge", (), counts)
     return Verdict(
         True,
-        f"{counts['informers']} informer(s), {counts['sessions']} list(s): {counts['events']} watch event(s) in order without gaps or duplicates, "
+        f"{counts['informers']} informer(s) and outside watch(es), {counts['sessions']} list(s), {counts['outside_watches']} outside watch(es): {counts['events']} watch event(s) in order without gaps or duplicates, "
         f"{counts['bookmarks']} bookmark(s) never ahead; {counts['caches']} cache(s) equal to the store at their resourceVersion",
         (), counts,
     )

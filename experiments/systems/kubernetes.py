@@ -149,7 +149,8 @@ CLUSTER_CHECKERS: dict[str, tuple[str, str, str]] = {
     # Detection power (docs/checkers.md): what the API's clients saw, the workloads, the
     # webhooks' timing, garbage collection, termination, and a fault-free reference run.
     "api-linearizability": ("chaoskube.checkers.api_linearizability", "check_api_linearizability", "every API client's requests, per object, linearizable against a model of the object store; lists and cached reads consistent with the store"),
-    "api-watch": ("chaoskube.checkers.api_watch", "check_api_watch", "every informer's watch events in resourceVersion order, without gaps (except after a 410) or duplicates, bookmarks never ahead; caches equal to the store"),
+    "api-watch": ("chaoskube.checkers.api_watch", "check_api_watch", "every informer's and outside client's watch events in resourceVersion order, without gaps (except after a 410) or duplicates, bookmarks never ahead; caches equal to the store"),
+    "api-pagination": ("chaoskube.checkers.api_pagination", "check_api_pagination", "every page of a paginated list the HTTPS front served at its first page's revision (or 410 with a fresh continue token), its items the store's then"),
     "workload-invariants": ("chaoskube.checkers.workloads", "check_workload_invariants", "at every store change: rollouts within maxSurge/maxUnavailable (or explained by faults), no ReplicaSet over-creation, observedGeneration sound; exact counts at the end"),
     "admission-timing": ("chaoskube.checkers.admission_timing", "check_admission_timing", "every webhook call abandoned within timeoutSeconds + 1 s; a Fail call past its timeout never admits, an Ignore call never refuses"),
     "garbage-collection": ("chaoskube.checkers.garbage_collection", "check_garbage_collection", "no dependent collected while its owner exists; background dependents go within 60 s, orphans stay, foreground owners wait for their blocking dependents"),

@@ -36,9 +36,11 @@ Shape (see docs/api-server.md, "The HTTP front"):
   simulated client's shape (:mod:`chaoskube.api.oplog`: preconditions, a delete's grace
   and propagation, answered versions and uids), so the checkers (``api-linearizability``,
   ``graceful-termination``, ``garbage-collection``) judge what real clients did as they
-  judge the simulated ones. Watches are not judged per event (``api-watch`` reads the
-  simulated reflectors' ``watch-recv`` records; a real client's stream is only an
-  ``http-request``).
+  judge the simulated ones. A watch is journaled as the informers' are (``watch-open``
+  with ``outside``, then ``watch-recv`` per message sent), so ``api-watch`` judges real
+  clients' watches; each page of a paginated list is a ``list-page`` event (the token's
+  revision and start, the answered revision, items and next token) for
+  ``api-pagination``.
 
 Protobuf (``application/vnd.kubernetes.protobuf``, :mod:`kubeproto`) is served for bodies,
 answers and watch streams of every built-in kind, as negotiated in :mod:`codec`.
@@ -83,6 +85,7 @@ from chaoskube.api.protocol import (
     Response,
     Status,
     StatusError,
+    WatchEvent,
     WatchMessage,
     WatchStop,
     bad_request,
@@ -559,11 +562,13 @@ class ApiFront:
         except StatusError as error:
             return self._failure(error.status, info, kind)
 
-    def _failure(self, status: Status, info: RequestInfo, kind: KindInfo | None, warnings: tuple[str, ...] = ()) -> tuple[int, bytes, list[tuple[str, str]]]:
+    def _failure(self, status: Status, info: RequestInfo, kind: KindInfo | None, warnings: tuple[str, ...] = (), *, continue_token: str = "") -> tuple[int, bytes, list[tuple[str, str]]]:
         extra = [("Retry-After", str(status.retry_after_seconds))] if status.retry_after_seconds else []
         extra += _warning_headers(warnings)
         group = group_version(kind)[0] if kind is not None else info.group
         payload = codec.encode_status(status, name=info.name, group=group, resource=info.resource)
+        if continue_token:
+            payload["metadata"]["continue"] = continue_token
         data, content_type = codec.render(payload, codec.negotiate(_ACCEPT.get(), table=False))
         return status.code, data, [("Content-Type", content_type), *extra]
 
@@ -675,13 +680,18 @@ class ApiFront:
         """``limit``/``continue`` (``storage/etcd3/store.go`` ``GetList``): the first page
         reads at the current revision (or the one asked for), later pages at the
         revision of the token; the token is upstream's: base64 of
-        ``{"v":"meta.k8s.io/v1","rv":N,"start":"<key after the last one>"}``."""
+        ``{"v":"meta.k8s.io/v1","rv":N,"start":"<key after the last one>"}``. Once N is
+        compacted the answer is 410 Expired whose Status carries a fresh token with rv -1
+        (``etcd3/errors.go`` ``handleCompactedErrorForPaging``): continuing with it reads
+        the rest at the latest revision (an inconsistent list the client opted into).
+        Each page is journaled as ``list-page`` for the ``api-pagination`` checker."""
         try:
             limit = int(query.get("limit") or 0)
         except ValueError:
             raise StatusError(bad_request(f"limit: invalid value {query['limit']!r}")) from None
         token = query.get("continue", "")
         start = ""
+        token_rv: int | None = None
         if token:
             if request.resource_version not in ("", "0"):
                 raise StatusError(bad_request("specifying resource version is not allowed when using continue"))
@@ -689,25 +699,44 @@ class ApiFront:
                 decoded = orjson.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
                 revision = int(decoded["rv"])
                 start = str(decoded["start"])
-                assert decoded.get("v") == "meta.k8s.io/v1"
+                assert decoded.get("v") == "meta.k8s.io/v1" and (revision > 0 or revision == -1)
             except (ValueError, KeyError, TypeError, AssertionError, orjson.JSONDecodeError):
                 raise StatusError(bad_request("continue key is not valid: the token was not produced by this server")) from None
-            request = replace(request, resource_version=str(revision), resource_version_match="Exact")
+            token_rv = revision
+            if revision == -1:  # storage.DecodeContinue: -1 continues at the latest revision
+                request = replace(request, resource_version="", resource_version_match="")
+            else:
+                request = replace(request, resource_version=str(revision), resource_version_match="Exact")
         elif limit and request.resource_version == "0":
             limit = 0  # the watch cache answers "0" whole, ignoring limit (cacher.go)
-        response = await self._api(replica, client, request, record)
+        page_record: dict[str, Any] = {
+            "client": client.name, "server": replica.name, "resource": request.resource, "namespace": request.namespace,
+            "label_selector": request.label_selector, "field_selector": request.field_selector, "limit": limit,
+            "token_rv": token_rv, "start": start,
+        }
+        try:
+            response = await self._api(replica, client, request, record)
+        except (_Stall, _Drop):
+            self.world.record("list-page", **page_record, code=0)
+            raise
         if not response.ok:
             assert response.status is not None
             if token and response.code == 410:
-                return self._failure(gone("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."), info, kind)
+                fresh = _continue_token(-1, start)
+                self.world.record("list-page", **page_record, code=410, next_rv=-1, next_start=start)
+                return self._failure(gone("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."), info, kind, continue_token=fresh)
+            self.world.record("list-page", **page_record, code=response.code)
             return self._encode(info, kind, request, response, headers, query)
         objects = [obj for obj in response.items if _key(obj) >= start]
         page = objects[:limit] if limit else objects
         rest = len(objects) - len(page)
         next_token = ""
+        answered = {"code": response.code, "resource_version": int(response.resource_version), "items": [[_key(obj), obj.metadata.resource_version] for obj in page]}
         if rest > 0:
             following = _key(page[-1]) + "\x00"
-            next_token = base64.urlsafe_b64encode(orjson.dumps({"v": "meta.k8s.io/v1", "rv": int(response.resource_version), "start": following})).decode().rstrip("=")
+            next_token = _continue_token(int(response.resource_version), following)
+            answered.update(next_rv=int(response.resource_version), next_start=following)
+        self.world.record("list-page", **page_record, **answered)
         listed = [views.object_out(kind, codec.encode_object(obj)) for obj in page]
         return self._encode(info, kind, request, response, headers, query, continue_token=next_token, remaining=rest if rest > 0 else None, items=listed)
 
@@ -932,12 +961,20 @@ class ApiFront:
                 await _send(stream, connection, code, payload, headers=extra)
                 return
             self._journal_http(record, 200, started, outcome="watch")
+            # for api-watch: an outside client's watch is judged as an informer's is, one
+            # session per watch, from the resourceVersion it asked for
+            selectors = {key: value for key, value in (("label_selector", request.label_selector), ("field_selector", request.field_selector)) if value}
+            self.world.record(
+                "watch-open", name=f"http:{watch_id}", watch=watch_id, server=replica.name, resource=kind.resource,
+                namespace=info.namespace, from_rv=request.resource_version, outside=True, client=client.name, **selectors,
+            )
             # watch.go: a stream's type is the serializer's with ";stream=watch" (JSON as is)
             content_type = f"{kubeproto.PROTOBUF};stream=watch" if protobuf else "application/json"
             await stream.send_all(connection.send(h11.Response(status_code=200, reason=b"OK", headers=[("Content-Type", content_type), ("Transfer-Encoding", "chunked"), ("Cache-Control", "no-cache, private")])))
             if not response.ok:
                 assert response.status is not None
                 event = {"type": "ERROR", "object": codec.encode_status(response.status)}
+                self.world.record("watch-recv", name=f"http:{watch_id}", watch=watch_id, events=[["ERROR", "", str(response.code)]])
                 await stream.send_all(connection.send(h11.Data(data=_watch_frame(event, protobuf))))
                 await stream.send_all(connection.send(h11.EndOfMessage()))
                 return
@@ -981,6 +1018,7 @@ class ApiFront:
                     lines.append(_watch_frame(encoded, protobuf))
                 if lines:
                     await stream.send_all(connection.send(h11.Data(data=b"".join(lines))))
+                    self.world.record("watch-recv", name=f"http:{watch.watch_id}", watch=watch.watch_id, events=[_watch_summary(event) for event in message.events])
                 if message.closed:
                     ended_cleanly = True
                     break
@@ -991,6 +1029,23 @@ class ApiFront:
 
 
 # ----------------------------------------------------------------------------- helpers
+def _continue_token(revision: int, start: str) -> str:
+    """Upstream's continue token (``storage.EncodeContinue``): base64 of the version, the
+    revision to read at (-1: the latest) and the key to start from."""
+    return base64.urlsafe_b64encode(orjson.dumps({"v": "meta.k8s.io/v1", "rv": revision, "start": start})).decode().rstrip("=")
+
+
+def _watch_summary(event: WatchEvent) -> list[str]:
+    """``[type, key, resourceVersion]`` of one watch event the front sent, in the shape
+    the informers journal (``watch-recv``, :mod:`chaoskube.client.informer`)."""
+    if event.type == "ERROR":
+        return ["ERROR", "", str(event.status.code if event.status is not None else "")]
+    if event.object is None:
+        return [event.type, "", event.resource_version]
+    meta = event.object.metadata
+    return [event.type, f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name, event.resource_version or meta.resource_version]
+
+
 def _watch_frame(event: dict[str, Any], protobuf: bool) -> bytes:
     """One event of a watch stream: a JSON line, or a length-prefixed ``metav1.WatchEvent``
     whose object is the enveloped object (:func:`kubeproto.encode_watch_frame`)."""

@@ -199,6 +199,38 @@ def test_outside_requests_are_journaled_as_the_simulated_clients_and_judged(live
     assert verdict.valid is True, verdict.reason
 
 
+def test_outside_watches_and_pages_are_journaled_and_judged(live):
+    """The front journals a real client's watch as an informer's (api-watch judges it from
+    the resourceVersion it resumed at) and each page of a paginated list (api-pagination:
+    every page at the first page's revision, its items the store's then)."""
+    kubernetes = pytest.importorskip("kubernetes", reason="the official Python client is in the test extra")
+    from kubernetes import client, config
+
+    from chaoskube.checkers.api_pagination import check_api_pagination
+    from chaoskube.checkers.api_watch import check_api_watch
+
+    del kubernetes
+    test_python_client_crud_conflict_and_watch_resumption(live)
+    api = client.CoreV1Api(api_client=config.new_client_from_config(str(live.kubeconfig)))
+    names, token = [], None
+    while True:
+        page = api.list_namespace(limit=1, _continue=token) if token else api.list_namespace(limit=1)
+        names += [item.metadata.name for item in page.items]
+        token = page.metadata._continue
+        if not token:
+            break
+    assert len(names) >= 3 and names == sorted(names)
+    events = live.call(lambda: list(live.world.journal.events))
+    opened = [e for e in events if e.get("type") == "watch-open" and e.get("outside")]
+    assert opened and any(e["from_rv"] not in ("", "0") for e in opened)
+    pages = [e for e in events if e.get("type") == "list-page" and e["resource"] == "namespaces"]
+    assert len(pages) >= 3 and {e["token_rv"] for e in pages[1:]} == {pages[0]["resource_version"]}
+    watched = check_api_watch(events)
+    assert watched.valid is True and watched.details["outside_watches"] >= 1, watched.reason
+    paged = check_api_pagination(events)
+    assert paged.valid is True and paged.details["continued"] >= 2, paged.reason
+
+
 def test_every_outside_request_is_journaled(live):
     events = live.call(lambda: [e for e in live.world.journal.events if e.get("type") == "http-request"])
     assert events and all(event["client"] == "outside" for event in events)
