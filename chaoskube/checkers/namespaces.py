@@ -17,7 +17,8 @@ https://kubernetes.io/docs/reference/access-authn-authz/admission-controllers/#n
    namespace X because it is being terminated" -- no object is first stored in a namespace
    whose Namespace had been marked for deletion ``lag_s`` before (the plugin reads its
    namespaces from an informer: kubernetes/kubernetes#37431 is the bug of a create that
-   slipped in). Events are not judged (recorders write them for objects being deleted).
+   slipped in), admitted (its ``creationTimestamp``) that long after too: a write admitted
+   before and stalled behind a paused etcd member may land later. Events are not judged (recorders write them for objects being deleted).
 
 ``check_namespace_invariants(events)`` answers False with the first finding, unknown when no
 Namespace was deleted, True otherwise. Objects are those under ``/registry/<resource>/<namespace>/<name>``.
@@ -101,7 +102,12 @@ def check_namespace_invariants(events: Sequence[Event], *, lag_s: float = LAG_S)
                                   f"{resource}/{name} was stored at t={t:.3f}, after namespace {namespace} left the store at t={gone[namespace]:.3f}",
                                   counts, {"object": f"{resource}/{name}"})
             since = terminating.get(namespace, math.inf)
-            if since + lag_s <= t:
+            # admission ran when the API server took the request, which stamped
+            # creationTimestamp (whole seconds, rounded down); a write stalled behind a
+            # paused etcd member may land long after (swarm-apps seed 12: a Lease sent 5 s
+            # before the deletion, answered 504, stored 23 s after it)
+            admitted = _created_at(value)
+            if since + lag_s <= t and (admitted is None or admitted >= since + lag_s):
                 return _violation("namespace-create-while-terminating", t, namespace,
                                   f"{resource}/{name} was created at t={t:.3f} in namespace {namespace}, Terminating since t={since:.3f}: NamespaceLifecycle refuses new content in a namespace being terminated",
                                   counts, {"object": f"{resource}/{name}", "terminating_since": since})
@@ -111,6 +117,19 @@ def check_namespace_invariants(events: Sequence[Event], *, lag_s: float = LAG_S)
         f"{counts['namespaces_deleted']} namespace(s) deleted, each only once empty; {counts['creates_checked']} object creation(s): "
         f"none in a namespace Terminating for {lag_s:g} s, none after its namespace was gone"
     ), (), counts)
+
+
+def _created_at(value: str | None) -> float | None:
+    """The object's ``creationTimestamp`` in virtual seconds, or None."""
+    import json
+
+    from chaoskube.api.protocol import parse_timestamp
+
+    try:
+        stamp = (json.loads(value or "null") or {}).get("metadata", {}).get("creationTimestamp")
+        return parse_timestamp(stamp) if stamp else None
+    except (ValueError, AttributeError, TypeError):
+        return None
 
 
 def _violation(rule: str, t: float, namespace: str, problem: str, counts: dict[str, int], evidence: dict[str, Any]) -> Verdict:
