@@ -1350,3 +1350,56 @@ APP_VARIANTS: tuple[Variant, ...] = (
     ),
 )
 VARIANTS.update((variant.name, variant) for variant in APP_VARIANTS)
+
+
+# =========================================================================== the control plane's remaining gaps (issue 35, deliverable 4)
+# Areas the issue lists where a realistic bug went unnoticed; each variant is modelled on
+# the Raft paper or a public bug, cited in its builder's docstring; docs/experiments.md
+# ("Issue 35: the control plane's gaps") gives the experiment and the first seed caught,
+# or, for one not caught, whether its code ran.
+
+
+def _commit_previous_term_by_count() -> Any:
+    """Raft._maybe_commit of etcd/raft_broken.py's CommitPreviousTermByCount: the leader
+    commits the highest index a quorum holds whatever its term. Raft section 5.4.2 and
+    Figure 8 (Ongaro & Ousterhout, 2014): an entry of an earlier term held by a majority
+    can still be overwritten by a later leader, so only entries of the leader's own term
+    are committed by counting replicas (etcd raft ``maybeCommit`` checks the term)."""
+    from chaoskube.etcd.raft_broken import CommitPreviousTermByCount
+
+    return CommitPreviousTermByCount._maybe_commit
+
+
+def _binding_error_keeps_assumed_pod() -> Any:
+    """Scheduler._handle_binding_error that requeues the pod without forgetting it in the
+    scheduler cache: it stays assumed on the node whose binding failed, so that node's
+    room stays taken and the pod itself is skipped as assumed (``skipPodSchedule``) each
+    time it comes back: Pending for ever. kubernetes/kubernetes#28883 ("Scheduler cache
+    corruption in case of failed bindings", fixed by adding ``ForgetPod``), #26043, and
+    #49314 / PR #49661 (ForgetPod failed after a failed bind: "Pod that failed to bind,
+    stuck in Pending state forever")."""
+    from chaoskube.scheduler.scheduler import CLEAR_NOMINATED_NODE
+
+    async def handle_binding_error(self: Any, state: Any, pinfo: Any, assumed: Any, host: str, status: Any) -> None:
+        self._counters["bind_errors"] += 1
+        self.framework.run_reserve_plugins_unreserve(state, assumed, host)
+        # the bug: no self.cache.forget_pod(assumed)
+        pinfo.unschedulable_plugins = frozenset()
+        await self._handle_failure(pinfo, status, CLEAR_NOMINATED_NODE, self.queue.scheduling_cycle)
+
+    return handle_binding_error
+
+
+CONTROL_PLANE_VARIANTS: tuple[Variant, ...] = (
+    Variant(
+        "raft-commits-previous-term-by-count", "etcd Raft",
+        "a leader commits an entry of an earlier term once a majority holds it, so a later leader can overwrite a committed, applied entry (Raft section 5.4.2, Figure 8)",
+        "raft-safety", "etcd-leader-kill-between-append-and-commit", "chaoskube.etcd.raft:Raft._maybe_commit", _commit_previous_term_by_count,
+    ),
+    Variant(
+        "scheduler-keeps-pod-assumed-after-failed-bind", "kube-scheduler cache",
+        "a pod whose binding failed is requeued but stays assumed in the scheduler cache, so it is skipped for ever and stays Pending (kubernetes#28883, #26043, #49314)",
+        "convergence", "scheduler-bind-during-etcd-leader-kill", "chaoskube.scheduler.scheduler:Scheduler._handle_binding_error", _binding_error_keeps_assumed_pod,
+    ),
+)
+VARIANTS.update((variant.name, variant) for variant in CONTROL_PLANE_VARIANTS)
