@@ -18,6 +18,11 @@ GROUP, VERSION, PLURAL = "gallery.chaoskube.dev", "v1", "widgets"
 def configure(settings, **_):
     kubernetes.config.load_kube_config()
     settings.posting.enabled = False
+    # A watch stream that goes silent (a partition: no reset, no answer) is given up on and
+    # opened again, as kopf's documentation advises; without these kopf waits on it for ever.
+    settings.watching.server_timeout = 10
+    settings.watching.client_timeout = 15
+    settings.networking.request_timeout = 15
 
 
 @kopf.on.create(GROUP, VERSION, PLURAL, backoff=1)

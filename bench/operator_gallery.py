@@ -1,0 +1,72 @@
+"""``chaoskube test-operator`` on every pair of docs/operators/gallery (the broken operator
+and its fixed version), with no hint: the same command for all, the workload generated
+from the CRD. Prints, per operator: plans generated, plans run, wall time, plans per hour,
+found (plans with a finding), and the findings the learned mask removed; writes
+OUT/gallery.json. Every broken operator must be found; every fixed one must pass.
+
+    python bench/operator_gallery.py [--budget N] [--jobs 3] [--kind KIND ...] [--out runs/operator-gallery] [NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GALLERY = ROOT / "docs" / "operators" / "gallery"
+#: name -> extra manifests beside the CRD
+PAIRS = {
+    "create_lost_response": [],
+    "delete_without_finalizer": [],
+    "memory_lost_on_restart": [],
+    "status_from_stale_read": [],
+    "adopt_without_owner_check": ["widget-notes.yaml"],
+    "scale_down_forgets_pvcs": [],
+    "delete_not_idempotent": [],
+    "rollout_all_at_once": [],
+}
+
+
+def run(name: str, operator: str, extra: list[str], out: Path, budget: int, jobs: int, speed: float, kinds: list[str]) -> dict:
+    command = f"{sys.executable} -m kopf run --standalone -A {GALLERY / operator}"
+    argv = [sys.executable, "-m", "chaoskube.experiments.cli", "test-operator", "--run", command, "--manifests", str(GALLERY / "widgets-crd.yaml"),
+            *[item for path in extra for item in ("--manifests", str(GALLERY / path))], "--out", str(out), *(["--budget", str(budget)] if budget else []), *[item for kind in kinds for item in ("--kind", kind)], "--jobs", str(jobs), "--speed", str(speed)]
+    started = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, check=False)
+    wall = time.perf_counter() - started
+    summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
+    return {"operator": operator, "exit": done.returncode, "wall_s": round(wall, 1), "plans_generated": summary.get("plans_generated"), "plans_run": summary.get("plans_run"),
+            "plans_per_hour": round(summary.get("plans_run", 0) / wall * 3600, 1) if summary else 0, "found": summary.get("found"), "errors": summary.get("errors"),
+            "removed_by_mask": summary.get("findings_removed_by_mask"), "failing_only_without_mask": summary.get("plans_failing_only_without_mask"),
+            "found_ids": [entry["id"] for entry in summary.get("results", []) if entry["status"] == "found"], "tail": done.stdout[-600:] + done.stderr[-600:] if not summary else ""}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("names", nargs="*", default=list(PAIRS))
+    parser.add_argument("--budget", type=int, default=0, help="0: every plan test-operator selects by default")
+    parser.add_argument("--jobs", type=int, default=3)
+    parser.add_argument("--speed", type=float, default=1.0)
+    parser.add_argument("--out", type=Path, default=Path("runs/operator-gallery"))
+    parser.add_argument("--fixed-only", action="store_true")
+    parser.add_argument("--kind", dest="kinds", action="append", default=[], help="plan kinds (repeatable) [default: all]")
+    args = parser.parse_args()
+    rows = []
+    for name in args.names:
+        for operator in ([] if args.fixed_only else [f"{name}.py"]) + [f"{name}_fixed.py"]:
+            row = run(name, operator, PAIRS[name], args.out / operator.removesuffix(".py"), args.budget, args.jobs, args.speed, args.kinds)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            args.out.mkdir(parents=True, exist_ok=True)
+            (args.out / "gallery.json").write_text(json.dumps(rows, indent=1))
+    bad = [row["operator"] for row in rows if (row["operator"].endswith("_fixed.py")) == bool(row["found"])]
+    print("missed or false:", bad or "none")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
