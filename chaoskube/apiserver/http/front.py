@@ -40,7 +40,8 @@ Shape (see docs/api-server.md, "The HTTP front"):
   with ``outside``, then ``watch-recv`` per message sent), so ``api-watch`` judges real
   clients' watches; each page of a paginated list is a ``list-page`` event (the token's
   revision and start, the answered revision, items and next token) for
-  ``api-pagination``.
+  ``api-pagination``; every merge, JSON or strategic merge patch answered is an
+  ``api-patch`` event (the patch applied, the version answered) for ``api-patch``.
 
 Protobuf (``application/vnd.kubernetes.protobuf``, :mod:`kubeproto`) is served for bodies,
 answers and watch streams of every built-in kind, as negotiated in :mod:`codec`.
@@ -534,6 +535,13 @@ class ApiFront:
             if not end["name"] and name:
                 end["name"] = name
             self.world.record("api-op", phase=phase, op_id=op_id, **end)
+            if request.verb == "patch" and response.ok and request.patch_type in ("merge", "json", "strategic") and not request.subresource and response.object is not None:
+                # for api-patch: the patch as the server applied it, and the version it answered
+                meta = response.object.metadata
+                self.world.record(
+                    "api-patch", client=client.name, resource=request.resource, key=f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name,
+                    patch_type=request.patch_type, patch=request.body, resource_version=meta.resource_version, call=round(started, 9),
+                )
         elif read:
             self.world.record("api-read", **read_fields(client.name, request, response, started, phase, replica.name))
         return response

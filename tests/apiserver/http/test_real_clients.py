@@ -231,6 +231,27 @@ def test_outside_watches_and_pages_are_journaled_and_judged(live):
     assert paged.valid is True and paged.details["continued"] >= 2, paged.reason
 
 
+def test_outside_patches_of_every_kind_are_judged_against_the_patch_models(live):
+    """kubectl's merge, JSON and strategic merge patches, journaled by the front as
+    api-patch and judged by the independent models (chaoskube.checkers.api_patch)."""
+    from chaoskube.checkers.api_patch import check_api_patch
+
+    manifest = ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: patched, labels: {a: '1'}}\nspec:\n  replicas: 1\n"
+                "  selector: {matchLabels: {app: patched}}\n  template:\n    metadata: {labels: {app: patched}}\n"
+                "    spec: {containers: [{name: one, image: nginx, env: [{name: A, value: '1'}]}, {name: two, image: busybox}]}\n")
+    subprocess.run([KUBECTL or "kubectl", "--kubeconfig", str(live.kubeconfig), "apply", "-f", "-"], input=manifest, text=True, check=True, capture_output=True, timeout=30)
+    kubectl(live, "patch", "deployment", "patched", "--type", "merge", "-p", '{"metadata": {"labels": {"a": null, "b": "2"}}}')
+    kubectl(live, "patch", "deployment", "patched", "--type", "json", "-p", '[{"op": "add", "path": "/metadata/labels/c", "value": "3"}, {"op": "replace", "path": "/spec/replicas", "value": 2}]')
+    kubectl(live, "patch", "deployment", "patched", "--type", "strategic", "-p", '{"spec": {"template": {"spec": {"containers": [{"name": "two", "$patch": "delete"}, {"name": "one", "env": [{"name": "B", "value": "2"}]}]}}}}')
+    containers = kubectl(live, "get", "deployment", "patched", "-o", "jsonpath={.spec.template.spec.containers[*].name}").stdout
+    assert containers == "one"
+    events = live.call(lambda: list(live.world.journal.events))
+    kinds = {e["patch_type"] for e in events if e.get("type") == "api-patch" and e["key"] == "default/patched"}
+    assert kinds >= {"merge", "json", "strategic"}
+    verdict = check_api_patch(events)
+    assert verdict.valid is True and verdict.details["judged"] >= 3, verdict.reason
+
+
 def test_every_outside_request_is_journaled(live):
     events = live.call(lambda: [e for e in live.world.journal.events if e.get("type") == "http-request"])
     assert events and all(event["client"] == "outside" for event in events)
