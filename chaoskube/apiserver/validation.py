@@ -354,35 +354,91 @@ def _percent_or_int(path: str, value: int | str | None) -> int | None:
 # =========================================================================== apps
 
 
-def _workload(obj: Deployment | ReplicaSet) -> list[str]:
-    """``ValidateDeploymentSpec`` / ``ValidateReplicaSetSpec``: a non-empty selector that
-    selects the template's labels; replicas and minReadySeconds not negative; the rolling
-    update's bounds."""
+def validate_pod_template_spec_for_replica_set(template: PodTemplateSpec, selector: LabelSelector | None, path: str, kind: str = "ReplicaSet") -> list[str]:
+    """``ValidatePodTemplateSpecForReplicaSet``: a non-empty selector matches the template's
+    labels (a nil one is labels.Nothing(): it matches none), the template is valid, restartPolicy
+    Always, no activeDeadlineSeconds."""
     causes = []
-    spec = obj.spec
-    causes.extend(_non_negative("spec.replicas", spec.replicas))
-    causes.extend(_non_negative("spec.minReadySeconds", spec.min_ready_seconds))
-    causes.extend(_selector_matches(spec.selector, spec.template))
-    causes.extend(_template(spec.template, "spec.template", ("Always",)))
-    if isinstance(obj, Deployment):
-        causes.extend(_non_negative("spec.revisionHistoryLimit", spec.revision_history_limit))
-        strategy = spec.strategy
-        if strategy.type and strategy.type not in ("Recreate", "RollingUpdate"):
-            causes.append(_unsupported("spec.strategy.type", strategy.type, ("Recreate", "RollingUpdate")))
-        if strategy.type == "Recreate" and strategy.rolling_update is not None:
-            causes.append(_forbidden("spec.strategy.rollingUpdate", "may not be specified when strategy `type` is 'Recreate'"))
-        rolling = strategy.rolling_update
-        if rolling is not None and strategy.type != "Recreate":
-            surge, unavailable = _percent_or_int("", rolling.max_surge), _percent_or_int("", rolling.max_unavailable)
-            if surge == 0 and unavailable == 0:
-                causes.append(_invalid("spec.strategy.rollingUpdate.maxUnavailable", rolling.max_unavailable, "may not be 0 when `maxSurge` is 0"))
-            if isinstance(rolling.max_unavailable, str) and unavailable is not None and unavailable > 100:
-                causes.append(_invalid("spec.strategy.rollingUpdate.maxUnavailable", rolling.max_unavailable, "must not be greater than 100%"))
-        if spec.progress_deadline_seconds is not None:
-            causes.extend(_non_negative("spec.progressDeadlineSeconds", spec.progress_deadline_seconds))
-            if spec.progress_deadline_seconds <= spec.min_ready_seconds:
-                causes.append(_invalid("spec.progressDeadlineSeconds", spec.progress_deadline_seconds, "must be greater than minReadySeconds"))
+    if selector is None or selector.match_labels or selector.match_expressions:
+        if selector is None or not matches(selector, template.metadata.labels):
+            causes.append(_invalid(f"{path}.metadata.labels", template.metadata.labels, "`selector` does not match template `labels`"))
+    causes.extend(validate_pod_template_spec(template, path))
+    if template.spec.restart_policy != "Always":
+        causes.append(_unsupported(f"{path}.spec.restartPolicy", template.spec.restart_policy, ("Always",)))
+    if template.spec.active_deadline_seconds is not None:
+        causes.append(_forbidden(f"{path}.spec.activeDeadlineSeconds", "activeDeadlineSeconds in ReplicaSet is not Supported"))
     return causes
+
+
+def _replica_set_selector(selector: LabelSelector | None, path: str) -> list[str]:
+    """The selector half of ``ValidateDeploymentSpec`` / ``ValidateReplicaSetSpec`` (keys and
+    values are checked when a body is decoded)."""
+    if selector is None:
+        return [_required(f"{path}.selector")]
+    if not selector.match_labels and not selector.match_expressions:
+        return [_invalid(f"{path}.selector", "", "empty selector is invalid for deployment")]
+    return []
+
+
+def validate_rolling_update_deployment(rolling: Any, path: str) -> list[str]:
+    """``ValidateRollingUpdateDeployment``."""
+    causes = validate_positive_int_or_percent(rolling.max_unavailable, f"{path}.maxUnavailable")
+    causes += validate_positive_int_or_percent(rolling.max_surge, f"{path}.maxSurge")
+    if _int_or_percent_value(rolling.max_unavailable) == 0 and _int_or_percent_value(rolling.max_surge) == 0:
+        causes.append(_invalid(f"{path}.maxUnavailable", rolling.max_unavailable or 0, "may not be 0 when `maxSurge` is 0"))
+    causes += _not_more_than_100_percent(rolling.max_unavailable, f"{path}.maxUnavailable")
+    return causes
+
+
+def validate_deployment_strategy(strategy: Any, path: str) -> list[str]:
+    """``ValidateDeploymentStrategy`` (run after defaulting: an empty type is refused)."""
+    if strategy.type == "Recreate":
+        return [_forbidden(f"{path}.rollingUpdate", "may not be specified when strategy `type` is 'Recreate'")] if strategy.rolling_update is not None else []
+    if strategy.type == "RollingUpdate":
+        if strategy.rolling_update is None:
+            return [_required(f"{path}.rollingUpdate", "this should be defaulted and never be nil")]
+        return validate_rolling_update_deployment(strategy.rolling_update, f"{path}.rollingUpdate")
+    return [_unsupported(path, strategy.type, ("Recreate", "RollingUpdate"))]
+
+
+def validate_deployment_spec(spec: Any, path: str = "spec") -> list[str]:
+    """``ValidateDeploymentSpec`` (apps/v1 has no rollbackTo)."""
+    causes = _non_negative(f"{path}.replicas", spec.replicas or 0)
+    causes += _replica_set_selector(spec.selector, path)
+    causes += validate_pod_template_spec_for_replica_set(spec.template, spec.selector, f"{path}.template")
+    causes += validate_deployment_strategy(spec.strategy, f"{path}.strategy")
+    causes += _non_negative(f"{path}.minReadySeconds", spec.min_ready_seconds)
+    if spec.revision_history_limit is not None:
+        causes += _non_negative(f"{path}.revisionHistoryLimit", spec.revision_history_limit)
+    if spec.progress_deadline_seconds is not None:
+        causes += _non_negative(f"{path}.progressDeadlineSeconds", spec.progress_deadline_seconds)
+        if spec.progress_deadline_seconds <= spec.min_ready_seconds:
+            causes.append(_invalid(f"{path}.progressDeadlineSeconds", spec.progress_deadline_seconds, "must be greater than minReadySeconds"))
+    return causes
+
+
+def validate_replica_set_spec(spec: Any, path: str = "spec") -> list[str]:
+    """``ValidateReplicaSetSpec``."""
+    causes = _non_negative(f"{path}.replicas", spec.replicas or 0) + _non_negative(f"{path}.minReadySeconds", spec.min_ready_seconds)
+    causes += _replica_set_selector(spec.selector, path)
+    causes += validate_pod_template_spec_for_replica_set(spec.template, spec.selector, f"{path}.template")
+    return causes
+
+
+def _workload(obj: Deployment | ReplicaSet) -> list[str]:
+    """``ValidateDeploymentSpec`` / ``ValidateReplicaSetSpec``."""
+    return validate_deployment_spec(obj.spec) if isinstance(obj, Deployment) else validate_replica_set_spec(obj.spec)
+
+
+def validate_deployment(obj: Deployment) -> list[str]:
+    """``ValidateDeployment``: metadata and spec."""
+    return _metadata(obj) + validate_deployment_spec(obj.spec)
+
+
+def validate_deployment_update(new: Deployment, old: Deployment) -> list[str]:
+    """``ValidateDeploymentUpdate``: the metadata update and the new spec (the selector's
+    immutability is apps/v1's strategy's, in :func:`validate_update`)."""
+    return _metadata_update(old, new) + validate_deployment_spec(new.spec)
 
 
 def _replication_controller(rc: ReplicationController) -> list[str]:
