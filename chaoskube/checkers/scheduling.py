@@ -792,6 +792,7 @@ def check_scheduling_decisions(events: Iterable[Event], *, pending_bound_s: floa
     last_evaluation = -1.0
     dirty = False
     reported: set[str] = set()
+    unjudged: set[str] = set()
     preemptions = judged_pending = 0
     findings: list[tuple[float, str, tuple[Any, ...]]] = []
     unjudged_pending = 0
@@ -846,10 +847,15 @@ def check_scheduling_decisions(events: Iterable[Event], *, pending_bound_s: floa
             deadline = since + pending_bound_s
             if key in reported or event["t"] <= deadline:
                 continue
-            reported.add(key)
             if not health.healthy(since, deadline):
-                unjudged_pending += 1
+                # Not judged over a window a fault overlapped; judged again over the next
+                # one, so a pod Pending for ever after a fault is still a finding.
+                if key not in unjudged:
+                    unjudged.add(key)
+                    unjudged_pending += 1
+                feasible_since[key] = event["t"]
                 continue
+            reported.add(key)
             judged_pending += 1
             findings.append((deadline, f"pod {key} stayed Pending from t={since:.3f} to past t={deadline:.3f} although a node could take it all along (beyond the {pending_bound_s:g} s back-off bound), with a scheduler leading and the control plane healthy",
                              ({"type": "store", "t": since, "object": f"pods/{key}", "deadline_t": deadline},)))

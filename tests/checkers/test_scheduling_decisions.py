@@ -84,6 +84,23 @@ def test_a_pod_pending_while_a_node_fits_is_a_finding_past_the_bound():
     assert check_scheduling_decisions(bound).valid is True
 
 
+def test_a_pod_pending_for_ever_after_a_fault_is_judged_once_the_fault_heals():
+    """Its first window overlapped an etcd leader kill (not judged); a pod still Pending
+    15 s into the healthy time after the heal is a finding (the scheduler kept a pod whose
+    binding failed assumed: kubernetes#28883); one bound soon after the heal is not."""
+    kill = {"type": "fault", "event": "apply", "id": 1, "t": 2.5, "kind": "kill", "targets": ["etcd-1"]}
+    heal = {"type": "fault", "event": "heal", "id": 1, "t": 12.5, "kind": "kill", "targets": ["etcd-1"]}
+    events = [LEADING, apply(1.0, ready_node("n1")), apply(2.0, pending_pod("p")), kill, *[{"type": "x", "t": float(t)} for t in range(3, 60)], heal]
+    events.sort(key=lambda event: event["t"])
+    verdict = check_scheduling_decisions([*events, apply(60.0, ready_node("n1"))])
+    assert verdict.valid is False and "stayed Pending" in verdict.reason, verdict.reason
+    assert verdict.details["pending_unjudged"] == 1
+    bound = (pending_pod("p")[0], {**pending_pod("p")[1], "spec": {**pending_pod("p")[1]["spec"], "nodeName": "n1"}})
+    healed = [*[event for event in events if event["t"] <= 20.0], apply(20.0, bound), *[event for event in events if event["t"] > 20.0], apply(60.0, ready_node("n1"))]
+    verdict = check_scheduling_decisions(healed)
+    assert verdict.valid is True, verdict.reason
+
+
 def test_a_pod_that_fits_nowhere_may_wait():
     events = [LEADING, apply(1.0, ready_node("n1", cpu="200m")), apply(2.0, pending_pod("p")), apply(60.0, ready_node("n1", cpu="200m"))]
     assert check_scheduling_decisions(events).valid is True
