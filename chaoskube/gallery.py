@@ -1390,6 +1390,29 @@ def _binding_error_keeps_assumed_pod() -> Any:
     return handle_binding_error
 
 
+def _relist_keeps_deleted() -> Any:
+    """SharedInformer.replace that adds and updates what a relist returns but never deletes
+    what the cache holds and the list does not: an object deleted while the watch was down
+    stays in the informer's cache for ever, and no handler hears of its deletion.
+    kubernetes/kubernetes#115620 ("client-go/cache: fix missing delete event on replace":
+    objects "leaked" on informers without resync); the tombstones of PR #8822."""
+
+    def replace(self: Any, items: tuple[Any, ...], resource_version: str) -> None:
+        indexer = self.indexer
+        listed = {indexer.key_func(obj): obj for obj in items}
+        for key in sorted(listed):
+            new, old = listed[key], indexer.get_by_key(key)
+            indexer.update(new)
+            if old is None:
+                self._notify_add(new)
+            elif old.metadata.resource_version != new.metadata.resource_version:
+                self._notify_update(old, new)
+        # the bug: no DeletedFinalStateUnknown for the keys the list no longer has
+        self._synced.set()
+
+    return replace
+
+
 CONTROL_PLANE_VARIANTS: tuple[Variant, ...] = (
     Variant(
         "raft-commits-previous-term-by-count", "etcd Raft",
@@ -1399,7 +1422,12 @@ CONTROL_PLANE_VARIANTS: tuple[Variant, ...] = (
     Variant(
         "scheduler-keeps-pod-assumed-after-failed-bind", "kube-scheduler cache",
         "a pod whose binding failed is requeued but stays assumed in the scheduler cache, so it is skipped for ever and stays Pending (kubernetes#28883, #26043, #49314)",
-        "convergence", "scheduler-bind-during-etcd-leader-kill", "chaoskube.scheduler.scheduler:Scheduler._handle_binding_error", _binding_error_keeps_assumed_pod,
+        "scheduling", "scheduler-bind-during-etcd-leader-kill", "chaoskube.scheduler.scheduler:Scheduler._handle_binding_error", _binding_error_keeps_assumed_pod,
+    ),
+    Variant(
+        "informer-relist-keeps-deleted", "client-go informer",
+        "a relist adds and updates what the list returns but never deletes what it no longer has: an object deleted while the watch was down stays cached (kubernetes#115620)",
+        "api-watch", "watch-resume-under-churn", "chaoskube.client.informer:SharedInformer.replace", _relist_keeps_deleted,
     ),
 )
 VARIANTS.update((variant.name, variant) for variant in CONTROL_PLANE_VARIANTS)

@@ -33,7 +33,7 @@ def first_seeds() -> dict[str, int]:
 def test_every_variant_is_in_the_table_with_a_seed_or_a_reason():
     assert set(table()) == set(NAMES)
     assert all(1 <= seed <= 20 for seed in first_seeds().values())
-    assert all(cell.isdigit() or cell.startswith("not in 1..20") for cell in table().values())
+    assert all(cell.isdigit() or cell.startswith("not in 1..") for cell in table().values())
 
 
 @pytest.mark.parametrize("name", NAMES)
