@@ -175,6 +175,12 @@ class Lessor:
         """The lease ``key`` is attached to, or ``NO_LEASE`` (etcd's ``GetLease``)."""
         return self._lease_of_key.get(key, NO_LEASE)
 
+    def exists(self, lease_id: int) -> bool:
+        """Whether lease ``lease_id`` is granted (``Lessor.Lookup(id) != nil``): what a put
+        with a lease checks, without :meth:`lookup`'s sorted copy of the lease's keys (a
+        lease holding every Event of an API server holds thousands)."""
+        return lease_id in self._leases
+
     def lookup(self, lease_id: int) -> Lease | None:
         state = self._leases.get(lease_id)
         if state is None:

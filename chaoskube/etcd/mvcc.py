@@ -411,7 +411,7 @@ class Store:
     def _apply_put(self, request: PutRequest) -> PutResponse:
         _check_request_op(request, self.max_txn_ops)
         # txn.Put: the lease must exist; put: ignore_* needs the key.
-        if request.lease != NO_LEASE and self.lessor.lookup(request.lease) is None:
+        if request.lease != NO_LEASE and not self.lessor.exists(request.lease):
             raise LeaseNotFoundError()
         if (request.ignore_value or request.ignore_lease) and (
             self._kv_at(request.key, self.revision) is None
@@ -505,7 +505,7 @@ class Store:
                     self._kv_at(op.key, self.revision) is None
                 ):
                     raise KeyNotFoundError()
-                if op.lease != NO_LEASE and self.lessor.lookup(op.lease) is None:
+                if op.lease != NO_LEASE and not self.lessor.exists(op.lease):
                     raise LeaseNotFoundError()
             elif isinstance(op, TxnRequest):
                 self._check_txn(op, next(child_paths))
