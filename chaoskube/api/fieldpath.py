@@ -316,10 +316,14 @@ class MapType:
     defaults: tuple[tuple[str, Any], ...] = ()
 
     def find(self, name: str) -> TypeRef | None:
-        for field_name, ref in self.fields:
-            if field_name == name:
-                return ref
-        return None
+        try:
+            index = self.__dict__["_index"]
+        except KeyError:  # built once: the first of two fields of the same name wins, as the scan did
+            index = {}
+            for field_name, ref in self.fields:
+                index.setdefault(field_name, ref)
+            object.__setattr__(self, "_index", index)  # not a dataclass field: eq, hash, repr unchanged
+        return index.get(name)
 
     def child(self, name: str) -> TypeRef | None:
         return self.find(name) or self.element
@@ -349,16 +353,28 @@ class Schema:
         self.types.update(types or {})
         self._lazy = lazy
         self._resolved: dict[TypeRef, Atom | None] = {}
+        #: resolve's answers by id(ref), with the ref kept (so its id is not reused): a
+        #: TypeRef is a frozen dataclass whose hash walks its whole inline type on every call
+        self._by_id: dict[int, tuple[TypeRef, Atom | None]] = {}
         #: reconcile_field_set_with_schema's answers (a schema does not change once built)
         self._reconciled: dict[tuple, frozenset | None] = {}
 
     def resolve(self, ref: TypeRef | None) -> Atom | None:
         if ref is None:
             return None
+        known = self._by_id.get(id(ref))
+        if known is not None and known[0] is ref:
+            return known[1]
         try:
-            return self._resolved[ref]
+            atom = self._resolved[ref]
         except KeyError:
-            pass
+            atom = self._resolve_new(ref)
+        if len(self._by_id) > 65536:
+            self._by_id.clear()
+        self._by_id[id(ref)] = (ref, atom)
+        return atom
+
+    def _resolve_new(self, ref: TypeRef) -> Atom | None:
         atom: Atom | None
         if ref.inline is not None:
             atom = ref.inline
@@ -696,31 +712,47 @@ def _equal(left: Any, right: Any) -> bool:
     return left == right
 
 
+def _deduced_kind(atom: Atom, value: Any) -> str:
+    """``_kind(_deduce(atom, value))`` without building the deduced Atom (the deduced
+    atom keeps the one member of ``atom`` that matches the value, so its list and map are
+    ``atom``'s)."""
+    if value is not MISSING and value is not None:
+        if isinstance(value, (bool, int, float, str)):
+            if atom.scalar is not None:
+                return "scalar"
+        elif isinstance(value, list):
+            if atom.list is not None:
+                return "list"
+        elif isinstance(value, dict):
+            if atom.map is not None:
+                return "map"
+    return _kind(atom)
+
+
+def _leaf(lhs: Any, rhs: Any, path: Path, result: Comparison) -> None:
+    if lhs is MISSING:
+        result.added.add(path)
+    elif rhs is MISSING:
+        result.removed.add(path)
+    elif not _equal(lhs, rhs):
+        result.modified.add(path)
+
+
 def _compare(lhs: Any, rhs: Any, schema: Schema, ref: TypeRef | None, path: Path, result: Comparison) -> None:
     if isinstance(lhs, (dict, list)) and lhs == rhs and _canon(lhs) == _canon(rhs):
         return  # an identical subtree has nothing added, modified or removed (a shortcut)
     atom = _resolve(schema, ref, rhs if rhs is not MISSING else lhs)
-    atom = _deduce(atom, rhs) if rhs is not MISSING else _deduce(atom, lhs)
-    kind = _kind(atom)
-
-    def leaf() -> None:
-        if lhs is MISSING:
-            result.added.add(path)
-        elif rhs is MISSING:
-            result.removed.add(path)
-        elif not _equal(lhs, rhs):
-            result.modified.add(path)
-
+    kind = _deduced_kind(atom, rhs if rhs is not MISSING else lhs)
     is_leaf = False
     if kind == "scalar":
-        leaf()
+        _leaf(lhs, rhs, path, result)
         is_leaf = True
     elif kind == "list":
         lst = atom.list
         left = _as_list(lhs) if lhs is not MISSING else None
         right = _as_list(rhs) if rhs is not MISSING else None
         if lst.relationship == "atomic" or (not left and not right):
-            leaf()
+            _leaf(lhs, rhs, path, result)
             is_leaf = True
         elif left is not None or right is not None:
             _compare_list(lst, left, right, schema, path, result)
@@ -729,7 +761,7 @@ def _compare(lhs: Any, rhs: Any, schema: Schema, ref: TypeRef | None, path: Path
         left = _as_map(lhs) if lhs is not MISSING else None
         right = _as_map(rhs) if rhs is not MISSING else None
         if mp.relationship == "atomic" or (not left and not right):
-            leaf()
+            _leaf(lhs, rhs, path, result)
             is_leaf = True
         else:
             keys = list(left or {}) + [key for key in (right or {}) if key not in (left or {})]
