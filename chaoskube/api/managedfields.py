@@ -48,7 +48,7 @@ import msgspec
 import orjson
 
 from chaoskube.api import fieldpath as fp
-from chaoskube.api.strategic import PATCH_META
+from chaoskube.api.strategic import PATCH_META, struct_info
 
 __all__ = [
     "ApplyConflict", "ApplyError", "FieldManager", "LAST_APPLIED_ANNOTATION", "builtin_schema",
@@ -167,7 +167,7 @@ class _BuiltinTypes:
         cls = self.classes.get(name)
         if cls is None:
             return None
-        info = msgspec.inspect.type_info(cls)
+        info = struct_info(cls)
         fields = tuple((field.encode_name, self.ref(field.type, name, field.encode_name)) for field in info.fields)
         defaults = tuple((field_name, value) for (owner, field_name), value in KEY_DEFAULTS.items() if owner == name)
         return fp.Atom(map=fp.MapType(fields, None, "atomic" if name in ATOMIC_STRUCTS else "separable", defaults))
@@ -178,7 +178,7 @@ def _struct_fields(cls: type) -> tuple[tuple[str, str, type], ...]:
     """The struct-typed fields of ``cls``: (JSON name, "struct" for a non-optional one,
     "optional", "list" or "dict" of structs, the struct class)."""
     out = []
-    for field in msgspec.inspect.type_info(cls).fields:
+    for field in struct_info(cls).fields:
         info = field.type
         optional = isinstance(info, msgspec.inspect.UnionType)
         info = _unwrap(info)
@@ -219,7 +219,7 @@ def typed_form(document: Any, cls: type) -> Any:
 def builtin_schema(cls: type) -> tuple[fp.Schema, fp.TypeRef]:
     """The SMD schema and root type of a built-in kind's struct class."""
     types = _BuiltinTypes()
-    root = types.ref(msgspec.inspect.type_info(cls))
+    root = types.ref(struct_info(cls))
     return fp.Schema(lazy=types.build), root
 
 

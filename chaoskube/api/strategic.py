@@ -50,7 +50,7 @@ import msgspec
 
 from chaoskube.api.patch import PatchError
 
-__all__ = ["PATCH_META", "PatchMeta", "field_type", "patch_meta", "strategic_merge_patch"]
+__all__ = ["PATCH_META", "PatchMeta", "field_type", "patch_meta", "strategic_merge_patch", "struct_info"]
 
 DIRECTIVE = "$patch"
 RETAIN_KEYS = "$retainKeys"
@@ -115,10 +115,42 @@ PATCH_META: dict[tuple[str, str], PatchMeta] = {
 
 
 # ----------------------------------------------------------------------------- types
+_STRUCT_INFOS: dict[type, Any] = {}
+
+
+def struct_info(cls: type) -> Any:
+    """``msgspec.inspect.type_info`` of a struct class, remembered with every struct type
+    nested in it: one call walks the whole tree of types (a few ms for a Pod), so each
+    ``StructType`` of its answer is kept rather than walked again for a nested class."""
+    info = _STRUCT_INFOS.get(cls)
+    if info is None:
+        info = msgspec.inspect.type_info(cls)
+        seen: set[int] = set()
+        stack = [info]
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if isinstance(node, msgspec.inspect.StructType):
+                _STRUCT_INFOS.setdefault(node.cls, node)
+                stack.extend(field.type for field in node.fields)
+            elif isinstance(node, msgspec.inspect.UnionType):
+                stack.extend(node.types)
+            elif isinstance(node, msgspec.inspect.DictType):
+                stack.extend((node.key_type, node.value_type))
+            elif isinstance(node, msgspec.inspect.TupleType):
+                stack.extend(node.item_types)
+            elif isinstance(node, (msgspec.inspect.ListType, msgspec.inspect.SetType, msgspec.inspect.FrozenSetType, msgspec.inspect.VarTupleType)):
+                stack.append(node.item_type)
+        _STRUCT_INFOS.setdefault(cls, info)
+    return info
+
+
 @lru_cache(maxsize=None)
 def _fields(cls: type) -> dict[str, Any]:
     """JSON field name -> its msgspec type info, for a struct class."""
-    info = msgspec.inspect.type_info(cls)
+    info = struct_info(cls)
     assert isinstance(info, msgspec.inspect.StructType), cls
     return {field.encode_name: field.type for field in info.fields}
 
@@ -177,7 +209,7 @@ def strategic_merge_patch(document: Any, patch: Any, cls: type) -> Any:
         raise PatchError("a strategic merge patch is a JSON object")
     if not isinstance(document, dict):
         raise PatchError("a strategic merge patch applies to a JSON object")
-    return _merge_map(_copy(document), _copy(patch), msgspec.inspect.type_info(cls))
+    return _merge_map(_copy(document), _copy(patch), struct_info(cls))
 
 
 def _copy(value: Any) -> Any:
