@@ -85,7 +85,7 @@ avoid deadlocks between owners) is not modelled.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -149,21 +149,22 @@ def owner_resource(reference: OwnerReference) -> str | None:
 
 
 class AbsentOwnerCache:
-    """``ReferenceCache``: an LRU set of owner uids known to be absent; at the bound the
-    least recently used entry is dropped (the owner is then looked up again)."""
+    """``ReferenceCache``: an LRU set of owners known to be absent (``_is_dangling`` keys
+    them by coordinates and the namespace looked in); at the bound the least recently used
+    entry is dropped (the owner is then looked up again)."""
 
     def __init__(self, capacity: int = ABSENT_OWNER_CACHE_SIZE) -> None:
         assert capacity > 0
         self.capacity = capacity
-        self._entries: OrderedDict[str, None] = OrderedDict()
+        self._entries: OrderedDict[Hashable, None] = OrderedDict()
 
-    def add(self, uid: str) -> None:
+    def add(self, uid: Hashable) -> None:
         self._entries[uid] = None
         self._entries.move_to_end(uid)
         while len(self._entries) > self.capacity:
             self._entries.popitem(last=False)
 
-    def has(self, uid: str) -> bool:
+    def has(self, uid: Hashable) -> bool:
         if uid in self._entries:
             self._entries.move_to_end(uid)
             return True
@@ -460,7 +461,12 @@ class GarbageCollector:
     async def _is_dangling(self, reference: OwnerReference, namespace: str) -> bool:
         """``isDangling``: a live GET of the owner (namespaced owners live in the
         dependent's namespace). Raises ApiError when the answer is not conclusive."""
-        if self.absent_owners.has(reference.uid):
+        # The absent owners are remembered by coordinates and the namespace looked in
+        # (``objectReference``, since kubernetes/kubernetes#92743): keyed by uid alone, an
+        # owner absent from one namespace (an invalid cross-namespace reference) made its
+        # valid dependents in its own namespace look orphaned too (#65200).
+        coordinates = (reference.api_version, reference.kind, reference.name, reference.uid)
+        if self.absent_owners.has((*coordinates, "")) or self.absent_owners.has((*coordinates, namespace)):
             return True
         resource = self._owner_resource(reference)
         if resource is None:
@@ -471,10 +477,10 @@ class GarbageCollector:
         except ApiError as error:
             if error.code != 404:
                 raise
-            self.absent_owners.add(reference.uid)
+            self.absent_owners.add((*coordinates, owner_namespace))
             return True
         if owner.metadata.uid != reference.uid:
-            self.absent_owners.add(reference.uid)
+            self.absent_owners.add((*coordinates, owner_namespace))
             return True
         return False
 

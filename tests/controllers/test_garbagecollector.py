@@ -369,3 +369,36 @@ def test_foreground_deletion_of_a_custom_resource_waits_for_its_blocking_depende
     assert [e["name"] for e in finalizers][-1] == "foo-1"
     deploy_released = next(e["t"] for e in finalizers if e["name"] == "foo-1-deploy")
     assert deploy_released < next(e["t"] for e in finalizers if e["name"] == "foo-1") <= foo_gone_at
+
+
+def test_an_owner_absent_from_one_namespace_is_not_absent_from_its_own():
+    """kubernetes/kubernetes#65200, fixed by #92743: a dependent in namespace "other" names
+    the ConfigMap owner of namespace "default" (an invalid cross-namespace reference), so the
+    owner is absent there; a valid dependent in "default" must still find it (the absent
+    owner cache is keyed by coordinates and the namespace looked in, not by uid alone)."""
+    from chaoskube.api.protocol import Status
+    from chaoskube.controllers.garbagecollector import GarbageCollector
+
+    reference = OwnerReference(api_version="v1", kind="ConfigMap", name="owner", uid="u-1")
+
+    class Client:
+        async def get(self, resource, namespace, name):
+            if (resource, namespace, name) != ("configmaps", "default", "owner"):
+                raise ApiError(Status(code=404, reason="NotFound", message=f"{resource} {name!r} not found"))
+            return from_dict({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner", "namespace": "default", "uid": "u-1"}})
+
+    class Collector:
+        absent_owners = AbsentOwnerCache()
+        client = Client()
+        _owner_resource = GarbageCollector._owner_resource
+        _owner_namespaced = GarbageCollector._owner_namespaced
+        _custom: dict = {}
+
+    collector = Collector()
+
+    async def main():
+        return [await GarbageCollector._is_dangling(collector, reference, namespace) for namespace in ("other", "default", "other")]
+
+    import trio
+
+    assert trio.run(main) == [True, False, True]
