@@ -441,6 +441,17 @@ def validate_deployment_update(new: Deployment, old: Deployment) -> list[str]:
     return _metadata_update(old, new) + validate_deployment_spec(new.spec)
 
 
+def validate_replica_set(obj: ReplicaSet) -> list[str]:
+    """``ValidateReplicaSet``: metadata and spec."""
+    return _metadata(obj) + validate_replica_set_spec(obj.spec)
+
+
+def validate_replica_set_update(new: ReplicaSet, old: ReplicaSet) -> list[str]:
+    """``ValidateReplicaSetUpdate``: the metadata update and the new spec (the selector's
+    immutability is apps/v1's strategy's, in :func:`validate_update`)."""
+    return _metadata_update(old, new) + validate_replica_set_spec(new.spec)
+
+
 def _replication_controller(rc: ReplicationController) -> list[str]:
     """``ValidateReplicationControllerSpec``: the selector map must be non-empty and select
     the template's labels."""
