@@ -729,6 +729,31 @@ def _deduced_kind(atom: Atom, value: Any) -> str:
     return _kind(atom)
 
 
+_INT64 = (-(2**63), 2**64 - 1)  # what orjson encodes (past it, _canon raises)
+
+
+def _same_json(left: Any, right: Any) -> bool:
+    """``_canon(left) == _canon(right)`` for two values already ``==``, without encoding
+    them: equal values differ in JSON only where a boolean meets a number (``True == 1``);
+    a whole float and its integer encode alike (``_integral``), key order is sorted. An
+    integer orjson cannot encode takes the encoding (so that it raises as before)."""
+    if isinstance(left, dict):
+        return all(_same_json(item, right[key]) for key, item in left.items())
+    if isinstance(left, list):
+        return all(_same_json(a, b) for a, b in zip(left, right))
+    if isinstance(left, bool) or isinstance(right, bool):
+        return type(left) is type(right)
+    if _wide(left) or _wide(right):
+        return _canon(left) == _canon(right)
+    return True
+
+
+def _wide(value: Any) -> bool:
+    if type(value) is float:
+        return value.is_integer() and not _INT64[0] <= value <= _INT64[1]
+    return type(value) is int and not _INT64[0] <= value <= _INT64[1]
+
+
 def _leaf(lhs: Any, rhs: Any, path: Path, result: Comparison) -> None:
     if lhs is MISSING:
         result.added.add(path)
@@ -739,7 +764,7 @@ def _leaf(lhs: Any, rhs: Any, path: Path, result: Comparison) -> None:
 
 
 def _compare(lhs: Any, rhs: Any, schema: Schema, ref: TypeRef | None, path: Path, result: Comparison) -> None:
-    if isinstance(lhs, (dict, list)) and lhs == rhs and _canon(lhs) == _canon(rhs):
+    if isinstance(lhs, (dict, list)) and lhs == rhs and _same_json(lhs, rhs):
         return  # an identical subtree has nothing added, modified or removed (a shortcut)
     atom = _resolve(schema, ref, rhs if rhs is not MISSING else lhs)
     kind = _deduced_kind(atom, rhs if rhs is not MISSING else lhs)

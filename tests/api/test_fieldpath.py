@@ -176,3 +176,24 @@ def test_version_doesnt_match_typename() -> None:
             "v2_applier": (frozenset({P("required_field_bar")}), "v2", True),
             "v1_applier": (frozenset({P("common_field")}), "v1", True),
         }
+
+
+_NAN = float("nan")
+
+
+@pytest.mark.parametrize(("left", "right"), [
+    ({"a": True}, {"a": 1}), ([1, 2.0], [1, 2]), ({"a": [True, False]}, {"a": [1, 0]}), ({"x": {"y": 1.0}}, {"x": {"y": 1}}),
+    ([None], [None]), ([2**63 - 1], [2**63 - 1]), ([-(2**63)], [-(2**63)]), ([2**64 - 1], [2**64 - 1]), ([2**64], [2**64]),
+    ([_NAN], [_NAN]), ([1.5], [1.5]), ({"a": 1e20}, {"a": 10**20}), ([True], [True]), ({"a": []}, {"a": []}), ([float("inf")], [float("inf")]),
+])
+def test_compare_shortcut_answers_as_the_canonical_encoding(left: object, right: object) -> None:
+    # compare skips a subtree when it is == and encodes alike; _same_json answers that
+    # without encoding: it must agree with _canon, raising where _canon raises
+    def outcome(check):  # noqa: ANN001, ANN202
+        try:
+            return check()
+        except TypeError:
+            return "raises"
+
+    assert left == right
+    assert outcome(lambda: fp._same_json(left, right)) == outcome(lambda: fp._canon(left) == fp._canon(right))
