@@ -1413,6 +1413,37 @@ def _relist_keeps_deleted() -> Any:
     return replace
 
 
+def _absent_owners_by_uid() -> Any:
+    """GarbageCollector._is_dangling whose absent-owner cache is keyed by the owner's uid
+    alone, as before kubernetes/kubernetes#92743: once a dependent in another namespace
+    (an invalid cross-namespace reference, e.g. an object copied with its owner
+    references) found the owner absent there, the owner's valid dependents in its own
+    namespace are taken for orphans and deleted (kubernetes/kubernetes#65200: "the garbage
+    collector also deleted some PVCs in the original namespace")."""
+    from chaoskube.client.client import ApiError
+
+    async def is_dangling(self: Any, reference: Any, namespace: str) -> bool:
+        if self.absent_owners.has(reference.uid):  # the bug: the namespace looked in is forgotten
+            return True
+        resource = self._owner_resource(reference)
+        if resource is None:
+            return False
+        owner_namespace = namespace if self._owner_namespaced(reference) else ""
+        try:
+            owner = await self.client.get(resource, owner_namespace, reference.name)
+        except ApiError as error:
+            if error.code != 404:
+                raise
+            self.absent_owners.add(reference.uid)
+            return True
+        if owner.metadata.uid != reference.uid:
+            self.absent_owners.add(reference.uid)
+            return True
+        return False
+
+    return is_dangling
+
+
 CONTROL_PLANE_VARIANTS: tuple[Variant, ...] = (
     Variant(
         "raft-commits-previous-term-by-count", "etcd Raft",
@@ -1428,6 +1459,11 @@ CONTROL_PLANE_VARIANTS: tuple[Variant, ...] = (
         "informer-relist-keeps-deleted", "client-go informer",
         "a relist adds and updates what the list returns but never deletes what it no longer has: an object deleted while the watch was down stays cached (kubernetes#115620)",
         "api-watch", "watch-resume-under-churn", "chaoskube.client.informer:SharedInformer.replace", _relist_keeps_deleted,
+    ),
+    Variant(
+        "gc-absent-owner-cache-by-uid", "kube-controller-manager garbage collector",
+        "an owner found absent from one namespace (an invalid cross-namespace reference) is remembered absent by uid alone, so its valid dependents in its own namespace are deleted (kubernetes#65200, fixed by #92743)",
+        "garbage-collection", "cascading-deletion-under-failover", "chaoskube.controllers.garbagecollector:GarbageCollector._is_dangling", _absent_owners_by_uid,
     ),
 )
 VARIANTS.update((variant.name, variant) for variant in CONTROL_PLANE_VARIANTS)
