@@ -1467,3 +1467,52 @@ CONTROL_PLANE_VARIANTS: tuple[Variant, ...] = (
     ),
 )
 VARIANTS.update((variant.name, variant) for variant in CONTROL_PLANE_VARIANTS)
+
+
+# =========================================================================== the HTTPS front (issue 35)
+def _continue_at_latest() -> Any:
+    """The front's ``_continue_at`` that reads every continued page at the latest revision
+    instead of the token's: the pages of one list mix revisions (the inconsistency
+    kubernetes#91503 / KEP-1904 and the consistent-chunking design, kubernetes/community#896,
+    rule out; before kubernetes#67284 only a 410 could end such a list)."""
+    from dataclasses import replace
+
+    def continue_at(request: Any, revision: int) -> Any:
+        return replace(request, resource_version="", resource_version_match="")
+
+    return continue_at
+
+
+def _delete_from_primitive_list_replaces() -> Any:
+    """Strategic merge patch's ``mergeMap`` before kubernetes#110472 (kubernetes#110407):
+    ``$deleteFromPrimitiveList/<field>`` on a list without ``patchStrategy: merge`` (a
+    container's ``args``) replaces the list with the values it meant to delete."""
+    from chaoskube.api import strategic
+
+    real = strategic._merge_map
+
+    def merge_map(original: Any, patch: Any, info: Any) -> Any:
+        result = real(original, patch, info)
+        for key, value in patch.items() if isinstance(patch, dict) else ():
+            if key.startswith(strategic.DELETE_FROM_PRIMITIVE) and isinstance(value, list):
+                field = key[len(strategic.DELETE_FROM_PRIMITIVE):]
+                if strategic._strategy(strategic.patch_meta(info, field)) != "merge" and isinstance(result, dict) and field in result:
+                    result[field] = list(value)  # the bug: the values to delete become the list
+        return result
+
+    return merge_map
+
+
+FRONT_VARIANTS: tuple[Variant, ...] = (
+    Variant(
+        "front-continue-reads-latest", "kube-apiserver HTTPS front (pagination)",
+        "a paginated list's continue pages are read at the latest revision, not the first page's: one list mixes revisions (kubernetes#91503, kubernetes/community#896)",
+        "api-pagination", "outside-clients-under-apiserver-restarts", "chaoskube.apiserver.http.front:_continue_at", _continue_at_latest,
+    ),
+    Variant(
+        "strategic-delete-from-primitive-list-replaces", "kube-apiserver strategic merge patch",
+        "$deleteFromPrimitiveList on a list without a merge strategy (a container's args) leaves the values to delete instead of removing them (kubernetes#110407, fixed by #110472)",
+        "api-patch", "outside-clients-under-apiserver-restarts", "chaoskube.api.strategic:_merge_map", _delete_from_primitive_list_replaces,
+    ),
+)
+VARIANTS.update((variant.name, variant) for variant in FRONT_VARIANTS)

@@ -361,6 +361,10 @@ class KubernetesWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=Tru
     converge_s: float = 120.0
     #: Adversarial tenants (issue 19): ``true`` for the defaults, or their options.
     tenants: bool | TenantOptions = False
+    #: An outside program through the HTTPS front's request handler, in process
+    #: (:mod:`chaoskube.apiserver.http.outside`): paginated lists, merge / JSON /
+    #: strategic merge patches, resumed watches, for api-pagination, api-patch, api-watch.
+    outside_client: bool = False
 
     @property
     def tenant_options(self) -> TenantOptions | None:
@@ -619,7 +623,7 @@ class KubernetesSystem(System):
         return spec, msgspec.structs.replace(typed, manifests=resolved)
 
     LEADER_ROLES = frozenset({"etcd", "kube-controller-manager", "kube-scheduler"})
-    RUNS = ("chaoskube.etcd", "chaoskube.apiserver", "chaoskube.client", "chaoskube.controllers", "chaoskube.scheduler", "chaoskube.node")
+    RUNS = ("chaoskube.etcd", "chaoskube.apiserver", "chaoskube.client", "chaoskube.controllers", "chaoskube.scheduler", "chaoskube.node", "chaoskube.api.strategic")
     PROBES = True
 
     @classmethod
@@ -675,6 +679,8 @@ class KubernetesSystem(System):
         tenants' processes (role ``tenant``) when it has tenants."""
         infos = [ProcessInfo(name, role, zone) for name, role, zone in planned_processes(cluster)]
         infos += [ProcessInfo("kubectl", "kubectl", None)] + ([ProcessInfo("traffic", "traffic", None)] if workload.traffic else [])
+        if workload.outside_client:
+            infos.append(ProcessInfo("outside", "outside", None))
         options = workload.tenant_options
         if options is not None:
             infos += [ProcessInfo(f"tenant-{name}", "tenant", None) for name in options.spec().tenants] + [ProcessInfo("tenant-admin", "tenant", None)]
@@ -772,6 +778,12 @@ class KubernetesSystem(System):
         if self.workload.traffic and any(_probeable(obj) for obj in self.objects):
             self._start_traffic()
         await self._start_tenants()
+        if self.workload.outside_client:
+            from chaoskube.apiserver.http.front import ApiFront
+            from chaoskube.apiserver.http.outside import OutsideClient
+
+            assert self.handle is not None
+            OutsideClient(self.world, ApiFront(self.world, self.handle.api_server_names, None), self.handle.api_server_names).start()
         for step in sorted(self.workload.steps, key=lambda step: step.after_s):
             self.world.call_later(step.after_s, self._start_step, step)
 

@@ -231,11 +231,11 @@ class ApiFront:
     """See the module docstring. Create inside ``world.run``; ``await front.start(nursery)``
     binds every listener and returns; cancelling ``nursery`` closes them all."""
 
-    def __init__(self, world: World, api_servers: list[str], tls: ServerTLS, config: FrontConfig | None = None, *, client_roles: dict[str, str] | None = None) -> None:
+    def __init__(self, world: World, api_servers: list[str], tls: ServerTLS | None, config: FrontConfig | None = None, *, client_roles: dict[str, str] | None = None) -> None:
         self.world = world
         self.api_servers = list(api_servers)
         self.config = config or FrontConfig()
-        self._ssl = tls.context()
+        self._ssl = tls.context() if tls is not None else None  # None: in-process streams only (serve_stream)
         self._replicas = {name: _Replica(name, 0) for name in self.api_servers}
         self._nursery: trio.Nursery | None = None
         self._clients: dict[str, _Client] = {}
@@ -374,7 +374,16 @@ class ApiFront:
             return
         if not stream._ssl_object or not self.world.process(replica.name).alive:  # noqa: SLF001
             return
-        credentials = _certificate_credentials(stream)
+        await self._converse(replica, stream, _certificate_credentials(stream))
+
+    async def serve_stream(self, server: str, stream: Any, credentials: Credentials | None = None) -> None:
+        """Serve HTTP/1.1 on ``stream`` as replica ``server``'s listener would, without TLS:
+        an in-process outside client (:mod:`chaoskube.apiserver.http.outside`) on a
+        memory stream, in virtual time. ``credentials``: the client certificate's, if any
+        (a bearer token in the requests works as over TLS)."""
+        await self._converse(self._replicas[server], stream, credentials or Credentials())
+
+    async def _converse(self, replica: _Replica, stream: Any, credentials: Credentials) -> None:
         connection = h11.Connection(h11.SERVER, max_incomplete_event_size=64 * 1024)
         replica.connections.add(stream)
         try:
@@ -711,10 +720,7 @@ class ApiFront:
             except (ValueError, KeyError, TypeError, AssertionError, orjson.JSONDecodeError):
                 raise StatusError(bad_request("continue key is not valid: the token was not produced by this server")) from None
             token_rv = revision
-            if revision == -1:  # storage.DecodeContinue: -1 continues at the latest revision
-                request = replace(request, resource_version="", resource_version_match="")
-            else:
-                request = replace(request, resource_version=str(revision), resource_version_match="Exact")
+            request = _continue_at(request, revision)
         elif limit and request.resource_version == "0":
             limit = 0  # the watch cache answers "0" whole, ignoring limit (cacher.go)
         page_record: dict[str, Any] = {
@@ -1037,6 +1043,14 @@ class ApiFront:
 
 
 # ----------------------------------------------------------------------------- helpers
+def _continue_at(request: Request, revision: int) -> Request:
+    """The read a continue token asks for: exactly at its revision, or at the latest for
+    the fresh token of a 410 (rv -1, ``storage.DecodeContinue``)."""
+    if revision == -1:
+        return replace(request, resource_version="", resource_version_match="")
+    return replace(request, resource_version=str(revision), resource_version_match="Exact")
+
+
 def _continue_token(revision: int, start: str) -> str:
     """Upstream's continue token (``storage.EncodeContinue``): base64 of the version, the
     revision to read at (-1: the latest) and the key to start from."""
