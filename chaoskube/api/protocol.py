@@ -111,10 +111,21 @@ def qualified_resource(resource: str) -> str:
     return f"{resource}.{group}" if group else resource
 
 
+_LAST_TIMESTAMP: tuple[_dt.datetime, int, str] | None = None
+
+
 def timestamp(now: float) -> str:
-    """``metav1.Time`` of virtual time ``now``: RFC 3339, whole seconds (truncated)."""
-    moment = EPOCH + _dt.timedelta(seconds=int(now // 1))
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    """``metav1.Time`` of virtual time ``now``: RFC 3339, whole seconds (truncated). The
+    last answer is kept (with the epoch it was made from): every write, Event and status
+    of one simulated second asks for the same text."""
+    global _LAST_TIMESTAMP
+    seconds = int(now // 1)
+    last = _LAST_TIMESTAMP
+    if last is not None and last[1] == seconds and last[0] is EPOCH:
+        return last[2]
+    text = (EPOCH + _dt.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    _LAST_TIMESTAMP = (EPOCH, seconds, text)
+    return text
 
 
 def micro_timestamp(now: float) -> str:
