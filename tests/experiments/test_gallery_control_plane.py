@@ -22,7 +22,7 @@ NAMES = [variant.name for variant in gallery.CONTROL_PLANE_VARIANTS]
 
 def table() -> dict[str, str]:
     """docs/experiments.md's "Issue 35: the control plane's gaps" table: variant -> first seed cell."""
-    text = (ROOT / "docs" / "experiments.md").read_text().split("### Issue 35: the control plane's gaps", 1)[1]
+    text = (ROOT / "docs" / "experiments.md").read_text().split("### Issue 35: the control plane's gaps", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
     return {match[0]: match[1].strip() for match in re.findall(r"^\| `([\w-]+)` \|[^|]*\|[^|]*\|[^|]*\|([^|]*)\|", text, re.M)}
 
 

@@ -22,7 +22,7 @@ NAMES = [variant.name for variant in gallery.APP_VARIANTS]
 
 def first_seeds() -> dict[str, int]:
     """The table of docs/experiments.md's issue-35 section: variant -> first seed caught."""
-    text = (ROOT / "docs" / "experiments.md").read_text().split("### Issue 35", 1)[1]
+    text = (ROOT / "docs" / "experiments.md").read_text().split("### Issue 35: the gallery of the application kinds", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
     return {match[0]: int(match[1]) for match in re.findall(r"^\| `([\w-]+)` \|[^|]*\|[^|]*\|[^|]*\| (\d+) \|", text, re.M)}
 
 
