@@ -49,7 +49,7 @@ from chaoskube.api.cron import ScheduleError, parse_schedule, zone
 from chaoskube.api.protocol import parse_timestamp
 from chaoskube.api import protocol
 from chaoskube.checkers.replay import StoreReplay, is_deleting, run_health
-from chaoskube.checkers.verdict import Verdict
+from chaoskube.checkers.verdict import Verdict, nothing_to_judge
 
 __all__ = ["check_cronjob_invariants"]
 
@@ -181,7 +181,7 @@ def check_cronjob_invariants(events: Sequence[Event], *, lag_s: float = LAG_S) -
             if findings:
                 return _violation(findings[0], counts)
     if not crons:
-        return Verdict(None, "the store never held a CronJob: nothing to judge", (), counts)
+        return nothing_to_judge("the store never held a CronJob: nothing to judge", (), counts)
     end_t = events[-1]["t"] if events else 0.0
     health = run_health(events, end_t, "kube-controller-manager")
     for cron in crons.values():

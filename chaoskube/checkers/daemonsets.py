@@ -44,7 +44,7 @@ from chaoskube.api.manifests import ManifestError, from_dict
 from chaoskube.api.objects import Toleration
 from chaoskube.api.workloads import daemon_pod_node, find_untolerated_taint, pod_fits_node_affinity
 from chaoskube.checkers.replay import StoreReplay, condition_status, is_deleting, pod_ready, scaled_value
-from chaoskube.checkers.verdict import Verdict
+from chaoskube.checkers.verdict import Verdict, nothing_to_judge
 
 __all__ = ["DAEMON_TOLERATIONS", "check_daemonset_invariants"]
 
@@ -150,7 +150,7 @@ def check_daemonset_invariants(events: Sequence[Event]) -> Verdict:
                                       f"DaemonSet {sets[owner or '']} holds two live pods on {len(doubled)} node(s) ({', '.join(doubled)}) after {change.key} was created, over maxSurge {surge}",
                                       counts, {"nodes": doubled, "maxSurge": surge})
     if not sets:
-        return Verdict(None, "the store never held a DaemonSet: nothing to judge", (), counts)
+        return nothing_to_judge("the store never held a DaemonSet: nothing to judge", (), counts)
     judged = bool(final_steady)
     if judged:
         nodes = store.objects("nodes")

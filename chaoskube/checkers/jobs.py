@@ -57,7 +57,7 @@ from typing import Any
 
 from chaoskube.api.protocol import parse_timestamp
 from chaoskube.checkers.replay import Change, StoreReplay, condition_status, is_deleting, run_health
-from chaoskube.checkers.verdict import Verdict
+from chaoskube.checkers.verdict import Verdict, nothing_to_judge
 
 __all__ = ["check_job_invariants"]
 
@@ -375,7 +375,7 @@ def check_job_invariants(events: Sequence[Event], *, lag_s: float = LAG_S, windo
             if findings:
                 return _violation(findings[0], checker)
     if not checker.jobs:
-        return Verdict(None, "the store never held a Job: nothing to judge", (), checker.counts)
+        return nothing_to_judge("the store never held a Job: nothing to judge", (), checker.counts)
     findings = checker.at_end()
     if findings:
         return _violation(findings[0], checker)

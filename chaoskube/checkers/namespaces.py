@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from chaoskube.checkers.replay import parse_key
-from chaoskube.checkers.verdict import Verdict
+from chaoskube.checkers.verdict import Verdict, nothing_to_judge
 
 __all__ = ["check_namespace_invariants"]
 
@@ -112,7 +112,7 @@ def check_namespace_invariants(events: Sequence[Event], *, lag_s: float = LAG_S)
                                   f"{resource}/{name} was created at t={t:.3f} in namespace {namespace}, Terminating since t={since:.3f}: NamespaceLifecycle refuses new content in a namespace being terminated",
                                   counts, {"object": f"{resource}/{name}", "terminating_since": since})
     if not counts["namespaces_deleted"] and not terminating:
-        return Verdict(None, "no namespace was deleted: nothing to judge", (), counts)
+        return nothing_to_judge("no namespace was deleted: nothing to judge", (), counts)
     return Verdict(True, (
         f"{counts['namespaces_deleted']} namespace(s) deleted, each only once empty; {counts['creates_checked']} object creation(s): "
         f"none in a namespace Terminating for {lag_s:g} s, none after its namespace was gone"

@@ -83,7 +83,7 @@ from typing import Any
 
 from chaoskube.api.workloads import stateful_claim_name, stateful_pod_ordinal
 from chaoskube.checkers.replay import Change, StoreReplay, is_deleting, pod_ready
-from chaoskube.checkers.verdict import Verdict
+from chaoskube.checkers.verdict import Verdict, nothing_to_judge
 
 __all__ = ["LAG_S", "check_statefulset_invariants", "running_intervals"]
 
@@ -560,7 +560,7 @@ def check_statefulset_invariants(events: Sequence[Event], *, lag_s: float = LAG_
             if findings:
                 return _violation(findings[0], view)
     if not view.sets:
-        return Verdict(None, "the store never held a StatefulSet: nothing to judge", (), {"changes": changes})
+        return nothing_to_judge("the store never held a StatefulSet: nothing to judge", (), {"changes": changes})
     identity, excused = _identity(view, events)
     for event in view.gc_claims:
         claim = f"{event.get('namespace', '')}/{event.get('name', '')}"
