@@ -138,8 +138,9 @@ class GuardStories(PdbGuardStories):
 #: which list arrives first after the restart depends on the task order the seed draws, and
 #: moves whenever the cluster starts other processes; seed 0 stopped showing it when the
 #: cluster gained its bootstrap StorageClass and the workload controllers; seed 3 when the
-#: garbage collector came to watch every kind).
-SAVED_SEED = 6
+#: garbage collector came to watch every kind; seed 6 when the API servers came to record
+#: Events, managedFields and ClusterIPs; the next seeds that show it: 17, 19, 20).
+SAVED_SEED = 17
 
 
 def example(project: Path, *, fixed: bool) -> Path:
