@@ -44,6 +44,9 @@ POLL_S = 0.1  # wall seconds between two looks at the journal
 #: The quiet spell before the first step: the operator has just started watching and has
 #: nothing of the workload to act on yet.
 READY_QUIET_S = 0.5
+#: How long the operator may take to watch its custom resources once their CRDs are
+#: Established before it is started again (virtual seconds).
+CRD_PICKUP_S = 8.0
 
 
 @dataclass(frozen=True)
@@ -332,6 +335,11 @@ def _drive(handle: Any, target: Target, options: SessionOptions, record: Session
             if not _wait(watcher, lambda: handle.call(lambda: handle._host.phase) == "faults", options.ready_timeout_s):  # noqa: SLF001
                 raise RuntimeError("the run never reached its fault phase")
             _apply_manifests(client, target, kinds, watcher, options)
+            if not _wait(watcher, watcher.ready, CRD_PICKUP_S):
+                # The operator started before its CRDs existed and has not picked them up
+                # (kopf can miss a CRD created while it starts: "Unresolved resources cannot
+                # be served"); start it again, as a user does after installing the CRDs.
+                handle.call(lambda: (handle.world.record("test-operator", event="restart-after-crds"), handle.world.process(OPERATOR).restart()))
             if not _wait(watcher, watcher.ready, options.ready_timeout_s):
                 raise RuntimeError(f"the operator never watched {', '.join(sorted(watcher.plurals - watcher.watching))} within {options.ready_timeout_s:g} s (is it running? see operator-output in the journal)")
             record.wall["ready_s"] = round(time.perf_counter() - wall, 3)
