@@ -165,6 +165,7 @@ CLUSTER_CHECKERS: dict[str, tuple[str, str, str]] = {
     "cronjob-invariants": ("chaoskube.checkers.cronjobs", "check_cronjob_invariants", "each scheduled time started at most once and on its schedule (time zone, startingDeadlineSeconds), Forbid never running two, Replace never leaving two, no activation lost while a controller-manager leads, history limits kept"),
     "daemonset-invariants": ("chaoskube.checkers.daemonsets", "check_daemonset_invariants", "daemon pods never evicted for a node's not-ready / unreachable taints, never more than maxSurge nodes with two pods, exactly one pod per node that should run it at the end"),
     "namespace-invariants": ("chaoskube.checkers.namespaces", "check_namespace_invariants", "a namespace leaves the store only once empty, nothing is written into it after, nothing created in it once Terminating"),
+    "quota-invariants": ("chaoskube.checkers.quotas", "check_quota_invariants", "usage of the objects admitted under an unscoped ResourceQuota, recomputed from the store, never above its spec.hard at any revision"),
     "authorization": ("chaoskube.checkers.authorization", "check_authorization", "no adversarial tenant's forbidden attempt succeeded and no permitted one was refused, by an oracle of the RBAC, Node, NodeRestriction, NamespaceLifecycle and token rules over the policy in the store (cache lag bounded and reported)"),
 }
 

@@ -450,3 +450,69 @@ def test_content_created_while_terminating_or_after_is_caught():
     after.put(12.0, "configmaps", "shop/cfg", {"metadata": {"name": "cfg", "namespace": "shop"}})
     verdict = check_namespace_invariants(after.events)
     assert verdict.valid is False and verdict.details["rule"] == "namespace-content-after-deletion", verdict.reason
+
+
+# =========================================================================== resource quotas
+from chaoskube.checkers.quotas import check_quota_invariants  # noqa: E402
+
+
+def quota(hard: dict[str, str], *, scopes: list[str] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"hard": hard}
+    if scopes:
+        spec["scopes"] = scopes
+    return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "compute", "namespace": "shop", "creationTimestamp": "2026-01-01T00:00:01Z"}, "spec": spec}
+
+
+def quota_pod(name: str, at_s: int, *, cpu: str = "500m", phase: str = "Pending") -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "shop", "creationTimestamp": f"2026-01-01T00:00:{at_s:02d}Z"},
+            "spec": {"containers": [{"name": "app", "image": "nginx", "resources": {"requests": {"cpu": cpu}, "limits": {"cpu": cpu}}}]}, "status": {"phase": phase}}
+
+
+def test_quota_invariants_answer_unknown_without_a_quota():
+    journal = Journal()
+    journal.put(3.0, "pods", "shop/a", quota_pod("a", 3))
+    assert check_quota_invariants(journal.events).valid is None
+
+
+def test_a_create_past_a_quotas_hard_is_caught():
+    journal = Journal()
+    journal.put(1.5, "resourcequotas", "shop/compute", quota({"count/pods": "2", "requests.cpu": "2"}))
+    for index, name in enumerate("abc"):
+        journal.put(3.0 + index, "pods", f"shop/{name}", quota_pod(name, 3 + index))
+    verdict = check_quota_invariants(journal.events)
+    assert verdict.valid is False and verdict.details["rule"] == "quota-exceeded", verdict.reason
+    assert verdict.evidence[0]["resource"] == "count/pods" and verdict.evidence[0]["used"] == 3000
+
+
+def test_creates_within_hard_after_deletes_and_terminal_pods_hold():
+    journal = Journal()
+    journal.put(1.5, "resourcequotas", "shop/compute", quota({"count/pods": "2", "requests.cpu": "1"}))
+    journal.put(3.0, "pods", "shop/a", quota_pod("a", 3))
+    journal.put(4.0, "pods", "shop/b", quota_pod("b", 4))
+    journal.delete(5.0, "pods", "shop/a")
+    journal.put(6.0, "pods", "shop/c", quota_pod("c", 6))
+    journal.put(7.0, "pods", "shop/b", quota_pod("b", 4, phase="Succeeded"))  # terminal: uses nothing
+    journal.put(8.0, "pods", "shop/d", quota_pod("d", 8))
+    verdict = check_quota_invariants(journal.events)
+    assert verdict.valid is True and verdict.details["creates_checked"] == 4, verdict.reason
+
+
+def test_objects_from_before_the_quota_and_raised_hard_are_not_alarms():
+    journal = Journal()
+    journal.put(0.5, "pods", "shop/old", quota_pod("old", 0))  # admitted before any quota
+    journal.put(1.5, "resourcequotas", "shop/compute", quota({"count/pods": "1"}))
+    journal.put(3.0, "pods", "shop/a", quota_pod("a", 3))
+    journal.put(4.0, "resourcequotas", "shop/compute", quota({"count/pods": "2"}))  # raised
+    journal.put(5.0, "pods", "shop/b", quota_pod("b", 5))
+    journal.put(6.0, "resourcequotas", "shop/compute", quota({"count/pods": "1"}))  # lowered: no eviction
+    verdict = check_quota_invariants(journal.events)
+    assert verdict.valid is True, verdict.reason
+
+
+def test_scoped_quotas_are_left_out_and_listed():
+    journal = Journal()
+    journal.put(1.5, "resourcequotas", "shop/compute", quota({"count/pods": "1"}, scopes=["BestEffort"]))
+    journal.put(3.0, "pods", "shop/a", quota_pod("a", 3))
+    journal.put(4.0, "pods", "shop/b", quota_pod("b", 4))
+    verdict = check_quota_invariants(journal.events)
+    assert verdict.valid is None and verdict.details["scoped_left_out"] == ["shop/compute"], verdict.reason
