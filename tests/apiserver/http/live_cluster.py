@@ -34,7 +34,7 @@ def live_cluster(out: Path, *, run: str = "", schedule: list[dict[str, Any]] | N
         checkers=checkers or ["steady-state", "leader-election"],
     )
     if manifests is not None:
-        experiment = with_manifests(experiment, manifests)
+        experiment = with_manifests(experiment, manifests, live=True)  # as `chaoskube serve --manifests` does
     ready = threading.Event()
     outcome: dict[str, Any] = {}
 
