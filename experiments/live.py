@@ -276,9 +276,13 @@ class LiveHost(SimulatedHost):
         handle = getattr(system, "handle", None)
         assert handle is not None, f"system {system.name!r} has no API servers to serve"
         # Virtual time 0 is the wall-clock second the run began (protocol.EPOCH, set by
-        # run_live): the boot ran ahead of the wall clock, so the world waits for it here,
-        # and from now on an object's timestamp is the wall time it was written at.
-        self.world.go_live(rate=self.options.rate, origin=0.0, wall0=self.epoch_wall0)
+        # run_live), and from now on an object's timestamp is the wall time it was written
+        # at. The boot ran ahead of the wall clock: the world lets the wall catch up before
+        # the front opens, so that a client is never served by a world standing still.
+        pacer = self.world.go_live(rate=self.options.rate, origin=0.0, wall0=self.epoch_wall0)
+        ahead = self.world.now - pacer.allowed()
+        if ahead > 0:
+            await self.world.sleep(ahead)
         ca = CertificateAuthority()
         serving = ca.issue_server((self.options.host, "localhost"))
         identities = [Identity(name="admin", user="kubernetes-admin", groups=("system:masters",)), *self.options.identities]

@@ -251,6 +251,10 @@ def test_serve_with_manifests_serves_the_users_application_and_its_custom_resour
     shop = Path(__file__).resolve().parents[3] / "docs" / "examples" / "shop"
     cluster = {"etcdMembers": 3, "apiServers": 2, "controllerManagers": 1, "schedulers": 1, "nodeGroups": [{"count": 3, "zones": ["zone-a", "zone-b", "zone-c"]}]}
     with live_cluster(tmp_path / "serve-shop", manifests=shop, cluster=cluster, checkers=["steady-state"]) as (handle, outcome):
+        for _ in range(30):  # created once the cluster is served: rollout status does not wait for it to exist
+            if kubectl(handle, "get", "statefulset/cart-db", "-n", "shop", check=False).returncode == 0:
+                break
+            time.sleep(1.0)
         kubectl(handle, "rollout", "status", "statefulset/cart-db", "-n", "shop", "--timeout=150s", timeout=180)
         kubectl(handle, "rollout", "status", "daemonset/log-agent", "-n", "shop", "--timeout=60s", timeout=90)
         sts = kubectl(handle, "get", "statefulsets", "-n", "shop").stdout.splitlines()
