@@ -12,6 +12,7 @@ import os
 import shutil
 import struct
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,10 @@ def test_kubectl_generators_create_in_protobuf(live):
     kubectl(live, "-n", "proto", "create", "configmap", "settings", "--from-literal=mode=fast", "--from-literal=level=3")
     kubectl(live, "-n", "proto", "create", "deployment", "web", "--image=nginx:1.27", "--replicas=2", "--port=80")
     kubectl(live, "-n", "proto", "create", "job", "once", "--image=busybox", "--", "true")
+    for _ in range(30):  # the ServiceAccount controller creates `default` just after the namespace, as upstream
+        if kubectl(live, "-n", "proto", "get", "serviceaccount", "default", check=False).returncode == 0:
+            break
+        time.sleep(0.5)
     kubectl(live, "-n", "proto", "run", "solo", "--image=nginx", "--labels=app=solo", "--env=A=1")
     kubectl(live, "-n", "proto", "expose", "deployment", "web", "--port=8080", "--target-port=80")
     assert get_json(live, "-n", "proto", "configmap", "settings")["data"] == {"level": "3", "mode": "fast"}
