@@ -42,7 +42,28 @@ def run(name: str, operator: str, extra: list[str], out: Path, budget: int, jobs
     return {"operator": operator, "exit": done.returncode, "wall_s": round(wall, 1), "plans_generated": summary.get("plans_generated"), "plans_run": summary.get("plans_run"),
             "plans_per_hour": round(summary.get("plans_run", 0) / wall * 3600, 1) if summary else 0, "found": summary.get("found"), "errors": summary.get("errors"),
             "removed_by_mask": summary.get("findings_removed_by_mask"), "failing_only_without_mask": summary.get("plans_failing_only_without_mask"),
-            "found_ids": [entry["id"] for entry in summary.get("results", []) if entry["status"] == "found"], "tail": done.stdout[-600:] + done.stderr[-600:] if not summary else ""}
+            "found_ids": [entry["id"] for entry in summary.get("results", []) if entry["status"] == "found"], "breakdown": breakdown(out, summary),
+            "tail": done.stdout[-600:] + done.stderr[-600:] if not summary else ""}
+
+
+#: Where a plan's wall time goes (session.json's wall and run.py's): the process start
+#: (fork or interpreter) and its exit, the cluster's boot up to the front opening, the
+#: CRDs applied and the operator watching, the workload's steps (each the operator's
+#: reaction and the quiet spell), the stop (heal, recovery, checkers, result), the judging.
+PARTS = ("start_s", "boot_s", "ready_s", "steps_s", "stop_s", "judge_s")
+
+
+def breakdown(out: Path, summary: dict) -> dict:
+    """Mean seconds per plan in each part (PARTS), per step, and the learning's wall."""
+    plans = [entry for entry in summary.get("results", []) if entry.get("session_wall") and entry["id"] != "learning"]
+    if not plans:
+        return {}
+    mean = lambda values: round(sum(values) / len(values), 2) if values else 0.0  # noqa: E731
+    steps = [entry.get("step_walls") or [] for entry in plans]
+    learning = json.loads((out / "learning.json").read_text()) if (out / "learning.json").exists() else {}
+    return {"plan_s": mean([entry["wall_s"] for entry in plans]), **{part: mean([float(entry["session_wall"].get(part, 0.0)) for entry in plans]) for part in PARTS},
+            "per_step_s": [mean([walls[index] for walls in steps if index < len(walls)]) for index in range(max(map(len, steps), default=0))],
+            "learning_s": learning.get("wall_s"), "tuning": learning.get("tuning")}
 
 
 def main() -> int:

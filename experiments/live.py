@@ -103,6 +103,13 @@ class LiveOptions:
     #: How long the program has to exit after SIGTERM when the run ends or is interrupted
     #: (a Pod's terminationGracePeriodSeconds, default 30 s), before SIGKILL.
     grace_s: float = 30.0
+    #: Virtual time 0 stands this many wall seconds before the run starts. The boot runs
+    #: ahead of the wall clock and the front opens only once the wall has caught up with it
+    #: (LiveHost.start); a caller that knows how long the boot lasts in virtual time (the
+    #: same seed boots the same way: test-operator learns it) gives it here, and the front
+    #: opens as soon as the boot is done. Object timestamps then read as a cluster booted
+    #: that long ago.
+    epoch_lead_s: float = 0.0
     #: Called (from the run's thread) once the front is serving, with the handle.
     on_ready: Callable[[LiveHandle], None] | None = None
 
@@ -601,9 +608,10 @@ def run_live(experiment: Experiment | None, system_class: type[System], seed: in
     # wall-clock second this run began, so that clients comparing timestamps with their own
     # clock (kubectl describe's ages, an operator's requeue after creationTimestamp) see real
     # ages. Put back when the run's result is written.
-    moment = _dt.datetime.now(_dt.timezone.utc)
+    assert options.epoch_lead_s >= 0, options.epoch_lead_s
+    moment = _dt.datetime.now(_dt.timezone.utc) - _dt.timedelta(seconds=options.epoch_lead_s)
     epoch = moment.replace(microsecond=0)
-    wall0 = time.monotonic() - (moment - epoch).total_seconds()
+    wall0 = time.monotonic() - options.epoch_lead_s - (moment - epoch).total_seconds()
     previous_epoch = set_epoch(epoch)
     try:
         return _run_live(experiment, system_class, seed, out, options, cluster, workload, world, record, hosts, wall0)

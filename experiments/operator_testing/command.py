@@ -32,10 +32,15 @@ KINDS_HELP = "Plan kinds to generate (repeatable): crash, lost-response, apiserv
 @click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=1, show_default=True, help="The simulated cluster's seed.")
 @click.option("--speed", type=click.FloatRange(0.1, 20.0), default=1.0, show_default=True, help="Virtual seconds per wall second (>1 where the operator tolerates it).")
 @click.option("--quiet", "quiet_s", type=click.FloatRange(0.2, 60.0), default=2.0, show_default=True, help="Virtual seconds without an operator write or store change that end a step.")
+@click.option("--mask/--no-mask", "use_mask", default=True, show_default=True, help="Judge with the mask learned from the two fault-free runs (--no-mask: every difference counts).")
+@click.option("--tuning/--no-tuning", "use_tuning", default=True, show_default=True, help="Size each plan's waits from the learning runs (the quiet spell before the perturbation, the wait for the learned writes, the boot).")
+@click.option("--dask", "dask_address", default=None, metavar="ADDRESS", help="Run the plans on a Dask cluster: tcp://HOST:PORT (a running scheduler) or local:N (N local workers), one task per plan.")
 @click.option("--session-only", is_flag=True, hidden=True)
 @click.option("--expect-writes", default="", hidden=True)
+@click.option("--tuning-json", "tuning_json", default="", hidden=True)
 def test_operator(command: str, manifests: tuple[Path, ...], workload: Path | None, out_dir: Path, jobs: int, budget: int | None, repeats: int, kinds: tuple[str, ...],
-                  plan_id: str | None, learned: Path | None, seed: int, speed: float, quiet_s: float, session_only: bool, expect_writes: str) -> None:
+                  plan_id: str | None, learned: Path | None, seed: int, speed: float, quiet_s: float, use_mask: bool, use_tuning: bool, dask_address: str | None,
+                  session_only: bool, expect_writes: str, tuning_json: str) -> None:
     """Test an operator the way Sieve and Acto do, with no assertion of yours: learn two
     fault-free runs of COMMAND under a served cluster (its requests, watches and the objects
     it owns; what differs between the two is masked), generate plans (crash right after
@@ -57,7 +62,15 @@ def test_operator(command: str, manifests: tuple[Path, ...], workload: Path | No
         expected = tuple(int(part) for part in expect_writes.split(",") if part)
     except ValueError:
         fail(f"--expect-writes {expect_writes!r}: give comma-separated integers")
-    options = SessionOptions(seed=seed, speed=speed, quiet_s=quiet_s, expected_writes=expected)
+    tuning: dict = {}
+    if tuning_json:
+        import json
+
+        try:
+            tuning = {name: float(value) for name, value in json.loads(tuning_json).items() if name in runner.TUNING}
+        except (ValueError, TypeError, AttributeError):
+            fail(f"--tuning-json {tuning_json!r}: give a JSON object of {', '.join(runner.TUNING)}")
+    options = SessionOptions(seed=seed, speed=speed, quiet_s=quiet_s, expected_writes=expected, **tuning)
     if session_only:
         sys.exit(runner.session_only(target, out_dir, plan_id, options))
     if workload is None and plan_id is None:  # generated: written once, run by every session and replay
@@ -73,7 +86,8 @@ def test_operator(command: str, manifests: tuple[Path, ...], workload: Path | No
     say = lambda text: click.echo(text)  # noqa: E731
     say(f"test-operator: {command} ({len(target.steps)} workload steps: {'; '.join(step.describe() for step in target.steps)})")
     try:
-        summary = runner.run_test_operator(target, out_dir, runner.OperatorTestOptions(jobs=jobs, budget=budget, repeats=repeats or None, kinds=tuple(kinds) or KINDS, session=options), say, only=plan_id, learned=learned)
+        summary = runner.run_test_operator(target, out_dir, runner.OperatorTestOptions(jobs=jobs, budget=budget, repeats=repeats or None, kinds=tuple(kinds) or KINDS, session=options,
+                                                                                       mask=use_mask, tuning=use_tuning, dask=dask_address), say, only=plan_id, learned=learned)
     except runner.TargetError as error:
         fail(str(error))
     say(f"{summary['plans_run']} plan(s) run in {summary['wall_s']:.0f} s ({summary['plans_per_hour']:.0f} plans/hour): {summary['found']} found, {summary['errors']} error(s); "

@@ -50,7 +50,9 @@ class OperatorTestOptions:
     repeats: int | None = 1
     kinds: tuple[str, ...] = KINDS
     session: SessionOptions = SessionOptions()
-    mask: bool = True
+    mask: bool = True  # False (--no-mask): judge without the learned mask
+    tuning: bool = True  # False (--no-tuning): plans wait as the learning runs did (quiet_s, step_timeout_s; no epoch lead)
+    dask: str | None = None  # --dask ADDRESS: the plans as tasks on a Dask cluster (dask_plans.py)
 
 
 # ----------------------------------------------------------------------------- input
@@ -109,6 +111,8 @@ def summarize_session(out: Path, target: Target) -> dict[str, Any]:
         "writes": obs.writes, "user_writes": obs.user_writes, "watches": obs.watches, "converged": session["converged"], "unconverged_at": unconverged[0] if unconverged else "",
         "verdicts": session["verdicts"], "error": session["error"], "perturbation": session["perturbation"], "wall": session["wall"],
         "log": obs.log, "plan": session["plan"], "custom": _custom_resources(target), "step_writes": [int(step.get("writes", 0)) for step in checkpoints],
+        "step_walls": [float(step.get("wall_s", 0.0)) for step in checkpoints], "step_virtual": [round(step["t_end"] - step["t_start"], 3) for step in checkpoints],
+        "pauses": [float(step.get("longest_pause_s", 0.0)) for step in checkpoints],
     }
 
 
@@ -166,27 +170,96 @@ def learn(target: Target, out: Path, options: OperatorTestOptions, say: Any) -> 
     mask = learn_mask(theirs["checkpoints"] + [first["end"]], mine["checkpoints"] + [second["end"]], (first["lifecycle"], second["lifecycle"]))
     plans = generate_plans(first["writes"], options.kinds, first["user_writes"])
     expected = [min(a, b) for a, b in zip(first["step_writes"], second["step_writes"])]
+    tuning = learn_tuning((first, second), options.session)
     # Acto's consistency oracle needs no perturbation: the fault-free run itself may leave
     # children that do not follow the spec.
     learning_findings = inconsistencies(first["checkpoints"], first["labels"], first["custom"]) + dips(first["checkpoints"], first["fewest"], first["labels"])
-    learning = {"expected_writes": expected, "learning_findings": learning_findings, "reference": first, "second": {key: second[key] for key in ("labels", "checkpoints", "end", "lifecycle", "writes", "wall")}, "mask": mask.to_json(), "plans": [plan.to_json() for plan in plans], "wall_s": round(time.perf_counter() - started, 3)}
+    learning = {"expected_writes": expected, "tuning": tuning, "learning_findings": learning_findings, "reference": first, "second": {key: second[key] for key in ("labels", "checkpoints", "end", "lifecycle", "writes", "wall")}, "mask": mask.to_json(), "plans": [plan.to_json() for plan in plans], "wall_s": round(time.perf_counter() - started, 3)}
     (out / "learning.json").write_text(json.dumps(learning, indent=1, sort_keys=True, default=str))
-    say(f"learned from 2 fault-free runs in {learning['wall_s']:.1f} s: {len(first['writes'])} operator writes, watches {', '.join(first['watches'])}; mask of {len(mask)} entries; {len(plans)} plans")
+    say(f"learned from 2 fault-free runs in {learning['wall_s']:.1f} s: {len(first['writes'])} operator writes, watches {', '.join(first['watches'])}; mask of {len(mask)} entries; {len(plans)} plans; "
+        f"quiet {tuning['quiet_learned_s']:g} s until a perturbation, {options.session.quiet_s:g} s after; boot {tuning['epoch_lead_s']:g} s")
     return learning
+
+
+#: A plan's quiet spell before its perturbation fires: this many times the longest pause
+#: the learning runs saw between two of the operator's activities within a step (at least
+#: QUIET_FLOOR_S, at most --quiet). The learning runs wait twice --quiet for quiet, so a
+#: pause up to that long would have been seen.
+QUIET_FACTOR = 2.0
+QUIET_FLOOR_S = 0.5
+#: How long a perturbed step waits for the learned writes, once the operator is ready and
+#: healed: this many times the longest step of the learning runs (at least WRITES_WAIT_FLOOR_S).
+WRITES_WAIT_FACTOR = 2.0
+WRITES_WAIT_FLOOR_S = 8.0
+
+
+def learn_tuning(runs: tuple[dict[str, Any], ...], options: SessionOptions) -> dict[str, float]:
+    """What the fault-free runs say about a plan's waits (SessionOptions's learned fields):
+    the quiet spell before the perturbation, the wait for the learned writes after it, and
+    the boot's virtual length (the same seed boots the same way)."""
+    longest_pause = max((pause for run in runs for pause in run.get("pauses") or ()), default=options.quiet_s)
+    longest_step = max((length for run in runs for length in run.get("step_virtual") or ()), default=options.step_timeout_s)
+    boots = [float((run.get("wall") or {}).get("boot_virtual_s", 0.0)) for run in runs]
+    return {
+        "quiet_learned_s": round(min(options.quiet_s, max(QUIET_FLOOR_S, QUIET_FACTOR * longest_pause)), 3),
+        "writes_wait_s": round(min(options.step_timeout_s, max(WRITES_WAIT_FLOOR_S, WRITES_WAIT_FACTOR * longest_step)), 3),
+        "epoch_lead_s": round(min(boots), 3) if all(boots) else 0.0,
+    }
 
 
 def _session_argv(target_argv: list[str], plan: Plan | None, out: Path, options: SessionOptions) -> list[str]:
     argv = [*target_argv, "--session-only", "--out", str(out), "--seed", str(options.seed), "--speed", str(options.speed), "--quiet", str(options.quiet_s)]
     if options.expected_writes:
         argv += ["--expect-writes", ",".join(map(str, options.expected_writes))]
+    tuning = {name: getattr(options, name) for name in TUNING if getattr(options, name)}
+    if tuning:
+        argv += ["--tuning-json", json.dumps(tuning, sort_keys=True)]
     if plan is not None:
         argv += ["--plan", plan.id]
     return argv
 
 
+#: The SessionOptions fields learn_tuning sets.
+TUNING = ("quiet_learned_s", "writes_wait_s", "epoch_lead_s")
+
 #: Set by the CLI: how to run one session in a child process (the command line of this
 #: test-operator invocation, without --plan/--out/--learned/--jobs/--budget).
 TARGET_ARGV: list[str] = []
+
+
+#: What a session's process imports before it is forked (the forkserver's preload): a
+#: session then starts in milliseconds instead of the seconds a fresh interpreter takes to
+#: import chaoskube on a loaded machine.
+PRELOAD = ("chaoskube.experiments.operator_testing.session", "chaoskube.experiments.live", "chaoskube.experiments.registry", "chaoskube.experiments.model", "chaoskube.experiments.reports")
+
+
+def _forkserver() -> Any:
+    """The ``forkserver`` context (a session process must not be forked from this one,
+    which holds threads: the plan pool's), its server preloaded with :data:`PRELOAD`."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(PRELOAD))
+    return context
+
+
+def _session_process(target: Target, out: Path, plan: Plan | None, options: SessionOptions) -> None:
+    """A session's process (forked by the forkserver): its output to ``out/session.log``."""
+    import os
+
+    log = os.open(out / "session.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    record = run_session(target, out, plan, options)
+    sys.stdout.flush()
+    sys.exit(0 if not record.error else 1)
+
+
+#: How sessions are started: "fork" (a process forked from a preloaded forkserver, the
+#: default under the CLI), "subprocess" (a fresh interpreter running the replay command's
+#: --session-only: on a Dask worker, which must not fork) or "inline" (in this process: tests).
+LAUNCH = {"mode": "fork"}
 
 
 def _subprocess_session(target: Target, out: Path, plan: Plan | None, options: SessionOptions) -> None:
@@ -194,8 +267,91 @@ def _subprocess_session(target: Target, out: Path, plan: Plan | None, options: S
         run_session(target, out, plan, options)
         return
     out.mkdir(parents=True, exist_ok=True)
+    if LAUNCH["mode"] == "fork":
+        process = _forkserver().Process(target=_session_process, args=(target, out, plan, options), name=f"test-operator {plan.id if plan else 'learning'}")
+        process.start()
+        process.join()
+        return
     with (out / "session.log").open("wb") as log:
         subprocess.run([sys.executable, "-m", "chaoskube.experiments.cli", *_session_argv(TARGET_ARGV, plan, out, options)], stdout=log, stderr=subprocess.STDOUT, check=False)
+
+
+class _DaskSessions:
+    """Plans on a Dask cluster (``--dask``, as ``chaoskube explore --dask``: dask_campaign.py's
+    addresses): each plan one task. The task runs the plan's session on its worker as a
+    fresh interpreter (the replay command's ``--session-only``: a Dask worker holds threads
+    and may be a daemon process, so it does not fork) in a scratch directory and returns the
+    directory as tar.gz; here it is unpacked into the plan's directory and judged as a local
+    plan is, so the summary is the same. The workers need the operator's files (its command,
+    --manifests, the workload) at the same paths. One thread here per worker thread of the
+    cluster (asked when the plans start), each waiting on one task at a time."""
+
+    def __init__(self, client: Any, cluster: Any) -> None:
+        self.client = client
+        self.cluster = cluster  # a LocalCluster started here (closed with it), or None
+
+    @classmethod
+    def open(cls, address: str) -> _DaskSessions:
+        from chaoskube.experiments.dask_campaign import _LOCAL, _TCP
+
+        try:
+            import distributed
+        except ImportError:
+            raise TargetError("--dask: the `distributed` package is not installed (pip install distributed)") from None
+        local = _LOCAL.match(address)
+        if local is not None:
+            workers = int(local.group(1))
+            if not 1 <= workers <= 256:
+                raise TargetError(f"--dask {address}: the number of local workers must be 1..256")
+            import logging
+
+            cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR)
+            return cls(distributed.Client(cluster), cluster)
+        if not _TCP.match(address):
+            raise TargetError(f"--dask {address!r}: expected tcp://HOST:PORT (a Dask scheduler) or local:N (N local workers)")
+        try:
+            return cls(distributed.Client(address, timeout="10s"), None)
+        except OSError as error:
+            raise TargetError(f"--dask {address}: cannot reach a Dask scheduler there ({error}); start one (`dask scheduler`) or check the address") from None
+
+    @property
+    def width(self) -> int:
+        return max(1, sum(self.client.nthreads().values()))
+
+    def run(self, target: Target, out: Path, plan: Plan | None, options: SessionOptions) -> None:
+        from chaoskube.experiments.dask_campaign import unpack
+
+        assert TARGET_ARGV, "a Dask task runs the session's command line"
+        # pure=False: a task run again after a lost worker is the same future, never a twin
+        future = self.client.submit(_dask_session, list(TARGET_ARGV), plan.id if plan is not None else None, options, pure=False, retries=0)
+        unpack(future.result(), out)
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        finally:
+            if self.cluster is not None:
+                self.cluster.close()
+
+
+def _dask_session(target_argv: list[str], plan_id: str | None, options: SessionOptions) -> bytes:
+    """A Dask task (on its worker): one session as a fresh interpreter into a scratch
+    directory, returned as tar.gz (dask_campaign's format)."""
+    import shutil
+    import tempfile
+
+    from chaoskube.experiments.dask_campaign import _pack
+
+    scratch = Path(tempfile.mkdtemp(prefix="chaoskube-test-operator-"))
+    try:
+        out = scratch / "session"
+        out.mkdir()
+        plan = parse_plan_id(plan_id) if plan_id else None
+        with (out / "session.log").open("wb") as log:
+            subprocess.run([sys.executable, "-m", "chaoskube.experiments.cli", *_session_argv(target_argv, plan, out, options)], stdout=log, stderr=subprocess.STDOUT, check=False)
+        return _pack(out)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def run_test_operator(target: Target, out: Path, options: OperatorTestOptions, say: Any, only: str | None = None, learned: Path | None = None) -> dict[str, Any]:
@@ -212,7 +368,8 @@ def run_test_operator(target: Target, out: Path, options: OperatorTestOptions, s
         learning = learn(target, out, options, say)
     reference = learning["reference"]
     mask = Mask.from_json(learning["mask"])
-    session_options = replace(options.session, expected_writes=tuple(learning.get("expected_writes") or ()))
+    tuning = {name: float(value) for name, value in (learning.get("tuning") or {}).items() if name in TUNING} if options.tuning else {}
+    session_options = replace(options.session, expected_writes=tuple(learning.get("expected_writes") or ()), **tuning)
     plans = [parse_plan_id(entry["id"]) for entry in learning["plans"]]
     if only is not None:
         chosen = [parse_plan_id(only)]
@@ -221,28 +378,42 @@ def run_test_operator(target: Target, out: Path, options: OperatorTestOptions, s
     say(f"running {len(chosen)} of {len(plans)} plans, {options.jobs} at a time")
     plan_root = out / "plans"
 
+    dask = _DaskSessions.open(options.dask) if options.dask and chosen else None
+    launch = dask.run if dask is not None else _subprocess_session
+
     def one(plan: Plan) -> dict[str, Any]:
         directory = plan_root / _safe(plan.id)
         begun = time.perf_counter()
-        _subprocess_session(target, directory, plan, session_options)
+        try:
+            launch(target, directory, plan, session_options)
+        except Exception as error:  # noqa: BLE001 - a Dask task that failed on every worker it met
+            return {"id": plan.id, "description": plan.describe(), "status": "error", "error": f"the session did not run: {type(error).__name__}: {error}"[:500], "wall_s": round(time.perf_counter() - begun, 3), "dir": str(directory)}
         try:
             run = summarize_session(directory, target)
         except (OSError, ValueError, KeyError) as error:
             return {"id": plan.id, "description": plan.describe(), "status": "error", "error": f"the session left no record: {error}", "wall_s": round(time.perf_counter() - begun, 3), "dir": str(directory)}
-        findings = judge_plan(run, reference, mask)
+        judged = time.perf_counter()
         unmasked = judge_plan(run, reference, None)
+        findings = judge_plan(run, reference, mask) if options.mask else unmasked
+        judge_s = time.perf_counter() - judged
         fired = "applied" in (run["perturbation"] or {})
         status = "error" if run["error"] else "not-reached" if not fired else "found" if findings else "pass"
         entry = {
             "id": plan.id, "description": plan.describe(), "status": status, "findings": findings[:50], "finding_count": len(findings),
             "unmasked_finding_count": len(unmasked), "error": run["error"], "perturbation": run["perturbation"], "wall_s": round(time.perf_counter() - begun, 3),
-            "session_wall": run["wall"], "log": _log_around(run) if findings else [], "dir": str(directory),
+            "session_wall": run["wall"] | {"steps_s": round(sum(run["step_walls"]), 3), "judge_s": round(judge_s, 3),
+                                           "start_s": round(max(0.0, time.perf_counter() - begun - float(run["wall"].get("total_s", 0.0)) - judge_s), 3)},
+            "step_walls": run["step_walls"], "log": _log_around(run) if findings else [], "dir": str(directory),
         }
         say(f"  {plan.id}: {status}" + (f" ({len(findings)} finding(s): {_first(findings)})" if findings else "") + (f" ({run['error']})" if run["error"] else "") + f" [{entry['wall_s']:.1f} s]")
         return entry
 
-    with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
-        results = list(pool.map(one, chosen))
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, dask.width if dask is not None else options.jobs)) as pool:
+            results = list(pool.map(one, chosen))
+    finally:
+        if dask is not None:
+            dask.close()
     wall = time.perf_counter() - started
     learning_findings = learning.get("learning_findings") or []
     if learning_findings and only is None:
@@ -256,7 +427,7 @@ def run_test_operator(target: Target, out: Path, options: OperatorTestOptions, s
         "not_reached": sum(1 for entry in results if entry["status"] == "not-reached"),
         "findings_removed_by_mask": sum(max(0, entry.get("unmasked_finding_count", 0) - entry.get("finding_count", 0)) for entry in results),
         "plans_failing_only_without_mask": sum(1 for entry in results if entry.get("unmasked_finding_count", 0) and not entry.get("finding_count", 0)),
-        "wall_s": round(wall, 3), "jobs": options.jobs,
+        "wall_s": round(wall, 3), "jobs": options.jobs, "dask": options.dask, "masked": options.mask, "tuning": {name: getattr(session_options, name) for name in TUNING},
         "plans_per_hour": round(len(chosen) / wall * 3600, 1) if chosen and wall > 0 else 0.0,
         "mask": learning["mask"], "results": results,
         "replay": {entry["id"]: "chaoskube test-operator " + shlex.join(TARGET_ARGV[1:]) if entry["id"] == "learning" else replay_command(["chaoskube", "test-operator", *TARGET_ARGV[1:]] if TARGET_ARGV else ["chaoskube", "test-operator"], parse_plan_id(entry["id"]), learned or out) for entry in results},

@@ -38,8 +38,9 @@ from chaoskube.experiments.operator_testing.workload import Step
 __all__ = ["SessionOptions", "SessionRecord", "Target", "run_session"]
 
 OPERATOR = "operator"
-#: Store changes that do not count against quiescence: heartbeats and records.
-QUIET_IGNORED = ("/registry/leases/", "/registry/events/", "/registry/nodes/", "/registry/endpointslices/", "/registry/endpoints/")
+#: Store changes that do not count against quiescence: heartbeats (nodes, leader-election
+#: leases, the API servers' master leases every 10 s) and records.
+QUIET_IGNORED = ("/registry/leases/", "/registry/events/", "/registry/nodes/", "/registry/endpointslices/", "/registry/endpoints/", "/masterleases/")
 POLL_S = 0.1  # wall seconds between two looks at the journal
 #: The quiet spell before the first step: the operator has just started watching and has
 #: nothing of the workload to act on yet.
@@ -87,6 +88,19 @@ class SessionOptions:
     #: step_timeout_s, until the operator has made as many before taking a quiet spell as the
     #: end of the step: a slow or restarted operator is not judged before it acted.
     expected_writes: tuple[int, ...] = ()
+    #: Learned from the fault-free runs (run.learn; 0: not learned). The quiet spell that
+    #: ends a step while no perturbation has fired yet (the operator acts as it did in the
+    #: learning runs, whose longest pause within a step bounds it); ``quiet_s`` from the
+    #: perturbation on.
+    quiet_learned_s: float = 0.0
+    #: How long a step waits for the learned writes once the operator is ready again and
+    #: the perturbation healed (virtual seconds; 0: ``step_timeout_s``). An operator that
+    #: will not make them (it found less to do after a restart) is judged after this.
+    writes_wait_s: float = 0.0
+    #: The learned virtual length of the boot (up to the front opening): virtual time 0 is
+    #: put that long before the run starts (LiveOptions.epoch_lead_s, divided by ``speed``),
+    #: so the front opens without waiting for the wall clock to catch up with the boot.
+    epoch_lead_s: float = 0.0
 
 
 @dataclass
@@ -176,16 +190,20 @@ def run_session(target: Target, out: Path, plan: Plan | None = None, options: Se
 
     def ready(handle: Any) -> None:  # in the run's Trio thread
         record.wall["boot_s"] = round(time.perf_counter() - started, 3)
+        # Where the boot ended in virtual time (the world went live there): the next
+        # session's epoch_lead_s.
+        record.wall["boot_virtual_s"] = next((round(event["t"], 3) for event in reversed(handle.world.journal.events) if event.get("type") == "world" and event.get("event") == "live"), 0.0)
         _arm(handle, plan, record)
         thread = threading.Thread(target=_drive, args=(handle, target, options, record), name="test-operator-driver", daemon=True)
         threads.append(thread)
         thread.start()
 
-    live_options = LiveOptions(port=0, run=target.command, rate=options.speed, on_ready=ready)
+    live_options = LiveOptions(port=0, run=target.command, rate=options.speed, on_ready=ready, epoch_lead_s=options.epoch_lead_s / options.speed)
     result = run_live(experiment, SYSTEMS["kubernetes"], options.seed, out, live_options)
     for thread in threads:
         thread.join(timeout=30)
     record.wall["total_s"] = round(time.perf_counter() - started, 3)
+    record.wall["stop_s"] = round(record.wall["total_s"] - record.wall.get("boot_s", 0.0) - record.wall.get("driven_s", 0.0), 3)
     record.verdicts = {name: {"valid": verdict.valid, "reason": verdict.reason} for name, verdict in result.verdicts.items()}
     (out / "session.json").write_text(json.dumps(record.to_json(), indent=1, sort_keys=True))
     return record
@@ -268,6 +286,16 @@ class _Watcher:
         self.operator_running = False
         self.writes = 0  # the operator's successful writes so far
         self.perturbed = False  # a perturbation is in force (applied, not yet healed)
+        self.longest_pause = 0.0  # the longest time between two activities since reset_pause()
+        self.healed_at = 0.0  # when the operator was last ready with no perturbation in force
+
+    def _active(self, t: float) -> None:
+        self.longest_pause = max(self.longest_pause, t - self.last_activity)
+        self.last_activity = t
+
+    def reset_pause(self, now: float) -> None:
+        self.longest_pause = 0.0
+        self.last_activity = max(self.last_activity, now)
 
     def poll(self) -> None:
         world = self.handle.world
@@ -289,18 +317,20 @@ class _Watcher:
                 if event.get("verb") == "watch" and event.get("code") == 200 and event.get("resource") in self.plurals:
                     self.watching.add(event["resource"])
             elif kind == "api-op" and event.get("client") == OPERATOR:
-                self.last_activity = event["t"]
+                self._active(event["t"])
                 if event.get("phase") == "ok" and event.get("verb") in ("create", "update", "patch", "delete"):
                     self.writes += 1
             elif kind == "raft-apply" and event.get("events"):
                 if any(not str(change[1]).startswith(QUIET_IGNORED) for change in event["events"]):
-                    self.last_activity = event["t"]
+                    self._active(event["t"])
             elif kind in ("test-operator", "fault"):
-                self.last_activity = event["t"]
+                self._active(event["t"])
                 if kind == "test-operator" and event.get("event") == "applied":
                     self.perturbed = True
                 elif kind == "test-operator" and event.get("event") in ("healed", "skipped"):
                     self.perturbed = False
+        if self.perturbed or not self.ready():
+            self.healed_at = self.now
 
     def ready(self) -> bool:
         return self.operator_running and self.watching >= self.plurals
@@ -370,18 +400,38 @@ def _drive(handle: Any, target: Target, options: SessionOptions, record: Session
 def _quiesce(watcher: _Watcher, options: SessionOptions, record: SessionRecord, label: str, index: int, watcher_base: int, *, quiet_s: float | None = None) -> None:
     """Wait for the end of a step: quiet after the writes the learning runs saw (if the
     operator makes fewer -- the perturbation changed what it does -- the quiet spell alone
-    ends the step, once the bound has passed for the writes)."""
+    ends the step, once ``writes_wait_s`` has passed since it was ready again and healed).
+    The quiet spell is the learned one until a perturbation fires, ``quiet_s`` after."""
     watcher.poll()
     since = watcher.now
+    begun = time.perf_counter()
+    watcher.reset_pause(since)
     expected = options.expected_writes[index] if 0 <= index < len(options.expected_writes) else 0
     record.steps.append({"step": label, "t_start": round(since, 6), "writes_before": watcher_base})
     entry = record.steps[-1]
-    quiet = options.quiet_s if quiet_s is None else quiet_s
-    got = _wait(watcher, lambda: watcher.quiet(quiet, since, watcher_base + expected), options.step_timeout_s)
-    if not got and expected:
-        got = _wait(watcher, lambda: watcher.quiet(quiet, since), options.step_timeout_s)
+
+    def quiet() -> float:
+        if quiet_s is not None:
+            return quiet_s
+        return options.quiet_learned_s if options.quiet_learned_s and "applied" not in record.perturbation else options.quiet_s
+
+    writes_wait = options.writes_wait_s or options.step_timeout_s
+
+    def done_or_given_up() -> bool:
+        if watcher.quiet(quiet(), since, watcher_base + expected):
+            return True
+        return bool(expected) and watcher.now - max(since, watcher.healed_at) >= writes_wait
+
+    got = _wait(watcher, done_or_given_up, options.step_timeout_s)
+    if got and not watcher.quiet(quiet(), since, watcher_base + expected):
+        got = _wait(watcher, lambda: watcher.quiet(quiet(), since), options.step_timeout_s)
         entry["fewer_writes_than_learned"] = True
-    entry.update(t_end=round(watcher.now, 6), converged=got, writes=watcher.writes - watcher_base)
+    elif not got and expected:
+        got = _wait(watcher, lambda: watcher.quiet(quiet(), since), options.step_timeout_s)
+        entry["fewer_writes_than_learned"] = True
+    # The longest pause between two of the operator's activities before its last one (what
+    # sizes a plan's quiet spell): the final quiet spell itself is not a pause.
+    entry.update(t_end=round(watcher.now, 6), converged=got, writes=watcher.writes - watcher_base, longest_pause_s=round(watcher.longest_pause, 3), wall_s=round(time.perf_counter() - begun, 3))
     if not got:
         record.converged = False
 
