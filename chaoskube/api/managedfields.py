@@ -191,6 +191,20 @@ def _struct_fields(cls: type) -> tuple[tuple[str, str, type], ...]:
     return tuple(out)
 
 
+_JSON_DECODER = msgspec.json.Decoder()
+
+
+def json_form(obj: Any) -> dict[str, Any]:
+    """A built-in object's JSON form for the field manager, through msgspec's encoder and
+    decoder (a few times faster than ``to_dict``): the same as ``to_dict(obj)`` but for a
+    struct field that equals its default, written ``{}`` (recursively) where ``to_dict``
+    leaves it out -- which :func:`typed_form` adds anyway, so the typed forms the merge
+    compares are the same. Shares nothing with ``obj``."""
+    document = {"apiVersion": obj.API_VERSION, "kind": obj.KIND}
+    document.update(_JSON_DECODER.decode(msgspec.json.encode(obj)))
+    return document
+
+
 def typed_form(document: Any, cls: type) -> Any:
     """The JSON form of a built-in object as upstream's typed conversion sees it
     (``runtime.DefaultUnstructuredConverter.ToUnstructured`` of the Go struct): a

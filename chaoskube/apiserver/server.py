@@ -108,7 +108,7 @@ from chaoskube.api.objects import (
     parse_quantity,
 )
 from chaoskube.api.fields import go_value, prune_unknown, unknown_field_message
-from chaoskube.api.managedfields import ApplyConflict, ApplyError, FieldManager, builtin_schema, custom_schema, scale_to_subresource
+from chaoskube.api.managedfields import ApplyConflict, ApplyError, FieldManager, builtin_schema, custom_schema, json_form, scale_to_subresource
 from chaoskube.api.patch import PatchError, apply_patch, merge_patch
 from chaoskube.api.strategic import strategic_merge_patch
 from chaoskube.api.protocol import (
@@ -1289,7 +1289,8 @@ class ApiServer:
         if request.subresource not in ("", "status"):
             return  # binding, eviction, finalize: not tracked here (scale: as its parent's update)
         manager = self._field_manager(info, request.managed_as or request.subresource)
-        document = manager.update_no_errors(to_dict(current) if current is not None else None, to_dict(new), request.field_manager, timestamp(self.process.now()))
+        form = to_dict if isinstance(new, CustomObject) else json_form  # json_form: the same typed form, faster
+        document = manager.update_no_errors(form(current) if current is not None else None, form(new), request.field_manager, timestamp(self.process.now()))
         new.metadata.managed_fields = (document.get("metadata") or {}).get("managedFields")
 
     def _applied(self, info: KindInfo, request: Request, live: dict[str, Any] | None) -> tuple[dict[str, Any], tuple[str, ...]]:
