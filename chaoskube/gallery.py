@@ -1312,6 +1312,49 @@ def _namespace_finalized_while_terminating() -> Any:
     return sync
 
 
+def _provisions_in_default_zone() -> Any:
+    """PersistentVolumeController._provisioning_zone that ignores the node the scheduler
+    selected for a WaitForFirstConsumer claim and makes the disk in the provisioner's
+    default zone -- the first zone of the nodes it knows -- as a CSI driver that drops the
+    claim's accessibility requirements does: kubernetes-sigs/aws-ebs-csi-driver#760 ("EBS
+    volume is getting dynamically provisioned in 'us-east-2a' with WaitForFirstConsumer
+    policy, even though EC2 instance is in 'us-east-2b' zone, causing mount to fail"),
+    pravega/zookeeper-operator#311 (a PV's zone not the selected node's: "volume node
+    affinity conflict"). The scheduler has already bound the claim's pod's node by the time
+    the disk exists (PreBind waits only for the claim to be Bound), so the pod runs in one
+    zone with its disk in another; upstream, external-provisioner passes the selected node's
+    topology as the disk's ``accessibility_requirements``."""
+    from chaoskube.controllers.persistentvolume import ZONE_LABEL
+
+    def provisioning_zone(self: Any, node: Any) -> str | None:
+        zones = sorted({known.metadata.labels[ZONE_LABEL] for known in self.nodes.indexer.list() if ZONE_LABEL in known.metadata.labels})
+        return zones[0] if zones else None  # the bug: the selected node's zone is not consulted
+
+    return provisioning_zone
+
+
+def _prebound_by_name_only() -> Any:
+    """persistentvolume.best_match that takes a volume whose ``claimRef`` names the claim's
+    namespace and name as pre-bound to it, whatever the uid: a claim deleted and created
+    again under the same name -- a StatefulSet member's claim, recreated when the set scales
+    up -- is bound to the old claim's Released volume and its data, as before Kubernetes
+    1.2 (kubernetes/kubernetes#20196, "New claim with same name as old keeps bound volume",
+    fixed by PR #20197, "Verify claim UID when releasing and binding volumes"; PR #24682:
+    "Volumes with Retain policy should stay Released forever and never get bound again")."""
+    from chaoskube.controllers import persistentvolume as module
+
+    real = module.best_match
+
+    def best_match(claim: Any, volumes: Any, *, delayed: bool = False, node: Any = None) -> Any:
+        for volume in volumes:
+            reference = volume.spec.claim_ref
+            if reference is not None and reference.name == claim.metadata.name and reference.namespace == claim.metadata.namespace:
+                return volume  # the bug: the claimRef's uid is not compared
+        return real(claim, volumes, delayed=delayed, node=node)
+
+    return best_match
+
+
 APP_VARIANTS: tuple[Variant, ...] = (
     Variant(
         "statefulset-recreates-below-partition-at-update-revision", "kube-controller-manager StatefulSet",
@@ -1347,6 +1390,16 @@ APP_VARIANTS: tuple[Variant, ...] = (
         "namespace-finalized-while-content-terminates", "kube-controller-manager namespace",
         "the namespace controller counts terminating objects as gone and finalizes the namespace while its pods still terminate (kubernetes#39576, #36891)",
         "namespace-invariants", "security-namespace-termination", "chaoskube.controllers.namespace:NamespaceController.sync", _namespace_finalized_while_terminating,
+    ),
+    Variant(
+        "provisioner-ignores-selected-node-zone", "kube-controller-manager persistent volume provisioner",
+        "a WaitForFirstConsumer claim's disk is made in the provisioner's default zone, not the selected node's, so its pod runs in another zone than its volume (aws-ebs-csi-driver#760, pravega/zookeeper-operator#311)",
+        "volume-invariants", "volumes-under-zone-outage", "chaoskube.controllers.persistentvolume:PersistentVolumeController._provisioning_zone", _provisions_in_default_zone,
+    ),
+    Variant(
+        "pv-binder-rebinds-released-volume-by-name", "kube-controller-manager persistent volume binder",
+        "a volume whose claimRef names a claim's namespace and name counts as pre-bound to it whatever the uid, so a claim recreated under an old name gets the old claim's Released volume (kubernetes#20196, PR #20197)",
+        "volume-invariants", "volumes-under-zone-outage", "chaoskube.controllers.persistentvolume:best_match", _prebound_by_name_only,
     ),
 )
 VARIANTS.update((variant.name, variant) for variant in APP_VARIANTS)

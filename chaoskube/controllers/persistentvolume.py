@@ -51,6 +51,7 @@ from chaoskube.api.objects import (
     matches,
     parse_quantity,
 )
+from chaoskube.api.workloads import node_selector_matches
 from chaoskube.client.client import ApiClient, ApiError
 from chaoskube.client.informer import DeletedFinalStateUnknown, SharedInformerFactory, meta_namespace_key
 from chaoskube.client.workqueue import RateLimitingQueue
@@ -85,9 +86,13 @@ def _modes_cover(volume_modes: list[str], claim_modes: list[str]) -> bool:
     return all(mode in volume_modes for mode in claim_modes)
 
 
-def best_match(claim: PersistentVolumeClaim, volumes: list[PersistentVolume]) -> PersistentVolume | None:
+def best_match(claim: PersistentVolumeClaim, volumes: list[PersistentVolume], *, delayed: bool = False, node: Any = None) -> PersistentVolume | None:
     """``findBestMatchForClaim``: a volume pre-bound to the claim, else the smallest
-    available one of the same class that covers the request, modes and selector."""
+    available one of the same class that covers the request, modes and selector. A claim
+    whose binding waits for its first consumer (``delayed``) matches only a pre-bound
+    volume until the scheduler selected a node, then only volumes whose node affinity
+    accepts ``node`` (upstream ``FindMatchingVolume`` with ``delayBinding``: the scheduler's
+    VolumeBinding plugin picks such a volume for the node; here the binder does)."""
     want = parse_quantity(claim.spec.resources.requests.get("storage", "0"))
     klass = claim.spec.storage_class_name or ""
     candidates = []
@@ -96,6 +101,8 @@ def best_match(claim: PersistentVolumeClaim, volumes: list[PersistentVolume]) ->
         if reference is not None and reference.name == claim.metadata.name and reference.namespace == claim.metadata.namespace and (not reference.uid or reference.uid == claim.metadata.uid):
             return volume
         if reference is not None or volume.status.phase not in ("Available", "Pending", ""):
+            continue
+        if delayed and (node is None or not node_selector_matches(volume.spec.node_affinity.required if volume.spec.node_affinity is not None else None, node.metadata.name, node.metadata.labels)):
             continue
         if volume.metadata.deletion_timestamp is not None:
             continue
@@ -206,11 +213,13 @@ class PersistentVolumeController:
             if volume is not None and claim.status.phase != "Bound" and volume.spec.claim_ref is not None and volume.spec.claim_ref.uid == claim.metadata.uid:
                 await self._mark_claim_bound(claim, volume)
             return
-        volume = best_match(claim, self.volumes.indexer.list())
+        klass = self.classes.indexer.get_by_key(claim.spec.storage_class_name) if claim.spec.storage_class_name else None
+        delayed = klass is not None and (klass.volume_binding_mode or "Immediate") == "WaitForFirstConsumer"
+        selected = claim.metadata.annotations.get(SELECTED_NODE) if delayed else None
+        volume = best_match(claim, self.volumes.indexer.list(), delayed=delayed, node=self.nodes.indexer.get_by_key(selected) if selected else None)
         if volume is not None:
             await self._bind(claim, volume)
             return
-        klass = self.classes.indexer.get_by_key(claim.spec.storage_class_name) if claim.spec.storage_class_name else None
         if klass is None or not klass.provisioner:
             self._record(claim, "", "waiting", "no persistent volumes available for this claim and no storage class is set" if not claim.spec.storage_class_name else f'storageclass.storage.k8s.io "{claim.spec.storage_class_name}" not found')
             return
@@ -220,8 +229,7 @@ class PersistentVolumeController:
             if not node_name:
                 self._record(claim, "", "waiting", "waiting for first consumer to be created before binding")
                 return
-            node = self.nodes.indexer.get_by_key(node_name)
-            zone = node.metadata.labels.get(ZONE_LABEL) if node is not None else None
+            zone = self._provisioning_zone(self.nodes.indexer.get_by_key(node_name))
         if claim.metadata.annotations.get(STORAGE_PROVISIONER) != klass.provisioner:
             annotated = deep_copy(claim)
             annotated.metadata.annotations = {**claim.metadata.annotations, STORAGE_PROVISIONER: klass.provisioner, BETA_STORAGE_PROVISIONER: klass.provisioner}
@@ -235,6 +243,12 @@ class PersistentVolumeController:
             volume = await self.client.get("persistentvolumes", "", volume.metadata.name)
         self._record(claim, volume.metadata.name, "provisioned", f"zone {zone}" if zone else "any zone")
         await self._bind(claim, volume)
+
+    def _provisioning_zone(self, node: Any | None) -> str | None:
+        """The zone a WaitForFirstConsumer claim's disk is made in: the selected node's
+        (the provisioner's ``accessibility_requirements`` from the node's topology,
+        kubernetes-csi/external-provisioner ``GenerateAccessibilityRequirements``)."""
+        return node.metadata.labels.get(ZONE_LABEL) if node is not None else None
 
     async def _bind(self, claim: PersistentVolumeClaim, volume: PersistentVolume) -> None:
         """``bind``: the volume first (claimRef, Bound), then the claim."""

@@ -34,7 +34,8 @@ Workload options (:class:`KubernetesWorkload`):
   ``scale`` (``spec.replicas``), ``drain`` (``kubectl drain --ignore-daemonsets`` by
   :func:`chaoskube.node.kubelet.drain`, of ``node`` or else of the node holding most pods
   of ``deployment``, first by name on ties), ``uncordon``, ``delete-pod`` (``kubectl delete pod``
-  of ``pod``, NAMESPACE/NAME: a graceful deletion) and ``delete`` (``kubectl delete
+  of ``pod``, NAMESPACE/NAME: a graceful deletion), ``delete-claim`` (``kubectl delete pvc``
+  of ``claim``, NAMESPACE/NAME: its volume reclaimed as its policy says) and ``delete`` (``kubectl delete
   --cascade=background|foreground|orphan``: the Deployment with ``propagation``
   Background, Foreground or Orphan; it leaves the steady state at once). Each is journaled
   as a ``workload-step`` event {action, target, outcome}; an API error ends that step only.
@@ -166,6 +167,7 @@ CLUSTER_CHECKERS: dict[str, tuple[str, str, str]] = {
     "daemonset-invariants": ("chaoskube.checkers.daemonsets", "check_daemonset_invariants", "daemon pods never evicted for a node's not-ready / unreachable taints, never more than maxSurge nodes with two pods, exactly one pod per node that should run it at the end"),
     "namespace-invariants": ("chaoskube.checkers.namespaces", "check_namespace_invariants", "a namespace leaves the store only once empty, nothing is written into it after, nothing created in it once Terminating"),
     "quota-invariants": ("chaoskube.checkers.quotas", "check_quota_invariants", "usage of the objects admitted under an unscoped ResourceQuota, recomputed from the store, never above its spec.hard at any revision"),
+    "volume-invariants": ("chaoskube.checkers.volumes", "check_volume_invariants", "no PersistentVolume bound to two claims nor a Bound claim's volume bound elsewhere, pods only where their volumes' node affinity allows, WaitForFirstConsumer claims bound at their selected node, released volumes never bound again and reclaimed as their policy says"),
     "authorization": ("chaoskube.checkers.authorization", "check_authorization", "no adversarial tenant's forbidden attempt succeeded and no permitted one was refused, by an oracle of the RBAC, Node, NodeRestriction, NamespaceLifecycle and token rules over the policy in the store (cache lag bounded and reported)"),
 }
 
@@ -233,7 +235,7 @@ class WorkloadStep(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, fro
     replaces the built-in Deployments."""
 
     after_s: float
-    action: Literal["rollout", "scale", "drain", "uncordon", "delete", "delete-pod"]
+    action: Literal["rollout", "scale", "drain", "uncordon", "delete", "delete-pod", "delete-claim"]
     deployment: str = ""
     workload: str = ""
     replicas: int | None = None
@@ -241,6 +243,7 @@ class WorkloadStep(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, fro
     node: str = ""
     propagation: Literal["Background", "Foreground", "Orphan"] = "Background"  # delete: kubectl delete --cascade
     pod: str = ""  # delete-pod: kubectl delete pod NAME (NAMESPACE/NAME, or NAME in default)
+    claim: str = ""  # delete-claim: kubectl delete pvc NAME (NAMESPACE/NAME, or NAME in default)
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.after_s) and 0 <= self.after_s <= 3600):
@@ -259,6 +262,8 @@ class WorkloadStep(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, fro
             raise ValueError("`uncordon` needs `node`")
         if self.action == "delete-pod" and not self.pod:
             raise ValueError("`delete-pod` needs `pod` (NAMESPACE/NAME, or NAME in default)")
+        if self.action == "delete-claim" and not self.claim:
+            raise ValueError("`delete-claim` needs `claim` (NAMESPACE/NAME, or NAME in default)")
         if self.workload:
             parse_workload_selector(self.workload)
 
@@ -857,6 +862,11 @@ class KubernetesSystem(System):
                 pod_namespace, _, pod_name = step.pod.rpartition("/")
                 target = f"{pod_namespace or 'default'}/{pod_name}"
                 await client.delete("pods", pod_namespace or "default", pod_name)
+                outcome = "deleted"
+            elif step.action == "delete-claim":  # kubectl delete pvc NAME: its volume is reclaimed as its policy says
+                claim_namespace, _, claim_name = step.claim.rpartition("/")
+                target = f"{claim_namespace or 'default'}/{claim_name}"
+                await client.delete("persistentvolumeclaims", claim_namespace or "default", claim_name)
                 outcome = "deleted"
             elif step.action == "delete":  # kubectl delete KIND NAME --cascade=..., for each workload selected
                 from chaoskube.api.protocol import DeleteOptions
