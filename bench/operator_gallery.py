@@ -28,6 +28,8 @@ PAIRS = {
     "scale_down_forgets_pvcs": [],
     "delete_not_idempotent": [],
     "rollout_all_at_once": [],
+    "stale_read_after_restart": [],
+    "cleanup_on_observed_delete": [],
 }
 
 

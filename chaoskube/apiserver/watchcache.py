@@ -71,6 +71,15 @@ unresponsiveness"), and its client re-watches from its last resourceVersion. The
 and re-watch loops are unbounded in count (the cacher retries forever) but rate-limited
 (:data:`RELIST_RETRY_S`, :data:`REWATCH_RETRY_S`) and end with the process.
 
+Lag (``chaoskube test-operator``'s *stale state*): :meth:`Cacher.stall` makes the etcd
+watch feeding the cache deliver nothing (a stuck or slow stream: etcd parks a watcher it
+cannot send to among its "victims" and sends later, ``mvcc/watchable_store.go``), so the
+cache stays at its revision while writes go on; reads at ``resourceVersion="0"`` and watches
+are served from it, stale (kubernetes#59848: a client of a lagging API server's cache can see
+an object it saw deleted). :meth:`Cacher.resume` ends the stream: the cache watches again from
+its revision + 1 and catches up (or re-lists, if that revision was compacted meanwhile).
+Quorum reads and writes go to etcd and are never stale.
+
 Non-guarantees: the cache advances only with etcd events (etcd progress notifications,
 which upstream uses to advance an idle cache, are not modelled: our ``WatchProgress``
 reply is not ordered with the event stream), so ``wait_fresh`` of a revision made by a
@@ -565,6 +574,23 @@ class Cacher:
         self.relists = 0
         self.rewatches = 0
         self.watchers_closed = 0
+        #: Set by :meth:`stall`: the etcd stream delivers nothing until :meth:`resume`.
+        self.stalled = False
+
+    # -- lag -------------------------------------------------------------------------------
+    def stall(self) -> None:
+        """The etcd watch feeding the cache stops delivering (see the module docstring)."""
+        if not self.stalled:
+            self.stalled = True
+            self.process.world.record("watch-cache", server=self.process.name, event="stalled", revision=self._revision)
+
+    def resume(self) -> None:
+        """The stalled stream ends; the cache watches again from its revision + 1."""
+        if self.stalled:
+            self.stalled = False
+            self.process.world.record("watch-cache", server=self.process.name, event="resumed", revision=self._revision)
+            if self._stream is not None:
+                self._end_stream(self._stream)
 
     # -- snapshot reads -------------------------------------------------------------------
     @property
@@ -711,7 +737,7 @@ class Cacher:
             stream.heard = False
             with process.move_on_after(self.probe_every_s):
                 await stream.broken_event.wait()
-            if stream.broken or stream.heard:
+            if stream.broken or stream.heard or self.stalled:
                 continue
             progress = await process.call(member, WatchProgress(stream.watch_id), port=ETCD_WATCH_PORT, timeout_s=self.etcd.timeout_s)
             answer = progress.value if isinstance(progress, Ok) and isinstance(progress.value, dict) else {}
@@ -756,6 +782,9 @@ class Cacher:
         if stream.lost:  # BUGGIFY ended it: nothing more arrives on it
             return
         stream.heard = True
+        if self.stalled:  # stuck: nothing of it reaches the cache (resume() watches again)
+            stream.expected += 1
+            return
         if body.sequence != stream.expected:
             self._end_stream(stream)
             return

@@ -15,7 +15,7 @@ def fail(message: str) -> None:
     raise _BadInput(message)
 
 
-KINDS_HELP = "Plan kinds to generate (repeatable): crash, lost-response, apiserver-kill, etcd-leader-kill, partition [default: all]."
+KINDS_HELP = "Plan kinds to generate (repeatable): crash, lost-response, apiserver-kill, etcd-leader-kill, partition, stale-state, unobserved-state [default: all]."
 
 
 @click.command("test-operator")
@@ -26,7 +26,7 @@ KINDS_HELP = "Plan kinds to generate (repeatable): crash, lost-response, apiserv
 @click.option("--jobs", type=click.IntRange(1, 64), default=2, show_default=True, help="Plans run at a time (each a served cluster on free ports).")
 @click.option("--budget", type=click.IntRange(1, 100000), default=None, help="Run at most this many plans, spread over the kinds [default: all].")
 @click.option("--repeats", type=click.IntRange(0, 1000), default=1, show_default=True, help="Plans at the first N occurrences of each distinct request of the operator (0: every occurrence).")
-@click.option("--kind", "kinds", multiple=True, type=click.Choice(["crash", "lost-response", "apiserver-kill", "etcd-leader-kill", "partition"]), help=KINDS_HELP)
+@click.option("--kind", "kinds", multiple=True, type=click.Choice(["crash", "lost-response", "apiserver-kill", "etcd-leader-kill", "partition", "stale-state", "unobserved-state"]), help=KINDS_HELP)
 @click.option("--plan", "plan_id", default=None, metavar="ID", help="Run only this plan (the replay of a finding), e.g. 'lost-response@create:configmaps#1'.")
 @click.option("--learned", type=click.Path(path_type=Path, file_okay=False), default=None, metavar="DIR", help="Reuse the learning of an earlier test-operator run (its --out).")
 @click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=1, show_default=True, help="The simulated cluster's seed.")

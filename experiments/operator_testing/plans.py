@@ -19,9 +19,20 @@ Kinds (:data:`KINDS`):
 - ``partition``        -- the operator is cut off from every API server right after the
   request, for ``duration_s`` (its requests stall; its watches go quiet).
 
-Not generated (yet): Sieve's *stale state* (a restart against an API server whose watch
-cache lags) and *unobserved state* (watch events withheld between two states): see
-docs/operators.md, "Limits".
+- ``stale-state``      -- Sieve's *time travel* (§4.2): the watch cache of a second API
+  server replica stops at the revision just before the request commits (its etcd watch
+  stalls: :meth:`chaoskube.apiserver.watchcache.Cacher.stall`); the operator is killed right
+  after its request is answered (at a user's change: just before it commits, so it never
+  sees it) and started again :data:`STALE_RESTART_S` later *against that replica* (its kubeconfig's current context moves to it, as a restarted pod's connection
+  lands on another API server behind a load balancer): its cached reads
+  (``resourceVersion=0``, what client-go informers list with) and watches see the state
+  before the request. ``duration_s`` after the request the replica catches up.
+- ``unobserved-state`` -- Sieve's *unobserved states* (§4.3): from just before the request
+  commits until the workload's next change of a custom resource commits, no watch event
+  reaches the operator (:meth:`chaoskube.apiserver.http.ApiFront.withhold`); then its watch
+  streams end and resuming one is answered 410 Expired, so it lists again and sees only
+  the later state, never the ones between (a relist after a broken watch). Only at points
+  the learning run shows a later change of the workload after.
 
 Pure: :func:`generate_plans` from the learning run's writes; ids are
 ``<kind>@[user-]<verb>:<resource>[/<subresource>]#<n>`` (``crash@create:configmaps#1``,
@@ -36,9 +47,12 @@ from typing import Any
 
 __all__ = ["KINDS", "Plan", "Point", "generate_plans", "parse_plan_id", "select_plans"]
 
-KINDS = ("crash", "lost-response", "apiserver-kill", "etcd-leader-kill", "partition")
-#: How long a fault lasts (virtual seconds) before it heals, per kind.
-DURATION_S = {"crash": 1.0, "lost-response": 0.0, "apiserver-kill": 3.0, "etcd-leader-kill": 3.0, "partition": 5.0}
+KINDS = ("crash", "lost-response", "apiserver-kill", "etcd-leader-kill", "partition", "stale-state", "unobserved-state")
+#: How long a fault lasts (virtual seconds) before it heals, per kind (stale-state: how
+#: long the replica lags after the request; unobserved-state: ends at the next change).
+DURATION_S = {"crash": 1.0, "lost-response": 0.0, "apiserver-kill": 3.0, "etcd-leader-kill": 3.0, "partition": 5.0, "stale-state": 8.0, "unobserved-state": 0.0}
+#: stale-state: the operator is started again this long after it was killed.
+STALE_RESTART_S = 1.0
 #: Writes a plan may be aimed at: the operator's own mutating requests that succeeded.
 MUTATING = ("create", "update", "patch", "delete")
 
@@ -80,6 +94,8 @@ class Plan:
                 "crash": f"crash the operator as {change} (restart {self.duration_s:g} s later)",
                 "partition": f"partition the operator from the API servers as {change}, {self.duration_s:g} s (it misses the events: unobserved state)",
                 "apiserver-kill": f"kill the operator's API server as {change}, {self.duration_s:g} s",
+                "stale-state": f"freeze a second API server's watch cache and crash the operator just before {change}; restart it against that replica (stale view: time travel), which catches up {self.duration_s:g} s later",
+                "unobserved-state": f"withhold every watch event from the operator from just before {change} until the user's next change, then break its watches (it relists: unobserved state)",
             }.get(self.kind, self.kind)
         what = {
             "crash": f"crash the operator right after its {self.point.label} (restart {self.duration_s:g} s later)",
@@ -87,6 +103,8 @@ class Plan:
             "apiserver-kill": f"kill the operator's API server right after its {self.point.label}, {self.duration_s:g} s",
             "etcd-leader-kill": f"kill the etcd leader right after the operator's {self.point.label}, {self.duration_s:g} s",
             "partition": f"partition the operator from the API servers right after its {self.point.label}, {self.duration_s:g} s",
+            "stale-state": f"freeze a second API server's watch cache just before the operator's {self.point.label} commits, crash the operator right after it and restart it against that replica (stale view: time travel) for {self.duration_s:g} s",
+            "unobserved-state": f"withhold every watch event from the operator from just before its {self.point.label} until the user's next change, then break its watches (it relists: unobserved state)",
         }
         return what[self.kind]
 
@@ -95,7 +113,9 @@ class Plan:
 
 
 #: Kinds aimed at the user's changes (a lost answer to the user is not the operator's business).
-USER_KINDS = ("crash", "partition", "apiserver-kill")
+USER_KINDS = ("crash", "partition", "apiserver-kill", "stale-state", "unobserved-state")
+#: Kinds whose perturbation ends at the workload's next change: only points before it.
+UNTIL_NEXT_CHANGE = ("unobserved-state",)
 
 
 def points(writes: Iterable[dict[str, Any]], *, user: bool = False) -> list[Point]:
@@ -119,9 +139,16 @@ def generate_plans(writes: Sequence[dict[str, Any]], kinds: Sequence[str] = KIND
     occurrence of each distinct request in order, then the second occurrences..."""
     found = points(writes)
     theirs = points(user_writes, user=True)
+    # The time of each point (the learning run's), for kinds that need a later user change.
+    mutating = [write for write in writes if write.get("verb") in MUTATING]
+    theirs_mutating = [write for write in user_writes if write.get("verb") in MUTATING]
+    when = {point: float(write.get("t") or 0.0) for point, write in [*zip(found, mutating), *zip(theirs, theirs_mutating)]}
+    last_change = max((float(write.get("t") or 0.0) for write in theirs_mutating), default=None)
     plans = []
     for kind in kinds:
         chosen = found + (theirs if kind in USER_KINDS else [])
+        if kind in UNTIL_NEXT_CHANGE:
+            chosen = [point for point in chosen if last_change is not None and when[point] < last_change]
         # Every distinct request first (its first occurrence), then the second ones...: a
         # budget then reaches every kind of write before a repetition of one.
         ordered = sorted(range(len(chosen)), key=lambda index: (chosen[index].nth, index))

@@ -113,13 +113,17 @@ def summarize_session(out: Path, target: Target) -> dict[str, Any]:
         "log": obs.log, "plan": session["plan"], "custom": _custom_resources(target), "step_writes": [int(step.get("writes", 0)) for step in checkpoints],
         "step_walls": [float(step.get("wall_s", 0.0)) for step in checkpoints], "step_virtual": [round(step["t_end"] - step["t_start"], 3) for step in checkpoints],
         "pauses": [float(step.get("longest_pause_s", 0.0)) for step in checkpoints],
+        "withheld": [step["step"] for step in checkpoints if step.get("withheld")],
     }
 
 
 def _aligned(run: dict[str, Any], reference: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """Both sessions' checkpoints at the labels they share, in the reference's order."""
     mine = dict(zip(run["labels"], run["checkpoints"]))
-    labels = [label for label in reference["labels"] if label in mine]
+    # A checkpoint whose state the operator was kept from seeing (an unobserved state in
+    # force) says nothing about it: not compared.
+    withheld = set(run.get("withheld") or ())
+    labels = [label for label in reference["labels"] if label in mine and label not in withheld]
     theirs = dict(zip(reference["labels"], reference["checkpoints"]))
     mine_fewest = dict(zip(run["labels"], run.get("fewest") or ()))
     their_fewest = dict(zip(reference["labels"], reference.get("fewest") or ()))
@@ -129,7 +133,12 @@ def _aligned(run: dict[str, Any], reference: dict[str, Any]) -> tuple[dict[str, 
 
 def judge_plan(run: dict[str, Any], reference: dict[str, Any], mask: Mask | None) -> list[dict[str, Any]]:
     mine, theirs, labels = _aligned(run, reference)
-    return judge(mine, theirs, mask, labels=labels)
+    findings = judge(mine, theirs, mask, labels=labels)
+    if run.get("withheld"):
+        # An object the reference made (and removed) only for a state this run's operator
+        # was kept from seeing is not missing: it was never wanted by a state it saw.
+        findings = [finding for finding in findings if not (finding["oracle"] == "lifecycle" and finding["run"] == [0, 0])]
+    return findings
 
 
 def _log_around(run: dict[str, Any]) -> list[str]:

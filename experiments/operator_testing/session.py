@@ -32,7 +32,7 @@ import httpx
 import msgspec
 import yaml
 
-from chaoskube.experiments.operator_testing.plans import Plan
+from chaoskube.experiments.operator_testing.plans import MUTATING, STALE_RESTART_S, Plan
 from chaoskube.experiments.operator_testing.workload import Step
 
 __all__ = ["SessionOptions", "SessionRecord", "Target", "run_session"]
@@ -45,6 +45,11 @@ POLL_S = 0.1  # wall seconds between two looks at the journal
 #: The quiet spell before the first step: the operator has just started watching and has
 #: nothing of the workload to act on yet.
 READY_QUIET_S = 0.5
+#: After an unobserved state ends, the operator has missed the echo of its own last write
+#: and may wait for it before acting on what it lists (kopf waits up to
+#: ``settings.persistence.consistency_timeout``, 5 s): no quiet spell ends sooner than this
+#: (wall seconds) after the end.
+UNOBSERVED_SETTLE_S = 6.0
 #: How long the operator may take to watch its custom resources once their CRDs are
 #: Established before it is started again (virtual seconds).
 CRD_PICKUP_S = 8.0
@@ -193,7 +198,7 @@ def run_session(target: Target, out: Path, plan: Plan | None = None, options: Se
         # Where the boot ended in virtual time (the world went live there): the next
         # session's epoch_lead_s.
         record.wall["boot_virtual_s"] = next((round(event["t"], 3) for event in reversed(handle.world.journal.events) if event.get("type") == "world" and event.get("event") == "live"), 0.0)
-        _arm(handle, plan, record)
+        _arm(handle, plan, record, {f"{plural}.{group}" for group, _, plural, _ in target.custom_resources.values()})
         thread = threading.Thread(target=_drive, args=(handle, target, options, record), name="test-operator-driver", daemon=True)
         threads.append(thread)
         thread.start()
@@ -210,9 +215,10 @@ def run_session(target: Target, out: Path, plan: Plan | None = None, options: Se
 
 
 # ----------------------------------------------------------------------------- perturbations
-def _arm(handle: Any, plan: Plan | None, record: SessionRecord) -> None:
+def _arm(handle: Any, plan: Plan | None, record: SessionRecord, custom: set[str] = frozenset()) -> None:  # type: ignore[assignment]
     """Install the plan's trigger (in the run's Trio thread): count the operator's answered
-    requests matching the plan's point; at the Nth, perturb."""
+    requests matching the plan's point; at the Nth, perturb. ``custom``: the custom
+    resources' store names (an unobserved state ends at the user's next change of one)."""
     if plan is None:
         return
     world, front = handle.world, handle.front
@@ -220,9 +226,11 @@ def _arm(handle: Any, plan: Plan | None, record: SessionRecord) -> None:
     point = plan.point
     seen = {"count": 0}
 
-    def mark(event: str) -> None:
-        record.perturbation[event] = round(world.now, 6)
-        world.record("test-operator", event=event, plan=plan.id)
+    mark = _marker(world, record)
+
+    if plan.kind in ("stale-state", "unobserved-state"):
+        _arm_view(handle, plan, record, mark, custom)
+        return
 
     if plan.kind == "lost-response":
         def lose(client: str, request: Any, response: Any) -> bool:
@@ -271,12 +279,130 @@ def _arm(handle: Any, plan: Plan | None, record: SessionRecord) -> None:
     remove = world.on_record("api-op", hook)
 
 
+def _marker(world: Any, record: SessionRecord) -> Callable[[str], None]:
+    """Note a perturbation's event (applied, healed...) in the record and the journal."""
+    def mark(event: str) -> None:
+        record.perturbation[event] = round(world.now, 6)
+        world.record("test-operator", event=event, plan=(record.plan or {}).get("id", ""))
+
+    return mark
+
+
+def _arm_view(handle: Any, plan: Plan, record: SessionRecord, mark: Callable[[str], None], custom: set[str]) -> None:
+    """stale-state and unobserved-state (see :mod:`.plans`): the operator's view is
+    perturbed from just *before* the point's request commits -- at the invoke of the
+    request that will be the Nth matching one answered -- so the state the request makes
+    is the first the operator does not see. A request that fails instead undoes it."""
+    world, front = handle.world, handle.front
+    point = plan.point
+    client = "outside" if point.user else OPERATOR
+    stale = plan.kind == "stale-state"
+    lagging = front.api_servers[1] if len(front.api_servers) > 1 else None
+    state: dict[str, Any] = {"count": 0, "armed": None, "fired": False, "done": False}
+
+    def cacher() -> Any:
+        return handle.system.handle.api_servers[lagging].cacher
+
+    def begin() -> None:
+        if stale:
+            cacher().stall()
+            if point.user:
+                # The user's change: the operator dies before it commits (deterministically
+                # never seeing it), and comes back against the replica that did not see it.
+                world.process(OPERATOR).kill()
+        else:
+            front.withhold(OPERATOR)
+
+    def undo() -> None:
+        if stale:
+            cacher().resume()
+            if point.user:
+                world.process(OPERATOR).restart()
+        else:
+            front.end_withholding(OPERATOR)
+
+    def fire(_: Any) -> None:
+        if stale:
+            record.perturbation["server"] = lagging
+            record.perturbation["stale_revision"] = cacher().resource_version
+            mark("applied")
+            if not point.user:
+                world.process(OPERATOR).kill()  # right after its own write
+            _point_operator_at(handle, lagging)
+            world.call_later(STALE_RESTART_S, lambda _: (world.process(OPERATOR).restart(), mark("restarted")))
+
+            def heal(_: Any) -> None:
+                cacher().resume()
+                state["done"] = True
+                mark("healed")
+
+            world.call_later(plan.duration_s, heal)
+        else:
+            mark("withholding")
+
+    def hook(event: dict[str, Any]) -> None:
+        if state["done"]:
+            return
+        phase = event.get("phase")
+        if state["fired"]:
+            if stale:
+                return
+            # unobserved-state: the user's next change of a custom resource has committed:
+            # the operator's watches end, and it lists again.
+            if event.get("client") == "outside" and phase == "ok" and event.get("verb") in MUTATING and event.get("resource") in custom:
+                state["done"] = True
+                world.call_later(0.0, lambda _: end_unobserved(handle, record, mark))
+            return
+        if event.get("client") != client or not point.matches(str(event.get("verb")), str(event.get("resource")), str(event.get("subresource") or "")):
+            return
+        if phase == "invoke":
+            if state["armed"] is None and state["count"] == point.nth - 1:
+                state["armed"] = event.get("op_id")
+                begin()
+            return
+        if phase == "ok":
+            state["count"] += 1
+            if state["count"] == point.nth:
+                if state["armed"] is None:  # it was not ours to see begin (cannot happen in order)
+                    begin()
+                state["fired"] = True
+                world.call_later(0.0, fire)
+        elif event.get("op_id") == state["armed"]:
+            state["armed"] = None
+            undo()
+
+    if stale and lagging is None:
+        mark("skipped")  # one API server: no replica to lag
+        return
+    world.on_record("api-op", hook)
+
+
+def end_unobserved(handle: Any, record: SessionRecord, mark: Callable[[str], None]) -> None:
+    """End an unobserved state (in the run's Trio thread): the operator's watches end,
+    resuming them is answered 410, it lists again."""
+    record.perturbation["withheld_up_to"] = handle.front.end_withholding(OPERATOR)
+    mark("applied")
+    mark("healed")
+
+
+def _point_operator_at(handle: Any, server: str) -> None:
+    """The operator's kubeconfig's current context moves to ``server``'s listener: the
+    next start of the operator talks to that replica."""
+    url = dict(handle.front.urls)[server]
+    path = Path(handle.operator_kubeconfig)
+    config = yaml.safe_load(path.read_text())
+    cluster = next(entry["name"] for entry in config["clusters"] if entry["cluster"]["server"] == url)
+    config["current-context"] = next(entry["name"] for entry in config["contexts"] if entry["context"]["cluster"] == cluster)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
 # ----------------------------------------------------------------------------- the driver
 class _Watcher:
     """Reads the run's journal from the driver thread (through the run's Trio thread)."""
 
-    def __init__(self, handle: Any, plurals: set[str]) -> None:
+    def __init__(self, handle: Any, plurals: set[str], speed: float = 1.0) -> None:
         self.handle = handle
+        self.speed = speed
         self.plurals = plurals
         self.index = 0
         self.last_activity = 0.0
@@ -296,6 +422,11 @@ class _Watcher:
     def reset_pause(self, now: float) -> None:
         self.longest_pause = 0.0
         self.last_activity = max(self.last_activity, now)
+        self.withholding = False  # an unobserved state is in force (events withheld)
+        #: After an unobserved state the operator legitimately does less than it learned:
+        #: the writes learned no longer bound the waits.
+        self.relaxed = False
+        self.settle_until = 0.0  # no quiet spell ends before (after an unobserved state)
 
     def poll(self) -> None:
         world = self.handle.world
@@ -329,6 +460,11 @@ class _Watcher:
                     self.perturbed = True
                 elif kind == "test-operator" and event.get("event") in ("healed", "skipped"):
                     self.perturbed = False
+                    if self.withholding:
+                        self.settle_until = event["t"] + UNOBSERVED_SETTLE_S * self.speed
+                    self.withholding = False
+                elif kind == "test-operator" and event.get("event") == "withholding":
+                    self.withholding = self.relaxed = True
         if self.perturbed or not self.ready():
             self.healed_at = self.now
 
@@ -338,7 +474,7 @@ class _Watcher:
     def quiet(self, quiet_s: float, since: float, writes: int = 0) -> bool:
         """Ready, no perturbation in force, at least ``writes`` writes made, and nothing
         done for ``quiet_s``."""
-        return self.ready() and not self.perturbed and self.writes >= writes and self.now - max(self.last_activity, since) >= quiet_s
+        return self.ready() and not self.perturbed and (self.writes >= writes or self.relaxed) and self.now >= self.settle_until and self.now - max(self.last_activity, since) >= quiet_s
 
 
 def _wait(watcher: _Watcher, condition: Callable[[], bool], timeout_s: float) -> bool:
@@ -356,7 +492,7 @@ def _wait(watcher: _Watcher, condition: Callable[[], bool], timeout_s: float) ->
 
 def _drive(handle: Any, target: Target, options: SessionOptions, record: SessionRecord) -> None:
     kinds = target.custom_resources
-    watcher = _Watcher(handle, {plural for _, _, plural, _ in kinds.values()})
+    watcher = _Watcher(handle, {plural for _, _, plural, _ in kinds.values()}, options.speed)
     wall = time.perf_counter()
     client = None
     try:
@@ -381,6 +517,10 @@ def _drive(handle: Any, target: Target, options: SessionOptions, record: Session
                 if step.action == "wait":
                     _wait(watcher, lambda: False, step.seconds)
                 _quiesce(watcher, options, record, step.describe(), index + 1, base)
+            if "withholding" in record.perturbation and "applied" not in record.perturbation:
+                # an unobserved state with no later change of the workload: it ends here
+                handle.call(lambda: end_unobserved(handle, record, _marker(handle.world, record)))
+                _quiesce(watcher, options, record, "after the perturbation healed", -1, watcher.writes)
             # A perturbation still in force (or its restart still to come): wait it out. (A
             # step's quiet spell already waits for the heal: this is for one fired later.)
             if record.plan is not None and "applied" in record.perturbation and not ("healed" in record.perturbation or "skipped" in record.perturbation):
@@ -432,6 +572,8 @@ def _quiesce(watcher: _Watcher, options: SessionOptions, record: SessionRecord, 
     # The longest pause between two of the operator's activities before its last one (what
     # sizes a plan's quiet spell): the final quiet spell itself is not a pause.
     entry.update(t_end=round(watcher.now, 6), converged=got, writes=watcher.writes - watcher_base, longest_pause_s=round(watcher.longest_pause, 3), wall_s=round(time.perf_counter() - begun, 3))
+    if watcher.withholding:
+        entry["withheld"] = True  # the operator could not see this step's state: not judged
     if not got:
         record.converged = False
 

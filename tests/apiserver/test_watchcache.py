@@ -645,3 +645,32 @@ def test_the_same_seed_gives_the_same_journal():
 
     fingerprints = {run(story, seed=5)[0].fingerprint for _ in range(2)}
     assert len(fingerprints) == 1
+
+
+def test_a_stalled_cache_stays_behind_serves_its_old_state_and_catches_up_on_resume():
+    """``Cacher.stall`` (test-operator's stale state, kubernetes#59848): writes go on in
+    etcd, the cache keeps its revision and the objects it had, a watch from "0" is served
+    that old state, a fresh read waits and gives up; ``resume`` brings every event missed,
+    in order, to the cache and to its watchers."""
+    async def story(h):
+        before = await h.put(pod("a"))
+        await h.world.sleep(0.5)
+        h.cacher.stall()
+        written = [await h.put(pod("b")), await h.put(pod("c"))]
+        await h.world.sleep(5.0)  # probes and all: it does not move
+        stale = (h.cacher.resource_version, sorted(obj.metadata.name for obj in h.cacher.objects("pods")))
+        await h.watch("w-stale", "0")
+        await h.world.sleep(0.5)
+        fresh = await h.cacher.wait_fresh(written[-1], timeout_s=1.0)
+        h.cacher.resume()
+        await h.world.sleep(2.0)
+        caught = (h.cacher.resource_version, sorted(obj.metadata.name for obj in h.cacher.objects("pods")))
+        return before, written, stale, fresh, caught
+
+    world, h, (before, written, stale, fresh, caught) = _run_and_collect(story)
+    assert stale == (before, ["a"])
+    assert fresh is False
+    assert caught == (written[-1], ["a", "b", "c"])
+    assert summary(h.events("w-stale")) == [("ADDED", "a", str(before)), ("ADDED", "b", str(written[0])), ("ADDED", "c", str(written[1]))]
+    marks = [event["event"] for event in world.journal.events if event.get("type") == "watch-cache" and event.get("event") in ("stalled", "resumed", "rewatch")]
+    assert marks[:3] == ["stalled", "resumed", "rewatch"]

@@ -138,6 +138,51 @@ def test_plans_one_perturbation_at_each_learned_point_with_stable_ids():
                                                 f"crash@user-delete:{WIDGETS}#1", "lost-response@create:configmaps#1", f"lost-response@patch:{WIDGETS}#1"]
 
 
+def test_stale_and_unobserved_state_plans_at_learned_points():
+    """Sieve's stale state at every point (the operator's writes and the user's changes);
+    its unobserved state only where the workload changes a custom resource later (the
+    withholding ends at that change), so never at the user's last change or after it."""
+    run = session("learn-1")
+    plans = generate_plans(run["writes"], ("stale-state", "unobserved-state"), run["user_writes"])
+    stale = [plan.id for plan in plans if plan.kind == "stale-state"]
+    unobserved = [plan.id for plan in plans if plan.kind == "unobserved-state"]
+    assert stale[:5] == ["stale-state@create:configmaps#1", f"stale-state@patch:{WIDGETS}#1", f"stale-state@user-create:{WIDGETS}#1", f"stale-state@user-patch:{WIDGETS}#1", f"stale-state@user-delete:{WIDGETS}#1"]
+    last_change = max(write["t"] for write in run["user_writes"])
+    assert f"unobserved-state@user-delete:{WIDGETS}#1" not in unobserved  # nothing changes after it
+    assert f"unobserved-state@user-create:{WIDGETS}#1" in unobserved and unobserved
+    from chaoskube.experiments.operator_testing.plans import points
+    when = {point.label: write["t"] for point, write in zip(points(run["writes"]), [w for w in run["writes"] if w["verb"] in ("create", "update", "patch", "delete")])}
+    for plan in plans:
+        assert parse_plan_id(plan.id) == plan
+        if plan.kind == "unobserved-state" and not plan.point.user:
+            assert when[plan.point.label] < last_change
+    assert {plan.point.label for plan in plans if plan.kind == "unobserved-state" and not plan.point.user} == {label for label, t in when.items() if t < last_change}
+    assert "restart it against that replica" in plans[0].describe() and "relists" in plans[-1].describe()
+    # no user change at all: no unobserved state
+    assert not generate_plans(run["writes"], ("unobserved-state",), ())
+
+
+def test_a_step_the_operator_was_kept_from_seeing_is_not_judged():
+    """An unobserved-state run: the checkpoint taken while the events were withheld, and the
+    objects the reference made only for that state, are not findings; what follows is."""
+    from chaoskube.experiments.operator_testing.run import judge_plan
+
+    reference = {**session("learn-1"), "fewest": []}
+    labels = reference["labels"]
+    withheld = labels[1]
+    lagging = dict(reference["checkpoints"][1])
+    child = next(key for key in lagging if key.startswith("configmaps/"))
+    del lagging[child]  # the operator never saw the state that wanted it
+    run = {**reference, "checkpoints": [reference["checkpoints"][0], lagging, *reference["checkpoints"][2:]], "lifecycle": {**reference["lifecycle"], child: [0, 0]}}
+    assert judge_plan(run, reference, None)  # judged as any run: findings
+    assert judge_plan({**run, "withheld": [withheld]}, reference, None) == []
+    later = dict(reference["checkpoints"][2])
+    later["configmaps/default/leaked"] = {"metadata": {"name": "leaked"}}
+    run["checkpoints"][2] = later
+    findings = judge_plan({**run, "withheld": [withheld]}, reference, None)
+    assert [(finding["oracle"], finding["object"], finding["at"]) for finding in findings] == [("state", "configmaps/default/leaked", labels[2])]
+
+
 @pytest.mark.parametrize("text", ["crash", "crash@create:configmaps", "boom@create:configmaps#1", "crash@get:configmaps#1", "crash@create:configmaps#0", "crash@create#1"])
 def test_a_bad_plan_id_is_one_line(text):
     with pytest.raises(ValueError, match="plan id") as error:

@@ -194,6 +194,7 @@ class _Watch:
     send: Any
     receive: Any
     next_sequence: int = 1
+    client: str = ""
 
 
 @dataclass
@@ -247,6 +248,11 @@ class ApiFront:
         #: answer (the write stands, the connection closes unanswered, as when the server
         #: or a proxy dies between the commit and the reply). Journaled as an ``info`` op.
         self.lose_response: Callable[[str, Request, Response], bool] | None = None
+        #: Unobserved states (``chaoskube test-operator``, :meth:`withhold`): per client
+        #: process whose watch events are withheld, the newest revision withheld so far;
+        #: per client, the revision below which its next watch is answered 410 Expired.
+        self._withheld: dict[str, int] = {}
+        self._expired: dict[str, int] = {}
         #: What the simulated containers "printed" (``kubectl logs``), from the journal.
         self.logs = logs.ContainerLogs()
         self.logs.follow(world)
@@ -326,6 +332,54 @@ class ApiFront:
             replica.listening = False
             self.world.record("http-listener", server=replica.name, event="close", port=replica.port, connections=len(replica.connections))
         replica.connections.clear()
+
+    # ------------------------------------------------------------------ unobserved states
+    def withhold(self, client: str) -> None:
+        """From now on, the events of ``client``'s watch streams are not sent (each message
+        withheld is journaled as ``watch-withheld``): the client misses the states they
+        carry, as Sieve's *unobserved state* plans make a controller miss them (Sun et al.,
+        OSDI 2022, §4.3)."""
+        self._withheld.setdefault(client, 0)
+        self.world.record("watch-withholding", client=client, event="start")
+
+    def end_withholding(self, client: str) -> int:
+        """End every watch stream of ``client`` (cleanly, as a server ends one) and answer
+        its next watch from before the newest revision withheld with 410 Expired ("too old
+        resource version"), as a watch cache whose history has moved past the client's
+        resourceVersion does: the client lists again and sees only the latest state, never
+        the ones withheld -- what a relist after a broken watch does (client-go
+        ``reflector.go``: on 410 it relists). Returns that revision (0: nothing withheld)."""
+        newest = self._withheld.pop(client, 0)
+        if newest:
+            self._expired[client] = newest
+        process = self.world.processes.get(client)
+        router = process.memory.get(_ROUTER_KEY) if process is not None else None
+        closed = 0
+        for watch_id in sorted(router or {}):
+            watch = router.pop(watch_id)
+            watch.send.close()
+            closed += 1
+        self.world.record("watch-withholding", client=client, event="end", revision=newest, closed=closed)
+        return newest
+
+    def _withheld_now(self, watch: _Watch, message: WatchMessage) -> bool:
+        if watch.client not in self._withheld:
+            return False
+        versions = [int(summary[2]) for summary in map(_watch_summary, message.events) if str(summary[2]).isdigit()]
+        self._withheld[watch.client] = max([self._withheld[watch.client], *versions])
+        self.world.record("watch-withheld", client=watch.client, watch=watch.watch_id, events=[_watch_summary(event) for event in message.events])
+        return True
+
+    def _expired_for(self, client: str, request: Request) -> Response | None:
+        """410 Expired for a watch from before what ``end_withholding`` withheld."""
+        expired = self._expired.get(client)
+        if expired is None or not request.resource_version.isdigit() or request.resource_version == "0":
+            return None
+        asked = int(request.resource_version)
+        if asked >= expired:
+            del self._expired[client]  # it has listed again (or caught up): served as usual
+            return None
+        return Response(410, status=gone(f"too old resource version: {asked} ({expired})"))
 
     # ------------------------------------------------------------------ client processes
     def ensure_client(self, name: str, role: str = "outside") -> Process:
@@ -949,7 +1003,7 @@ class ApiFront:
         state.requests += 1
         watch_id = f"{client.name}/{client.incarnation}/http-watch/{state.requests}"
         send, receive = trio.open_memory_channel[WatchMessage](WATCH_BUFFER_MESSAGES)
-        router[watch_id] = _Watch(watch_id, send, receive)
+        watch = router[watch_id] = _Watch(watch_id, send, receive, client=client.name)
         request = Request(
             verb="watch", resource=kind.resource, namespace=info.namespace, credentials=credentials, watch_id=watch_id,
             label_selector=query.get("labelSelector", ""), field_selector=field_selector,
@@ -960,7 +1014,7 @@ class ApiFront:
         self._statistics["watches"] += 1
         try:
             try:
-                response = await self._call(client, replica.name, request)
+                response = self._expired_for(client.name, request) or await self._call(client, replica.name, request)
             except _Stall:
                 self._journal_http(record, 0, started, outcome="stalled")
                 await self._stall(stream)
@@ -992,7 +1046,7 @@ class ApiFront:
                 await stream.send_all(connection.send(h11.Data(data=_watch_frame(event, protobuf))))
                 await stream.send_all(connection.send(h11.EndOfMessage()))
                 return
-            await self._stream_events(stream, connection, router[watch_id], kind, as_table, query, protobuf=protobuf, partial=media.as_.startswith("PartialObjectMetadata"))
+            await self._stream_events(stream, connection, watch, kind, as_table, query, protobuf=protobuf, partial=media.as_.startswith("PartialObjectMetadata"))
         finally:
             router.pop(watch_id, None)
             send.close()
@@ -1020,6 +1074,10 @@ class ApiFront:
                 if message.sequence != watch.next_sequence:
                     break  # a lost message: end the stream; the client watches again
                 watch.next_sequence += 1
+                if self._withheld_now(watch, message):
+                    if message.closed:
+                        break
+                    continue
                 lines = []
                 for event in message.events:
                     encoded = codec.encode_watch_event(kind, event)
