@@ -1270,6 +1270,51 @@ def _daemon_pods_without_health_tolerations() -> Any:
     return daemon_tolerations
 
 
+def _quota_admits_on_stale_status() -> Any:
+    """ApiServer._charge_quota that, when its guarded update of the quota's ``status.used``
+    conflicts (another API server charged the quota first), admits the object anyway instead
+    of re-reading the quota and checking again: admission judged against a stale status, so
+    concurrent creates through different API servers spend the same headroom and the
+    namespace ends above ``hard`` (kubernetes/kubernetes#73698, "Exceeded quota": admission
+    reading quotas from a lister and an LRU cache; openshift/origin#1990, the 409 on the
+    quota increment upstream answered by re-checking up to N times). Upstream's
+    ``plugin/pkg/admission/resourcequota/controller.go`` re-reads and re-checks on conflict."""
+    from chaoskube.api.objects import parse_quantity
+    from chaoskube.api.quota import check_quota, show_quantity
+    from chaoskube.apiserver import server as module
+    from chaoskube.apiserver.storage import copy_object
+
+    async def charge(self: Any, request: Any, info: Any, obj: Any) -> None:
+        namespace = obj.metadata.namespace
+        if not namespace:
+            return
+        quotas = [quota for quota in self.cacher.objects("resourcequotas") if quota.metadata.namespace == namespace]
+        if not quotas:
+            return
+        refusal, charges = check_quota(quotas, obj, info.resource)
+        if refusal is not None:
+            from chaoskube.apiserver.admission import forbidden_by_admission
+
+            admission = self._admission_request("CREATE", request, module.UserInfo(name=""), info, obj, None, name=obj.metadata.name)
+            self.world.record("quota-refused", server=self.name, namespace=namespace, resource=info.resource, name=obj.metadata.name, reason=refusal)
+            raise module._refuse(module.forbidden(forbidden_by_admission(admission, refusal)))
+        for quota, increment in charges:
+            updated = copy_object(quota)
+            used = dict(updated.status.used)
+            for key, value in increment.items():
+                used[key] = show_quantity(parse_quantity(used.get(key, "0")) + value, key)
+            updated.status.used = used
+            update = module.Request(verb="update", resource="resourcequotas", subresource="status", namespace=namespace, name=quota.metadata.name, body=updated,
+                                    credentials=self.loopback, field_manager="kube-apiserver", id=f"{request.id}/quota")
+            response = await self.handle(update)
+            if response.code == 409:
+                return  # the bug: admitted on the stale status, the charge lost
+            if not response.ok:
+                raise module._refuse(response.status)
+
+    return charge
+
+
 def _namespace_finalized_while_terminating() -> Any:
     """NamespaceController.sync that counts an object already marked for deletion as gone,
     so a namespace is finalized while its pods are still terminating gracefully and they
@@ -1400,6 +1445,11 @@ APP_VARIANTS: tuple[Variant, ...] = (
         "pv-binder-rebinds-released-volume-by-name", "kube-controller-manager persistent volume binder",
         "a volume whose claimRef names a claim's namespace and name counts as pre-bound to it whatever the uid, so a claim recreated under an old name gets the old claim's Released volume (kubernetes#20196, PR #20197)",
         "volume-invariants", "volumes-under-zone-outage", "chaoskube.controllers.persistentvolume:best_match", _prebound_by_name_only,
+    ),
+    Variant(
+        "quota-admits-on-stale-status", "kube-apiserver ResourceQuota admission",
+        "a conflicting update of the quota's status.used is taken as admitted instead of re-checked, so concurrent creates through two API servers spend the same headroom (kubernetes#73698, openshift/origin#1990)",
+        "quota-invariants", "quota-under-concurrent-creates", "chaoskube.apiserver.server:ApiServer._charge_quota", _quota_admits_on_stale_status,
     ),
 )
 VARIANTS.update((variant.name, variant) for variant in APP_VARIANTS)

@@ -456,11 +456,12 @@ def test_content_created_while_terminating_or_after_is_caught():
 from chaoskube.checkers.quotas import check_quota_invariants  # noqa: E402
 
 
-def quota(hard: dict[str, str], *, scopes: list[str] | None = None) -> dict[str, Any]:
+def quota(hard: dict[str, str], *, scopes: list[str] | None = None, used: dict[str, str] | None = None) -> dict[str, Any]:
     spec: dict[str, Any] = {"hard": hard}
     if scopes:
         spec["scopes"] = scopes
-    return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "compute", "namespace": "shop", "creationTimestamp": "2026-01-01T00:00:01Z"}, "spec": spec}
+    status = {"hard": hard, "used": used} if used is not None else {}
+    return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "compute", "namespace": "shop", "creationTimestamp": "2026-01-01T00:00:01Z"}, "spec": spec, "status": status}
 
 
 def quota_pod(name: str, at_s: int, *, cpu: str = "500m", phase: str = "Pending") -> dict[str, Any]:
@@ -516,3 +517,87 @@ def test_scoped_quotas_are_left_out_and_listed():
     journal.put(4.0, "pods", "shop/b", quota_pod("b", 4))
     verdict = check_quota_invariants(journal.events)
     assert verdict.valid is None and verdict.details["scoped_left_out"] == ["shop/compute"], verdict.reason
+
+
+def _charged(journal: Journal, t: float, pods: int) -> None:
+    """The quota as stored after a write of status.used (a charge raises it, a recalculation may lower it)."""
+    journal.put(t, "resourcequotas", "shop/compute", quota({"count/pods": "2"}, used={"count/pods": str(pods)}))
+
+
+def test_an_excess_within_what_a_recalculation_failed_to_count_is_excused_and_reported():
+    # kubernetes#123434: the controller, syncing on a deletion, counts from a pod informer that
+    # has not seen b (charged at 4.0, stored at 5.5): its write takes b's charge back, and c
+    # is admitted on the headroom b already spent
+    journal = Journal()
+    journal.put(1.5, "resourcequotas", "shop/compute", quota({"count/pods": "2"}))
+    _charged(journal, 2.0, 0)  # the controller's first status
+    _charged(journal, 3.0, 1)
+    journal.put(3.1, "pods", "shop/a", quota_pod("a", 3))
+    _charged(journal, 4.0, 2)  # b charged, still being stored
+    journal.record(4.0, "api-request", id="rs/7/quota", resource="resourcequotas", subresource="status", verb="update", code=200, resource_version=str(journal.revision))
+    _charged(journal, 5.0, 1)  # the recalculation: a only
+    journal.put(5.5, "pods", "shop/b", quota_pod("b", 4))
+    journal.record(5.5, "api-request", id="rs/7", resource="pods", subresource="", verb="create", code=201, resource_version=str(journal.revision))
+    _charged(journal, 6.0, 2)
+    journal.put(6.1, "pods", "shop/c", quota_pod("c", 6))
+    verdict = check_quota_invariants(journal.events)
+    assert verdict.valid is True and "1 excess(es) excused" in verdict.reason and "kubernetes/kubernetes#123434" in verdict.reason, verdict.reason
+    (excused,) = verdict.details["excused"]
+    assert excused["resource"] == "count/pods" and excused["used"] == 3000 and excused["recalculations"] == [{"t": 5.0, "revision": 6, "wrote": "1", "should_count": "2"}]
+    # without the charge before the recalculation (b admitted after it, uncharged) nothing is excused
+    uncharged = [event for event in journal.events if event["type"] != "api-request"]
+    assert check_quota_invariants(uncharged).valid is False
+
+
+def test_an_uncharged_create_after_a_correct_recalculation_is_caught():
+    # the recalculation counted what the store held; d was stored with no charge before it
+    # (the admission bug of quota-admits-on-stale-status): nothing excuses the excess
+    journal = Journal()
+    journal.put(1.5, "resourcequotas", "shop/compute", quota({"count/pods": "2"}))
+    _charged(journal, 2.0, 0)
+    _charged(journal, 3.0, 1)
+    journal.put(3.1, "pods", "shop/a", quota_pod("a", 3))
+    _charged(journal, 3.5, 2)
+    journal.put(3.6, "pods", "shop/b", quota_pod("b", 3))
+    journal.delete(4.0, "pods", "shop/a")
+    _charged(journal, 4.5, 1)  # the recalculation after a's deletion: b, right
+    _charged(journal, 6.0, 2)
+    journal.put(6.1, "pods", "shop/c", quota_pod("c", 6))
+    journal.put(7.1, "pods", "shop/d", quota_pod("d", 7))  # admitted on a conflicting charge, never charged
+    verdict = check_quota_invariants(journal.events)
+    assert verdict.valid is False and verdict.details["rule"] == "quota-exceeded" and "shop/d" in verdict.reason, verdict.reason
+    assert verdict.evidence[0]["excusable"] == 0 and verdict.details["recalculations"] == 2
+
+
+def test_an_excess_larger_than_the_recalculations_missed_is_caught():
+    journal = Journal()
+    journal.put(1.5, "resourcequotas", "shop/compute", quota({"count/pods": "2"}))
+    _charged(journal, 2.0, 0)
+    _charged(journal, 3.0, 1)
+    journal.put(3.1, "pods", "shop/a", quota_pod("a", 3))
+    _charged(journal, 4.0, 2)
+    journal.record(4.0, "api-request", id="rs/7/quota", resource="resourcequotas", subresource="status", verb="update", code=200, resource_version=str(journal.revision))
+    _charged(journal, 5.0, 1)  # misses b, in flight: 1 excusable
+    journal.put(5.5, "pods", "shop/b", quota_pod("b", 4))
+    journal.record(5.5, "api-request", id="rs/7", resource="pods", subresource="", verb="create", code=201, resource_version=str(journal.revision))
+    for index, name in enumerate("cd"):
+        journal.put(7.0 + index, "pods", f"shop/{name}", quota_pod(name, 7 + index))  # two more, uncharged
+    verdict = check_quota_invariants(journal.events)
+    assert verdict.valid is False and verdict.evidence[0]["used"] == 4000 and verdict.evidence[0]["excusable"] == 1000, verdict.reason
+    assert "more than the 1 the controller's recalculations failed to count" in verdict.reason
+
+
+def test_a_recalculation_from_a_lagging_informer_excuses_what_it_missed():
+    # b was stored before the recalculation, whose pod informer had not seen it yet
+    journal = Journal()
+    journal.put(1.5, "resourcequotas", "shop/compute", quota({"count/pods": "2"}))
+    _charged(journal, 2.0, 0)
+    _charged(journal, 3.0, 1)
+    journal.put(3.1, "pods", "shop/a", quota_pod("a", 3))
+    _charged(journal, 4.0, 2)
+    journal.put(4.1, "pods", "shop/b", quota_pod("b", 4))
+    _charged(journal, 5.0, 1)  # counted a only
+    _charged(journal, 6.0, 2)
+    journal.put(6.1, "pods", "shop/c", quota_pod("c", 6))
+    verdict = check_quota_invariants(journal.events)
+    assert verdict.valid is True and verdict.details["excused"][0]["recalculations"][0]["should_count"] == "2", verdict.reason
