@@ -43,6 +43,12 @@ Shape (see docs/api-server.md, "The HTTP front"):
   ``api-pagination``; every merge, JSON or strategic merge patch answered is an
   ``api-patch`` event (the patch applied, the version answered) for ``api-patch``.
 
+Perturbations for ``chaoskube test-operator`` (off unless set): ``lose_response`` drops the
+answer to a committed write; ``withhold(client)`` keeps every event of a client's watch
+streams from it (journaled ``watch-withheld``) until ``end_withholding(client)`` ends its
+streams and answers its next watch from before the newest withheld revision with 410
+Expired, so it lists again (an *unobserved state*).
+
 Protobuf (``application/vnd.kubernetes.protobuf``, :mod:`kubeproto`) is served for bodies,
 answers and watch streams of every built-in kind, as negotiated in :mod:`codec`.
 
