@@ -2,9 +2,15 @@
 and its fixed version), with no hint: the same command for all, the workload generated
 from the CRD. Prints, per operator: plans generated, plans run, wall time, plans per hour,
 found (plans with a finding), and the findings the learned mask removed; writes
-OUT/gallery.json. Every broken operator must be found; every fixed one must pass.
+OUT/gallery.json. Every broken operator must be found; every fixed one must pass. Each row
+also says where a plan's wall time went (``breakdown``: mean seconds per plan in each part).
 
-    python bench/operator_gallery.py [--budget N] [--jobs 3] [--kind KIND ...] [--out runs/operator-gallery] [NAME ...]
+    python bench/operator_gallery.py [--budget N] [--jobs 3] [--speed F] [--kind KIND ...] [--no-mask] [--out runs/operator-gallery] [NAME ...]
+    python bench/operator_gallery.py --sample-controller BINARY [--jobs 2]
+
+``--sample-controller BINARY``: the Go kubernetes/sample-controller instead (built by
+shared/peers/sample-controller/build.sh), with its CRD (Foo, with the status subresource)
+and no workload: one generated from the CRD's schema.
 """
 
 from __future__ import annotations
@@ -33,10 +39,14 @@ PAIRS = {
 }
 
 
-def run(name: str, operator: str, extra: list[str], out: Path, budget: int, jobs: int, speed: float, kinds: list[str]) -> dict:
-    command = f"{sys.executable} -m kopf run --standalone -A {GALLERY / operator}"
-    argv = [sys.executable, "-m", "chaoskube.experiments.cli", "test-operator", "--run", command, "--manifests", str(GALLERY / "widgets-crd.yaml"),
-            *[item for path in extra for item in ("--manifests", str(GALLERY / path))], "--out", str(out), *(["--budget", str(budget)] if budget else []), *[item for kind in kinds for item in ("--kind", kind)], "--jobs", str(jobs), "--speed", str(speed)]
+SAMPLE_CONTROLLER_CRD = ROOT.parent.parent / "shared" / "peers" / "sample-controller" / "gopath" / "src" / "k8s.io" / "sample-controller" / "artifacts" / "examples" / "crd-status-subresource.yaml"
+
+
+def run(name: str, operator: str, extra: list[str], out: Path, budget: int, jobs: int, speed: float, kinds: list[str], more: list[str] = (), command: str = "", manifests: list[Path] = ()) -> dict:
+    command = command or f"{sys.executable} -m kopf run --standalone -A {GALLERY / operator}"
+    manifests = list(manifests) or [GALLERY / "widgets-crd.yaml", *[GALLERY / path for path in extra]]
+    argv = [sys.executable, "-m", "chaoskube.experiments.cli", "test-operator", "--run", command, *[item for path in manifests for item in ("--manifests", str(path))],
+            "--out", str(out), *(["--budget", str(budget)] if budget else []), *[item for kind in kinds for item in ("--kind", kind)], "--jobs", str(jobs), "--speed", str(speed), *more]
     started = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, check=False)
     wall = time.perf_counter() - started
@@ -77,11 +87,22 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("runs/operator-gallery"))
     parser.add_argument("--fixed-only", action="store_true")
     parser.add_argument("--kind", dest="kinds", action="append", default=[], help="plan kinds (repeatable) [default: all]")
+    parser.add_argument("--no-mask", action="store_true", help="judge without the learned mask")
+    parser.add_argument("--sample-controller", type=Path, default=None, metavar="BINARY", help="the Go sample-controller (built by shared/peers/sample-controller/build.sh) instead of the gallery")
+    parser.add_argument("--crd", type=Path, default=SAMPLE_CONTROLLER_CRD, help="with --sample-controller: its CRD [default: the peer's artifacts/examples/crd-status-subresource.yaml]")
     args = parser.parse_args()
+    more = ["--no-mask"] if args.no_mask else []
+    if args.sample_controller is not None:
+        row = run("sample-controller", "sample-controller", [], args.out / "sample-controller", args.budget, args.jobs, args.speed, args.kinds, more,
+                  command=f"exec {args.sample_controller.resolve()} -kubeconfig \"$KUBECONFIG\"", manifests=[args.crd])
+        print(json.dumps(row), flush=True)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "sample-controller.json").write_text(json.dumps(row, indent=1))
+        return 0 if row["plans_run"] else 1
     rows = []
     for name in args.names:
         for operator in ([] if args.fixed_only else [f"{name}.py"]) + [f"{name}_fixed.py"]:
-            row = run(name, operator, PAIRS[name], args.out / operator.removesuffix(".py"), args.budget, args.jobs, args.speed, args.kinds)
+            row = run(name, operator, PAIRS[name], args.out / operator.removesuffix(".py"), args.budget, args.jobs, args.speed, args.kinds, more)
             rows.append(row)
             print(json.dumps(row), flush=True)
             args.out.mkdir(parents=True, exist_ok=True)

@@ -112,7 +112,7 @@ def summarize_session(out: Path, target: Target) -> dict[str, Any]:
         "verdicts": session["verdicts"], "error": session["error"], "perturbation": session["perturbation"], "wall": session["wall"],
         "log": obs.log, "plan": session["plan"], "custom": _custom_resources(target), "step_writes": [int(step.get("writes", 0)) for step in checkpoints],
         "step_walls": [float(step.get("wall_s", 0.0)) for step in checkpoints], "step_virtual": [round(step["t_end"] - step["t_start"], 3) for step in checkpoints],
-        "pauses": [float(step.get("longest_pause_s", 0.0)) for step in checkpoints],
+        "pauses": [float(step.get("longest_pause_s", 0.0)) for step in checkpoints], "pauses_after_writes": [list(step.get("pauses_after_writes_s") or ()) for step in checkpoints],
         "withheld": [step["step"] for step in checkpoints if step.get("withheld")],
     }
 
@@ -179,39 +179,46 @@ def learn(target: Target, out: Path, options: OperatorTestOptions, say: Any) -> 
     mask = learn_mask(theirs["checkpoints"] + [first["end"]], mine["checkpoints"] + [second["end"]], (first["lifecycle"], second["lifecycle"]))
     plans = generate_plans(first["writes"], options.kinds, first["user_writes"])
     expected = [min(a, b) for a, b in zip(first["step_writes"], second["step_writes"])]
-    tuning = learn_tuning((first, second), options.session)
+    tuning = learn_tuning((first, second), options.session, expected)
     # Acto's consistency oracle needs no perturbation: the fault-free run itself may leave
     # children that do not follow the spec.
     learning_findings = inconsistencies(first["checkpoints"], first["labels"], first["custom"]) + dips(first["checkpoints"], first["fewest"], first["labels"])
     learning = {"expected_writes": expected, "tuning": tuning, "learning_findings": learning_findings, "reference": first, "second": {key: second[key] for key in ("labels", "checkpoints", "end", "lifecycle", "writes", "wall")}, "mask": mask.to_json(), "plans": [plan.to_json() for plan in plans], "wall_s": round(time.perf_counter() - started, 3)}
     (out / "learning.json").write_text(json.dumps(learning, indent=1, sort_keys=True, default=str))
     say(f"learned from 2 fault-free runs in {learning['wall_s']:.1f} s: {len(first['writes'])} operator writes, watches {', '.join(first['watches'])}; mask of {len(mask)} entries; {len(plans)} plans; "
-        f"quiet {tuning['quiet_learned_s']:g} s until a perturbation, {options.session.quiet_s:g} s after; boot {tuning['epoch_lead_s']:g} s")
+        f"quiet {tuning['quiet_learned_s']:g} s until a perturbation, {max(tuning['quiet_learned_s'], options.session.quiet_s):g} s after; boot {tuning['epoch_lead_s']:g} s")
     return learning
 
 
-#: A plan's quiet spell before its perturbation fires: this many times the longest pause
-#: the learning runs saw between two of the operator's activities within a step (at least
-#: QUIET_FLOOR_S, at most --quiet). The learning runs wait twice --quiet for quiet, so a
-#: pause up to that long would have been seen.
-QUIET_FACTOR = 2.0
+#: A plan's quiet spell: this many times the longest pause the learning runs saw between two
+#: activities within a step once the operator had made the step's learned writes (a pause
+#: before them is covered by waiting for the writes), at least QUIET_FLOOR_S and at most
+#: the learning runs' own quiet spell (twice --quiet: a longer pause would not have been
+#: seen). Shorter than --quiet only until the perturbation fires.
+QUIET_FACTOR = 1.5
 QUIET_FLOOR_S = 0.5
 #: How long a perturbed step waits for the learned writes, once the operator is ready and
-#: healed: this many times the longest step of the learning runs (at least WRITES_WAIT_FLOOR_S).
-WRITES_WAIT_FACTOR = 2.0
-WRITES_WAIT_FLOOR_S = 8.0
+#: healed: the longest step of the learning runs (their reaction, work and quiet spell), at
+#: least WRITES_WAIT_FLOOR_S.
+WRITES_WAIT_FLOOR_S = 5.0
 
 
-def learn_tuning(runs: tuple[dict[str, Any], ...], options: SessionOptions) -> dict[str, float]:
+def learn_tuning(runs: tuple[dict[str, Any], ...], options: SessionOptions, expected: list[int] | None = None) -> dict[str, float]:
     """What the fault-free runs say about a plan's waits (SessionOptions's learned fields):
-    the quiet spell before the perturbation, the wait for the learned writes after it, and
-    the boot's virtual length (the same seed boots the same way)."""
-    longest_pause = max((pause for run in runs for pause in run.get("pauses") or ()), default=options.quiet_s)
+    the quiet spell, the wait for the learned writes, and the boot's virtual length (the
+    same seed boots the same way)."""
+    expected = expected or []
+    pauses = []
+    for run in runs:
+        for index, after in enumerate(run.get("pauses_after_writes") or ()):
+            writes = expected[index] if index < len(expected) else 0
+            pauses.append(after[writes] if writes < len(after) else 0.0)
+    longest_pause = max(pauses, default=options.quiet_s)
     longest_step = max((length for run in runs for length in run.get("step_virtual") or ()), default=options.step_timeout_s)
     boots = [float((run.get("wall") or {}).get("boot_virtual_s", 0.0)) for run in runs]
     return {
-        "quiet_learned_s": round(min(options.quiet_s, max(QUIET_FLOOR_S, QUIET_FACTOR * longest_pause)), 3),
-        "writes_wait_s": round(min(options.step_timeout_s, max(WRITES_WAIT_FLOOR_S, WRITES_WAIT_FACTOR * longest_step)), 3),
+        "quiet_learned_s": round(min(2 * options.quiet_s, max(QUIET_FLOOR_S, QUIET_FACTOR * longest_pause)), 3),
+        "writes_wait_s": round(min(options.step_timeout_s, max(WRITES_WAIT_FLOOR_S, longest_step)), 3),
         "epoch_lead_s": round(min(boots), 3) if all(boots) else 0.0,
     }
 

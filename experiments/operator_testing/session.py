@@ -42,6 +42,7 @@ OPERATOR = "operator"
 #: leases, the API servers' master leases every 10 s) and records.
 QUIET_IGNORED = ("/registry/leases/", "/registry/events/", "/registry/nodes/", "/registry/endpointslices/", "/registry/endpoints/", "/masterleases/")
 POLL_S = 0.1  # wall seconds between two looks at the journal
+MAX_PAUSES = 200  # pauses_after_writes_s kept per step (the operator's first 200 writes in it)
 #: The quiet spell before the first step: the operator has just started watching and has
 #: nothing of the workload to act on yet.
 READY_QUIET_S = 0.5
@@ -413,14 +414,25 @@ class _Watcher:
         self.writes = 0  # the operator's successful writes so far
         self.perturbed = False  # a perturbation is in force (applied, not yet healed)
         self.longest_pause = 0.0  # the longest time between two activities since reset_pause()
+        #: [k]: the longest pause that began once the operator had made k writes since
+        #: reset_pause() (a pause before the learned writes is covered by waiting for them)
+        self.pauses_after_writes: list[float] = []
+        self.writes_base = 0
         self.healed_at = 0.0  # when the operator was last ready with no perturbation in force
 
     def _active(self, t: float) -> None:
-        self.longest_pause = max(self.longest_pause, t - self.last_activity)
+        pause = t - self.last_activity
+        self.longest_pause = max(self.longest_pause, pause)
+        made = self.writes - self.writes_base
+        self.pauses_after_writes += [0.0] * (made + 1 - len(self.pauses_after_writes))
+        for index in range(made + 1):
+            self.pauses_after_writes[index] = max(self.pauses_after_writes[index], pause)
         self.last_activity = t
 
     def reset_pause(self, now: float) -> None:
         self.longest_pause = 0.0
+        self.pauses_after_writes = []
+        self.writes_base = self.writes
         self.last_activity = max(self.last_activity, now)
         self.withholding = False  # an unobserved state is in force (events withheld)
         #: After an unobserved state the operator legitimately does less than it learned:
@@ -553,7 +565,11 @@ def _quiesce(watcher: _Watcher, options: SessionOptions, record: SessionRecord, 
     def quiet() -> float:
         if quiet_s is not None:
             return quiet_s
-        return options.quiet_learned_s if options.quiet_learned_s and "applied" not in record.perturbation else options.quiet_s
+        if not options.quiet_learned_s:
+            return options.quiet_s
+        # Never shorter than a pause the learning runs saw (a Pod starting, a retry's
+        # back-off); shorter than quiet_s only until the perturbation fires.
+        return options.quiet_learned_s if "applied" not in record.perturbation else max(options.quiet_s, options.quiet_learned_s)
 
     writes_wait = options.writes_wait_s or options.step_timeout_s
 
@@ -571,7 +587,8 @@ def _quiesce(watcher: _Watcher, options: SessionOptions, record: SessionRecord, 
         entry["fewer_writes_than_learned"] = True
     # The longest pause between two of the operator's activities before its last one (what
     # sizes a plan's quiet spell): the final quiet spell itself is not a pause.
-    entry.update(t_end=round(watcher.now, 6), converged=got, writes=watcher.writes - watcher_base, longest_pause_s=round(watcher.longest_pause, 3), wall_s=round(time.perf_counter() - begun, 3))
+    entry.update(t_end=round(watcher.now, 6), converged=got, writes=watcher.writes - watcher_base, longest_pause_s=round(watcher.longest_pause, 3),
+                 pauses_after_writes_s=[round(pause, 3) for pause in watcher.pauses_after_writes[:MAX_PAUSES]], wall_s=round(time.perf_counter() - begun, 3))
     if watcher.withholding:
         entry["withheld"] = True  # the operator could not see this step's state: not judged
     if not got:
