@@ -179,7 +179,7 @@ def learn(target: Target, out: Path, options: OperatorTestOptions, say: Any) -> 
     mask = learn_mask(theirs["checkpoints"] + [first["end"]], mine["checkpoints"] + [second["end"]], (first["lifecycle"], second["lifecycle"]))
     plans = generate_plans(first["writes"], options.kinds, first["user_writes"])
     expected = [min(a, b) for a, b in zip(first["step_writes"], second["step_writes"])]
-    tuning = learn_tuning((first, second), options.session, expected)
+    tuning = learn_tuning((first, second), options.session)
     # Acto's consistency oracle needs no perturbation: the fault-free run itself may leave
     # children that do not follow the spec.
     learning_findings = inconsistencies(first["checkpoints"], first["labels"], first["custom"]) + dips(first["checkpoints"], first["fewest"], first["labels"])
@@ -191,10 +191,12 @@ def learn(target: Target, out: Path, options: OperatorTestOptions, say: Any) -> 
 
 
 #: A plan's quiet spell: this many times the longest pause the learning runs saw between two
-#: activities within a step once the operator had made the step's learned writes (a pause
-#: before them is covered by waiting for the writes), at least QUIET_FLOOR_S and at most
-#: the learning runs' own quiet spell (twice --quiet: a longer pause would not have been
-#: seen). Shorter than --quiet only until the perturbation fires.
+#: activities within a step once the operator had made its first write of the step (the
+#: operator's reaction before it is covered by waiting for the learned writes; a pause after
+#: it is not: an operator whose number of writes varies -- the sample-controller's status
+#: updates and Events -- may have made them all before a Pod has started), at least
+#: QUIET_FLOOR_S and at most the learning runs' own quiet spell (twice --quiet: a longer
+#: pause would not have been seen). Shorter than --quiet only until the perturbation fires.
 QUIET_FACTOR = 1.5
 QUIET_FLOOR_S = 0.5
 #: How long a perturbed step waits for the learned writes, once the operator is ready and
@@ -203,16 +205,11 @@ QUIET_FLOOR_S = 0.5
 WRITES_WAIT_FLOOR_S = 5.0
 
 
-def learn_tuning(runs: tuple[dict[str, Any], ...], options: SessionOptions, expected: list[int] | None = None) -> dict[str, float]:
+def learn_tuning(runs: tuple[dict[str, Any], ...], options: SessionOptions) -> dict[str, float]:
     """What the fault-free runs say about a plan's waits (SessionOptions's learned fields):
     the quiet spell, the wait for the learned writes, and the boot's virtual length (the
     same seed boots the same way)."""
-    expected = expected or []
-    pauses = []
-    for run in runs:
-        for index, after in enumerate(run.get("pauses_after_writes") or ()):
-            writes = expected[index] if index < len(expected) else 0
-            pauses.append(after[writes] if writes < len(after) else 0.0)
+    pauses = [after[min(1, len(after) - 1)] for run in runs for after in run.get("pauses_after_writes") or () if after]
     longest_pause = max(pauses, default=options.quiet_s)
     longest_step = max((length for run in runs for length in run.get("step_virtual") or ()), default=options.step_timeout_s)
     boots = [float((run.get("wall") or {}).get("boot_virtual_s", 0.0)) for run in runs]
@@ -246,7 +243,7 @@ TARGET_ARGV: list[str] = []
 #: What a session's process imports before it is forked (the forkserver's preload): a
 #: session then starts in milliseconds instead of the seconds a fresh interpreter takes to
 #: import chaoskube on a loaded machine.
-PRELOAD = ("chaoskube.experiments.operator_testing.session", "chaoskube.experiments.live", "chaoskube.experiments.registry", "chaoskube.experiments.model", "chaoskube.experiments.reports")
+PRELOAD = ("chaoskube.experiments.operator_testing.run", "chaoskube.experiments.operator_testing.session", "chaoskube.experiments.live", "chaoskube.experiments.registry", "chaoskube.experiments.model", "chaoskube.experiments.reports")
 
 
 def _forkserver() -> Any:
@@ -278,18 +275,19 @@ def _session_process(target: Target, out: Path, plan: Plan | None, options: Sess
 LAUNCH = {"mode": "fork"}
 
 
-def _subprocess_session(target: Target, out: Path, plan: Plan | None, options: SessionOptions) -> None:
+def _subprocess_session(target: Target, out: Path, plan: Plan | None, options: SessionOptions) -> int | None:
+    """Run one session into ``out``; returns its process's exit code (None: in-process)."""
     if not TARGET_ARGV:  # in-process (tests)
         run_session(target, out, plan, options)
-        return
+        return None
     out.mkdir(parents=True, exist_ok=True)
     if LAUNCH["mode"] == "fork":
         process = _forkserver().Process(target=_session_process, args=(target, out, plan, options), name=f"test-operator {plan.id if plan else 'learning'}")
         process.start()
         process.join()
-        return
+        return process.exitcode
     with (out / "session.log").open("wb") as log:
-        subprocess.run([sys.executable, "-m", "chaoskube.experiments.cli", *_session_argv(TARGET_ARGV, plan, out, options)], stdout=log, stderr=subprocess.STDOUT, check=False)
+        return subprocess.run([sys.executable, "-m", "chaoskube.experiments.cli", *_session_argv(TARGET_ARGV, plan, out, options)], stdout=log, stderr=subprocess.STDOUT, check=False).returncode
 
 
 class _DaskSessions:
@@ -400,14 +398,15 @@ def run_test_operator(target: Target, out: Path, options: OperatorTestOptions, s
     def one(plan: Plan) -> dict[str, Any]:
         directory = plan_root / _safe(plan.id)
         begun = time.perf_counter()
+        code = None
         try:
-            launch(target, directory, plan, session_options)
+            code = launch(target, directory, plan, session_options)
         except Exception as error:  # noqa: BLE001 - a Dask task that failed on every worker it met
             return {"id": plan.id, "description": plan.describe(), "status": "error", "error": f"the session did not run: {type(error).__name__}: {error}"[:500], "wall_s": round(time.perf_counter() - begun, 3), "dir": str(directory)}
         try:
             run = summarize_session(directory, target)
         except (OSError, ValueError, KeyError) as error:
-            return {"id": plan.id, "description": plan.describe(), "status": "error", "error": f"the session left no record: {error}", "wall_s": round(time.perf_counter() - begun, 3), "dir": str(directory)}
+            return {"id": plan.id, "description": plan.describe(), "status": "error", "error": f"the session left no record (its process exited with code {code}; see {directory / 'session.log'}): {error}", "wall_s": round(time.perf_counter() - begun, 3), "dir": str(directory)}
         judged = time.perf_counter()
         unmasked = judge_plan(run, reference, None)
         findings = judge_plan(run, reference, mask) if options.mask else unmasked

@@ -415,7 +415,7 @@ class _Watcher:
         self.perturbed = False  # a perturbation is in force (applied, not yet healed)
         self.longest_pause = 0.0  # the longest time between two activities since reset_pause()
         #: [k]: the longest pause that began once the operator had made k writes since
-        #: reset_pause() (a pause before the learned writes is covered by waiting for them)
+        #: reset_pause() (run.learn_tuning reads [1]: the pauses after its first write)
         self.pauses_after_writes: list[float] = []
         self.writes_base = 0
         self.healed_at = 0.0  # when the operator was last ready with no perturbation in force
