@@ -36,7 +36,10 @@ Upstream behaviour each action follows:
   its content: https://kubernetes.io/docs/concepts/overview/working-with-objects/namespaces/);
 - ``kubectl label node`` / ``kubectl taint node`` (NoSchedule, PreferNoSchedule; a
   read-modify-write of ``spec.taints`` with the resourceVersion precondition, retried on
-  409 Conflict, so a taint the node lifecycle controller adds meanwhile is kept).
+  409 Conflict, so a taint the node lifecycle controller adds meanwhile is kept);
+- ``kubectl create quota`` / ``kubectl apply`` of a changed ``spec.hard`` / ``kubectl delete
+  quota`` in a churn namespace (:func:`quota_object`; "Resource Quotas",
+  https://kubernetes.io/docs/concepts/policy/resource-quotas/).
 
 Non-guarantees: an action that timed out may have happened (the client says so with an
 ``info`` operation in the journal); a pod picked by index is picked among the pods listed
@@ -115,6 +118,7 @@ ARG_CHOICES: dict[str, tuple[Any, ...]] = {
     # issue 35: the application kinds where their bugs live
     "app_shape": ("sts-claims", "sts-parallel", "job-indexed", "job-failing", "job-deadline", "cron-replace", "cron-zoned"),
     "partition": (0, 1, 2),
+    "quota_size": (1, 2),
 }
 
 
@@ -465,6 +469,40 @@ async def _create_app(actor: Actor, app_shape: str, namespace: str, slot: int) -
     return actor.outcome()
 
 
+#: The generator's ResourceQuota (one per churn namespace).
+QUOTA_NAME = "generator-quota"
+
+
+def quota_object(namespace: str, size: int) -> Any:
+    """The generator's ResourceQuota (``kubectl create quota generator-quota
+    --hard=...``): object counts of the kinds only a user creates, ``size`` of each, so a
+    create past them is refused at admission (the generator's action answers 403, nothing
+    is left half-made), and ``60 * size`` pods -- room for every pod the
+    generator's workloads of a namespace ask for (so a Deployment is never held below its
+    replicas, which convergence would judge), each charged at admission while the
+    controllers create them concurrently through both API servers (docs/experiments.md)."""
+    hard = {"pods": str(60 * size), "count/deployments.apps": str(size), "count/statefulsets.apps": str(size),
+            "count/cronjobs.batch": str(size), "count/poddisruptionbudgets.policy": str(size)}
+    return from_dict({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": QUOTA_NAME, "namespace": namespace, "labels": {GENERATOR_LABEL: "true"}},
+                      "spec": {"hard": hard}})
+
+
+async def _set_quota(actor: Actor, extra_namespace: str, quota_size: int) -> str:
+    """``kubectl create quota``, or, when it exists, ``kubectl apply`` of the new ``spec.hard``
+    (a merge patch: a raised or lowered hard; lowering it below what is used evicts nothing)."""
+    quota = quota_object(extra_namespace, quota_size)
+    before = len(actor.ops)
+    if await actor.call(f"create resourcequota {extra_namespace}/{QUOTA_NAME}", actor.client.create, quota) is not None or actor.ops[-1][1] != 409:
+        return actor.outcome()
+    del actor.ops[before:]  # AlreadyExists: apply the new hard instead
+    await actor.call(f"patch resourcequota {extra_namespace}/{QUOTA_NAME} (hard x{quota_size})", actor.client.patch, "resourcequotas", extra_namespace, QUOTA_NAME, {"spec": {"hard": dict(quota.spec.hard)}})
+    return actor.outcome()
+
+
+async def _delete_quota(actor: Actor, extra_namespace: str) -> str:
+    return await delete_object(actor, "ResourceQuota", extra_namespace, QUOTA_NAME)
+
+
 async def _set_partition(actor: Actor, index: int, partition: int) -> str:
     """``kubectl patch statefulset -p '{"spec":{"updateStrategy":...{"partition":N}}}'``: a
     staged rollout moved on (or held back)."""
@@ -614,6 +652,8 @@ ACTIONS: dict[str, Action] = {action.name: action for action in (
     Action("create_app_workload", ("app_shape", "namespace", "slot"), _create_app, "create a StatefulSet with claims or Parallel, an Indexed, failing or deadlined Job, a Replace or zoned CronJob"),
     Action("set_partition", ("index", "partition"), _set_partition, "move a StatefulSet's rolling update partition"),
     Action("restart_member", ("index",), _restart_member, "kubectl delete pod of a StatefulSet member"),
+    Action("set_quota", ("extra_namespace", "quota_size"), _set_quota, "kubectl create quota (or apply a changed hard) in a churn namespace"),
+    Action("delete_quota", ("extra_namespace",), _delete_quota, "kubectl delete quota"),
 )}
 
 

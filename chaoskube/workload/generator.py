@@ -70,6 +70,8 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "create_app_workload": 0.0,
     "set_partition": 0.0,
     "restart_member": 0.0,
+    "set_quota": 0.0,
+    "delete_quota": 0.0,
 }
 assert set(DEFAULT_WEIGHTS) == set(ACTIONS), "every action has a default weight"
 #: Bounds (every action is planned and journaled).

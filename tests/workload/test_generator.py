@@ -13,6 +13,7 @@ import msgspec
 import pytest
 import yaml
 
+from chaoskube.api.manifests import from_dict
 from chaoskube.experiments.model import Experiment, ExperimentError
 from chaoskube.experiments.registry import load_experiment
 from chaoskube.workload import ACTIONS, ARG_CHOICES, DEFAULT_WEIGHTS, GeneratorSpec, plan
@@ -59,7 +60,7 @@ def test_weights_are_respected():
     default = Counter(item.action for item in plan(random.Random(11), spec(rate_per_s=50.0, max_actions=5000), 100.0)[SETUP:])
     # every default weight is positive but issue 35's, off by default so existing plans stay as they were
     assert set(default) == {name for name, weight in DEFAULT_WEIGHTS.items() if weight > 0}
-    assert {name for name, weight in DEFAULT_WEIGHTS.items() if weight == 0} == {"create_app_workload", "set_partition", "restart_member"}
+    assert {name for name, weight in DEFAULT_WEIGHTS.items() if weight == 0} == {"create_app_workload", "set_partition", "restart_member", "set_quota", "delete_quota"}
     ratio = default["create_workload"] / default["drain"]
     assert 8 <= ratio <= 16, ratio  # 6 : 0.5
 
@@ -187,3 +188,20 @@ def test_the_application_shapes_build_each_kind_where_its_bugs_live():
     assert built["cron-replace"]["spec"]["concurrencyPolicy"] == "Replace"
     assert built["cron-zoned"]["spec"]["timeZone"] == "Europe/Berlin"
     assert all(obj["metadata"]["labels"]["chaoskube.io/generator"] == "true" for obj in built.values())
+
+
+def test_the_generators_quota_refuses_a_second_user_object_and_admits_every_pod():
+    from chaoskube.api.quota import check_quota
+    from chaoskube.workload.actions import quota_object, workload_object
+
+    quota = quota_object("churn-a", 1)
+    assert quota.metadata.labels["chaoskube.io/generator"] == "true"
+    quota.status.hard = dict(quota.spec.hard)
+    quota.status.used = {name: "0" for name in quota.spec.hard} | {"count/deployments.apps": "1", "pods": "59"}
+    refusal, _ = check_quota([quota], workload_object("Deployment", "churn-a", "web-1", 2), "deployments")
+    assert refusal is not None and refusal.startswith("exceeded quota: generator-quota, requested: count/deployments.apps=1"), refusal
+    pod = from_dict({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "churn-a"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
+    refusal, charges = check_quota([quota], pod, "pods")
+    assert refusal is None and charges[0][1]["pods"] == 1000
+    refusal, _ = check_quota([quota], workload_object("StatefulSet", "churn-a", "db-0", 2), "statefulsets")
+    assert refusal is None
