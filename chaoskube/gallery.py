@@ -1400,6 +1400,35 @@ def _prebound_by_name_only() -> Any:
     return best_match
 
 
+def _bind_without_precondition() -> Any:
+    """PersistentVolumeController._bind that writes the volume's ``claimRef`` from its cached
+    copy without the resourceVersion precondition (an unconditional update, last write
+    wins): two claims created together, matched by two workers against the same Available
+    volume before either write reached the cache, are both bound to it --
+    openshift/origin#4829 ("PVC binding is racy: It is possible to get two
+    PersistentVolumeClaims bound to the same PersistentVolume ... Create a PV, and then two
+    PVCs at the same time"), kubernetes/kubernetes PR #16432 ("Fixed race condition in pv
+    binder"). Upstream ``bindVolumeToClaim`` updates the cached object, and the API server
+    refuses a stale resourceVersion with 409 Conflict, so the loser retries."""
+    from chaoskube.api.objects import ObjectReference, deep_copy
+    from chaoskube.controllers.persistentvolume import BOUND_BY_CONTROLLER
+
+    async def bind(self: Any, claim: Any, volume: Any) -> None:
+        if volume.spec.claim_ref is None or volume.spec.claim_ref.uid != claim.metadata.uid or volume.status.phase != "Bound":
+            bound = deep_copy(volume)
+            bound.spec.claim_ref = ObjectReference(kind="PersistentVolumeClaim", namespace=claim.metadata.namespace, name=claim.metadata.name, uid=claim.metadata.uid, api_version="v1", resource_version=claim.metadata.resource_version)
+            bound.metadata.annotations = {**volume.metadata.annotations, BOUND_BY_CONTROLLER: "yes"}
+            bound.metadata.resource_version = ""  # the bug: no precondition, the last write wins
+            volume = await self.client.update(bound)
+            if volume.status.phase != "Bound":
+                status = deep_copy(volume)
+                status.status.phase = "Bound"
+                volume = await self.client.update_status(status)
+        await self._mark_claim_bound(claim, volume)
+
+    return bind
+
+
 APP_VARIANTS: tuple[Variant, ...] = (
     Variant(
         "statefulset-recreates-below-partition-at-update-revision", "kube-controller-manager StatefulSet",
@@ -1450,6 +1479,11 @@ APP_VARIANTS: tuple[Variant, ...] = (
         "quota-admits-on-stale-status", "kube-apiserver ResourceQuota admission",
         "a conflicting update of the quota's status.used is taken as admitted instead of re-checked, so concurrent creates through two API servers spend the same headroom (kubernetes#73698, openshift/origin#1990)",
         "quota-invariants", "quota-under-concurrent-creates", "chaoskube.apiserver.server:ApiServer._charge_quota", _quota_admits_on_stale_status,
+    ),
+    Variant(
+        "pv-binder-binds-without-precondition", "kube-controller-manager persistent volume binder",
+        "the binder writes a volume's claimRef without its resourceVersion, so two claims matched at once to one Available volume are both bound to it (openshift/origin#4829, kubernetes PR #16432)",
+        "volume-invariants", "volumes-under-zone-outage", "chaoskube.controllers.persistentvolume:PersistentVolumeController._bind", _bind_without_precondition,
     ),
 )
 VARIANTS.update((variant.name, variant) for variant in APP_VARIANTS)

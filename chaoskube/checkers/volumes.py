@@ -26,7 +26,11 @@ kubernetes/kubernetes ``pkg/controller/volume/persistentvolume/pv_controller.go`
    volume's ``claimRef`` first and the claim's ``volumeName`` after (``bind``), so a
    Bound claim whose volume points elsewhere is a double binding. A volume whose
    ``claimRef`` is empty under a Bound claim is not judged (upstream ``syncBoundClaim``
-   binds it again: "claim is bound but volume has come unbound").
+   binds it again: "claim is bound but volume has come unbound"). And a claim is bound to
+   one volume: a volume whose ``claimRef`` names a live claim (uid) whose ``volumeName``
+   is another volume -- a binding that lost a race, from a stale cache (kubernetes PR
+   #25881) -- is unbound, released or deleted within ``bound_s`` of a healthy stretch
+   (``syncVolume``: "the claim is bound elsewhere" -> ``unbindVolume`` or delete).
 2. **Placement**: a pod that is bound to a node and not terminal runs only where each of
    its claims' volumes allows: the volume's ``spec.nodeAffinity.required`` matches the node
    as stored at that revision -- judged when the pod is bound, and when one of its claims
@@ -55,11 +59,10 @@ change and what the rule saw), unknown when the store never held a claim, True o
 claim or volume was not in the store, a claim whose class was not, a volume pre-bound by a
 user, a reclaim deadline the control plane never had a healthy stretch for).
 
-Bounds: ``bound_s`` (30 s) for the reclaim reaction. Limits: a node relabelled under a
-running pod is not judged again (``IgnoredDuringExecution``); a volume pre-bound by a user
-(no bound-by-controller annotation) is left out of rule 3; two volumes whose ``claimRef``
-names one claim (one of them a controller's lost race) are not judged (upstream unbinds the
-loser, ``unbindVolume``, at its next sync); ``Recycle`` is not modelled.
+Bounds: ``bound_s`` (30 s) for the reclaim reaction and for letting go of a volume bound
+to a claim bound elsewhere. Limits: a node relabelled under a running pod is not judged
+again (``IgnoredDuringExecution``); a volume pre-bound by a user (no bound-by-controller
+annotation) is left out of rule 3; ``Recycle`` is not modelled.
 """
 
 from __future__ import annotations
@@ -178,7 +181,7 @@ def check_volume_invariants(events: Sequence[Event], *, bound_s: float = BOUND_S
     end_t = max((event.get("t", 0.0) for event in events), default=0.0)
     health = run_health(events, end_t, "kube-controller-manager")
     store = StoreReplay(RESOURCES)
-    counts = {"claims": 0, "bindings_checked": 0, "placements_checked": 0, "wffc_bindings_checked": 0, "reclaims_checked": 0}
+    counts = {"claims": 0, "bindings_checked": 0, "placements_checked": 0, "wffc_bindings_checked": 0, "reclaims_checked": 0, "strays_checked": 0}
     unjudged: dict[str, int] = {}
     claim_uids: set[str] = set()
     volume_names: set[str] = set()
@@ -186,6 +189,7 @@ def check_volume_invariants(events: Sequence[Event], *, bound_s: float = BOUND_S
     orphans: dict[str, _Orphan] = {}  # volume name -> its obligations
     finished: list[tuple[str, _Orphan]] = []  # orphans whose volume left the store
     cleared: set[tuple[str, str]] = set()  # (volume, released uid) an administrator reset
+    strays: dict[str, tuple[float, str, str]] = {}  # volume -> (since, its claim, the claim's other volume)
 
     def skip(reason: str) -> None:
         unjudged[reason] = unjudged.get(reason, 0) + 1
@@ -297,6 +301,42 @@ def check_volume_invariants(events: Sequence[Event], *, bound_s: float = BOUND_S
         if (volume.get("status") or {}).get("phase") == "Released":
             orphans[volume_name].released_t = t
 
+    def stray_of(volume_name: str) -> tuple[str, str] | None:
+        """(claim, its other volume) when the volume names a live claim bound elsewhere."""
+        volume = store.get("persistentvolumes", volume_name)
+        reference = _claim_ref(volume)
+        if volume is None or reference is None or _meta(volume).get("deletionTimestamp") or (volume.get("status") or {}).get("phase") == "Released":
+            return None
+        key = f"{reference.get('namespace', '')}/{reference.get('name', '')}"
+        claim = store.get("persistentvolumeclaims", key)
+        other = str(((claim or {}).get("spec") or {}).get("volumeName") or "")
+        if claim is None or not _ref_names(reference, key, _uid(claim)) or not other or other == volume_name:
+            return None
+        return key, other
+
+    def check_stray(volume_name: str, t: float) -> Verdict | None:
+        now = stray_of(volume_name)
+        if now is not None and volume_name not in strays:
+            strays[volume_name] = (t, *now)
+            counts["strays_checked"] += 1
+        elif now is None and volume_name in strays:
+            return stray_verdict(volume_name, strays.pop(volume_name), t)
+        return None
+
+    def stray_verdict(volume_name: str, stray: tuple[float, str, str], done: float | None) -> Verdict | None:
+        since, key, other = stray
+        deadline = _deadline(health, since, bound_s, end_t)
+        if math.isinf(deadline):
+            if done is None:
+                skip("two volumes: no healthy stretch of the controller-manager after it")
+            return None
+        if done is not None and done <= deadline:
+            return None
+        when = f"only at t={done:.3f}" if done is not None else "never"
+        return found("claim-bound-to-two-volumes", deadline, f"persistentvolumes/{volume_name}",
+                     f"PersistentVolume {volume_name} stayed bound to claim {key} from t={since:.3f} while the claim was bound to {other}, and was let go {when}, though the controller-manager was healthy for {bound_s:g} s until t={deadline:.3f}: a claim binds one volume",
+                     {"volume": volume_name, "claim": key, "other_volume": other, "since": since, "deadline": deadline, "done": done})
+
     for event in events:
         if event.get("type") == "volume" and event.get("event") == "deleted":
             orphan = orphans.get(str(event.get("volume", "")))
@@ -356,6 +396,14 @@ def check_volume_invariants(events: Sequence[Event], *, bound_s: float = BOUND_S
             verdict = check_binding(volume_name, changes[-1].t, changes[-1].revision)
             if verdict is not None:
                 return verdict
+        touched_claims = {change.key for change in changes if change.resource == "persistentvolumeclaims"}
+        if touched_claims:
+            volumes_touched.update(name for name, volume in store.objects("persistentvolumes").items()
+                                   if f"{(_claim_ref(volume) or {}).get('namespace', '')}/{(_claim_ref(volume) or {}).get('name', '')}" in touched_claims)
+        for volume_name in sorted(volumes_touched | {name for name in strays}):
+            verdict = check_stray(volume_name, changes[-1].t) if volume_name else None
+            if verdict is not None:
+                return verdict
         for key, claim in claims_bound:
             verdict = check_wffc(key, claim, changes[-1].t, changes[-1].revision)
             if verdict is not None:
@@ -368,6 +416,10 @@ def check_volume_invariants(events: Sequence[Event], *, bound_s: float = BOUND_S
             verdict = check_placement(pod_key, pods_touched[pod_key], changes[-1].t, changes[-1].revision)
             if verdict is not None:
                 return verdict
+    for name, stray in sorted(strays.items()):
+        verdict = stray_verdict(name, stray, None)
+        if verdict is not None:
+            return verdict
     for name, orphan in [*finished, *sorted(orphans.items())]:
         done = orphan.gone_t if orphan.policy == "Delete" else (orphan.released_t if orphan.released_t is not None else orphan.gone_t)
         if math.isinf(orphan.deadline):

@@ -23,9 +23,11 @@ Volumes" page, https://kubernetes.io/docs/concepts/storage/persistent-volumes/):
   with GCE PD, EBS or Azure Disk). A claim without a class, and no default class, stays
   Pending (``no persistent volumes available for this claim and no storage class is set``).
 - **Release** (``syncVolume``): a Bound volume whose claim is gone becomes Released;
-  reclaim policy Delete deletes it, Retain keeps it Released.
+  reclaim policy Delete deletes it, Retain keeps it Released. A volume whose claim is bound
+  to another volume (a binding that lost a race) is deleted if it was provisioned for it
+  with policy Delete, else unbound (``unbindVolume``) and Available again.
 
-Journal: ``volume`` {claim, volume, event: bound | provisioned | released | deleted | waiting}.
+Journal: ``volume`` {claim, volume, event: bound | provisioned | released | deleted | unbound | waiting}.
 Non-guarantees: ``Recycle``, volume expansion, snapshots and data sources, and access-mode
 enforcement at attach time are not modelled; the provisioner is in this process (a real
 one runs beside the cluster and can fail independently).
@@ -289,6 +291,8 @@ class PersistentVolumeController:
             return
         claim = self.claims.indexer.get_by_key(f"{reference.namespace}/{reference.name}")
         if claim is not None and (not reference.uid or claim.metadata.uid == reference.uid):
+            if claim.spec.volume_name and claim.spec.volume_name != volume.metadata.name:
+                await self._bound_elsewhere(volume, claim)
             return
         if claim is None:
             try:  # the cache may lag: a quorum read before releasing (upstream does the same)
@@ -310,6 +314,33 @@ class PersistentVolumeController:
                 if error.code != 404:
                     raise
             self._record_volume(volume, reference, "deleted")
+
+    async def _bound_elsewhere(self, volume: PersistentVolume, claim: PersistentVolumeClaim) -> None:
+        """``syncVolume``, "volume is bound to a claim, but the claim is bound elsewhere" (a
+        binding that lost a race with another, from a stale cache: kubernetes PR #25881): a
+        volume provisioned for the claim with reclaim policy Delete is deleted; one the
+        controller bound is unbound (``unbindVolume``: claimRef and bound-by-controller
+        removed); one a user pre-bound is left bound and set Available."""
+        reference = volume.spec.claim_ref
+        assert reference is not None
+        if PROVISIONED_BY in volume.metadata.annotations and volume.spec.persistent_volume_reclaim_policy == "Delete":
+            try:
+                await self.client.delete("persistentvolumes", "", volume.metadata.name)
+            except ApiError as error:
+                if error.code != 404:
+                    raise
+            self._record_volume(volume, reference, "deleted")
+            return
+        if BOUND_BY_CONTROLLER in volume.metadata.annotations:
+            unbound = deep_copy(volume)
+            unbound.spec.claim_ref = None
+            unbound.metadata.annotations = {key: value for key, value in volume.metadata.annotations.items() if key != BOUND_BY_CONTROLLER}
+            volume = await self.client.update(unbound)
+        if volume.status.phase != "Available":
+            status = deep_copy(volume)
+            status.status.phase = "Available"
+            await self.client.update_status(status)
+        self._record_volume(volume, reference, "unbound")
 
     def _record(self, claim: PersistentVolumeClaim, volume: str, event: str, detail: str) -> None:
         key = meta_namespace_key(claim)

@@ -220,3 +220,22 @@ def test_a_delete_policy_volume_must_go_within_the_bound_while_a_controller_mana
     assert never.valid is False and never.details["rule"] == "reclaim-late", never.reason
     leaderless = run(None, leader=False)
     assert leaderless.valid is True and "reclaim: no healthy stretch of the controller-manager after the claim's deletion" in leaderless.details["unjudged"], leaderless.reason
+
+
+def test_a_volume_left_bound_to_a_claim_bound_elsewhere_is_caught_past_the_bound():
+    def run(unbound_at: float | None) -> Any:
+        journal = Journal()
+        cluster(journal, storage_class(mode="Immediate"))
+        journal.put(1.0, "persistentvolumes", "pv-0", pv("pv-0", claim="data-0", uid="c0"))
+        journal.put(1.1, "persistentvolumes", "pv-1", pv("pv-1", claim="data-0", uid="c0"))  # the loser of a race
+        journal.put(1.2, "persistentvolumeclaims", "default/data-0", pvc("data-0", "c0", volume="pv-0", bound=True))
+        if unbound_at is not None:
+            journal.put(unbound_at, "persistentvolumes", "pv-1", pv("pv-1", phase="Available"))
+        journal.record(100.0, "end")
+        return check_volume_invariants(journal.events)
+
+    assert run(5.0).valid is True
+    late = run(50.0)
+    assert late.valid is False and late.details["rule"] == "claim-bound-to-two-volumes" and late.evidence[0]["other_volume"] == "pv-0", late.reason
+    never = run(None)
+    assert never.valid is False and never.details["rule"] == "claim-bound-to-two-volumes", never.reason
