@@ -1581,6 +1581,36 @@ def _absent_owners_by_uid() -> Any:
     return is_dangling
 
 
+def _consistent_list_from_stale_cache() -> Any:
+    """ApiServer._list that answers a consistent list (no ``resourceVersion``) from the
+    watch cache as it stands, as a ``resourceVersion=0`` list, without first making sure
+    the cache has caught up with etcd's current revision (KEP-2340 "Consistent reads from
+    cache": wait for it, else read etcd). A cache behind etcd then answers stale data to
+    the one read that promises the latest: the stale reads of kubernetes/kubernetes#59848
+    (a pod deleted and listed again), and the consistent read served as a "not older than"
+    read of kubernetes/kubernetes#132132 (fixed by PR #132244)."""
+    from chaoskube.api.protocol import Response
+    from chaoskube.api.selectors import matches as selected
+    from chaoskube.apiserver.storage import copy_object, resource_prefix
+
+    async def list_(self: Any, request: Any, info: Any) -> Any:
+        labels, fields = self._selectors(request)
+        version = request.resource_version
+        if request.resource_version_match == "Exact":
+            revision = self._revision(version)
+            objects, read_at = await self.store.list(resource_prefix(info.resource, request.namespace), revision=revision)
+            items = tuple(obj for obj in objects if selected(obj, labels, fields))
+            return Response(200, items=items, resource_version=str(revision or read_at), server=self.name)
+        if version not in ("", "0"):
+            await self._fresh(version)
+        # the bug: "" is served like "0", from a cache that may be behind etcd
+        cache = self.cacher.cache(info.resource)
+        items = tuple(copy_object(obj) for obj in cache.list(request.namespace, labels, fields))
+        return Response(200, items=items, resource_version=str(cache.resource_version or self.cacher.resource_version), server=self.name)
+
+    return list_
+
+
 CONTROL_PLANE_VARIANTS: tuple[Variant, ...] = (
     Variant(
         "raft-commits-previous-term-by-count", "etcd Raft",
@@ -1595,12 +1625,17 @@ CONTROL_PLANE_VARIANTS: tuple[Variant, ...] = (
     Variant(
         "informer-relist-keeps-deleted", "client-go informer",
         "a relist adds and updates what the list returns but never deletes what it no longer has: an object deleted while the watch was down stays cached (kubernetes#115620)",
-        "api-watch", "watch-resume-under-churn", "chaoskube.client.informer:SharedInformer.replace", _relist_keeps_deleted,
+        "api-watch", "apiserver-cut-off-from-etcd", "chaoskube.client.informer:SharedInformer.replace", _relist_keeps_deleted,
     ),
     Variant(
         "gc-absent-owner-cache-by-uid", "kube-controller-manager garbage collector",
         "an owner found absent from one namespace (an invalid cross-namespace reference) is remembered absent by uid alone, so its valid dependents in its own namespace are deleted (kubernetes#65200, fixed by #92743)",
         "garbage-collection", "cascading-deletion-under-failover", "chaoskube.controllers.garbagecollector:GarbageCollector._is_dangling", _absent_owners_by_uid,
+    ),
+    Variant(
+        "apiserver-consistent-list-from-stale-cache", "kube-apiserver watch cache",
+        "a consistent list (no resourceVersion) is answered from the watch cache as it stands, not after it caught up with etcd: stale reads where the latest is promised (kubernetes#59848, #132132)",
+        "api-linearizability", "apiserver-cut-off-from-etcd", "chaoskube.apiserver.server:ApiServer._list", _consistent_list_from_stale_cache,
     ),
 )
 VARIANTS.update((variant.name, variant) for variant in CONTROL_PLANE_VARIANTS)

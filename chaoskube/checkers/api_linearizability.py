@@ -80,6 +80,18 @@ objects at one revision; splitting it into per-object reads would lose that):
   when answered (and no older than N when asked), or the absence did; and one server never
   answers a client an older version of an object than it already did.
 
+Watch cache freshness: a consistent read (no ``resourceVersion``) must never be answered
+from a watch cache that has not caught up with etcd (kubernetes/kubernetes#59848, the
+stale reads that KEP-2340 "Consistent reads from cache" may serve from the cache only
+after waiting for it to reach etcd's current revision): the quorum-list rule above and the
+linearizability of quorum gets judge it. How far behind each watch cache was is reported,
+not judged (``resourceVersion`` "0" promises nothing, and upstream bounds no cache's lag:
+one cut off from etcd stays where it is): ``details["watch_cache_lag_s"]`` gives, per
+server, the largest lag its cached lists and its watches' bookmarks (which carry the
+cache's resourceVersion) showed -- how long before the list was sent, or the bookmark
+received, the first change of the resource that it missed had been applied -- with the
+client, resource and time; a passing verdict names the largest.
+
 ``check_api_linearizability(events)`` answers False with the first violation: for the
 search, a minimal set of operations of one object that cannot be linearized even if every
 other operation of it took effect at any time or never (the engine's evidence); for a
@@ -305,9 +317,10 @@ def _version(store: StoreHistory, key: tuple[str, str], revision: int) -> Versio
 
 
 # =========================================================================== lists and cached reads
-def check_api_reads(events: Iterable[Event], store: StoreHistory) -> tuple[list[dict[str, Any]], dict[str, int]]:
+def check_api_reads(events: Iterable[Event], store: StoreHistory, lags: dict[str, dict[str, Any]] | None = None) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """The violations of the list and cached-read contracts (module docstring), in
-    journal order, and counts of what was judged."""
+    journal order, and counts of what was judged. With ``lags``, each server's watch
+    cache lag as its cached lists showed it is measured into it (:func:`_measure_lag`)."""
     problems: list[dict[str, Any]] = []
     counts = {"lists": 0, "cached_gets": 0}
     latest: dict[tuple[str, ...], int] = {}
@@ -317,6 +330,8 @@ def check_api_reads(events: Iterable[Event], store: StoreHistory) -> tuple[list[
         if event["verb"] == "list":
             counts["lists"] += 1
             problem = _judge_list(event, store, latest)
+            if lags is not None and problem is None and event.get("request_rv", "") != "" and event.get("rv_match", "") != "Exact":
+                _measure_lag(event, store, lags)
         elif event.get("request_rv"):
             counts["cached_gets"] += 1
             problem = _judge_cached_get(event, store, latest)
@@ -369,6 +384,46 @@ def _judge_list(event: Event, store: StoreHistory, latest: dict[tuple[str, ...],
     return None
 
 
+def _measure_lag(event: Event, store: StoreHistory, lags: dict[str, dict[str, Any]]) -> None:
+    """A cached list answered at revision L (its watch cache's resourceVersion for the
+    resource) lagged by how long before the request was sent the first change of that
+    resource after L had been applied (0 when none had): ``lags[server]`` keeps the
+    largest, with the list's client, resource and time."""
+    listed = _int(event.get("resource_version"))
+    if listed is None:
+        return
+    missed = store.first_change_after(event["resource"], listed)
+    lag = max(0.0, event["call"] - missed[1]) if missed is not None else 0.0
+    server = event.get("server") or "?"
+    worst = lags.get(server)
+    if worst is None or lag > worst["lag_s"]:
+        lags[server] = {"lag_s": round(lag, 3), "resource": event["resource"], "client": event["client"], "t": event["t"], "revision": listed}
+
+
+def _bookmark_lags(events: Iterable[Event], store: StoreHistory, lags: dict[str, dict[str, Any]]) -> None:
+    """A bookmark carries its watch cache's resourceVersion: received at t with revision
+    B from server S for resource R, S's cache of R lagged by how long before t the first
+    change of R after B had been applied (as :func:`_measure_lag` for lists)."""
+    opened: dict[str, tuple[str, str]] = {}
+    for event in events:
+        kind = event.get("type")
+        if kind == "watch-open":
+            opened[event["watch"]] = (event.get("server") or "?", event.get("resource", ""))
+        elif kind == "watch-recv" and event.get("watch") in opened:
+            server, resource = opened[event["watch"]]
+            for entry in event.get("events") or ():
+                if entry[0] != "BOOKMARK":
+                    continue
+                revision = _int(entry[2])
+                if revision is None:
+                    continue
+                missed = store.first_change_after(resource, revision)
+                lag = max(0.0, event["t"] - missed[1]) if missed is not None else 0.0
+                worst = lags.get(server)
+                if worst is None or lag > worst["lag_s"]:
+                    lags[server] = {"lag_s": round(lag, 3), "resource": resource, "client": event.get("name", ""), "t": event["t"], "revision": revision}
+
+
 def _judge_cached_get(event: Event, store: StoreHistory, latest: dict[tuple[str, ...], int]) -> dict[str, Any] | None:
     resource, key = event["resource"], _key(event["namespace"], event["name"])
     answered = _int(event.get("resource_version"))
@@ -394,10 +449,14 @@ def check_api_linearizability(events: Sequence[Event], *, time_limit_s: float | 
     """Judge every API client's operations (module docstring)."""
     store = StoreHistory(events)
     ops, counts = api_history(events, store)
-    read_problems, read_counts = check_api_reads(events, store)
+    lags: dict[str, dict[str, Any]] = {}
+    read_problems, read_counts = check_api_reads(events, store, lags)
+    _bookmark_lags(events, store, lags)
     counts |= read_counts
     judged = counts["writes"] + counts["reads"] + counts["observations"] + counts["lists"] + counts["cached_gets"]
     details: dict[str, Any] = {**counts}
+    if lags:
+        details["watch_cache_lag_s"] = {server: lags[server] for server in sorted(lags)}
     if read_problems:
         first = read_problems[0]
         details["read_violations"] = len(read_problems)
@@ -412,4 +471,6 @@ def check_api_linearizability(events: Sequence[Event], *, time_limit_s: float | 
         return Verdict(False, f"{where}: {len(verdict.evidence)} operation(s) cannot be linearized against the object store", verdict.evidence, details)
     if verdict.valid is None:
         return Verdict(None, verdict.reason, (), details)
-    return Verdict(True, f"{counts['writes']} write(s), {counts['reads']} quorum get(s), {counts['observations']} other observation(s) linearizable per object; {counts['lists']} list(s) and {counts['cached_gets']} cached get(s) consistent with the store", (), details)
+    lagged = max(lags.items(), key=lambda item: (item[1]["lag_s"], item[0]), default=None)
+    lag_note = f"; watch caches lagged at most {lagged[1]['lag_s']:.1f} s ({lagged[0]}, {lagged[1]['resource']})" if lagged is not None else ""
+    return Verdict(True, f"{counts['writes']} write(s), {counts['reads']} quorum get(s), {counts['observations']} other observation(s) linearizable per object; {counts['lists']} list(s) and {counts['cached_gets']} cached get(s) consistent with the store{lag_note}", (), details)

@@ -413,6 +413,7 @@ class StoreHistory:
         self._decoded: dict[tuple[str, str, int], Obj] = {}
         self._typed: dict[tuple[str, str, int], Any] = {}
         self._selectable: dict[tuple[str, str, int], dict[str, str]] = {}
+        self._changes: dict[str, tuple[list[int], list[float]]] = {}  # first_change_after's memo
         seen: set[int] = set()
         for event in events:
             if event.get("type") != "raft-apply" or not event.get("events"):
@@ -450,6 +451,16 @@ class StoreHistory:
         """The highest revision applied strictly before ``t``."""
         index = bisect.bisect_left(self._times, t)
         return self._revisions[index - 1] if index else 0
+
+    def first_change_after(self, resource: str, revision: int) -> tuple[int, float] | None:
+        """The first revision after ``revision`` that wrote a key of ``resource`` and when
+        it was applied, or None: what a read of ``resource`` at ``revision`` missed first."""
+        changes = self._changes.get(resource)
+        if changes is None:
+            found = sorted({(version.revision, version.t) for (res, _), versions in self._versions.items() if res == resource for version in versions})
+            changes = self._changes[resource] = ([revision for revision, _ in found], [t for _, t in found])
+        index = bisect.bisect_right(changes[0], revision)
+        return (changes[0][index], changes[1][index]) if index < len(changes[0]) else None
 
     def versions(self, resource: str, key: str) -> list[Version]:
         return self._versions.get((resource, key), [])

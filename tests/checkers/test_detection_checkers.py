@@ -122,6 +122,22 @@ def test_a_stale_quorum_list_is_caught_and_a_cached_list_may_lag():
     assert check_api_linearizability([*history, wrong]).valid is False  # a was at 3 then
 
 
+def test_the_watch_caches_lag_is_reported_from_cached_lists_and_bookmarks():
+    """A cached list at revision 2 sent at t=5 missed the change of revision 3 applied at
+    t=3.5: 1.5 s behind; a bookmark at revision 2 received at t=63.5 from another server:
+    60 s behind. Reported, not judged ("0" promises nothing)."""
+    history = base_history()
+    cached = read("B", 5.0, 6.0, "", "2", verb="list", request_rv="0", items=[["default/a", "2"]])
+    stale = {"type": "watch-open", "t": 2.0, "name": "kubelet/pods", "watch": "w1", "server": "kube-apiserver-2", "resource": "pods", "namespace": "", "from_rv": "2"}
+    bookmark = {"type": "watch-recv", "t": 63.5, "name": "kubelet/pods", "watch": "w1", "events": [["BOOKMARK", "", "2"]]}
+    verdict = check_api_linearizability([*history, cached, stale, bookmark])
+    assert verdict.valid is True and "lagged at most 60.0 s (kube-apiserver-2, pods)" in verdict.reason
+    lags = verdict.details["watch_cache_lag_s"]
+    assert lags["kube-apiserver-1"]["lag_s"] == 1.5 and lags["kube-apiserver-2"]["lag_s"] == 60.0
+    fresh = {**bookmark, "events": [["BOOKMARK", "", "3"]]}
+    assert check_api_linearizability([*history, stale, fresh]).details["watch_cache_lag_s"]["kube-apiserver-2"]["lag_s"] == 0.0
+
+
 # =========================================================================== api-watch
 def informer(t: float, event: str, rv: str, name: str = "kubelet/pods") -> dict[str, Any]:
     return {"type": "informer", "t": t, "name": name, "resource": "pods", "event": event, "resource_version": rv}
