@@ -42,7 +42,8 @@ write plus those charged before it and stored after it (in flight while it count
 charge is the plugin's status update journaled as the create's request id + ``/quota``),
 followed for ``RECALCULATION_WINDOW_S`` (kube-apiserver's ``--request-timeout``, 60 s). A
 usage above hard by no more than the deficits of the quota's recalculations so far is
-*excused*: the answer stays true but says so in its reason and lists each excess with the
+*excused* (a recalculation that counted every object -- status.used the truth again --
+drops the deficits before it): the answer stays true but says so in its reason and lists each excess with the
 recalculations that explain it (``excused`` in the details, and the evidence), as
 statefulset-invariants reports a force deletion: never silent. An excess with no such recalculation before it, or larger than their deficits, is an
 admission bug (false).
@@ -112,7 +113,15 @@ class _Quota:
         self.recalculations: list[_Recalculation] = []
 
     def excusable(self, res: str) -> int:
-        return sum(recalculation.deficit(res) for recalculation in self.recalculations)
+        """The deficits of the recalculations since the last that counted every object
+        (its status.used was the truth again: admission could no longer over-admit on the
+        earlier ones' account)."""
+        total = 0
+        for recalculation in self.recalculations:
+            if res in recalculation.written:
+                deficit = recalculation.deficit(res)
+                total = total + deficit if deficit else 0
+        return total
 
 
 def check_quota_invariants(events: Sequence[Event]) -> Verdict:

@@ -601,3 +601,26 @@ def test_a_recalculation_from_a_lagging_informer_excuses_what_it_missed():
     journal.put(6.1, "pods", "shop/c", quota_pod("c", 6))
     verdict = check_quota_invariants(journal.events)
     assert verdict.valid is True and verdict.details["excused"][0]["recalculations"][0]["should_count"] == "2", verdict.reason
+
+
+def test_a_recalculation_that_counts_everything_ends_what_earlier_ones_excuse():
+    # two lagging recalculations (b missed), then one that counted b: status.used was the
+    # truth again, so d, stored later with no charge, is an admission bug
+    healed = Journal()
+    healed.put(1.5, "resourcequotas", "shop/compute", quota({"count/pods": "2"}))
+    _charged(healed, 2.0, 0)
+    _charged(healed, 3.0, 1)
+    healed.put(3.1, "pods", "shop/a", quota_pod("a", 3))
+    _charged(healed, 4.0, 2)
+    healed.put(4.1, "pods", "shop/b", quota_pod("b", 4))
+    _charged(healed, 5.0, 1)  # missed b: 1 excusable
+    healed.delete(5.5, "pods", "shop/a")
+    _charged(healed, 6.0, 0)  # lowers again, and misses b again: still excusable
+    healed.put(6.5, "pods", "shop/a2", quota_pod("a2", 6))
+    _charged(healed, 7.0, 2)  # a charge (raises)
+    healed.delete(7.5, "pods", "shop/a2")
+    _charged(healed, 8.0, 1)  # a recalculation that counts b: the truth
+    healed.put(9.1, "pods", "shop/c", quota_pod("c", 9))
+    healed.put(9.2, "pods", "shop/d", quota_pod("d", 9))  # b, c, d: one above hard, no charge
+    verdict = check_quota_invariants(healed.events)
+    assert verdict.valid is False and "shop/d" in verdict.reason and verdict.evidence[0]["excusable"] == 0, verdict.reason
