@@ -419,6 +419,11 @@ class _Watcher:
         self.pauses_after_writes: list[float] = []
         self.writes_base = 0
         self.healed_at = 0.0  # when the operator was last ready with no perturbation in force
+        self.withholding = False  # an unobserved state is in force (events withheld)
+        #: After an unobserved state the operator legitimately does less than it learned:
+        #: the writes learned no longer bound the waits.
+        self.relaxed = False
+        self.settle_until = 0.0  # no quiet spell ends before (after an unobserved state)
 
     def _active(self, t: float) -> None:
         pause = t - self.last_activity
@@ -434,11 +439,6 @@ class _Watcher:
         self.pauses_after_writes = []
         self.writes_base = self.writes
         self.last_activity = max(self.last_activity, now)
-        self.withholding = False  # an unobserved state is in force (events withheld)
-        #: After an unobserved state the operator legitimately does less than it learned:
-        #: the writes learned no longer bound the waits.
-        self.relaxed = False
-        self.settle_until = 0.0  # no quiet spell ends before (after an unobserved state)
 
     def poll(self) -> None:
         world = self.handle.world

@@ -275,3 +275,39 @@ def test_a_plans_waits_are_sized_from_the_learning_runs():
     assert learn_tuning((first, second), options)["quiet_learned_s"] == 4.0
     # Nothing learned of the boot (an older learning.json): no lead.
     assert learn_tuning(({"wall": {}}, second), options)["epoch_lead_s"] == 0.0
+
+
+def test_the_driver_keeps_an_unobserved_state_across_steps_until_it_ends():
+    """The session's watcher: withholding begun at a user's change stays in force through
+    the steps' bookkeeping until the end is journaled; then no quiet spell counts for the
+    settle time (the operator may wait for the echo of its own last write)."""
+    from chaoskube.experiments.operator_testing.session import UNOBSERVED_SETTLE_S, _Watcher
+
+    class World:
+        def __init__(self):
+            self.journal = type("Journal", (), {"events": []})()
+            self.now = 0.0
+            self.processes = {}
+
+        def catch_up(self):
+            pass
+
+    class Handle:
+        world = World()
+
+        def call(self, fn):
+            return fn()
+
+    handle = Handle()
+    watcher = _Watcher(handle, {"widgets"}, speed=1.0)
+    handle.world.journal.events += [{"type": "test-operator", "event": "withholding", "t": 1.0}]
+    handle.world.now = 1.0
+    watcher.poll()
+    watcher.reset_pause(1.0)  # a step begins
+    assert watcher.withholding and watcher.relaxed
+    handle.world.journal.events += [{"type": "test-operator", "event": "applied", "t": 5.0}, {"type": "test-operator", "event": "healed", "t": 5.0}]
+    handle.world.now = 5.0
+    watcher.poll()
+    watcher.reset_pause(5.0)
+    assert not watcher.withholding and not watcher.perturbed and watcher.relaxed
+    assert watcher.settle_until == 5.0 + UNOBSERVED_SETTLE_S
