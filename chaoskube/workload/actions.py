@@ -39,7 +39,10 @@ Upstream behaviour each action follows:
   409 Conflict, so a taint the node lifecycle controller adds meanwhile is kept);
 - ``kubectl create quota`` / ``kubectl apply`` of a changed ``spec.hard`` / ``kubectl delete
   quota`` in a churn namespace (:func:`quota_object`; "Resource Quotas",
-  https://kubernetes.io/docs/concepts/policy/resource-quotas/).
+  https://kubernetes.io/docs/concepts/policy/resource-quotas/);
+- ``kubectl create storageclass`` and ``kubectl annotate`` of the default class
+  (:func:`storage_class_object`; "Change the default StorageClass"), ``kubectl delete pvc``
+  of a claim no pod mounts ("Persistent Volumes", Reclaiming).
 
 Non-guarantees: an action that timed out may have happened (the client says so with an
 ``info`` operation in the journal); a pod picked by index is picked among the pods listed
@@ -119,6 +122,7 @@ ARG_CHOICES: dict[str, tuple[Any, ...]] = {
     "app_shape": ("sts-claims", "sts-parallel", "job-indexed", "job-failing", "job-deadline", "cron-replace", "cron-zoned"),
     "partition": (0, 1, 2),
     "quota_size": (1, 2),
+    "reclaim": ("Retain", "Delete"),
 }
 
 
@@ -503,6 +507,59 @@ async def _delete_quota(actor: Actor, extra_namespace: str) -> str:
     return await delete_object(actor, "ResourceQuota", extra_namespace, QUOTA_NAME)
 
 
+#: The cluster's default StorageClass (chaoskube.cluster.DEFAULT_STORAGE_CLASS) and its provisioner.
+BASE_STORAGE_CLASS = "standard"
+ZONAL_PROVISIONER = "chaoskube.io/zonal-disk"
+DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+
+
+def storage_class_object(reclaim: str) -> Any:
+    """The generator's StorageClass ``generator-<reclaim>``: zonal disks bound where their
+    first pod lands (WaitForFirstConsumer), reclaimed as ``reclaim`` says."""
+    return from_dict({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                      "metadata": {"name": f"generator-{reclaim.lower()}", "labels": {GENERATOR_LABEL: "true"}},
+                      "provisioner": ZONAL_PROVISIONER, "reclaimPolicy": reclaim, "volumeBindingMode": "WaitForFirstConsumer"})
+
+
+async def _set_default_storage_class(actor: Actor, reclaim: str) -> str:
+    """``kubectl create storageclass`` (when missing) and ``kubectl annotate storageclass
+    ... storageclass.kubernetes.io/is-default-class=true``, the other classes' annotation set
+    false first ("Change the default StorageClass",
+    https://kubernetes.io/docs/tasks/administer-cluster/change-default-storage-class/): claims
+    created from then on without a class -- a StatefulSet member's, after a scale-up -- get
+    the new default's reclaim policy."""
+    wanted = storage_class_object(reclaim)
+    before = len(actor.ops)
+    if await actor.call(f"create storageclass {wanted.metadata.name}", actor.client.create, wanted) is None and actor.ops[-1][1] == 409:
+        del actor.ops[before:]  # AlreadyExists: only the annotation changes
+    for name in (BASE_STORAGE_CLASS, *(f"generator-{other.lower()}" for other in ARG_CHOICES["reclaim"] if other != reclaim)):
+        before = len(actor.ops)
+        if await actor.call(f"annotate storageclass {name} default=false", actor.client.patch, "storageclasses", "", name, {"metadata": {"annotations": {DEFAULT_CLASS_ANNOTATION: "false"}}}) is None and actor.ops[-1][1] == 404:
+            del actor.ops[before:]  # not made yet
+    await actor.call(f"annotate storageclass {wanted.metadata.name} default=true", actor.client.patch, "storageclasses", "", wanted.metadata.name, {"metadata": {"annotations": {DEFAULT_CLASS_ANNOTATION: "true"}}})
+    return actor.outcome()
+
+
+async def _delete_claim(actor: Actor, index: int) -> str:
+    """``kubectl delete pvc`` of a claim no live pod mounts (a StatefulSet member's left
+    behind by a scale-down, the default retention policy), the ``index``-th of them by
+    namespace and name: its volume is reclaimed as its policy says, and a later scale-up
+    makes a new claim of the same name, which must not get the old volume."""
+    claims = await actor.call("list persistentvolumeclaims -A", actor.client.list, "persistentvolumeclaims", "")
+    pods = await actor.call("list pods -A", actor.client.list, "pods", "")
+    if not claims or not pods:
+        return actor.outcome()
+    from chaoskube.api.workloads import volume_references
+
+    mounted = {(pod.metadata.namespace, reference.name) for pod in pods.items
+               for reference in volume_references(pod.spec.volumes) if reference.kind == "persistentvolumeclaim"}
+    unused = sorted((claim.metadata.namespace, claim.metadata.name) for claim in claims.items
+                    if claim.metadata.deletion_timestamp is None and (claim.metadata.namespace, claim.metadata.name) not in mounted)
+    if not unused:
+        return _none(actor, "unused PersistentVolumeClaim")
+    return await delete_object(actor, "PersistentVolumeClaim", *unused[index % len(unused)])
+
+
 async def _set_partition(actor: Actor, index: int, partition: int) -> str:
     """``kubectl patch statefulset -p '{"spec":{"updateStrategy":...{"partition":N}}}'``: a
     staged rollout moved on (or held back)."""
@@ -654,6 +711,8 @@ ACTIONS: dict[str, Action] = {action.name: action for action in (
     Action("restart_member", ("index",), _restart_member, "kubectl delete pod of a StatefulSet member"),
     Action("set_quota", ("extra_namespace", "quota_size"), _set_quota, "kubectl create quota (or apply a changed hard) in a churn namespace"),
     Action("delete_quota", ("extra_namespace",), _delete_quota, "kubectl delete quota"),
+    Action("set_default_storage_class", ("reclaim",), _set_default_storage_class, "kubectl create storageclass (Retain or Delete) and make it the default"),
+    Action("delete_claim", ("index",), _delete_claim, "kubectl delete pvc of a claim no pod mounts"),
 )}
 
 
