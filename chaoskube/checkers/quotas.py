@@ -199,7 +199,8 @@ def check_quota_invariants(events: Sequence[Event]) -> Verdict:
             fresh = item not in members
             created = _created_at(data)
             counted = _usage(data, resource, deleting_counts=True)
-            members[item] = (created if fresh else members[item][0], _usage(data, resource), t if fresh else members[item][2], counted)
+            used = {} if ((data or {}).get("metadata") or {}).get("deletionTimestamp") else counted
+            members[item] = (created if fresh else members[item][0], used, t if fresh else members[item][2], counted)
             charge = charged_at.get(revision) if fresh else None
             for recalculation in open_windows.get(namespace, ()):
                 if item in recalculation.members or (charge is not None and charge < recalculation.revision):
