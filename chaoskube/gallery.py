@@ -1429,6 +1429,45 @@ def _bind_without_precondition() -> Any:
     return bind
 
 
+def _custom_patch_without_defaults() -> Any:
+    """ApiServer._custom_schema that prunes and validates a custom object but skips the
+    schema's defaulting when the write is a PATCH, as the patch handler once applied no
+    server-side defaults to the patched object (kubernetes/kubernetes#42764, "Patch does not
+    apply server-side defaults to resulting object", root cause #42488, fixed by PR #42489):
+    a merge patch that resets a field with ``null`` ("back to the default") stores the
+    object without it, where the CRD docs promise "defaulting happens on the object ... in
+    the request to the API server" (apiextensions-apiserver
+    ``pkg/apiserver/schema/defaulting``)."""
+    from chaoskube.api.manifests import to_dict
+    from chaoskube.api.objects import CustomObject
+    from chaoskube.apiserver import crd as crds
+    from chaoskube.apiserver import server as module
+
+    def _custom_schema(self: Any, info: Any, obj: Any, request: Any = None) -> Any:
+        if not isinstance(obj, CustomObject):
+            return obj, [], ()
+        crd = self._crd(info.resource)
+        schema = crds.schema_of(crd) if crd is not None else None
+        document = to_dict(obj)
+        pruned = crds.prune(document, schema, root=True)
+        crds.prune_nulls(document, schema)
+        if request is None or request.verb != "patch":  # the bug: a patched object is not defaulted
+            crds.default(document, schema)
+        causes = crds.validate_object(document, schema)
+        field_validation = request.field_validation if request is not None else ""
+        if pruned and field_validation == "Strict":
+            raise module._refuse(module.bad_request(module.unknown_field_message(pruned)))
+        if pruned:
+            self.world.record("apiserver-warning", server=self.name, resource=info.resource, name=obj.metadata.name, warning=f"unknown field(s) pruned: {', '.join(pruned[:10])}")
+        warnings = tuple(f'unknown field "{path}"' for path in pruned) if field_validation == "Warn" else ()
+        if document.get("apiVersion") != info.api_version or document.get("kind") != info.kind:
+            causes.append(f"apiVersion: Invalid value: {document.get('apiVersion')!r}: must be {info.api_version}")
+        content = {key: value for key, value in document.items() if key not in ("apiVersion", "kind", "metadata")}
+        return info.type(metadata=obj.metadata, content=content), causes, warnings
+
+    return _custom_schema
+
+
 APP_VARIANTS: tuple[Variant, ...] = (
     Variant(
         "statefulset-recreates-below-partition-at-update-revision", "kube-controller-manager StatefulSet",
@@ -1484,6 +1523,11 @@ APP_VARIANTS: tuple[Variant, ...] = (
         "pv-binder-binds-without-precondition", "kube-controller-manager persistent volume binder",
         "the binder writes a volume's claimRef without its resourceVersion, so two claims matched at once to one Available volume are both bound to it (openshift/origin#4829, kubernetes PR #16432)",
         "volume-invariants", "volumes-under-zone-outage", "chaoskube.controllers.persistentvolume:PersistentVolumeController._bind", _bind_without_precondition,
+    ),
+    Variant(
+        "custom-resource-patch-skips-defaulting", "kube-apiserver apiextensions",
+        "a PATCH of a custom resource is pruned and validated but not defaulted, so a merge patch resetting a field with null stores the object without its schema default (kubernetes#42764, #42488, PR #42489)",
+        "crd-invariants", "crd-operator-under-apiserver-failover", "chaoskube.apiserver.server:ApiServer._custom_schema", _custom_patch_without_defaults,
     ),
 )
 VARIANTS.update((variant.name, variant) for variant in APP_VARIANTS)

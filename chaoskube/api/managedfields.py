@@ -267,7 +267,10 @@ class _CustomTypes:
                 element = self.ref(additional)
             elif preserve or additional is True:
                 element = fp.TypeRef(named=fp.UNTYPED_DEDUCED)
-            defaults = tuple((name, child["default"]) for name, child in (properties or {}).items() if isinstance(child, dict) and "default" in child)
+            # only scalar defaults: SMD reads them for an associative list's key fields,
+            # which are scalars; an object or list default (``default: {}``, common in CRDs)
+            # would make the frozen, hashed schema unhashable
+            defaults = tuple((name, child["default"]) for name, child in (properties or {}).items() if isinstance(child, dict) and "default" in child and not isinstance(child["default"], (dict, list)))
             return fp.TypeRef(inline=fp.Atom(map=fp.MapType(fields, element, relationship, defaults)))
         return fp.TypeRef(named=fp.UNTYPED_DEDUCED)
 

@@ -51,6 +51,7 @@ at that moment, which differ from run to run under faults.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import random
 from collections.abc import Awaitable, Callable, Sequence
@@ -74,6 +75,7 @@ __all__ = [
     "NAMESPACES",
     "NODE_LABEL_KEY",
     "RESTARTED_AT",
+    "WIDGETS",
     "WORKLOAD_KINDS",
     "draw_args",
     "object_name",
@@ -123,6 +125,8 @@ ARG_CHOICES: dict[str, tuple[Any, ...]] = {
     "partition": (0, 1, 2),
     "quota_size": (1, 2),
     "reclaim": ("Retain", "Delete"),
+    # issue 35: custom resources of the generator's CRD, valid ones and ones its schema refuses
+    "custom_shape": ("valid", "defaulted", "unknown-field", "invalid-range", "invalid-enum", "missing-required"),
 }
 
 
@@ -577,6 +581,74 @@ async def _restart_member(actor: Actor, index: int) -> str:
     return await delete_pod(actor, "", index, "apps.kubernetes.io/pod-index")
 
 
+#: The generator's CustomResourceDefinition (``create_custom_resource``): defaults,
+#: validation and a status subresource, one served storage version.
+WIDGETS = "widgets.churn.chaoskube.io"
+WIDGET_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": WIDGETS, "labels": {GENERATOR_LABEL: "true"}},
+    "spec": {
+        "group": "churn.chaoskube.io", "scope": "Namespaced",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+        "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}}, "schema": {"openAPIV3Schema": {
+            "type": "object",
+            "properties": {
+                "spec": {"type": "object", "required": ["size"], "properties": {
+                    "size": {"type": "integer", "minimum": 1, "maximum": 10},
+                    "color": {"type": "string", "enum": ["red", "green", "blue"], "default": "green"},
+                    "options": {"type": "object", "default": {}, "properties": {"verbose": {"type": "boolean", "default": False}, "labels": {"type": "object", "additionalProperties": {"type": "string"}}}},
+                }},
+                "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}},
+            },
+        }}}],
+    },
+}
+#: Each shape's spec, and whether the API server must refuse it (422: the schema's validation).
+CUSTOM_SHAPES: dict[str, tuple[dict[str, Any], bool]] = {
+    "valid": ({"size": 3, "color": "red", "options": {"verbose": True, "labels": {"team": "a"}}}, False),
+    "defaulted": ({"size": 1}, False),  # color, options and options.verbose from the defaults
+    "unknown-field": ({"size": 2, "shape": "round", "options": {"legacy": 1}}, False),  # pruned
+    "invalid-range": ({"size": 11}, True),
+    "invalid-enum": ({"size": 2, "color": "purple"}, True),
+    "missing-required": ({"color": "blue"}, True),
+}
+
+
+async def _create_custom_resource(actor: Actor, custom_shape: str, namespace: str, slot: int) -> str:
+    """``kubectl apply`` of the generator's CRD (when it is not there yet) and ``kubectl
+    create`` of a Widget of ``custom_shape``: the valid ones are stored pruned and defaulted,
+    the invalid ones must be refused with 422 Invalid
+    (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#validation).
+    A Widget created before the CRD is Established answers 404 (the CRD handler serves it
+    only then); an invalid one accepted is reported as such."""
+    from chaoskube.api.objects import ObjectMeta, custom_type
+
+    present = await actor.call(f"get customresourcedefinition {WIDGETS}", actor.client.get, "customresourcedefinitions", "", WIDGETS)
+    if not present:
+        actor.ops.clear()
+        await actor.call(f"create customresourcedefinition {WIDGETS}", actor.client.create, from_dict(WIDGET_CRD))
+        return actor.outcome("created the CRD")
+    spec, refused = CUSTOM_SHAPES[custom_shape]
+    name = f"{custom_shape}-{slot}"
+    widget = custom_type("churn.chaoskube.io/v1", "Widget", WIDGETS, True)(
+        metadata=ObjectMeta(name=name, namespace=namespace, labels={GENERATOR_LABEL: "true"}), content={"spec": copy.deepcopy(spec)})
+    what = f"create widget {namespace}/{name}"
+    with actor.client.process.move_on_after(actor.op_timeout_s) as scope:
+        try:
+            await actor.client.create(widget)
+        except ApiError as error:
+            if refused and error.code == 422:
+                actor._op(what, 200, "")
+                return "ok: refused 422 as expected"
+            actor._op(what, error.code, error.reason)
+            return actor.outcome()
+    if scope.cancelled_caught:
+        actor._op(what, None, "op_timeout_s passed")
+        return actor.outcome()
+    actor._op(what, 200, "")
+    return f"error: an invalid Widget ({custom_shape}) was accepted" if refused else actor.outcome()
+
+
 # ============================================================================ the table
 @dataclass(frozen=True, slots=True)
 class Action:
@@ -713,6 +785,7 @@ ACTIONS: dict[str, Action] = {action.name: action for action in (
     Action("delete_quota", ("extra_namespace",), _delete_quota, "kubectl delete quota"),
     Action("set_default_storage_class", ("reclaim",), _set_default_storage_class, "kubectl create storageclass (Retain or Delete) and make it the default"),
     Action("delete_claim", ("index",), _delete_claim, "kubectl delete pvc of a claim no pod mounts"),
+    Action("create_custom_resource", ("custom_shape", "namespace", "slot"), _create_custom_resource, "create the generator's CRD, then valid, pruned, defaulted and invalid (422) custom resources"),
 )}
 
 

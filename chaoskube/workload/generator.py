@@ -74,6 +74,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "delete_quota": 0.0,
     "set_default_storage_class": 0.0,
     "delete_claim": 0.0,
+    "create_custom_resource": 0.0,
 }
 assert set(DEFAULT_WEIGHTS) == set(ACTIONS), "every action has a default weight"
 #: Bounds (every action is planned and journaled).

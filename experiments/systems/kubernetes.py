@@ -166,6 +166,7 @@ CLUSTER_CHECKERS: dict[str, tuple[str, str, str]] = {
     "cronjob-invariants": ("chaoskube.checkers.cronjobs", "check_cronjob_invariants", "each scheduled time started at most once and on its schedule (time zone, startingDeadlineSeconds), Forbid never running two, Replace never leaving two, no activation lost while a controller-manager leads, history limits kept"),
     "daemonset-invariants": ("chaoskube.checkers.daemonsets", "check_daemonset_invariants", "daemon pods never evicted for a node's not-ready / unreachable taints, never more than maxSurge nodes with two pods, exactly one pod per node that should run it at the end"),
     "namespace-invariants": ("chaoskube.checkers.namespaces", "check_namespace_invariants", "a namespace leaves the store only once empty, nothing is written into it after, nothing created in it once Terminating"),
+    "crd-invariants": ("chaoskube.checkers.customresources", "check_crd_invariants", "every custom object stored at its CRD's storage version, pruned, defaulted and valid by an independent model of its structural schema, status only through /status, none written after its CRD was gone"),
     "quota-invariants": ("chaoskube.checkers.quotas", "check_quota_invariants", "usage of the objects admitted under an unscoped ResourceQuota, recomputed from the store, never above its spec.hard at any revision"),
     "volume-invariants": ("chaoskube.checkers.volumes", "check_volume_invariants", "no PersistentVolume bound to two claims nor a Bound claim's volume bound elsewhere, pods only where their volumes' node affinity allows, WaitForFirstConsumer claims bound at their selected node, released volumes never bound again and reclaimed as their policy says"),
     "authorization": ("chaoskube.checkers.authorization", "check_authorization", "no adversarial tenant's forbidden attempt succeeded and no permitted one was refused, by an oracle of the RBAC, Node, NodeRestriction, NamespaceLifecycle and token rules over the policy in the store (cache lag bounded and reported)"),
@@ -371,6 +372,11 @@ class KubernetesWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=Tru
     #: (:mod:`chaoskube.apiserver.http.outside`): paginated lists, merge / JSON /
     #: strategic merge patches, resumed watches, for api-pagination, api-patch, api-watch.
     outside_client: bool = False
+    #: An in-cluster operator run next to the workload once it converged (issue 35):
+    #: ``backup-operator`` (:mod:`chaoskube.examples.backup_operator`) writes the Backup
+    #: custom resources of ``experiments/workloads/backups-crd.yaml``, their status and
+    #: merge patches that reset fields to their defaults.
+    operator: Literal["", "backup-operator"] = ""
 
     @property
     def tenant_options(self) -> TenantOptions | None:
@@ -687,6 +693,8 @@ class KubernetesSystem(System):
         infos += [ProcessInfo("kubectl", "kubectl", None)] + ([ProcessInfo("traffic", "traffic", None)] if workload.traffic else [])
         if workload.outside_client:
             infos.append(ProcessInfo("outside", "outside", None))
+        if workload.operator:
+            infos.append(ProcessInfo(workload.operator, "operator", None))
         options = workload.tenant_options
         if options is not None:
             infos += [ProcessInfo(f"tenant-{name}", "tenant", None) for name in options.spec().tenants] + [ProcessInfo("tenant-admin", "tenant", None)]
@@ -790,6 +798,11 @@ class KubernetesSystem(System):
 
             assert self.handle is not None
             OutsideClient(self.world, ApiFront(self.world, self.handle.api_server_names, None), self.handle.api_server_names).start()
+        if self.workload.operator == "backup-operator":
+            from chaoskube.examples.backup_operator import backup_operator_main
+
+            assert self.handle is not None
+            self.world.spawn("backup-operator", backup_operator_main(self.handle.api_server_names), role="operator")
         for step in sorted(self.workload.steps, key=lambda step: step.after_s):
             self.world.call_later(step.after_s, self._start_step, step)
 

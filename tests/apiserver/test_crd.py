@@ -314,3 +314,18 @@ def test_crd_validation():
     two = [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": CRONTAB_SCHEMA}}, {"name": "v2", "served": True, "storage": True, "schema": {"openAPIV3Schema": CRONTAB_SCHEMA}}]
     assert validate_crd(_crd(versions=two)) == ["spec.versions: Invalid value: versions: must have exactly one version marked as storage version"]
     assert validate_crd(_crd(versions=[{"name": "v1", "served": True, "storage": True}])) == ["spec.versions[0].schema.openAPIV3Schema: Required value: schemas are required"]
+
+
+def test_field_manager_schema_of_a_crd_with_object_and_list_defaults_is_hashable():
+    """``default: {}`` on an object (the common way to get nested defaults applied) made the
+    server-side field manager's schema unhashable, and every write of such a custom
+    resource crashed the API server (found by crd-operator-under-apiserver-failover)."""
+    from chaoskube.api.managedfields import custom_schema
+
+    schema, root = custom_schema({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "storage": {"type": "object", "default": {}, "properties": {"class": {"type": "string", "default": "standard"}}},
+        "tags": {"type": "array", "default": ["a"], "items": {"type": "string"}},
+    }}}})
+    assert isinstance(hash(root), int)
+    spec = dict(root.inline.map.fields)["spec"]
+    assert isinstance(hash(spec), int) and schema.resolve(spec) is not None

@@ -28,7 +28,7 @@ def first_seeds() -> dict[str, int]:
 
 def test_every_new_oracle_has_a_variant_and_every_variant_a_first_seed():
     checkers = {variant.caught_by for variant in gallery.APP_VARIANTS}
-    assert {"statefulset-invariants", "job-invariants", "cronjob-invariants", "daemonset-invariants", "namespace-invariants", "volume-invariants", "quota-invariants"} <= checkers
+    assert {"statefulset-invariants", "job-invariants", "cronjob-invariants", "daemonset-invariants", "namespace-invariants", "volume-invariants", "quota-invariants", "crd-invariants"} <= checkers
     assert set(first_seeds()) == set(NAMES), "docs/experiments.md lists every variant with its seed"
     assert all(1 <= seed <= 50 for seed in first_seeds().values())
 

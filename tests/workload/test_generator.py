@@ -60,7 +60,7 @@ def test_weights_are_respected():
     default = Counter(item.action for item in plan(random.Random(11), spec(rate_per_s=50.0, max_actions=5000), 100.0)[SETUP:])
     # every default weight is positive but issue 35's, off by default so existing plans stay as they were
     assert set(default) == {name for name, weight in DEFAULT_WEIGHTS.items() if weight > 0}
-    assert {name for name, weight in DEFAULT_WEIGHTS.items() if weight == 0} == {"create_app_workload", "set_partition", "restart_member", "set_quota", "delete_quota", "set_default_storage_class", "delete_claim"}
+    assert {name for name, weight in DEFAULT_WEIGHTS.items() if weight == 0} == {"create_app_workload", "set_partition", "restart_member", "set_quota", "delete_quota", "set_default_storage_class", "delete_claim", "create_custom_resource"}
     ratio = default["create_workload"] / default["drain"]
     assert 8 <= ratio <= 16, ratio  # 6 : 0.5
 
