@@ -1112,6 +1112,8 @@ class Updater:
         ignored = self.ignored.get(version)
         if not ignored:
             return paths
+        if all(len(prefix) == 1 for prefix in ignored):  # the usual case (spec, status): one lookup a path
+            return frozenset(path for path in paths if path[:1] not in ignored)
         return frozenset(path for path in paths if not any(path[: len(prefix)] == prefix for prefix in ignored))
 
     def _compare(self, old: Any, new: Any, version: str) -> Comparison:

@@ -249,6 +249,8 @@ def _refuse(status: Status) -> StatusError:
 
 
 _ADMISSION_REASONS = {400: "BadRequest", 403: "Forbidden", 404: "NotFound"}
+#: the resources the built-in admission plugins read (ApiServer._plugins)
+_PLUGIN_RESOURCES = ("namespaces", "serviceaccounts", "priorityclasses", "limitranges", "storageclasses")
 
 
 def _generation_changed(old: Object, new: Object) -> bool:
@@ -329,6 +331,7 @@ class ApiServer:
         self.webhooks = WebhookDispatcher(process)
         #: The kinds' field managers (pure, built once per kind, subresource and schema).
         self._field_managers: dict[tuple, tuple[Any, FieldManager]] = {}
+        self._plugins_memo: tuple[tuple[Any, ...], tuple[int, ...], list[Any]] | None = None
         self._tokens = dict(config.tokens)
         self._loopback_token = f"loopback/{process.name}/{process.incarnation}"
         self._tokens[self._loopback_token] = superuser(LOOPBACK_USER)
@@ -646,6 +649,19 @@ class ApiServer:
         return frozenset(found)
 
     def _plugins(self) -> list[Any]:
+        """The built-in admission plugins over the cache's objects: built again only when
+        one of the resources they read changed (twice per write otherwise, ~2 % of a
+        cluster run)."""
+        caches = tuple(self.cacher.cache(resource) for resource in _PLUGIN_RESOURCES)
+        changes = tuple(cache.changes for cache in caches)
+        memo = self._plugins_memo
+        if memo is not None and memo[1] == changes and all(a is b for a, b in zip(memo[0], caches)):
+            return memo[2]
+        plugins = self._build_plugins()
+        self._plugins_memo = (caches, changes, plugins)
+        return plugins
+
+    def _build_plugins(self) -> list[Any]:
         return default_plugins(
             namespaces=self.cacher.objects("namespaces"),
             service_accounts=[(sa.metadata.namespace, sa.metadata.name) for sa in self.cacher.objects("serviceaccounts")],

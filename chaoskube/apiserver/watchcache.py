@@ -291,6 +291,9 @@ class ResourceCache:
         self._removed_since_relist = False
         self._objects: dict[str, Object] = {}
         self._sorted_keys: list[str] | None = None  # memo, dropped when a key comes or goes
+        #: counts the changes of the objects (replace, and every event that changed one):
+        #: a reader's memo of what it derived from them holds while this has not moved
+        self.changes = 0
         self._list_revision = 0
         self._resource_version = 0
         self.initialized = False
@@ -365,6 +368,7 @@ class ResourceCache:
         assert revision >= 0
         self._objects = {key: obj for key, obj in objects}
         self._sorted_keys = None
+        self.changes += 1
         assert len(self._objects) == len(objects), "keys of a list are unique"
         self._history.clear()
         self._removed_since_relist = False
@@ -393,6 +397,7 @@ class ResourceCache:
                 return None
             if self._objects.pop(key, None) is not None:
                 self._sorted_keys = None
+                self.changes += 1
             current = with_resource_version(previous, revision)
         else:
             assert obj is not None, "ADDED and MODIFIED carry the object"
@@ -400,6 +405,7 @@ class ResourceCache:
             if key not in self._objects:
                 self._sorted_keys = None
             self._objects[key] = current
+            self.changes += 1
         event = CachedEvent(event_type, key, current, previous, revision, now)
         self._append(event)
         return event

@@ -236,6 +236,23 @@ def test_built_in_admission_defaults_and_namespace_lifecycle():
     assert nowhere.code == 404 and nowhere.status.message == 'namespaces "nope" not found'
 
 
+def test_admission_sees_a_namespace_created_after_a_refusal():
+    """The server keeps its built-in plugins between requests (ApiServer._plugins): a
+    namespace created after a refusal is seen by the next request."""
+    async def story(world, api, registry):
+        before = await api("create", "pods", namespace="late", body=pod("web", namespace="late"))
+        await api("create", "namespaces", body=obj({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "late"}}))
+        await world.sleep(1.0)
+        no_account = await api("create", "pods", namespace="late", body=pod("web", namespace="late"))
+        await api("create", "serviceaccounts", namespace="late", body=obj({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": "late"}}))
+        await world.sleep(1.0)
+        after = await api("create", "pods", namespace="late", body=pod("web", namespace="late"))
+        return before, no_account, after
+
+    _, (before, no_account, after) = run_api(story)
+    assert before.code == 404 and no_account.code == 403 and after.code == 201
+
+
 # ----------------------------------------------------------------------------- deletion
 def test_graceful_pod_deletion_and_finalizers():
     async def story(world, api, registry):
