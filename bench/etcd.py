@@ -2,7 +2,7 @@
 
 A 3-member cluster, 10 clients at 200 operations/s in total, 300 simulated seconds of
 workload with the leader killed every 30 s (restarted 10 s later), every checker run
-afterwards (timed separately). Target: >= 50x real time, in CPU time of the simulation
+afterwards (timed separately). Target: >= 30x real time, in CPU time of the simulation
 (``time.process_time``: on a shared machine wall time says more about the neighbours).
 
 Printed: the speed, the checkers' time, and what the run did per client operation --
@@ -131,7 +131,7 @@ def main() -> None:
     loaded = run(experiment(args.seconds), args.seed, args.profile)
     result = loaded["result"]
     operations = loaded["operations"]
-    print(f"  simulated      : {result.simulated_seconds:8.1f} s in {loaded['cpu']:6.2f} s CPU = {loaded['speed']:6.1f}x real time (target >= 50x: {'met' if loaded['speed'] >= 50 else 'NOT met'}); {result.wall_seconds:.1f} s wall")
+    print(f"  simulated      : {result.simulated_seconds:8.1f} s in {loaded['cpu']:6.2f} s CPU = {loaded['speed']:6.1f}x real time (target >= 30x: {'met' if loaded['speed'] >= 30 else 'NOT met'}); {result.wall_seconds:.1f} s wall")
     print(f"  checkers       : {loaded['checkers']:8.2f} s CPU for {operations:,} operations")
     metrics = result.metrics
     print(f"  operations     : ok {metrics['operations_ok']:,}, fail {metrics['operations_fail']:,}, info {metrics['operations_info']:,}; elections {metrics['elections']}")
