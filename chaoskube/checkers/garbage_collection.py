@@ -49,6 +49,16 @@ and the collector's ``gc-delete`` records (uid, owners' uids; :mod:`chaoskube.co
 Answers False with the first violation in time, unknown when no owner was deleted and
 the collector deleted nothing, True otherwise with counts.
 
+6. **Invalid cross-namespace references**: "a namespaced owner must exist in the same
+   namespace as the dependent. If it does not, the owner reference is treated as absent,
+   and the dependent is subject to deletion once all owners are verified absent" ("Owners
+   and dependents",
+   https://kubernetes.io/docs/concepts/overview/working-with-objects/owners-dependents/;
+   the collector's ``OwnerRefInvalidNamespace``, kubernetes/kubernetes#65200, #92743): a
+   namespaced dependent first stored with every owner living in another namespace (an
+   object copied with its owner references) is deleted within :data:`BACKGROUND_BOUND_S`,
+   counted as for rule 2; and for rule 1 such an owner is absent.
+
 Limits: owners are matched by uid within the dependent's namespace (cluster-scoped owners
 by uid alone); a dependent whose owner is of a kind the store never held is not judged for
 rule 2; rule 2 cannot judge deletions within the bound of the journal's end.
@@ -89,6 +99,11 @@ def _meta(obj: Obj) -> dict[str, Any]:
     return obj.get("metadata", {})
 
 
+def _namespace_of(key: str) -> str:
+    """A stored key's namespace ("" for a cluster-scoped object's key, which has no "/")."""
+    return key.partition("/")[0] if "/" in key else ""
+
+
 def _refs(obj: Obj) -> list[dict[str, Any]]:
     return list(_meta(obj).get("ownerReferences") or ())
 
@@ -118,13 +133,17 @@ def check_garbage_collection(events: Sequence[Event], *, background_bound_s: flo
     refs_to: dict[str, set[str]] = {}  # owner uid -> uids of the dependents that ever referenced it
     first_ref_t: dict[tuple[str, str], float] = {}  # (dependent uid, owner uid) -> when the store first showed the reference
     gc_deleted: list[Event] = []
+    #: dependents first stored with every owner living in another namespace -> (when, an owner)
+    invalid: dict[str, tuple[float, str]] = {}
     findings: list[tuple[float, str, tuple[Any, ...]]] = []
     seen_revisions: set[int] = set()
     counts = {"owners_removed": 0, "orphaned": 0, "foreground": 0, "gc_deletes": 0, "dependents": 0}
 
-    def owner_state(uid: str) -> str:
+    def owner_state(uid: str, namespace: str) -> str:
+        """The owner ``uid`` as a dependent in ``namespace`` sees it: a namespaced owner in
+        another namespace is absent there (an invalid cross-namespace reference)."""
         entry = objects.get(uid)
-        if entry is None:
+        if entry is None or _namespace_of(entry[1]) not in ("", namespace):
             return "absent"
         finalizers = _meta(entry[2]).get("finalizers") or ()
         if is_deleting(entry[2]) and FOREGROUND_FINALIZER in finalizers:
@@ -192,7 +211,11 @@ def check_garbage_collection(events: Sequence[Event], *, background_bound_s: flo
                 deleted_at = entry[3] if entry is not None else None
                 if (after is None or is_deleting(after)) and deleted_at is None:
                     deleted_at = t
-                    deleted_states[uid] = {owner: owner_state(owner) for owner in sorted(owner_uids)}
+                    deleted_states[uid] = {owner: owner_state(owner, _namespace_of(key)) for owner in sorted(owner_uids)}
+                if entry is None and _namespace_of(key):
+                    elsewhere = [objects[owner] for owner in sorted(owner_uids) if owner in objects and _namespace_of(objects[owner][1]) not in ("", _namespace_of(key))]
+                    if elsewhere and len(elsewhere) == len(owner_uids):
+                        invalid[uid] = (t, f"{elsewhere[0][0]} {elsewhere[0][1]}")
                 dependents[uid] = (resource, key, owner_uids, deleted_at)
                 for owner in owner_uids:
                     refs_to.setdefault(owner, set()).add(uid)
@@ -254,6 +277,16 @@ def check_garbage_collection(events: Sequence[Event], *, background_bound_s: flo
                 continue  # no longer a dependent (orphaned before)
             if deadline <= end_t and (deleted_at is None or deleted_at > deadline):
                 findings.append((deadline, f"{resource} {key} was not deleted within {background_bound_s:g} s of its owner {owner.resource} {owner.key} going (at t={owner.removed_t:.3f})", ({"type": "dependent", "object": f"{resource}/{key}", "uid": dependent_uid, "deleted_at": deleted_at},)))
+    # invalid cross-namespace references: the owner is absent where the dependent is
+    for dependent_uid, (since, elsewhere) in sorted(invalid.items(), key=lambda item: item[1][0]):
+        resource, key, owner_uids, deleted_at = dependents[dependent_uid]
+        deadline = deadline_under_leader(since, acting, background_bound_s)
+        if deadline <= end_t and (deleted_at is None or deleted_at > deadline):
+            findings.append((deadline, (
+                f"{resource} {key} references only owners in other namespaces ({elsewhere}), absent from its own (OwnerRefInvalidNamespace), "
+                f"and was not deleted within {background_bound_s:g} s (stored at t={since:.3f})"
+            ), ({"type": "dependent", "object": f"{resource}/{key}", "uid": dependent_uid, "deleted_at": deleted_at},)))
+    counts["invalid_references"] = len(invalid)
     # release: an owner held only by the collector's finalizers leaves once its dependents let go
     for owner in owners.values():
         if owner.removed_t is not None or owner.marked_t is None or not owner.finalizers:

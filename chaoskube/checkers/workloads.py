@@ -305,7 +305,11 @@ class WorkloadView:
         return found
 
     def replica_sets_of(self, deployment_uid: str) -> list[tuple[str, Obj]]:
-        return [(key, rs) for key, rs in sorted(self.store.objects("replicasets").items()) if _controller_uid(rs) == deployment_uid]
+        """The Deployment's ReplicaSets: in its namespace (a copy elsewhere that kept the
+        owner reference is not its: the reference is invalid, the owner absent there)."""
+        deployment = self.owner("deployments", deployment_uid)
+        prefix = f"{deployment[0].partition('/')[0]}/" if deployment is not None else ""
+        return [(key, rs) for key, rs in sorted(self.store.objects("replicasets").items()) if _controller_uid(rs) == deployment_uid and key.startswith(prefix)]
 
     def deployment_pods(self, deployment_uid: str) -> list[tuple[str, Obj]]:
         return [item for _, rs in self.replica_sets_of(deployment_uid) for item in self.pods(_uid(rs))]

@@ -33,7 +33,9 @@ Workload options (:class:`KubernetesWorkload`):
   annotation, ``staging/src/k8s.io/kubectl/pkg/polymorphichelpers/objectrestarter.go``),
   ``scale`` (``spec.replicas``), ``drain`` (``kubectl drain --ignore-daemonsets`` by
   :func:`chaoskube.node.kubelet.drain`, of ``node`` or else of the node holding most pods
-  of ``deployment``, first by name on ties), ``uncordon``, ``delete-pod`` (``kubectl delete pod``
+  of ``deployment``, first by name on ties), ``uncordon``, ``copy-to-namespace`` (the ``deployment``'s ReplicaSets copied into
+  ``to_namespace`` with their owner references, a user's mistake: :meth:`KubernetesSystem._copy_to_namespace`),
+  ``delete-pod`` (``kubectl delete pod``
   of ``pod``, NAMESPACE/NAME: a graceful deletion), ``delete-claim`` (``kubectl delete pvc``
   of ``claim``, NAMESPACE/NAME: its volume reclaimed as its policy says) and ``delete`` (``kubectl delete
   --cascade=background|foreground|orphan``: the Deployment with ``propagation``
@@ -236,7 +238,7 @@ class WorkloadStep(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, fro
     replaces the built-in Deployments."""
 
     after_s: float
-    action: Literal["rollout", "scale", "drain", "uncordon", "delete", "delete-pod", "delete-claim"]
+    action: Literal["rollout", "scale", "drain", "uncordon", "delete", "delete-pod", "delete-claim", "copy-to-namespace"]
     deployment: str = ""
     workload: str = ""
     replicas: int | None = None
@@ -245,6 +247,7 @@ class WorkloadStep(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, fro
     propagation: Literal["Background", "Foreground", "Orphan"] = "Background"  # delete: kubectl delete --cascade
     pod: str = ""  # delete-pod: kubectl delete pod NAME (NAMESPACE/NAME, or NAME in default)
     claim: str = ""  # delete-claim: kubectl delete pvc NAME (NAMESPACE/NAME, or NAME in default)
+    to_namespace: str = ""  # copy-to-namespace: where the Deployment's ReplicaSets are copied
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.after_s) and 0 <= self.after_s <= 3600):
@@ -265,6 +268,8 @@ class WorkloadStep(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, fro
             raise ValueError("`delete-pod` needs `pod` (NAMESPACE/NAME, or NAME in default)")
         if self.action == "delete-claim" and not self.claim:
             raise ValueError("`delete-claim` needs `claim` (NAMESPACE/NAME, or NAME in default)")
+        if self.action == "copy-to-namespace" and not (self.deployment and self.to_namespace):
+            raise ValueError("`copy-to-namespace` needs `deployment` (whose ReplicaSets are copied) and `to_namespace`")
         if self.workload:
             parse_workload_selector(self.workload)
 
@@ -881,6 +886,9 @@ class KubernetesSystem(System):
                 target = f"{claim_namespace or 'default'}/{claim_name}"
                 await client.delete("persistentvolumeclaims", claim_namespace or "default", claim_name)
                 outcome = "deleted"
+            elif step.action == "copy-to-namespace":
+                target = f"{namespace}/{step.deployment} -> {step.to_namespace}"
+                outcome = await self._copy_to_namespace(namespace, step.deployment, step.to_namespace)
             elif step.action == "delete":  # kubectl delete KIND NAME --cascade=..., for each workload selected
                 from chaoskube.api.protocol import DeleteOptions
 
@@ -910,6 +918,34 @@ class KubernetesSystem(System):
         except ApiError as error:
             outcome = f"error: {error}"
         self.world.record("workload-step", action=step.action, target=target, outcome=outcome)
+
+    async def _copy_to_namespace(self, namespace: str, deployment: str, to_namespace: str) -> str:
+        """``kubectl get rs -o yaml | (edit the namespace) | kubectl create -f -`` of each
+        ReplicaSet of ``deployment``, into ``to_namespace`` (created if missing): the
+        server-set fields and the status dropped, the owner references KEPT -- the mistake
+        of kubernetes/kubernetes#65200. A namespaced owner must be in its dependent's
+        namespace; the reference is invalid, the owner "absent" there, and the garbage
+        collector deletes the copies ("Owners and dependents",
+        https://kubernetes.io/docs/concepts/overview/working-with-objects/owners-dependents/)."""
+        from chaoskube.api.manifests import from_dict, to_dict
+
+        client = self._client
+        assert client is not None
+        owner = await client.get("deployments", namespace, deployment)
+        listed = await client.list("replicasets", namespace)
+        copies = [rs for rs in listed.items if any(reference.uid == owner.metadata.uid for reference in rs.metadata.owner_references)]
+        try:
+            await client.create(from_dict({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": to_namespace}}))
+        except ApiError as error:
+            if error.code != 409:
+                raise
+        for rs in sorted(copies, key=lambda rs: rs.metadata.name):
+            data = to_dict(rs)
+            meta = data["metadata"]
+            data["metadata"] = {field: meta[field] for field in ("name", "labels", "annotations", "ownerReferences") if field in meta} | {"namespace": to_namespace}
+            data.pop("status", None)
+            await client.create(from_dict(data))
+        return f"copied {len(copies)} ReplicaSet(s) with their owner references"
 
     def workload_nodes(self, terms: str) -> list[str]:
         """A ``workload:TERMS`` fault target: the nodes whose kubelets run pods of the

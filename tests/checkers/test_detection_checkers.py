@@ -438,6 +438,23 @@ def test_collecting_a_dependent_while_its_owner_exists_is_caught():
     assert verdict.valid is False and "while its owner uid-rs existed" in verdict.reason
 
 
+def test_a_copy_with_a_cross_namespace_owner_reference_is_collected_and_its_owner_absent_there():
+    """An object copied into another namespace with its owner references (kubernetes#65200):
+    the owner is absent there, so collecting the copy is right (not "while its owner
+    existed"), leaving it is a violation, and collecting the owner's valid dependent in its
+    own namespace is still caught."""
+    store = [*LEADER, put(1.0, 1, "replicasets", "default/rs", rs()), put(2.0, 2, "pods", "default/p", owned("p", "rs", "uid-rs")),
+             put(3.0, 3, "pods", "copy/p", owned("p", "rs", "uid-rs", uid="uid-copy", namespace="copy"))]
+    collected = [delete(9.0, 4, "pods", "copy/p"), {"type": "gc-delete", "t": 9.0, "resource": "pods", "namespace": "copy", "name": "p", "uid": "uid-copy", "owners": ["uid-rs"]}]
+    verdict = check_garbage_collection([*store, *collected, {"type": "phase", "t": 100.0, "name": "check"}])
+    assert verdict.valid is True and verdict.details["invalid_references"] == 1, verdict.reason
+    verdict = check_garbage_collection([*store, {"type": "phase", "t": 100.0, "name": "check"}])
+    assert verdict.valid is False and "references only owners in other namespaces" in verdict.reason
+    wrong = [delete(10.0, 5, "pods", "default/p"), {"type": "gc-delete", "t": 10.0, "resource": "pods", "namespace": "default", "name": "p", "uid": "uid-p", "owners": ["uid-rs"]}]
+    verdict = check_garbage_collection([*store, *collected, *wrong])
+    assert verdict.valid is False and "while its owner uid-rs existed" in verdict.reason
+
+
 def test_a_dependent_left_behind_by_background_deletion_is_caught():
     events = [*LEADER, put(1.0, 1, "replicasets", "default/rs", rs()), put(2.0, 2, "pods", "default/p", owned("p", "rs", "uid-rs")),
               delete(10.0, 3, "replicasets", "default/rs"), {"type": "phase", "t": 200.0, "name": "check"}]
