@@ -88,10 +88,12 @@ def main() -> int:
     parser.add_argument("--fixed-only", action="store_true")
     parser.add_argument("--kind", dest="kinds", action="append", default=[], help="plan kinds (repeatable) [default: all]")
     parser.add_argument("--no-mask", action="store_true", help="judge without the learned mask")
+    parser.add_argument("--quiet", type=float, default=0.0, help="test-operator --quiet (virtual seconds) [default: its own]")
+    parser.add_argument("--learned-from", type=Path, default=None, metavar="OUT", help="reuse each operator's learning from an earlier --out (test-operator --learned): the same plans again")
     parser.add_argument("--sample-controller", type=Path, default=None, metavar="BINARY", help="the Go sample-controller (built by shared/peers/sample-controller/build.sh) instead of the gallery")
     parser.add_argument("--crd", type=Path, default=SAMPLE_CONTROLLER_CRD, help="with --sample-controller: its CRD [default: the peer's artifacts/examples/crd-status-subresource.yaml]")
     args = parser.parse_args()
-    more = ["--no-mask"] if args.no_mask else []
+    more = (["--no-mask"] if args.no_mask else []) + (["--quiet", str(args.quiet)] if args.quiet else [])
     if args.sample_controller is not None:
         row = run("sample-controller", "sample-controller", [], args.out / "sample-controller", args.budget, args.jobs, args.speed, args.kinds, more,
                   command=f"exec {args.sample_controller.resolve()} -kubeconfig \"$KUBECONFIG\"", manifests=[args.crd])
@@ -102,7 +104,8 @@ def main() -> int:
     rows = []
     for name in args.names:
         for operator in ([] if args.fixed_only else [f"{name}.py"]) + [f"{name}_fixed.py"]:
-            row = run(name, operator, PAIRS[name], args.out / operator.removesuffix(".py"), args.budget, args.jobs, args.speed, args.kinds, more)
+            learned = ["--learned", str(args.learned_from / operator.removesuffix(".py"))] if args.learned_from else []
+            row = run(name, operator, PAIRS[name], args.out / operator.removesuffix(".py"), args.budget, args.jobs, args.speed, args.kinds, more + learned)
             rows.append(row)
             print(json.dumps(row), flush=True)
             args.out.mkdir(parents=True, exist_ok=True)
