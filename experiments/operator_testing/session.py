@@ -42,6 +42,8 @@ OPERATOR = "operator"
 #: leases, the API servers' master leases every 10 s) and records.
 QUIET_IGNORED = ("/registry/leases/", "/registry/events/", "/registry/nodes/", "/registry/endpointslices/", "/registry/endpoints/", "/masterleases/")
 POLL_S = 0.1  # wall seconds between two looks at the journal
+#: Plan kinds after which a step waits for the learned writes only writes_wait_s.
+LEARNED_WAIT_KINDS = ("crash", "lost-response")
 MAX_PAUSES = 200  # pauses_after_writes_s kept per step (the operator's first 200 writes in it)
 #: The quiet spell before the first step: the operator has just started watching and has
 #: nothing of the workload to act on yet.
@@ -571,7 +573,10 @@ def _quiesce(watcher: _Watcher, options: SessionOptions, record: SessionRecord, 
         # back-off); shorter than quiet_s only until the perturbation fires.
         return options.quiet_learned_s if "applied" not in record.perturbation else max(options.quiet_s, options.quiet_learned_s)
 
-    writes_wait = options.writes_wait_s or options.step_timeout_s
+    # The learned bound only where the operator finds out at once what happened to it (it
+    # restarted; its connection closed): cut off or served by a dead replica, its requests
+    # hang until its own timeout (kopf's request_timeout), which no fault-free run shows.
+    writes_wait = options.writes_wait_s if options.writes_wait_s and (record.plan or {}).get("kind") in LEARNED_WAIT_KINDS else options.step_timeout_s
 
     def done_or_given_up() -> bool:
         if watcher.quiet(quiet(), since, watcher_base + expected):
