@@ -509,10 +509,17 @@ def _group_version(api_version: str) -> tuple[str, str]:
     return group, version
 
 
-def _resource_of(kind: str) -> tuple[str, str, str]:
-    """(group, version, plural resource) where ``kind`` is served."""
+def _resource_of(kind: str, request: AdmissionRequest | None = None) -> tuple[str, str, str]:
+    """(group, version, plural resource) where ``kind`` is served; for a custom kind, where
+    the request's object says (its CRD's group and version, the plural of ``<plural>.<group>``):
+    webhooks see custom resources like any other (``rules`` match their group and plural)."""
     info = KINDS.get(kind)
-    assert info is not None, f"unknown kind {kind!r}: webhooks need a kind from chaoskube.api.KINDS"
+    if info is None and request is not None:
+        obj = request.object if request.object is not None else request.old_object
+        if obj is not None and getattr(obj, "RESOURCE", "") and "." in obj.RESOURCE and obj.KIND == kind:
+            group, version = _group_version(obj.API_VERSION)
+            return group, version, obj.RESOURCE.partition(".")[0]
+    assert info is not None, f"unknown kind {kind!r}: webhooks need a kind from chaoskube.api.KINDS or a custom object"
     group, version = _group_version(info.api_version)
     return group, version, info.resource
 
@@ -544,7 +551,7 @@ def matches(
     if is_exempt(request):
         return False
     if resource is None or api_group is None or api_version is None:
-        group, version, plural = _resource_of(request.kind)
+        group, version, plural = _resource_of(request.kind, request)
         resource = plural if resource is None else resource
         api_group = group if api_group is None else api_group
         api_version = version if api_version is None else api_version
@@ -581,7 +588,7 @@ def admission_review(request: AdmissionRequest, uid: str) -> dict[str, Any]:
 
     Every field of ``admission.k8s.io/v1`` AdmissionRequest that the simulation knows is
     present (upstream omits empty ``subResource``, ``name``, ``namespace``)."""
-    group, version, resource = _resource_of(request.kind)
+    group, version, resource = _resource_of(request.kind, request)
     kind_group, kind_version, kind = SUBRESOURCE_KINDS.get((resource, request.subresource), (group, version, request.kind))
     kind_ref = {"group": kind_group, "version": kind_version, "kind": kind}
     resource_ref = {"group": group, "version": version, "resource": resource}

@@ -15,7 +15,10 @@ CRD in force at the write:
 
 1. **Stored at the storage version**: its ``apiVersion`` is ``<group>/<version>`` of the
    version marked ``storage: true`` and its ``kind`` the CRD's kind ("the storage version
-   ... is the version objects are persisted in etcd");
+   ... is the version objects are persisted in etcd"), a version the CRD's
+   ``status.storedVersions`` records ("storedVersions lists all versions of
+   CustomResources that were ever persisted"; upstream's CRD strategy adds the storage
+   version there in the same write that makes it the storage version);
 2. **Pruned**: no field the version's schema does not specify, except under
    ``x-kubernetes-preserve-unknown-fields: true`` (and ``apiVersion`` / ``kind`` /
    ``metadata`` of the root and of ``x-kubernetes-embedded-resource`` objects);
@@ -224,6 +227,9 @@ def _judge(document: dict[str, Any], previous: dict[str, Any] | None, crd: dict[
     found: list[tuple[str, str]] = []
     if storage is None or api_version != f"{group}/{storage.get('name')}":
         found.append(("storage-version", f"stored as {api_version}, the storage version is {group}/{storage.get('name') if storage else '?'}"))
+    stored = (crd.get("status") or {}).get("storedVersions") or []
+    if api_version.rpartition("/")[2] not in stored:
+        found.append(("storage-version", f"stored as {api_version}, a version the CRD's status.storedVersions {stored} does not record"))
     kind = (spec.get("names") or {}).get("kind")
     if document.get("kind") != kind:
         found.append(("storage-version", f"stored as kind {document.get('kind')}, the CRD's kind is {kind}"))

@@ -603,6 +603,9 @@ WIDGET_CRD: dict[str, Any] = {
         }}}],
     },
 }
+#: How long ``create_custom_resource`` waits for a CRD it created to be Established.
+ESTABLISH_POLLS = 10
+ESTABLISH_POLL_S = 0.5
 #: Each shape's spec, and whether the API server must refuse it (422: the schema's validation).
 CUSTOM_SHAPES: dict[str, tuple[dict[str, Any], bool]] = {
     "valid": ({"size": 3, "color": "red", "options": {"verbose": True, "labels": {"team": "a"}}}, False),
@@ -619,15 +622,24 @@ async def _create_custom_resource(actor: Actor, custom_shape: str, namespace: st
     create`` of a Widget of ``custom_shape``: the valid ones are stored pruned and defaulted,
     the invalid ones must be refused with 422 Invalid
     (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#validation).
-    A Widget created before the CRD is Established answers 404 (the CRD handler serves it
-    only then); an invalid one accepted is reported as such."""
+    A CRD it creates is waited for until Established (``kubectl wait --for
+    condition=established``, at most 5 s: the CRD handler serves Widgets only then); an
+    invalid Widget accepted is reported as such."""
     from chaoskube.api.objects import ObjectMeta, custom_type
 
     present = await actor.call(f"get customresourcedefinition {WIDGETS}", actor.client.get, "customresourcedefinitions", "", WIDGETS)
     if not present:
         actor.ops.clear()
-        await actor.call(f"create customresourcedefinition {WIDGETS}", actor.client.create, from_dict(WIDGET_CRD))
-        return actor.outcome("created the CRD")
+        if not await actor.call(f"create customresourcedefinition {WIDGETS}", actor.client.create, from_dict(WIDGET_CRD)):
+            return actor.outcome()
+        # kubectl wait --for condition=established: the CRD handler serves Widgets only then
+        for _ in range(ESTABLISH_POLLS):
+            await actor.client.process.sleep(ESTABLISH_POLL_S)
+            found = await actor.call(f"get customresourcedefinition {WIDGETS}", actor.client.get, "customresourcedefinitions", "", WIDGETS)
+            if found and any(condition.type == "Established" and condition.status == "True" for condition in found.status.conditions):
+                break
+        else:
+            return actor.outcome("created the CRD; not Established yet")
     spec, refused = CUSTOM_SHAPES[custom_shape]
     name = f"{custom_shape}-{slot}"
     widget = custom_type("churn.chaoskube.io/v1", "Widget", WIDGETS, True)(

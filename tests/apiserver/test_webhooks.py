@@ -594,3 +594,22 @@ def test_same_seed_same_journal_and_fresh_uids():
 
 def test_webhook_port_constant():
     assert WEBHOOK_PORT == "webhook"
+
+
+def test_webhooks_match_custom_resources_by_their_group_and_plural():
+    """A webhook configured in the cluster once crashed every create of a custom resource
+    (its kind is not a built-in one; found by swarm-apps with a CRD in its workload): the
+    rules match a custom object on its CRD's group, version and plural, and its
+    AdmissionReview names them."""
+    from chaoskube.api.objects import custom_type
+
+    backup = custom_type("stable.example.com/v1", "Backup", "backups.stable.example.com", True)(
+        metadata=ObjectMeta(name="nightly", namespace="default"), content={"spec": {"schedule": "0 2 * * *"}})
+    request = AdmissionRequest(operation="CREATE", kind="Backup", namespace="default", name="nightly", object=backup)
+    labels = {"kubernetes.io/metadata.name": "default"}
+    assert matches(webhook(rules=[rule(groups=("stable.example.com",), resources=("backups",))]), request, namespace_labels=labels)
+    assert not matches(webhook(), request, namespace_labels=labels)  # pods only
+    assert matches(webhook(rules=[rule(groups=("*",), versions=("*",), resources=("*",))]), request, namespace_labels=labels)
+    review = admission_review(request, "uid-1")
+    assert review["request"]["resource"] == {"group": "stable.example.com", "version": "v1", "resource": "backups"}
+    assert review["request"]["kind"] == {"group": "stable.example.com", "version": "v1", "kind": "Backup"}

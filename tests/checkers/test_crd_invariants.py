@@ -29,7 +29,7 @@ SCHEMA: dict[str, Any] = {
 }
 
 
-def crd(*, storage: str = "v1", schema: dict[str, Any] | None = None, status: bool = True, deleting: bool = False) -> dict[str, Any]:
+def crd(*, storage: str = "v1", schema: dict[str, Any] | None = None, status: bool = True, deleting: bool = False, stored: tuple[str, ...] | None = None) -> dict[str, Any]:
     version = {"name": storage, "served": True, "storage": True, "schema": {"openAPIV3Schema": schema or SCHEMA}}
     if status:
         version["subresources"] = {"status": {}}
@@ -37,7 +37,8 @@ def crd(*, storage: str = "v1", schema: dict[str, Any] | None = None, status: bo
     if deleting:
         meta["deletionTimestamp"] = "2026-01-01T00:00:30Z"
     return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": meta,
-            "spec": {"group": GROUP, "scope": "Namespaced", "names": {"plural": "backups", "kind": "Backup"}, "versions": [version]}}
+            "spec": {"group": GROUP, "scope": "Namespaced", "names": {"plural": "backups", "kind": "Backup"}, "versions": [version]},
+            "status": {"storedVersions": list(stored if stored is not None else ("v1", storage) if storage != "v1" else ("v1",))}}
 
 
 def backup(spec: dict[str, Any] | None = None, *, version: str = "v1", status: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -113,6 +114,11 @@ def test_preserved_subtrees_and_int_or_string_are_not_findings():
 def test_false_when_stored_at_another_version_than_the_storage_version():
     verdict = check_crd_invariants(History().put(1, CRD_KEY, crd()).put(2, KEY, backup(version="v2")).events)
     assert verdict.valid is False and verdict.details["rule"] == "storage-version"
+
+
+def test_false_when_the_storage_version_is_not_recorded_in_stored_versions():
+    verdict = check_crd_invariants(History().put(1, CRD_KEY, crd(stored=())).put(2, KEY, backup()).events)
+    assert verdict.valid is False and "status.storedVersions" in verdict.reason
 
 
 def test_status_subresource_rules():
