@@ -76,6 +76,7 @@ __all__ = [
     "Operation",
     "PriorityPlugin",
     "ServiceAccountPlugin",
+    "StorageObjectInUseProtectionPlugin",
     "UserInfo",
     "ValidatingPlugin",
     "default_plugins",
@@ -893,6 +894,31 @@ class DefaultStorageClassPlugin:
         return _allowed(request, claim)
 
 
+@dataclass(frozen=True, slots=True)
+class StorageObjectInUseProtectionPlugin:
+    """StorageObjectInUseProtection
+    (``plugin/pkg/admission/storage/storageobjectinuseprotection/admission.go``, on by
+    default): every PersistentVolumeClaim created gets the finalizer
+    ``kubernetes.io/pvc-protection`` and every PersistentVolume ``kubernetes.io/pv-protection``
+    (once; not on subresources). The pvc-protection and pv-protection controllers
+    (:mod:`chaoskube.controllers.volumeprotection`) remove them when nothing uses the object,
+    so "users [cannot delete] a PVC that's used by a running pod" and an admin cannot
+    delete a PV that is bound."""
+
+    name: str = "StorageObjectInUseProtection"
+
+    def handles(self, operation: str) -> bool:
+        return operation == "CREATE"
+
+    def admit(self, request: AdmissionRequest) -> AdmissionResult:
+        finalizer = {"PersistentVolumeClaim": "kubernetes.io/pvc-protection", "PersistentVolume": "kubernetes.io/pv-protection"}.get(request.kind)
+        if finalizer is None or request.subresource or request.object is None or finalizer in request.object.metadata.finalizers:
+            return _allowed(request)
+        obj = deep_copy(request.object)
+        obj.metadata.finalizers = [*obj.metadata.finalizers, finalizer]
+        return _allowed(request, obj)
+
+
 # =========================================================================== NodeRestriction
 
 #: ``kubeletapis.IsKubeletLabel`` (k8s.io/kubelet/pkg/apis/well_known_labels.go).
@@ -1055,7 +1081,8 @@ def default_plugins(
 ) -> list[MutatingPlugin | ValidatingPlugin]:
     """The built-in plugins in kube-apiserver's order (``AllOrderedPlugins``,
     ``pkg/kubeapiserver/options/plugins.go``: NamespaceLifecycle, LimitRanger,
-    ServiceAccount, NodeRestriction, Priority, DefaultTolerationSeconds), after defaulting.
+    ServiceAccount, NodeRestriction, Priority, DefaultTolerationSeconds, DefaultStorageClass,
+    StorageObjectInUseProtection), after defaulting.
     ResourceQuota, the last of the order, writes quota status: the server runs it
     (:mod:`chaoskube.api.quota`)."""
     return [
@@ -1067,6 +1094,7 @@ def default_plugins(
         PriorityPlugin(priority_classes=tuple(priority_classes)),
         DefaultTolerationSecondsPlugin(),
         DefaultStorageClassPlugin(storage_classes=tuple(storage_classes)),
+        StorageObjectInUseProtectionPlugin(),
     ]
 
 

@@ -14,7 +14,7 @@ The controllers (``cmd/kube-controller-manager/app/controllermanager.go``
 replicationcontroller, deployment, statefulset, daemonset, job (with ttl-after-finished),
 cronjob, garbagecollector, namespace, persistentvolume-binder (with a dynamic
 provisioner), resourcequota, nodelifecycle (with taint-based eviction), disruption,
-endpointslice.
+endpointslice, pvc-protection and pv-protection (:mod:`chaoskube.controllers.volumeprotection`).
 """
 
 from __future__ import annotations
@@ -133,6 +133,7 @@ def _controllers() -> dict[str, Callable[..., Any]]:
     from chaoskube.controllers.replicaset import ReplicaSetController, ReplicationControllerManager
     from chaoskube.controllers.resourcequota import ResourceQuotaController
     from chaoskube.controllers.statefulset import StatefulSetController
+    from chaoskube.controllers.volumeprotection import PVCProtectionController, PVProtectionController
 
     return {
         "serviceaccount": ServiceAccountsController,
@@ -150,12 +151,15 @@ def _controllers() -> dict[str, Callable[..., Any]]:
         "nodelifecycle": NodeLifecycleController,
         "disruption": DisruptionController,
         "endpointslice": EndpointSliceController,
+        "pvc-protection": PVCProtectionController,
+        "pv-protection": PVProtectionController,
     }
 
 
 CONTROLLERS = (
     "serviceaccount", "replicaset", "replicationcontroller", "deployment", "statefulset", "daemonset", "job", "cronjob",
     "garbagecollector", "namespace", "persistentvolume-binder", "resourcequota", "nodelifecycle", "disruption", "endpointslice",
+    "pvc-protection", "pv-protection",
 )
 
 

@@ -538,7 +538,7 @@ def test_defaulting_runs_before_default_toleration_seconds():
     paths = [op["path"] for op in result.patches]
     assert paths.index("/spec/restartPolicy") < paths.index("/spec/tolerations")
     assert [type(plugin).__name__ for plugin in chain()] == [
-        "DefaultingPlugin", "NamespaceLifecyclePlugin", "LimitRangerPlugin", "ServiceAccountPlugin", "NodeRestrictionPlugin", "PriorityPlugin", "DefaultTolerationSecondsPlugin", "DefaultStorageClassPlugin",
+        "DefaultingPlugin", "NamespaceLifecyclePlugin", "LimitRangerPlugin", "ServiceAccountPlugin", "NodeRestrictionPlugin", "PriorityPlugin", "DefaultTolerationSecondsPlugin", "DefaultStorageClassPlugin", "StorageObjectInUseProtectionPlugin",
     ]
 
     seen = []
