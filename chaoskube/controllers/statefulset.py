@@ -20,18 +20,34 @@ Upstream sources followed (kubernetes/kubernetes ``pkg/controller/statefulset/``
   first unhealthy pod). Then the rolling update: from the highest ordinal down to the
   partition, delete the first pod not at the update revision, and stop at the first
   unhealthy one; ``OnDelete`` leaves pods alone;
-- ``controller_history.go`` (in :mod:`chaoskube.controllers.history`) — the revisions.
+- ``controller_history.go`` (in :mod:`chaoskube.controllers.history`) — the revisions;
+- ``stateful_pod_control.go`` / ``stateful_set_utils.go`` (feature StatefulSetAutoDeletePVC,
+  on by default since 1.27) — ``persistentVolumeClaimRetentionPolicy``: every sync gives the
+  existing claims of each pod the owner references the policy asks for
+  (``isClaimOwnerUpToDate`` / ``updateClaimOwnerRefForSetAndPod``: a controller reference to
+  the set for whenDeleted=Delete, to the pod for whenScaled=Delete once its ordinal is
+  condemned, before the condemned pod is deleted; a claim another controller owns, or with
+  a stale reference, is left alone), right after creating a pod too; the garbage collector
+  then deletes the claims with their owner. ``createPersistentVolumeClaims``: a claim being
+  deleted blocks creating its pod (retried); a Pending pod gets its missing claims made
+  again (``createMissingPersistentVolumeClaims``); ``PodClaimIsStale``: a claim still owned
+  by the scaled-down pod of the same name blocks creating the pod (retried until the
+  collector removed it).
 
 The decision is a pure function, :func:`plan_stateful_set` (the set, its pods, the two
 revisions' templates, ``now``) -> (status, actions); the worker executes the actions in
 order and writes the status when it changed (the controller shape of STYLE.md).
 
-Journal: ``statefulset-pod`` {statefulset, pod, action: create | delete, reason} per action.
+Journal: ``statefulset-pod`` {statefulset, pod, action: create | delete, reason} per action;
+``statefulset-claim`` {statefulset, claim, pod, owners} per claim whose owner references it
+rewrote for the retention policy.
 
 Non-guarantees: ``maxUnavailable`` for rolling updates (alpha, MaxUnavailableStatefulSet)
-is not modelled (one pod at a time); the PVC retention policy ``Delete`` is not acted on
-(claims are always retained, the default); a pod whose identity drifted gets its labels
-back, not its hostname (immutable fields).
+is not modelled (one pod at a time); the claims of every live pod are brought to the
+retention policy each sync (upstream: of the replicas its ordered pass reaches, and of all
+condemned); a stale-claim or deleting-claim wait is a rate-limited retry (upstream: the
+next sync); a pod whose identity drifted gets its labels back, not its hostname (immutable
+fields).
 """
 
 from __future__ import annotations
@@ -45,6 +61,7 @@ import trio
 
 from chaoskube.api.objects import (
     ControllerRevision,
+    OwnerReference,
     ObjectMeta,
     PersistentVolumeClaim,
     Pod,
@@ -72,6 +89,7 @@ from chaoskube.controllers.replicaset import (
     POD_CONTROLLER_UID_INDEX,
     CONTROLLER_UID_INDEX,
     Claim,
+    ControllerError,
     add_index,
     pod_controller_uid_index,
     pods_of,
@@ -102,6 +120,10 @@ __all__ = [
 
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+#: kube-controller-manager's ``StatefulSetAutoDeletePVC`` feature gate (beta, on by default since 1.27).
+STATEFUL_SET_AUTO_DELETE_PVC = True
+
+
 def parse_ordinal(set_name: str, pod_name: str) -> int | None:
     """``getParentNameAndOrdinal`` (:func:`chaoskube.api.workloads.stateful_pod_ordinal`)."""
     return stateful_pod_ordinal(set_name, pod_name)
@@ -155,6 +177,119 @@ def new_claims(sts: StatefulSet, ordinal: int) -> list[PersistentVolumeClaim]:
         )
         claims.append(PersistentVolumeClaim(metadata=meta, spec=deep_copy(template.spec)))
     return claims
+
+
+# =========================================================================== claim retention
+# stateful_set_utils.go (StatefulSetAutoDeletePVC): the claims' owner references carry
+# ``persistentVolumeClaimRetentionPolicy`` -- a controller reference to the set for
+# whenDeleted=Delete, to the pod for whenScaled=Delete once its ordinal is condemned -- and
+# the garbage collector deletes a claim whose owner is gone.
+
+
+def retention_policy(sts: StatefulSet) -> tuple[str, str]:
+    """``getPersistentVolumeClaimRetentionPolicy``: (whenDeleted, whenScaled), Retain unset."""
+    policy = sts.spec.persistent_volume_claim_retention_policy
+    if policy is None:
+        return "Retain", "Retain"
+    return policy.when_deleted or "Retain", policy.when_scaled or "Retain"
+
+
+def _group(api_version: str) -> str:
+    return api_version.rpartition("/")[0] if "/" in api_version else ""
+
+
+def _matches_ref(ref: OwnerReference, owner: Any) -> bool:
+    """``matchesRef``: same name, kind and API group."""
+    return ref.name == owner.metadata.name and ref.kind == owner.KIND and _group(ref.api_version) == _group(owner.API_VERSION)
+
+
+def _has_owner_ref(claim: PersistentVolumeClaim, owner: Any) -> bool:
+    return any(ref.uid == owner.metadata.uid for ref in claim.metadata.owner_references)
+
+
+def _has_stale_owner_ref(claim: PersistentVolumeClaim, owner: Any) -> bool:
+    """``hasStaleOwnerRef``: the first reference naming ``owner`` has another uid (an owner
+    not created yet, uid "", makes any such reference stale)."""
+    for ref in claim.metadata.owner_references:
+        if _matches_ref(ref, owner):
+            return ref.uid != owner.metadata.uid
+    return False
+
+
+def _has_unexpected_controller(claim: PersistentVolumeClaim, sts: StatefulSet, pod: Pod) -> bool:
+    for ref in claim.metadata.owner_references:
+        if not ref.controller:
+            continue
+        if _matches_ref(ref, sts):
+            if ref.uid != sts.metadata.uid:
+                return True
+        elif _matches_ref(ref, pod):
+            if ref.uid != pod.metadata.uid:
+                return True
+        else:
+            return True
+    return False
+
+
+def _has_non_controller_owner(claim: PersistentVolumeClaim, sts: StatefulSet, pod: Pod) -> bool:
+    return any(ref.uid in (sts.metadata.uid, pod.metadata.uid) and not ref.controller for ref in claim.metadata.owner_references)
+
+
+def _pod_in_ordinal_range(pod: Pod, sts: StatefulSet) -> bool:
+    """``podInOrdinalRange``."""
+    ordinal = parse_ordinal(sts.metadata.name, pod.metadata.name)
+    start = sts.spec.ordinals.start if sts.spec.ordinals is not None else 0
+    count = 1 if sts.spec.replicas is None else sts.spec.replicas
+    return ordinal is not None and start <= ordinal < start + count
+
+
+def claim_owner_up_to_date(claim: PersistentVolumeClaim, sts: StatefulSet, pod: Pod) -> bool:
+    """``isClaimOwnerUpToDate``: no set or pod reference for Retain/Retain; the set's only
+    for Retain on scaling and Delete on deletion; the pod's only for a condemned pod with
+    Delete on scaling; the set's while in range and the pod's once condemned for
+    Delete/Delete. A stale reference or another controller: left alone (up to date)."""
+    if _has_stale_owner_ref(claim, sts) or _has_stale_owner_ref(claim, pod):
+        return True
+    if _has_unexpected_controller(claim, sts, pod):
+        return not (_has_owner_ref(claim, sts) or _has_owner_ref(claim, pod))
+    if _has_non_controller_owner(claim, sts, pod):
+        return False
+    when_deleted, when_scaled = retention_policy(sts)
+    set_ref, pod_ref = _has_owner_ref(claim, sts), _has_owner_ref(claim, pod)
+    scaled_down = not _pod_in_ordinal_range(pod, sts)
+    if when_scaled == "Delete" and when_deleted == "Delete":
+        return scaled_down != set_ref and scaled_down == pod_ref
+    if when_scaled == "Delete":
+        return not set_ref and scaled_down == pod_ref
+    if when_deleted == "Delete":
+        return set_ref and not pod_ref
+    return not set_ref and not pod_ref
+
+
+def claim_owner_refs_for_set_and_pod(claim: PersistentVolumeClaim, sts: StatefulSet, pod: Pod) -> list[OwnerReference]:
+    """``updateClaimOwnerRefForSetAndPod``: the claim's references with the set's and the
+    pod's scrubbed, then the policy's added as controller references (none if another
+    controller owns the claim)."""
+    unexpected = _has_unexpected_controller(claim, sts, pod)
+    refs = [ref for ref in claim.metadata.owner_references if not (_matches_ref(ref, sts) or _matches_ref(ref, pod))]
+    if unexpected:
+        return refs
+    when_deleted, when_scaled = retention_policy(sts)
+    scaled_down = not _pod_in_ordinal_range(pod, sts)
+    if when_scaled == "Delete" and scaled_down:
+        refs.append(new_controller_ref(pod))
+    elif when_deleted == "Delete" and (when_scaled == "Retain" or not scaled_down):
+        refs.append(new_controller_ref(sts))
+    return refs
+
+
+def pod_claim_is_stale(sts: StatefulSet, pod: Pod, claims: Sequence[PersistentVolumeClaim | None]) -> bool:
+    """``PodClaimIsStale``: with whenScaled=Delete, a claim of the pod's identity that a
+    reference ties to another pod of that name (the one scaled down, whose claim the
+    garbage collector is deleting) blocks creating the pod."""
+    if retention_policy(sts)[1] == "Retain":
+        return False
+    return any(claim is not None and _has_stale_owner_ref(claim, pod) for claim in claims)
 
 
 def _running_and_ready(pod: Pod) -> bool:
@@ -268,6 +403,10 @@ def plan_stateful_set(
             if monotonic:
                 return plan
             continue
+        if pod.status.phase == "Pending" and spec.volume_claim_templates:
+            # processReplica: "If the Pod is in pending state then trigger PVC creation to
+            # create missing PVCs" (createMissingPersistentVolumeClaims).
+            plan.actions.append(Action("claims", ordinal, pod=pod, reason="pending pod"))
         if _terminating(pod):
             if monotonic:
                 return plan
@@ -373,6 +512,11 @@ class StatefulSetController:
         plan = plan_stateful_set(sts, pods, current, update, current_template, now)
         plan.status.collision_count = collision_count
         update_template = sts.spec.template
+        if STATEFUL_SET_AUTO_DELETE_PVC and sts.metadata.deletion_timestamp is None and sts.spec.volume_claim_templates:
+            # processReplica (UpdateStatefulPod) for the replicas, and "Fix pod claims for
+            # condemned pods" before processCondemned deletes them.
+            for pod in pods:
+                await self._fix_claims(sts, pod)
         for action in plan.actions:
             await self._act(sts, action, current_template if action.revision == current else update_template)
         complete_rolling_update(sts, plan.status)
@@ -426,30 +570,72 @@ class StatefulSetController:
         current = sts.status.current_revision if sts.status.current_revision in names else update
         return current, update, collision_count
 
+    def _claims_of(self, sts: StatefulSet, ordinal: int) -> list[PersistentVolumeClaim | None]:
+        return [self.claims.indexer.get_by_key(f"{claim.metadata.namespace}/{claim.metadata.name}") for claim in new_claims(sts, ordinal)]
+
+    async def _fix_claims(self, sts: StatefulSet, pod: Pod) -> None:
+        """``ClaimsMatchRetentionPolicy`` / ``UpdatePodClaimForRetentionPolicy``: every
+        existing claim of the pod's identity gets the owner references the policy asks for."""
+        ordinal = parse_ordinal(sts.metadata.name, pod.metadata.name)
+        if ordinal is None or not pod.metadata.uid:
+            return
+        for claim in self._claims_of(sts, ordinal):
+            if claim is None or claim_owner_up_to_date(claim, sts, pod):
+                continue
+            updated = deep_copy(claim)
+            updated.metadata.owner_references = claim_owner_refs_for_set_and_pod(claim, sts, pod)
+            try:
+                await self.client.update(updated)
+            except ApiError as error:
+                if error.code != 404:
+                    raise
+                continue
+            self.process.world.record("statefulset-claim", statefulset=meta_namespace_key(sts), claim=claim.metadata.name, pod=pod.metadata.name,
+                                      owners=[f"{ref.kind}/{ref.name}" for ref in updated.metadata.owner_references], controller=self.name)
+
+    async def _create_claims(self, sts: StatefulSet, ordinal: int) -> None:
+        """``createPersistentVolumeClaims``: create the claims not in the cache; one being
+        deleted is an error ("pvc ... is being deleted": no pod is created on it, the sync
+        is retried until it is gone and can be made again)."""
+        for claim in new_claims(sts, ordinal):
+            cached = self.claims.indexer.get_by_key(f"{claim.metadata.namespace}/{claim.metadata.name}")
+            if cached is not None:
+                if cached.metadata.deletion_timestamp is not None:
+                    raise ControllerError(f"pvc {claim.metadata.name} is being deleted")
+                continue
+            try:
+                await self.client.create(claim)
+            except ApiError as error:
+                if error.code != 409:
+                    self.recorder.event(sts, "Warning", "FailedCreate", f"create Claim {claim.metadata.name} for Pod {sts.metadata.name}-{ordinal} in StatefulSet {sts.metadata.name} failed error: {error.status.message}")
+                    raise
+            else:
+                self.recorder.event(sts, "Normal", "SuccessfulCreate", f"create Claim {claim.metadata.name} Pod {sts.metadata.name}-{ordinal} in StatefulSet {sts.metadata.name} success")
+
     async def _act(self, sts: StatefulSet, action: Action, template: PodTemplateSpec) -> None:
         if action.kind == "create":
-            for claim in new_claims(sts, action.ordinal):
-                if self.claims.indexer.get_by_key(f"{claim.metadata.namespace}/{claim.metadata.name}") is not None:
-                    continue
-                try:
-                    await self.client.create(claim)
-                except ApiError as error:
-                    if error.code != 409:
-                        self.recorder.event(sts, "Warning", "FailedCreate", f"create Claim {claim.metadata.name} for Pod {sts.metadata.name}-{action.ordinal} in StatefulSet {sts.metadata.name} failed error: {error.status.message}")
-                        raise
-                else:
-                    self.recorder.event(sts, "Normal", "SuccessfulCreate", f"create Claim {claim.metadata.name} Pod {sts.metadata.name}-{action.ordinal} in StatefulSet {sts.metadata.name} success")
             pod = new_stateful_pod(sts, template, action.ordinal, action.revision)
+            if STATEFUL_SET_AUTO_DELETE_PVC and pod_claim_is_stale(sts, pod, self._claims_of(sts, action.ordinal)):
+                # processReplica: a stale claim (its scaled-down pod's, being collected) blocks
+                # the pod; retried (rate-limited) until the garbage collector removed it.
+                raise ControllerError(f"pod {pod.metadata.name} has a stale claim")
+            await self._create_claims(sts, action.ordinal)
             # stateful_pod_control.go (recordPodEvent): "create Pod web-0 in StatefulSet web successful"
             try:
-                await self.client.create(pod)
+                created = await self.client.create(pod)
             except ApiError as error:
                 if error.code != 409:
                     self.recorder.event(sts, "Warning", "FailedCreate", f"create Pod {pod.metadata.name} in StatefulSet {sts.metadata.name} failed error: {error.status.message}")
                     raise
             else:
                 self.recorder.event(sts, "Normal", "SuccessfulCreate", f"create Pod {pod.metadata.name} in StatefulSet {sts.metadata.name} successful")
+                if STATEFUL_SET_AUTO_DELETE_PVC and isinstance(created, Pod):
+                    await self._fix_claims(sts, created)  # CreateStatefulPod: "Set PVC policy as much as is possible at this point"
             self._record(sts, pod.metadata.name, "create", action.reason)
+        elif action.kind == "claims":
+            assert action.pod is not None
+            await self._create_claims(sts, action.ordinal)
+            await self._fix_claims(sts, action.pod)
         elif action.kind == "delete":
             assert action.pod is not None
             try:
