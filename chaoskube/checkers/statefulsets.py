@@ -52,10 +52,15 @@ kubernetes/kubernetes ``pkg/controller/statefulset/stateful_set_control.go``
    #121534 are bugs of exactly this).
 5. **Claims** (``volumeClaimTemplates``): when a pod is created, the claim
    ``<template>-<set>-<ordinal>`` of each template is in the store and not being deleted
-   (the controller creates the claims first); with ``persistentVolumeClaimRetentionPolicy``
-   Retain (the default, for ``whenDeleted`` and ``whenScaled``), no claim of the set is
-   deleted by the garbage collector ("the default policy of Retain ... PVCs are not
-   affected when their Pods are deleted").
+   (the controller creates the claims first). ``persistentVolumeClaimRetentionPolicy``
+   ("PersistentVolumeClaim retention"; ``stateful_set_utils.go``
+   ``isClaimOwnerUpToDate``): the garbage collector deletes a claim of the set only while
+   whenDeleted=Delete and the set is being deleted or gone, or whenScaled=Delete and the
+   claim's ordinal is condemned, at some moment of the last ``lag_s`` (Retain, the default
+   for both, keeps them: "PVCs are not affected when their Pods are deleted"); and at a
+   steady end no claim of a set deleted with whenDeleted=Delete, nor of a scaled-down
+   ordinal under whenScaled=Delete, is left ``SETTLE_S`` (30 s) after its set or pod left
+   the store (fresher ones: ``details.retention_unjudged``).
 6. **At the end**, when the run ended with its steady state held and the set's pods are
    Running and Ready: exactly the ordinals ``[start, start + replicas)``, every claim in
    place, and without a partition every pod at the update revision and
@@ -64,8 +69,9 @@ kubernetes/kubernetes ``pkg/controller/statefulset/stateful_set_control.go``
 ``check_statefulset_invariants(events)`` answers False with the first finding (evidence:
 the change and what the rule saw), unknown when the store never held a StatefulSet, True
 otherwise; ``details`` counts what was judged and what was not (``unjudged``: revision
-rules skipped because the set's spec or status moved in the window; retention policy
-Delete, which the controller does not act on).
+rules skipped because the set's spec or status moved in the window; claims that retention
+Delete should remove but whose set or pod left the store less than ``SETTLE_S`` before the
+end).
 
 Bounds: ``lag_s`` (10 s) for what the controller's cache may not have seen yet; an
 identity's two copies must overlap by more than ``overlap_s`` (1 ms). Limits: a paused
@@ -127,6 +133,11 @@ def _revision(pod: Obj | None) -> str:
 
 def _start(sts: Obj) -> int:
     return int(((sts.get("spec") or {}).get("ordinals") or {}).get("start") or 0)
+
+
+#: How long after its set or its pod left the store a claim that retention Delete removes
+#: may still be there (the garbage collector, then the pvc-protection controller).
+SETTLE_S = 30.0
 
 
 def _replicas(sts: Obj) -> int:
@@ -272,7 +283,6 @@ class _View:
         self.stateful_pods: dict[str, str] = {}  # pod key -> namespace/set, for every pod a set ever owned
         self.node_deleted: dict[str, float] = {}
         self.counts = {"creates": 0, "controller_deletes": 0, "unjudged_revision": 0, "claims_checked": 0}
-        self.retention_delete: set[str] = set()
         # pod key -> times of the StatefulSet controller's delete records
         self.controller_deletes: dict[str, list[float]] = {}
         # pod key -> times of force deletions (grace 0) by a user's client
@@ -280,11 +290,25 @@ class _View:
         self.gc_claims: list[Event] = []
         # (pod key, store revision) -> the client whose delete wrote that revision
         self.deleted_by: dict[tuple[str, int], str] = {}
+        # set key -> (t, whenDeleted, whenScaled, start, replicas, deleting or gone) per change
+        self.retention: dict[str, list[tuple[float, str, str, int, int, bool]]] = {}
+        self.set_templates: dict[str, list[str]] = {}
+        self.set_gone: dict[str, float] = {}
+        self.counts["retention_judged"] = 0
+        self.retention_unjudged: list[str] = []
         sets = StoreReplay(["statefulsets"])
         for event in events:
             for change in sets.apply(event):
                 if change.after is not None:
                     self.sets.setdefault(change.key, _SetHistory()).note(change.t, change.after)
+                    after = change.after
+                    self.retention.setdefault(change.key, []).append((change.t, *_retention(after), _start(after), _replicas(after), is_deleting(after)))
+                    self.set_templates[change.key] = _templates(after)
+                    self.set_gone.pop(change.key, None)
+                elif self.retention.get(change.key):
+                    last = self.retention[change.key][-1]
+                    self.retention[change.key].append((change.t, last[1], last[2], last[3], last[4], True))
+                    self.set_gone[change.key] = change.t
         for event in events:
             kind = event["type"]
             if kind == "statefulset-pod" and event.get("action") == "delete":
@@ -338,10 +362,7 @@ class _View:
 
     def apply(self, change: Change) -> None:
         t, key, before, after = change.t, change.key, change.before, change.after
-        if change.resource == "statefulsets" and after is not None:
-            if "Delete" in _retention(after):
-                self.retention_delete.add(key)
-        elif change.resource == "nodes" and after is None:
+        if change.resource == "nodes" and after is None:
             self.node_deleted[key] = t
         elif change.resource == "pods":
             owner = _owner_set(after) or _owner_set(before)
@@ -543,10 +564,12 @@ def check_statefulset_invariants(events: Sequence[Event], *, lag_s: float = LAG_
     view = _View(events, lag_s)
     findings: list[Finding] = []
     final_steady: bool | None = None
+    end_t = 0.0
     changes = 0
     for event in events:
         if event["type"] == "kubernetes" and event.get("event") == "final":
             final_steady = bool(event.get("steady"))
+            end_t = float(event["t"])
         for change in view.store.apply(event):
             changes += 1
             before, after = change.before, change.after
@@ -562,21 +585,15 @@ def check_statefulset_invariants(events: Sequence[Event], *, lag_s: float = LAG_
     if not view.sets:
         return nothing_to_judge("the store never held a StatefulSet: nothing to judge", (), {"changes": changes})
     identity, excused = _identity(view, events)
-    for event in view.gc_claims:
-        claim = f"{event.get('namespace', '')}/{event.get('name', '')}"
-        for set_key in sorted(view.sets):
-            namespace, _, name = set_key.partition("/")
-            if claim.startswith(f"{namespace}/") and set_key not in view.retention_delete and _claims_of(claim.partition("/")[2], name):
-                identity.append(Finding("statefulset-claim-retention", event["t"], f"statefulsets/{set_key}",
-                                        f"the garbage collector deleted claim {claim} of StatefulSet {set_key}, whose persistentVolumeClaimRetentionPolicy is Retain"))
+    identity += _retention_collections(view)
     if identity:
         return _violation(identity[0], view, excused)
-    end = _at_end(view) if final_steady else []
+    end = (_at_end(view) + _retention_at_end(view, end_t)) if final_steady else []
     if end:
         return _violation(end[0], view, excused)
     details = {"changes": changes, "sets": len(view.sets), **view.counts, "force_deleted": excused,
                "pods_judged_for_identity": len(view.stateful_pods), "judged_at_end": bool(final_steady),
-               "retention_delete_not_judged": sorted(view.retention_delete)}
+               "retention_unjudged": view.retention_unjudged}
     note = f"; {len(excused)} identity overlap(s) after a user's force deletion (allowed: it may break at-most-one)" if excused else ""
     return Verdict(True, (
         f"{len(view.sets)} StatefulSet(s), {len(view.stateful_pods)} identities: at most one pod of each ran at a time; "
@@ -585,10 +602,96 @@ def check_statefulset_invariants(events: Sequence[Event], *, lag_s: float = LAG_
     ), (), details)
 
 
-def _claims_of(claim_name: str, set_name: str) -> bool:
-    """Whether ``claim_name`` is ``<template>-<set_name>-<n>``."""
-    head, _, ordinal = claim_name.rpartition("-")
-    return ordinal.isdigit() and head.endswith(f"-{set_name}")
+def _claim_ordinal(view: _View, set_key: str, claim_name: str) -> int | None:
+    """The ordinal ``n`` when ``claim_name`` is ``<template>-<set>-<n>`` for one of the
+    set's templates, else None."""
+    name = set_key.partition("/")[2]
+    for template in view.set_templates.get(set_key, ()):
+        prefix = f"{template}-{name}-"
+        if claim_name.startswith(prefix) and claim_name[len(prefix):].isdigit():
+            return int(claim_name[len(prefix):])
+    return None
+
+
+def _retention_collections(view: _View) -> list[Finding]:
+    """Rule 5, retention: the garbage collector deletes a claim of a set only as
+    ``persistentVolumeClaimRetentionPolicy`` allows at some moment of the last ``lag_s``:
+    whenDeleted=Delete while the set is being deleted or gone, or whenScaled=Delete while
+    the claim's ordinal is condemned (past ``start + replicas``)."""
+    findings = []
+    for event in view.gc_claims:
+        namespace, name = str(event.get("namespace", "")), str(event.get("name", ""))
+        t = float(event["t"])
+        for set_key in sorted(view.retention):
+            if set_key.partition("/")[0] != namespace:
+                continue
+            ordinal = _claim_ordinal(view, set_key, name)
+            if ordinal is None:
+                continue
+            view.counts["retention_judged"] += 1
+            rows = _rows_in(view.retention[set_key], t - view.lag_s, t)
+            if any((deleted == "Delete" and deleting) or (scaled == "Delete" and not start <= ordinal < start + replicas)
+                   for _, deleted, scaled, start, replicas, deleting in rows):
+                continue
+            policy = "/".join(sorted({f"whenDeleted {row[1]}, whenScaled {row[2]}" for row in rows}))
+            findings.append(Finding("statefulset-claim-retention", t, f"statefulsets/{set_key}",
+                                    f"the garbage collector deleted claim {namespace}/{name} of StatefulSet {set_key} (ordinal {ordinal}), which its persistentVolumeClaimRetentionPolicy ({policy}) keeps: "
+                                    f"{'the set was not being deleted' if all(not row[5] for row in rows) else 'whenDeleted is Retain'} and the ordinal was not condemned with whenScaled Delete",
+                                    {"claim": f"{namespace}/{name}", "ordinal": ordinal}))
+    return findings
+
+
+def _rows_in(rows: list[tuple[float, str, str, int, int, bool]], start: float, end: float) -> list[tuple[float, str, str, int, int, bool]]:
+    """The rows in effect at some moment of [start, end]."""
+    times = [row[0] for row in rows]
+    first = max(0, bisect.bisect_right(times, start) - 1)
+    return rows[first:bisect.bisect_right(times, end)]
+
+
+def _retention_at_end(view: _View, end_t: float) -> list[Finding]:
+    """Rule 5, retention Delete honoured (judged at a steady end): no claim of a set deleted
+    with whenDeleted=Delete, and no claim of a condemned ordinal of a set with
+    whenScaled=Delete, is left live ``SETTLE_S`` after its set or its pod left the store
+    (the garbage collector, then the pvc-protection controller, have removed it); a fresher
+    one is listed in ``details.retention_unjudged``."""
+    findings = []
+    for set_key, rows in sorted(view.retention.items()):
+        namespace = set_key.partition("/")[0]
+        gone = view.set_gone.get(set_key)
+        for key, claim in view.store.in_namespace("persistentvolumeclaims", namespace):
+            if is_deleting(claim):
+                continue
+            ordinal = _claim_ordinal(view, set_key, key.partition("/")[2])
+            if ordinal is None:
+                continue
+            if gone is not None:
+                if rows[-1][1] != "Delete":
+                    continue
+                if gone > end_t - SETTLE_S:
+                    view.retention_unjudged.append(key)
+                    continue
+                view.counts["retention_judged"] += 1
+                findings.append(Finding("statefulset-claim-retention", end_t, f"statefulsets/{set_key}",
+                                        f"claim {key} of StatefulSet {set_key}, deleted at t={gone:.1f} with whenDeleted Delete, was still in the store at the end",
+                                        {"claim": key}))
+                continue
+            _, _, scaled, start, replicas, deleting = rows[-1]
+            if deleting or start <= ordinal < start + replicas:
+                continue
+            pod_key = f"{namespace}/{set_key.partition('/')[2]}-{ordinal}"
+            left = view.gone_at.get(pod_key)
+            if view.store.get("pods", pod_key) is not None or left is None:
+                continue
+            if any(row[2] != "Delete" for row in _rows_in(rows, left - view.lag_s, end_t)):
+                continue
+            if left > end_t - SETTLE_S:
+                view.retention_unjudged.append(key)
+                continue
+            view.counts["retention_judged"] += 1
+            findings.append(Finding("statefulset-claim-retention", end_t, f"statefulsets/{set_key}",
+                                    f"claim {key} of StatefulSet {set_key}'s scaled-down ordinal {ordinal} (whenScaled Delete) was still in the store at the end, {end_t - left:.1f} s after its pod left",
+                                    {"claim": key, "ordinal": ordinal}))
+    return findings
 
 
 def _violation(finding: Finding, view: _View, excused: list[dict[str, Any]] | None = None) -> Verdict:

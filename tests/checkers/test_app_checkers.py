@@ -624,3 +624,47 @@ def test_a_recalculation_that_counts_everything_ends_what_earlier_ones_excuse():
     healed.put(9.2, "pods", "shop/d", quota_pod("d", 9))  # b, c, d: one above hard, no charge
     verdict = check_quota_invariants(healed.events)
     assert verdict.valid is False and "shop/d" in verdict.reason and verdict.evidence[0]["excusable"] == 0, verdict.reason
+
+
+# --------------------------------------------------------------------------- claim retention
+def _retention_history(policy: dict[str, str] | None, *, collect: bool, final_at: float = 120.0) -> list[Event]:
+    """db scaled 3 -> 1 at t=30: db-2 and db-1 leave the store; the garbage collector deletes
+    their claims (``collect``) or nobody does; the run ends steady at ``final_at``."""
+    journal = Journal()
+    with_policy = stateful_set()
+    if policy:
+        with_policy["spec"]["persistentVolumeClaimRetentionPolicy"] = policy
+    three_members(journal)
+    journal.put(20.0, "statefulsets", "default/db", with_policy)
+    scaled = json.loads(json.dumps(with_policy))
+    scaled["spec"]["replicas"] = 1
+    journal.put(30.0, "statefulsets", "default/db", scaled)
+    for t, ordinal in ((31.0, 2), (35.0, 1)):
+        rolling_delete(journal, t, ordinal, revision="db-a")
+        journal.delete(t + 1.0, "pods", f"default/db-{ordinal}")
+        journal.record(t + 0.5, "container-exit", pod=f"default/db-{ordinal}", node=f"node-{ordinal + 1}", container="db")
+        if collect:
+            journal.record(t + 2.0, "gc-delete", resource="persistentvolumeclaims", namespace="default", name=f"data-db-{ordinal}", owners=[f"db-{ordinal}-uid"])
+            journal.delete(t + 2.1, "persistentvolumeclaims", f"default/data-db-{ordinal}")
+    journal.record(final_at, "kubernetes", event="final", steady=True)
+    return journal.events
+
+
+def test_claims_are_collected_only_as_the_retention_policy_allows():
+    verdict = check_statefulset_invariants(_retention_history({"whenDeleted": "Retain", "whenScaled": "Delete"}, collect=True))
+    assert verdict.valid is True, verdict.reason
+    assert verdict.details["retention_judged"] == 2
+    verdict = check_statefulset_invariants(_retention_history(None, collect=True))
+    assert verdict.valid is False and verdict.details["rule"] == "statefulset-claim-retention", verdict.reason
+    assert "whenScaled Retain" in verdict.reason
+
+
+def test_a_claim_retention_delete_leaves_behind_is_caught_at_a_settled_end():
+    verdict = check_statefulset_invariants(_retention_history({"whenScaled": "Delete"}, collect=False))
+    assert verdict.valid is False and verdict.details["rule"] == "statefulset-claim-retention", verdict.reason
+    assert "data-db-1" in verdict.reason and "scaled-down ordinal 1" in verdict.reason
+    verdict = check_statefulset_invariants(_retention_history({"whenScaled": "Delete"}, collect=False, final_at=50.0))
+    assert verdict.valid is True, verdict.reason
+    assert verdict.details["retention_unjudged"] == ["default/data-db-1", "default/data-db-2"]
+    verdict = check_statefulset_invariants(_retention_history(None, collect=False))
+    assert verdict.valid is True, verdict.reason  # Retain: the claims stay
