@@ -30,7 +30,7 @@ Upstream sources followed (kubernetes/kubernetes ``pkg/controller/statefulset/``
   a stale reference, is left alone), right after creating a pod too; the garbage collector
   then deletes the claims with their owner. ``createPersistentVolumeClaims``: a claim being
   deleted blocks creating its pod (retried); a Pending pod gets its missing claims made
-  again (``createMissingPersistentVolumeClaims``); ``PodClaimIsStale``: a claim still owned
+  again (``createMissingPersistentVolumeClaims``, kubernetes/kubernetes#74374); ``PodClaimIsStale``: a claim still owned
   by the scaled-down pod of the same name blocks creating the pod (retried until the
   collector removed it).
 

@@ -13,7 +13,8 @@ Upstream sources followed (kubernetes/kubernetes):
 - ``pkg/controller/volume/pvcprotection/pvc_protection_controller.go`` -- ``processPVC``: a
   claim being deleted with the finalizer (``IsDeletionCandidate``) loses it when no pod uses
   it (``isBeingUsed``: first the pod informer's cache, then a live list of the namespace's
-  pods, so a pod the cache has not seen yet still counts); a claim not being deleted without
+  pods, so a pod the cache has not seen yet still counts: kubernetes/kubernetes#75980,
+  #76703, PR #80492); a claim not being deleted without
   the finalizer (``NeedToAddFinalizer``; created before the plugin was on) gets it.
   ``podUsesPVC``: a pod uses a claim when it is scheduled (``spec.nodeName`` set: a kubelet
   never starts a pod whose claim is being deleted) and one of its volumes names it
