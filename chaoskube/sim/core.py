@@ -51,6 +51,9 @@ class Endpoint(Protocol):
 class Transport(Protocol):
     """The network as a process sends on it."""
 
+    #: Calls that ride real TCP connections: retransmitted across a partition.
+    tcp_calls: set[int]
+
     def send(self, src: str, dst: str, port: str, body: Any, *, call_id: int = 0, ok: bool = True, duplicable: bool = True) -> int: ...
 
     def drop(self, message: Message, reason: str) -> None: ...

@@ -13,6 +13,15 @@ picked for reordering, which lets it overtake or fall behind. Partitions are a *
 checked when a message is sent and again when it is due, so a message in flight when its
 link is cut is dropped at delivery.
 
+A call that rides a real TCP connection (``Process.call(..., tcp=True)``: the HTTPS front's
+requests for real clients) is not lost to a partition: TCP retransmits an unacknowledged
+segment at a backoff that starts at the minimum RTO (200 ms, ``TCP_RTO_MIN``), doubles, and
+is capped at 120 s (``TCP_RTO_MAX``), and gives up after ``tcp_retries2`` = 15 tries,
+about 924.6 s (Linux ``include/net/tcp.h``; ``Documentation/networking/ip-sysctl.rst``). So
+its request or reply that a partition would drop is journaled ``retransmit`` and sent again
+at those times until the link is whole (then it travels the link as usual) or that bound
+passes (then it is dropped).
+
 What a destination that is not running does: a stopped process refuses connections, so a
 call to it fails fast (``Failed``: it definitely did not happen); a message to a paused
 process waits in the network until it resumes (SIGSTOP: the kernel keeps buffering).
@@ -26,7 +35,20 @@ from typing import Any
 
 from chaoskube.sim.core import ANY, REPLY_PORT, Message, Runtime
 
-__all__ = ["ANY", "REPLY_PORT", "LinkProfile", "Message", "Network", "kind_of"]
+__all__ = ["ANY", "REPLY_PORT", "TCP_GIVE_UP_S", "TCP_RTO_MAX_S", "TCP_RTO_MIN_S", "LinkProfile", "Message", "Network", "kind_of", "tcp_backoff"]
+
+#: Linux's TCP retransmission timer (``include/net/tcp.h``: TCP_RTO_MIN = HZ/5,
+#: TCP_RTO_MAX = 120*HZ) and the time after which it gives up on an established
+#: connection with the default ``net.ipv4.tcp_retries2 = 15`` (ip-sysctl.rst: "a
+#: hypothetical timeout of 924.6 seconds").
+TCP_RTO_MIN_S = 0.2
+TCP_RTO_MAX_S = 120.0
+TCP_GIVE_UP_S = 924.6
+
+
+def tcp_backoff(attempt: int) -> float:
+    """The wait before retransmission ``attempt`` (0-based): 0.2 s doubling, capped at 120 s."""
+    return min(TCP_RTO_MIN_S * (2 ** min(attempt, 20)), TCP_RTO_MAX_S)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +125,10 @@ class Network:
         self._resolved: dict[tuple[str, str], LinkProfile] = {}
         self._last_due: dict[tuple[str, str], float] = {}
         self.grudge: dict[str, frozenset[str]] = {}
+        #: Calls that ride real TCP connections (see the module docstring), and per
+        #: message being retransmitted: (time of its first drop, retransmissions so far).
+        self.tcp_calls: set[int] = set()
+        self._retransmitting: dict[int, tuple[float, int]] = {}
         self._random = world.random("network")
         self._next_id = 0
         self.sent = 0
@@ -166,7 +192,7 @@ class Network:
         world.record_send(message_id, src, dst, port, kind_of(body))
         sources = self.grudge.get(dst)
         if sources is not None and src in sources:
-            self.drop(message, "partition")
+            self._partitioned(message)
             return message_id
         profile = self.link(src, dst)
         rng = self._random
@@ -200,11 +226,34 @@ class Network:
         self.dropped += 1
         self.world.record("drop", id=message.id, src=message.src, dst=message.dst, reason=reason)
 
+    def _partitioned(self, message: Message) -> None:
+        """A partition cuts ``message``'s link: dropped, unless it rides a TCP connection
+        (retransmitted at the backoff until the link is whole or the bound passes)."""
+        if message.call_id and message.call_id in self.tcp_calls:
+            now = self.world.now
+            first, attempt = self._retransmitting.get(message.id, (now, 0))
+            wait = tcp_backoff(attempt)
+            if now + wait - first <= TCP_GIVE_UP_S:
+                self._retransmitting[message.id] = (first, attempt + 1)
+                self.world.record("retransmit", id=message.id, src=message.src, dst=message.dst, attempt=attempt + 1, after_s=round(now + wait - first, 6))
+                self.world.call_at(now + wait, self._retransmit, message)
+                return
+            self._retransmitting.pop(message.id, None)
+        self.drop(message, "partition")
+
+    def _retransmit(self, message: Message) -> None:
+        sources = self.grudge.get(message.dst)
+        if sources is not None and message.src in sources:
+            self._partitioned(message)
+            return
+        self._retransmitting.pop(message.id, None)
+        self.world.call_at(self.world.now + self.link(message.src, message.dst).delay_s, self._deliver, message)
+
     def _deliver(self, message: Message) -> None:
         world = self.world
         sources = self.grudge.get(message.dst)
         if sources is not None and message.src in sources:
-            self.drop(message, "partition")
+            self._partitioned(message)
             return
         process = world.processes.get(message.dst)
         if process is None or not process.running:

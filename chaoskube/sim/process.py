@@ -455,12 +455,14 @@ class Process:
             return
         self.inbox(message.port)._put(message)
 
-    async def call(self, dst: str, body: Any, *, port: str = "", timeout_s: float) -> Outcome:
+    async def call(self, dst: str, body: Any, *, port: str = "", timeout_s: float, tcp: bool = False) -> Outcome:
         """Send a request and wait for its reply, at most ``timeout_s`` of world time.
 
         Returns ``Ok(reply)``, ``Failed(reason)`` (refused, or the server replied with an
         error: it did not happen), or ``Unknown(reason)`` (no answer in time: it may have
-        happened)."""
+        happened). ``tcp``: the call rides a real TCP connection (the HTTPS front's), so a
+        partition delays its request and reply (retransmitted) instead of losing them
+        (:mod:`chaoskube.sim.network`)."""
         assert timeout_s > 0, "a call needs a positive deadline"
         world = self.world
         if self.state is not State.RUNNING:
@@ -469,6 +471,8 @@ class Process:
         call_id = world.next_call_id()
         pending = _PendingCall(current_task(), dst)
         self._calls[call_id] = pending
+        if tcp:
+            world.network.tcp_calls.add(call_id)
         world.network.send(self.name, dst, port, body, call_id=call_id)
         world.call_at(world.now + timeout_s, self._call_deadline, (call_id, pending))
 
@@ -477,7 +481,11 @@ class Process:
             self._calls.pop(call_id, None)
             return Abort.SUCCEEDED
 
-        result = await wait_task_rescheduled(abort)
+        try:
+            result = await wait_task_rescheduled(abort)
+        finally:
+            if tcp:
+                world.network.tcp_calls.discard(call_id)
         await checkpoint_if_cancelled()  # killed in the same instant: run no further step
         return result
 

@@ -13,10 +13,18 @@ Shape (see docs/api-server.md, "The HTTP front"):
   connection presents decides which (``identities``: the credential's user or token ->
   process name; ``operator`` for the program ``chaoskube serve --run`` starts, ``outside``
   for everyone else). So every fault acts on real clients as on simulated ones: a
-  partition between the client process and the replica drops the request, and the front
-  then *stalls* (holds the connection without an answer, as an unreachable peer does)
-  until the client gives up; a paused replica holds it until it resumes; link delays make
-  it answer late; a killed client process gets its connections closed.
+  partition between the client process and the replica does not lose the request, as TCP
+  does not: it is retransmitted at TCP's backoff (0.2 s doubling, capped at 120 s,
+  journaled ``retransmit``) and answered, late, once the partition heals; after
+  ``stall_bound_s`` (Linux gives up after ``tcp_retries2`` = 15 tries, ~924 s) the
+  connection is closed (``timed-out``). An answer a partition cuts on its way back is
+  retransmitted by the network alike (the call is ``tcp=True``), within the front's
+  ``call_timeout_s``; a request that still gets no answer (the answer cut for longer, a
+  message lost to link loss) *stalls* the connection (held without an answer, as an
+  unreachable peer does) until the client gives up or the bound. A paused replica holds
+  a request until it resumes; link delays make it answer late; a killed client process
+  gets its connections closed. Watch events are not retransmitted: a watch stream whose
+  event a partition drops is closed (sequence gap), as now.
 - Requests: resource paths become :class:`chaoskube.api.protocol.Request` (``routes.py``,
   ``codec.py``); discovery, ``/version`` and the OpenAPI documents are computed here from
   the kinds registry but only after a :class:`~chaoskube.api.protocol.NonResourceRequest`
@@ -103,6 +111,7 @@ from chaoskube.api.protocol import (
 from chaoskube.apiserver.http import codec, discovery, kubeproto, logs, openapi, tables, views
 from chaoskube.apiserver.http.routes import CustomKind, RequestInfo, custom_kinds, group_version, parse_path, subresources_of
 from chaoskube.sim import Failed, Ok, Process, World
+from chaoskube.sim.network import tcp_backoff
 
 __all__ = ["ApiFront", "FrontConfig", "ServerTLS"]
 
@@ -231,7 +240,13 @@ class _Stall(Exception):
 
 
 class _Drop(Exception):
-    """Close the connection without an answer (the replica died under it)."""
+    """Close the connection without an answer (the replica died under it; or, outcome
+    ``timed-out``, TCP gave up retransmitting the request across a partition)."""
+
+    def __init__(self, outcome: str = "dropped", reason: str = "connection refused") -> None:
+        super().__init__(reason)
+        self.outcome = outcome
+        self.reason = reason
 
 
 class ApiFront:
@@ -532,9 +547,9 @@ class ApiFront:
             self._journal_http(record, 0, started, outcome="stalled")
             await self._stall(stream)
             return False
-        except _Drop:
+        except _Drop as error:
             self._statistics["dropped"] += 1
-            self._journal_http(record, 0, started, outcome="dropped")
+            self._journal_http(record, 0, started, outcome=error.outcome)
             return False
         self._journal_http(record, code, started)
         await _send(stream, connection, code, payload, headers=extra, head=(method == "HEAD"))
@@ -553,9 +568,15 @@ class ApiFront:
 
     # ------------------------------------------------------------------ calls
     async def _call(self, client: Process, server: str, body: Any) -> Response:
-        """One request through the simulated network, as ``client``. Raises _Stall (no
-        answer) or _Drop (refused: the replica is down)."""
-        outcome = await client.call(server, body, port=API_PORT, timeout_s=self.config.call_timeout_s)
+        """One request through the simulated network, as ``client``, on its TCP
+        connection: while a partition cuts the client from the replica the request is
+        retransmitted at TCP's backoff (:func:`chaoskube.sim.network.tcp_backoff`,
+        journaled ``retransmit``) and sent once the link is whole; a reply cut on its way
+        back is retransmitted by the network alike (``tcp=True``). Raises _Stall (no
+        answer) or _Drop (refused: the replica is down; or TCP gave up after
+        ``stall_bound_s`` of retransmissions: ``timed-out``)."""
+        await self._retransmit_while_cut(client, server)
+        outcome = await client.call(server, body, port=API_PORT, timeout_s=self.config.call_timeout_s, tcp=True)
         if isinstance(outcome, Ok):
             assert isinstance(outcome.value, Response), outcome.value
             return outcome.value
@@ -564,6 +585,27 @@ class ApiFront:
                 return outcome.value
             raise _Drop()
         raise _Stall()
+
+    async def _retransmit_while_cut(self, client: Process, server: str) -> None:
+        """Wait while the network cuts ``client`` from ``server``, as TCP does with an
+        unacknowledged request: retransmissions at 0.2 s doubling, capped at 120 s, until
+        the link is whole or ``stall_bound_s`` has passed (then the connection is closed,
+        as Linux closes it after ``tcp_retries2`` = 15 tries, ~924.6 s)."""
+        network = self.world.network
+        if not network.cut(client.name, server):
+            return
+        first = self.world.now
+        attempt = 0
+        while network.cut(client.name, server):
+            wait = tcp_backoff(attempt)
+            if self.world.now + wait - first > self.config.stall_bound_s:
+                await self.world.sleep(max(0.0, first + self.config.stall_bound_s - self.world.now))
+                raise _Drop(outcome="timed-out", reason="connection timed out")
+            attempt += 1
+            self.world.record("retransmit", src=client.name, dst=server, attempt=attempt, after_s=round(self.world.now + wait - first, 6))
+            await self.world.sleep(wait)
+            if not client.running:
+                raise _Drop(outcome="client-down", reason="client down")
 
     async def _api(self, replica: _Replica, client: Process, request: Request, record: dict[str, Any]) -> Response:
         """A resource request, journaled as ``api-op`` when it mutates and as ``api-read``
@@ -589,7 +631,8 @@ class ApiFront:
         except (_Stall, _Drop) as error:
             phase = "info" if isinstance(error, _Stall) else "fail"
             if journaled:
-                self.world.record("api-op", phase=phase, op_id=op_id, **fields, code=0, reason="no answer" if phase == "info" else "connection refused", request=request.id, server=replica.name)
+                reason = "no answer" if isinstance(error, _Stall) else error.reason
+                self.world.record("api-op", phase=phase, op_id=op_id, **fields, code=0, reason=reason, request=request.id, server=replica.name)
             elif read:
                 self.world.record("api-read", **read_fields(client.name, request, None, started, phase, replica.name))
             raise
@@ -1025,8 +1068,8 @@ class ApiFront:
                 self._journal_http(record, 0, started, outcome="stalled")
                 await self._stall(stream)
                 return
-            except _Drop:
-                self._journal_http(record, 0, started, outcome="dropped")
+            except _Drop as error:
+                self._journal_http(record, 0, started, outcome=error.outcome)
                 return
             if not response.ok and response.code != 410:
                 assert response.status is not None
