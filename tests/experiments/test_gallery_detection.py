@@ -30,7 +30,7 @@ NEW_CHECKERS = {
 #: shared, or "seed") (docs/checkers.md, bench/gallery_hunt.py).
 FIRST_CATCH = {
     "etcd-linearizable-read-served-locally": (3, "seed"),
-    "etcd-watch-start-exclusive": (11, 0),  # 1 before Events, managedFields and the GC of every kind (issue 33); 18 before client-side throttling
+    "etcd-watch-start-exclusive": (2, "seed"),  # shared boot: 11 before the pvc/pv-protection controllers (none of 1..40 since); 1 before Events, managedFields and the GC of every kind (issue 33); 18 before client-side throttling
     "etcd-create-compare-always-true": (1, 0),
     "apiserver-cas-ignores-resourceversion": (1, 0),
     "apiserver-delete-ignores-default-grace": (1, 0),
