@@ -13,10 +13,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -169,8 +171,10 @@ def learn(target: Target, out: Path, options: OperatorTestOptions, say: Any) -> 
     paths = [out / "learn-1", out / "learn-2"]
     # Learning runs wait twice as long for quiet: what they learn bounds every plan's waits.
     learning_options = replace(options.session, quiet_s=options.session.quiet_s * 2)
-    with ThreadPoolExecutor(max_workers=min(2, max(1, options.jobs))) as pool:
-        list(pool.map(lambda path: _subprocess_session(target, path, None, learning_options), paths))
+    _, not_run = _run_all(lambda path: _subprocess_session(target, path, None, learning_options), paths, min(2, max(1, options.jobs)))
+    if not_run:
+        say("interrupted while learning: no plan run, no summary")
+        raise KeyboardInterrupt
     first, second = (summarize_session(path, target) for path in paths)
     for label, run in (("learn-1", first), ("learn-2", second)):
         if run["error"] or not run["converged"]:
@@ -256,10 +260,19 @@ def _forkserver() -> Any:
     return context
 
 
-def _session_process(target: Target, out: Path, plan: Plan | None, options: SessionOptions) -> None:
-    """A session's process (forked by the forkserver): its output to ``out/session.log``."""
+def _session_process(target: Target, out: Path, plan: Plan | None, options: SessionOptions, chaoskube: int = 0) -> None:
+    """A session's process (forked by the forkserver): its output to ``out/session.log``.
+    It dies with the forkserver (``PR_SET_PDEATHSIG``), which exits when ``chaoskube``
+    (this command's process) does, however it ended -- SIGKILL included; its operator then
+    dies with it (live.py's guard)."""
     import os
 
+    from chaoskube.experiments.signals import die_with_parent
+
+    with contextlib.suppress(OSError):
+        die_with_parent()
+    if chaoskube and not _alive(chaoskube):  # it died before the parent-death signal was set
+        os._exit(1)
     log = os.open(out / "session.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(log, 1)
     os.dup2(log, 2)
@@ -280,14 +293,149 @@ def _subprocess_session(target: Target, out: Path, plan: Plan | None, options: S
     if not TARGET_ARGV:  # in-process (tests)
         run_session(target, out, plan, options)
         return None
+    SESSIONS.check()
     out.mkdir(parents=True, exist_ok=True)
     if LAUNCH["mode"] == "fork":
-        process = _forkserver().Process(target=_session_process, args=(target, out, plan, options), name=f"test-operator {plan.id if plan else 'learning'}")
-        process.start()
-        process.join()
+        import os
+
+        process = _forkserver().Process(target=_session_process, args=(target, out, plan, options, os.getpid()), name=f"test-operator {plan.id if plan else 'learning'}")
+        with SESSIONS.starting():
+            process.start()
+            SESSIONS.add(process.pid)
+        try:
+            process.join()
+        finally:
+            SESSIONS.discard(process.pid)
+        SESSIONS.check()  # stopped by the signal: not a finished plan
         return process.exitcode
     with (out / "session.log").open("wb") as log:
-        return subprocess.run([sys.executable, "-m", "chaoskube.experiments.cli", *_session_argv(TARGET_ARGV, plan, out, options)], stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+        with SESSIONS.starting():
+            popen = subprocess.Popen([sys.executable, "-m", "chaoskube.experiments.cli", *_session_argv(TARGET_ARGV, plan, out, options)], stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)  # noqa: PLW1509 - as live.py's Program
+            SESSIONS.add(popen.pid)
+        try:
+            code = popen.wait()
+        finally:
+            SESSIONS.discard(popen.pid)
+    SESSIONS.check()
+    return code
+
+
+def _die_with_parent() -> None:
+    """A session's interpreter (before exec): SIGKILLed when the thread that started it dies."""
+    from chaoskube.experiments.signals import die_with_parent
+
+    with contextlib.suppress(OSError):
+        die_with_parent()
+
+
+class _NotRun(Exception):
+    """A session not started, or stopped, because the command is stopping."""
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class _Sessions:
+    """The session processes running now, for the first SIGINT/SIGTERM: :meth:`stop` keeps
+    new sessions from starting and sends each running one SIGTERM, which it handles as a
+    live run does (live.py: the operator gets SIGTERM and its grace period, then SIGKILL;
+    the served cluster stops), then SIGKILL after :data:`STOP_S`."""
+
+    #: How long a session has to stop after SIGTERM: the operator's grace period (30 s,
+    #: LiveOptions.grace_s) and the session's clean-up.
+    STOP_S = 45.0
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.pids: set[int] = set()
+
+    def check(self) -> None:
+        if self.stopping.is_set():
+            raise _NotRun
+
+    @contextlib.contextmanager
+    def starting(self) -> Any:
+        with self.lock:  # a session started while stop() signals is signalled too, or not started
+            self.check()
+            yield
+
+    def add(self, pid: int) -> None:
+        self.pids.add(pid)  # under self.lock (starting)
+
+    def discard(self, pid: int) -> None:
+        with self.lock:
+            self.pids.discard(pid)
+
+    def stop(self) -> None:
+        import os
+        import signal
+
+        with self.lock:
+            self.stopping.set()
+            pids = sorted(self.pids)
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+
+    def kill(self) -> None:
+        import os
+        import signal
+
+        with self.lock:
+            pids = sorted(self.pids)
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+SESSIONS = _Sessions()
+
+
+def _run_all(one: Any, items: list[Any], width: int, on_stop: Any = None) -> tuple[list[Any], list[Any]]:
+    """``one`` of every item, ``width`` at a time (threads, each waiting on one session);
+    returns the results of the items that finished and the items that did not. On the first
+    SIGINT/SIGTERM (a KeyboardInterrupt here, experiments/signals.py) no further session
+    starts, the running ones are stopped (:class:`_Sessions`; ``on_stop``: a Dask cluster's)
+    and waited for, at most :data:`_Sessions.STOP_S` before SIGKILL."""
+    from chaoskube.experiments.signals import stopping_now
+
+    pool = ThreadPoolExecutor(max_workers=max(1, width))
+    futures = [pool.submit(one, item) for item in items]
+    try:
+        for future in futures:
+            with contextlib.suppress(_NotRun):
+                future.result()
+    except KeyboardInterrupt:
+        stopping_now()  # a further Ctrl-C is answered with a line, not obeyed, while sessions stop
+        SESSIONS.stop()
+        for future in futures:
+            future.cancel()
+        if on_stop is not None:
+            with contextlib.suppress(Exception):
+                on_stop()
+        deadline = time.monotonic() + _Sessions.STOP_S
+        while any(not future.done() for future in futures) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        SESSIONS.kill()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    done, not_run = [], []
+    for item, future in zip(items, futures):
+        if future.cancelled() or isinstance(future.exception(), _NotRun):
+            not_run.append(item)
+        else:
+            done.append(future.result())
+    return done, not_run
 
 
 class _DaskSessions:
@@ -362,7 +510,8 @@ def _dask_session(target_argv: list[str], plan_id: str | None, options: SessionO
         out.mkdir()
         plan = parse_plan_id(plan_id) if plan_id else None
         with (out / "session.log").open("wb") as log:
-            subprocess.run([sys.executable, "-m", "chaoskube.experiments.cli", *_session_argv(target_argv, plan, out, options)], stdout=log, stderr=subprocess.STDOUT, check=False)
+            # dies with its worker (a local:N cluster closed on Ctrl-C / SIGTERM), its operator with it (live.py's guard)
+            subprocess.run([sys.executable, "-m", "chaoskube.experiments.cli", *_session_argv(target_argv, plan, out, options)], stdout=log, stderr=subprocess.STDOUT, check=False, preexec_fn=_die_with_parent)  # noqa: PLW1509 - as live.py's Program
         return _pack(out)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -372,6 +521,7 @@ def run_test_operator(target: Target, out: Path, options: OperatorTestOptions, s
     """Learn (or reuse ``learned``), run the plans (or only the plan ``only``), judge,
     write summary.json and summary.md; returns the summary."""
     out.mkdir(parents=True, exist_ok=True)
+    SESSIONS.stopping.clear()  # a command per process; a library caller may run several
     started = time.perf_counter()
     learning_path = (learned or out) / "learning.json"
     if learned is not None or (only and learning_path.exists()):
@@ -401,7 +551,11 @@ def run_test_operator(target: Target, out: Path, options: OperatorTestOptions, s
         code = None
         try:
             code = launch(target, directory, plan, session_options)
+        except _NotRun:
+            raise
         except Exception as error:  # noqa: BLE001 - a Dask task that failed on every worker it met
+            if SESSIONS.stopping.is_set():  # a Dask task cancelled by the signal
+                raise _NotRun from None
             return {"id": plan.id, "description": plan.describe(), "status": "error", "error": f"the session did not run: {type(error).__name__}: {error}"[:500], "wall_s": round(time.perf_counter() - begun, 3), "dir": str(directory)}
         try:
             run = summarize_session(directory, target)
@@ -424,11 +578,13 @@ def run_test_operator(target: Target, out: Path, options: OperatorTestOptions, s
         return entry
 
     try:
-        with ThreadPoolExecutor(max_workers=max(1, dask.width if dask is not None else options.jobs)) as pool:
-            results = list(pool.map(one, chosen))
+        results, not_run = _run_all(one, chosen, dask.width if dask is not None else options.jobs, on_stop=dask.close if dask is not None else None)
     finally:
         if dask is not None:
-            dask.close()
+            with contextlib.suppress(Exception):  # closed already when interrupted
+                dask.close()
+    interrupted = SESSIONS.stopping.is_set()
+    plans_run = len(results)
     wall = time.perf_counter() - started
     learning_findings = learning.get("learning_findings") or []
     if learning_findings and only is None:
@@ -437,18 +593,22 @@ def run_test_operator(target: Target, out: Path, options: OperatorTestOptions, s
         say(f"  learning: found ({len(learning_findings)} finding(s) in the fault-free run: {_first(learning_findings)})")
     found = [entry for entry in results if entry["status"] == "found"]
     summary = {
-        "operator": target.command, "workload": [step.to_json() for step in target.steps], "plans_generated": len(plans), "plans_run": len(chosen),
+        "operator": target.command, "workload": [step.to_json() for step in target.steps], "plans_generated": len(plans), "plans_run": plans_run,
+        "interrupted": interrupted, "not_run": [plan.id for plan in not_run],
         "found": len(found), "errors": sum(1 for entry in results if entry["status"] == "error"),
         "not_reached": sum(1 for entry in results if entry["status"] == "not-reached"),
         "findings_removed_by_mask": sum(max(0, entry.get("unmasked_finding_count", 0) - entry.get("finding_count", 0)) for entry in results),
         "plans_failing_only_without_mask": sum(1 for entry in results if entry.get("unmasked_finding_count", 0) and not entry.get("finding_count", 0)),
         "wall_s": round(wall, 3), "jobs": options.jobs, "dask": options.dask, "masked": options.mask, "tuning": {name: getattr(session_options, name) for name in TUNING},
-        "plans_per_hour": round(len(chosen) / wall * 3600, 1) if chosen and wall > 0 else 0.0,
+        "plans_per_hour": round(plans_run / wall * 3600, 1) if plans_run and wall > 0 else 0.0,
         "mask": learning["mask"], "results": results,
         "replay": {entry["id"]: "chaoskube test-operator " + shlex.join(TARGET_ARGV[1:]) if entry["id"] == "learning" else replay_command(["chaoskube", "test-operator", *TARGET_ARGV[1:]] if TARGET_ARGV else ["chaoskube", "test-operator"], parse_plan_id(entry["id"]), learned or out) for entry in results},
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True, default=str))
     (out / "summary.md").write_text(_markdown(summary))
+    if interrupted:
+        say(f"interrupted: {plans_run} plan(s) finished, {len(not_run)} not run (summary.json lists them); summary: {out / 'summary.md'}")
+        raise KeyboardInterrupt  # the command exits 130 / 143 (experiments/cli.py)
     return summary
 
 
@@ -471,6 +631,8 @@ def _markdown(summary: dict[str, Any]) -> str:
              f"{summary['plans_run']} of {summary['plans_generated']} plans run in {summary['wall_s']:.0f} s ({summary['jobs']} at a time, {summary['plans_per_hour']:.0f} plans/hour); "
              f"**{summary['found']} found**, {summary['errors']} error(s), {summary['not_reached']} not reached. "
              f"The learned mask ({len(summary['mask']['paths'])} paths, {len(summary['mask']['objects'])} objects) removed {summary['findings_removed_by_mask']} finding(s).", ""]
+    if summary.get("interrupted"):
+        lines += [f"**Interrupted** (SIGINT / SIGTERM): only the plans that finished are listed; not run: {', '.join(summary['not_run']) or 'none'}.", ""]
     for entry in summary["results"]:
         if entry["status"] != "found":
             continue
