@@ -238,7 +238,8 @@ class Network:
                 self.world.record("retransmit", id=message.id, src=message.src, dst=message.dst, attempt=attempt + 1, after_s=round(now + wait - first, 6))
                 self.world.call_at(now + wait, self._retransmit, message)
                 return
-            self._retransmitting.pop(message.id, None)
+        if self._retransmitting:
+            self._retransmitting.pop(message.id, None)  # given up, or its call ended
         self.drop(message, "partition")
 
     def _retransmit(self, message: Message) -> None:

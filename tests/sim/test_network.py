@@ -281,3 +281,33 @@ def test_network_events_written_encoded_are_the_bytes_of_the_event_dicts(tmp_pat
     assert paths[0].count(b'"type":"send"') == 30
     assert paths[0].count(b'"type":"deliver"') == 30
     assert paths[0] == paths[1]
+
+
+@pytest.mark.parametrize("tcp", [False, True])
+def test_a_tcp_call_is_retransmitted_across_a_partition_and_others_are_lost(tcp):
+    # a call on a TCP connection (the HTTPS front's) is retransmitted at 0.2 s doubling
+    # until the 2 s partition heals (the one at 3.0 s gets through); any other is dropped
+    results = []
+
+    async def client(process):
+        start = process.now()
+        results.append((await process.call("server", "hello", timeout_s=10.0, tcp=tcp), process.now() - start))
+
+    async def main(world):
+        world.spawn("server", echo_server)
+        world.network.partition({"server": {"client"}})
+        world.call_later(2.0, lambda _: world.network.heal())
+        world.spawn("client", client)
+        await world.sleep(12)
+
+    world = make_world()
+    world.run(main)
+    ((outcome, elapsed),) = results
+    retransmits = [event["after_s"] for event in world.journal.events if event["type"] == "retransmit"]
+    if tcp:
+        assert outcome == Ok(("echo", "hello")) and 3.0 < elapsed < 3.1
+        assert retransmits == pytest.approx([0.2, 0.6, 1.4, 3.0]) and not drops(world)
+        assert not world.network.tcp_calls and not world.network._retransmitting  # noqa: SLF001
+    else:
+        assert isinstance(outcome, Unknown) and elapsed == pytest.approx(10.0)
+        assert not retransmits and len(drops(world, "partition")) == 1
