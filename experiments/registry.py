@@ -8,6 +8,8 @@ of ``systems/`` or ``real/``, ``checkers`` to that system's checkers. The model
 
 from __future__ import annotations
 
+import difflib
+
 import math
 import re
 from pathlib import Path
@@ -59,7 +61,8 @@ def find(name_or_path: str, *, operator: bool = False) -> Experiment:
     paths = catalog_paths()
     path = paths.get(name_or_path)
     if path is None:
-        close = [name for name in paths if name_or_path in name or name in name_or_path]
+        # the nearest spellings first (a typo), else the names containing it or contained in it
+        close = difflib.get_close_matches(name_or_path, sorted(paths), n=3, cutoff=0.75) or [name for name in sorted(paths) if name_or_path in name or name in name_or_path]
         hint = f"; did you mean {', '.join(close)}?" if close else "; `chaoskube list` shows them"
         raise ExperimentError(f"unknown experiment {name_or_path!r}{hint}")
     experiment = load_experiment(path, operator=operator)

@@ -144,7 +144,7 @@ from chaoskube.api.selectors import SelectorError, parse_field_selector, parse_l
 from chaoskube.api.selectors import matches as selected
 from chaoskube.apiserver import crd as crds
 from chaoskube.apiserver import validation
-from chaoskube.apiserver.admission import AdmissionRequest, default_plugins, run_mutating, run_validating, with_object
+from chaoskube.apiserver.admission import IMMORTAL_NAMESPACES, AdmissionRequest, default_plugins, run_mutating, run_validating, with_object
 from chaoskube.apiserver.auth import Attributes, authorize, rules_for
 from chaoskube.apiserver.bootstrap import bootstrap_objects
 from chaoskube.apiserver.ipallocator import REPAIR_EVERY_S, SERVICE_CIDR, Bitmap, ClusterIPAllocator
@@ -250,6 +250,9 @@ def _refuse(status: Status) -> StatusError:
 
 _ADMISSION_REASONS = {400: "BadRequest", 403: "Forbidden", 404: "NotFound"}
 #: the resources the built-in admission plugins read (ApiServer._plugins)
+#: NamespaceLifecycle's wait for its cache before refusing a create in a namespace it does not
+#: hold (``missingNamespaceWait``, staging/src/k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle/admission.go)
+MISSING_NAMESPACE_WAIT_S = 0.05
 _PLUGIN_RESOURCES = ("namespaces", "serviceaccounts", "priorityclasses", "limitranges", "storageclasses")
 
 
@@ -661,9 +664,10 @@ class ApiServer:
         self._plugins_memo = (caches, changes, plugins)
         return plugins
 
-    def _build_plugins(self) -> list[Any]:
+    def _build_plugins(self, live_namespace: Any = None) -> list[Any]:
+        namespaces = self.cacher.objects("namespaces")
         return default_plugins(
-            namespaces=self.cacher.objects("namespaces"),
+            namespaces=namespaces if live_namespace is None else (*namespaces, live_namespace),
             service_accounts=[(sa.metadata.namespace, sa.metadata.name) for sa in self.cacher.objects("serviceaccounts")],
             priority_classes=self.cacher.objects("priorityclasses"),
             limit_ranges=self.cacher.objects("limitranges"),
@@ -680,9 +684,29 @@ class ApiServer:
     def _admission_status(result: Any) -> Status:
         return Status(result.code, _ADMISSION_REASONS.get(result.code, "Forbidden"), result.reason)
 
+    async def _namespace_seen(self, admission: AdmissionRequest) -> Any:
+        """NamespaceLifecycle's last resorts for a namespace its cache does not hold yet
+        (``lifecycle/admission.go``): on a CREATE it waits ``missingNamespaceWait`` (50 ms)
+        for the cache to observe the namespace ("this helps when creating a namespace and
+        immediately creating objects within it"), then, for a CREATE or UPDATE, "as a last
+        resort, make a call directly to storage". The Namespace read live, or None."""
+        if admission.kind == "Namespace" or not admission.namespace or admission.operation not in ("CREATE", "UPDATE"):
+            return None
+        cache = self.cacher.cache("namespaces")
+        key = storage_key("namespaces", "", admission.namespace)
+        if cache.get(key) is not None or admission.namespace in IMMORTAL_NAMESPACES:
+            return None
+        if admission.operation == "CREATE":
+            await self.process.sleep(MISSING_NAMESPACE_WAIT_S)
+            if cache.get(key) is not None:
+                return None
+        stored = await self.store.get(key)
+        return stored.object if stored is not None else None
+
     async def _mutate(self, admission: AdmissionRequest) -> Object | None:
         """Built-in mutating plugins, then mutating webhooks: the object to continue with."""
-        result = run_mutating(admission, self._plugins())
+        live = await self._namespace_seen(admission)
+        result = run_mutating(admission, self._plugins() if live is None else self._build_plugins(live_namespace=live))
         if not result.allowed:
             raise _refuse(self._admission_status(result))
         obj = result.object if result.object is not None else admission.object
