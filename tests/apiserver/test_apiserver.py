@@ -7,7 +7,7 @@ import trio
 from chaoskube.api.identity import node_credentials, service_account_credentials, user_credentials
 from chaoskube.api.manifests import from_dict
 from chaoskube.api.protocol import Binding, DeleteOptions, Eviction, parse_timestamp
-from chaoskube.apiserver.server import ApiServerConfig, pod_cap
+from chaoskube.apiserver.server import ApiServer, ApiServerConfig, pod_cap
 from chaoskube.apiserver.storage import copy_object
 from chaoskube.etcd.client import EtcdClient
 from chaoskube.etcd.requests import RangeRequest
@@ -467,3 +467,27 @@ def test_pods_past_the_cap_are_forbidden_and_the_cap_grows_with_the_nodes():
     _, answers = run_api(story, config=config)
     assert [answer.code for answer in answers] == [201, 201, 403]
     assert answers[2].status.message == 'pods "c" is forbidden: the simulation holds at most 2 pods (chaoskube\'s cap per run; see docs/api-server.md)'
+
+
+def test_a_create_right_after_its_namespace_finds_it_live_when_the_cache_lags(monkeypatch):
+    """NamespaceLifecycle's last resorts (upstream ``lifecycle/admission.go``): a create in a
+    namespace the server's cache does not hold yet waits ``missingNamespaceWait`` and then
+    reads the namespace from storage, so `kubectl create ns x && kubectl create -n x ...`
+    against another API server is not refused; a namespace that does not exist still is."""
+    async def story(world, api, registry):
+        registry["kube-apiserver-2"].cacher.stall()  # its cache behind: it will not see the namespace come
+        await api("create", "namespaces", body=obj({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fresh"}}), server="kube-apiserver-1")
+        right_after = await api("create", "configmaps", namespace="fresh", body=obj({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "fresh"}}), server="kube-apiserver-2")
+        nowhere = await api("create", "configmaps", namespace="nope", body=obj({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "nope"}}), server="kube-apiserver-2")
+        return right_after, nowhere
+
+    _, (right_after, nowhere) = run_api(story, servers=2)
+    assert right_after.code == 201, right_after.status
+    assert nowhere.code == 404 and nowhere.status.message == 'namespaces "nope" not found'
+
+    async def cache_only(self, admission):  # the server before: its cache alone decides
+        return None
+
+    monkeypatch.setattr(ApiServer, "_namespace_seen", cache_only)
+    _, (refused, _) = run_api(story, servers=2)
+    assert refused.code == 404, "the test opens the window: the second server's cache has not seen the namespace"
