@@ -60,7 +60,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from chaoskube.checkers.replay import parse_key
+from chaoskube.checkers.replay import first_applies, parse_key
 from chaoskube.checkers.verdict import Verdict, nothing_to_judge
 
 __all__ = ["check_crd_invariants", "schema_problems"]
@@ -252,16 +252,10 @@ def check_crd_invariants(events: Sequence[Event], *, lag_s: float = LAG_S) -> Ve
     """Judge the custom resource rules (module docstring)."""
     crds: dict[str, _Crd] = {}  # CRD name (<plural>.<group>) -> its history
     live: dict[str, dict[str, dict[str, Any]]] = {}  # CRD name -> object key -> stored document
-    seen: set[int] = set()
     skipped: set[str] = set()
     counts = {"crds": 0, "writes_checked": 0, "writes_with_changed_crd": 0}
-    for event in events:
-        if event.get("type") != "raft-apply" or not event.get("events"):
-            continue
-        revision = event.get("revision")
-        if revision is None or revision in seen:
-            continue
-        seen.add(revision)
+    for event in first_applies(events):
+        revision = event["revision"]
         t = event["t"]
         for entry in event["events"]:
             kind, key, value = entry[0], entry[1], entry[2]

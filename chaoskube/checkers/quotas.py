@@ -59,7 +59,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from chaoskube.checkers.replay import parse_key
+from chaoskube.checkers.replay import first_applies, parse_key
 from chaoskube.checkers.verdict import Verdict, nothing_to_judge
 
 __all__ = ["RECALCULATION_WINDOW_S", "check_quota_invariants"]
@@ -133,18 +133,12 @@ def check_quota_invariants(events: Sequence[Event]) -> Verdict:
     # ns -> (resource, key) -> (created, usage as admission judges it, first stored at, usage as the controller counts it)
     live: dict[str, dict[tuple[str, str], tuple[float | None, dict[str, int], float, dict[str, int]]]] = {}
     open_windows: dict[str, list[_Recalculation]] = {}  # ns -> recalculations still taking in-flight objects
-    seen: set[int] = set()
     counts = {"quotas": 0, "creates_checked": 0, "recalculations": 0}
     excused: list[dict[str, Any]] = []
     excused_seen: set[tuple[str, str, int]] = set()
     charged_at = _charges(events)
-    for event in events:
-        if event.get("type") != "raft-apply" or not event.get("events"):
-            continue
-        revision = event.get("revision")
-        if revision is None or revision in seen:
-            continue
-        seen.add(revision)
+    for event in first_applies(events):
+        revision = event["revision"]
         t = event["t"]
         touched: list[tuple[str, tuple[str, str]]] = []
         changed: set[str] = set()

@@ -133,6 +133,20 @@ def shared_decoding() -> Iterator[None]:
         _SHARED = outer
 
 
+def first_applies(events: Iterable[Event]) -> Iterator[Event]:
+    """The ``raft-apply`` events that carry changes, each store revision once (at its first
+    apply: every member applies it, the first is when the store held it)."""
+    seen: set[int] = set()
+    for event in events:
+        if event.get("type") != "raft-apply" or not event.get("events"):
+            continue
+        revision = event.get("revision")
+        if revision is None or revision in seen:
+            continue
+        seen.add(revision)
+        yield event
+
+
 class StoreReplay:
     """The API objects of ``resources`` as the store held them, replayed from ``raft-apply``
     events. Feed it every journal event in order (:meth:`apply` ignores other types); each
