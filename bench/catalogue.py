@@ -21,7 +21,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from chaoskube.experiments import registry
-from chaoskube.experiments.campaign import plan_jobs, run_campaign, why_unexpected
+from chaoskube.experiments.campaign import SeedsError, parse_seeds, plan_jobs, run_campaign, why_unexpected
 from chaoskube.experiments.registry import SYSTEMS
 
 
@@ -34,20 +34,9 @@ def fail(message: str) -> SystemExit:
     return SystemExit(2)
 
 
-def seed_range(text: str) -> list[int]:
-    first, _, last = text.partition("..")
-    try:
-        low, high = int(first), int(last or first)
-    except ValueError:
-        raise fail(f"--seeds {text!r} is not A..B (e.g. 2..20)") from None
-    if low < 1 or high < low:
-        raise fail(f"--seeds {text!r} must be 1 <= A <= B")
-    return list(range(low, high + 1))
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", default="2..20", help="seed range A..B (default 2..20: seed 1 is in the test suite)")
+    parser.add_argument("--seeds", default="2..20", help="seeds as explore takes them: A..B, N or a list (default 2..20: seed 1 is in the test suite)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--only", nargs="*", default=[], help="experiment names (default: every simulated one)")
     parser.add_argument("--out", type=Path, default=None)
@@ -56,7 +45,10 @@ def main() -> int:
     unknown = sorted(set(names) - set(simulated()))
     if unknown:
         raise fail(f"--only {unknown[0]!r} is not a simulated catalogue experiment (see chaoskube list)")
-    seeds = seed_range(args.seeds)
+    try:
+        seeds = parse_seeds(args.seeds)
+    except SeedsError as error:
+        raise fail(str(error)) from None
     out = args.out or Path(tempfile.mkdtemp(prefix="catalogue-"))
     jobs = plan_jobs([(name, registry.find(name)) for name in names], seeds, out)
     started, cpu = time.monotonic(), defaultdict(float)
