@@ -231,6 +231,12 @@ class Request:
     #: ``subresource: scale`` (``ScaleHandler.ToParent``).
     managed_as: str = ""
     id: str = ""  # the client's request id, for the journal
+    #: The API version the request addressed (``v1beta1`` of ``/apis/GROUP/v1beta1/...``):
+    #: the HTTPS front fills it from the URL; "" for an in-process client, which names no
+    #: version (it addresses each kind at the version it was built for). The server serves
+    #: a custom resource only at a version its CRD marks ``served``
+    #: (:func:`chaoskube.apiserver.crd.served_version`).
+    version: str = ""
 
     def __post_init__(self) -> None:
         assert self.verb in VERBS, f"unknown verb {self.verb!r}"

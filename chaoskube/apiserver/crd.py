@@ -53,6 +53,7 @@ __all__ = [
     "prune",
     "prune_nulls",
     "schema_of",
+    "served_version",
     "serving_version",
     "status_subresource",
     "structural_problems",
@@ -253,6 +254,26 @@ def serving_version(crd: CustomResourceDefinition, name: str | None = None) -> C
         if name is not None and version.name == name and version.served:
             return version
     return None
+
+
+def served_version(crd: CustomResourceDefinition, requested: str = "") -> CustomResourceDefinitionVersion | None:
+    """The version a request at ``requested`` is served at, or None: 404 NotFound.
+
+    As upstream's ``crdHandler.ServeHTTP``
+    (``staging/src/k8s.io/apiextensions-apiserver/pkg/apiserver/customresource_handler.go``):
+    ``if !apiextensionshelpers.HasServedCRDVersion(crd, requestInfo.APIVersion)`` the request
+    goes to the delegate, whose answer is 404 "the server could not find the requested
+    resource" -- a version absent from ``spec.versions`` and one with ``served: false``
+    alike, whatever its ``storage`` flag ("Each version can be enabled/disabled by Served
+    flag", "Versions in CustomResourceDefinitions"). ``requested`` "" is an in-process
+    client, which names no version: it addresses the storage version while that is served,
+    else the first served version (the one discovery would have shown it)."""
+    if requested:
+        return serving_version(crd, requested)
+    storage = serving_version(crd)
+    if storage is not None and storage.served:
+        return storage
+    return next((version for version in crd.spec.versions if version.served), None)
 
 
 def schema_of(crd: CustomResourceDefinition, version_name: str | None = None) -> Schema | None:

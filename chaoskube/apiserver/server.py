@@ -417,6 +417,8 @@ class ApiServer:
                 fields["message"] = response.status.message[:300]
         if response.object is not None:
             fields["resource_version"] = response.object.metadata.resource_version
+        if request.version:
+            fields["version"] = request.version  # the version the request addressed (its URL's), when it named one
         if request.verb == "delete" and request.delete_options is not None and request.delete_options.propagation_policy:
             fields["propagation"] = request.delete_options.propagation_policy  # (a later policy can withdraw an earlier one's finalizer)
         self.world.record("api-request", **fields)
@@ -474,7 +476,7 @@ class ApiServer:
         review = REVIEWS.get(request.resource)
         if review is not None:
             return self._review(request, review)
-        info = kind_info(request.resource) or self._custom_info(request.resource)
+        info = kind_info(request.resource) or self._custom_info(request.resource, request.version)
         if info is None:
             raise _refuse(Status(404, "NotFound", "the server could not find the requested resource"))
         user = self.authenticate(request.credentials)
@@ -743,9 +745,15 @@ class ApiServer:
             return None
         return found
 
-    def _custom_info(self, resource: str) -> KindInfo | None:
+    def _custom_info(self, resource: str, requested: str = "") -> KindInfo | None:
+        """The kind a request for ``resource`` at version ``requested`` reaches, or None
+        (404): only a version the CRD in this replica's cache serves
+        (:func:`crds.served_version`), so a CRD update that sets ``served: false`` takes
+        effect here once the cache has it. The kind is the storage version's: objects are
+        read and written at it (conversion strategy None; the HTTPS front answers at the
+        requested version)."""
         crd = self._crd(resource)
-        if crd is None:
+        if crd is None or crds.served_version(crd, requested) is None:
             return None
         version = crds.serving_version(crd)
         if version is None:

@@ -39,6 +39,16 @@ CRD in force at the write:
    nothing more; and when a CRD leaves the store none of its objects remain (the
    ``customresourcecleanup.apiextensions.k8s.io`` finalizer deletes them first).
 
+7. **Served versions**: every request the API server journals (``api-request``: the
+   writes) that names the version it addressed (``version``: the HTTPS front's URL, or a
+   client that named one) at a version no CRD revision an API server could hold while
+   serving it marks ``served: true`` -- one it lists with ``served: false``, the storage
+   version too, or one it does not list -- is not handled: no 2xx, no 409 Conflict, no
+   422 Invalid (upstream's ``crdHandler.ServeHTTP`` hands it to the delegate, which answers
+   404 NotFound: ``if !apiextensionshelpers.HasServedCRDVersion(crd,
+   requestInfo.APIVersion)``, ``.../pkg/apiserver/customresource_handler.go``; "Each version
+   can be enabled/disabled by Served flag", "Versions in CustomResourceDefinitions").
+
 Bounds and unknown cases. The schema in force is that of every CRD revision stored within
 ``lag_s`` before the write (a CRD changed while its objects are written is judged by any
 schema an API server could still hold, so no false alarm; such writes are counted,
@@ -47,7 +57,14 @@ again (upstream defaults it on read; the store keeps what was written). Not judg
 in ``features_not_judged``: ``format``, ``multipleOf``, ``uniqueItems``, ``allOf`` /
 ``anyOf`` / ``oneOf`` / ``not`` and CEL rules (``x-kubernetes-validations``), and
 conversion webhooks (the simulation converts with strategy None). A pattern Python cannot
-compile is not judged.
+compile is not judged. A request is judged by every CRD revision stored within
+``lag_s`` plus ``request_s`` (60 s, ``--request-timeout``: the server checked the version
+when the request began, the journal records its end) before its answer, and passes if any
+of them served its version; a request whose CRD the store never held is not judged
+(``requests_unjudged``), nor one that names no version (in-process clients), nor a read (the
+API server journals writes; the front's ``http-request`` records are not judged here). A 404
+at a served version is not judged either: the journal does not tell "no such resource"
+from "no such object".
 
 ``check_crd_invariants(events)`` answers False with the first finding, unknown when no custom
 object of a CRD was written, True otherwise.
@@ -69,6 +86,11 @@ Event = dict[str, Any]
 Schema = Mapping[str, Any]
 
 LAG_S = 10.0
+#: ``--request-timeout`` (kube-apiserver's default, 60 s): how long before its journaled
+#: answer a request may have been checked against the CRD cache.
+REQUEST_S = 60.0
+#: Answers that show a custom resource's handler ran (an answer from the delegate is 404).
+_HANDLED = (409, 422)
 _ROOT_META = ("apiVersion", "kind", "metadata")
 #: Schema keywords this model does not judge (module docstring).
 NOT_JUDGED = ("format", "multipleOf", "uniqueItems", "allOf", "anyOf", "oneOf", "not", "x-kubernetes-validations")
@@ -248,12 +270,42 @@ def _judge(document: dict[str, Any], previous: dict[str, Any] | None, crd: dict[
     return found
 
 
-def check_crd_invariants(events: Sequence[Event], *, lag_s: float = LAG_S) -> Verdict:
+def _served(crd: dict[str, Any], name: str) -> bool:
+    version = _version(crd, name)
+    return version is not None and version.get("served") is True
+
+
+def _check_versions(events: Sequence[Event], crds: dict[str, _Crd], counts: dict[str, int], window_s: float) -> Verdict | None:
+    """Rule 7 (module docstring) over the journal's ``api-request`` records."""
+    for event in events:
+        if event.get("type") != "api-request" or not event.get("version"):
+            continue
+        resource, version, code = str(event.get("resource", "")), str(event["version"]), event.get("code")
+        crd = crds.get(resource)
+        candidates = _in_force(crd, float(event["t"]), window_s) if crd is not None else []
+        if not candidates:
+            counts["requests_unjudged"] += 1
+            continue
+        counts["requests_checked"] += 1
+        if any(_served(document, version) for document in candidates):
+            continue
+        if isinstance(code, int) and (200 <= code < 300 or code in _HANDLED):
+            where = f"{resource}/{event.get('namespace') + '/' if event.get('namespace') else ''}{event.get('name', '')}"
+            versions = [{"name": entry.get("name"), "served": entry.get("served"), "storage": entry.get("storage")} for entry in (candidates[-1].get("spec") or {}).get("versions") or ()]
+            listed = ", ".join(str(entry["name"]) + ("" if entry["served"] else " (served: false)") for entry in versions)
+            return _violation("unserved-version", float(event["t"]), where,
+                              f"{event.get('server', '?')} answered {code} to a {event.get('verb')} of {where} at version {version}, which its CRD does not serve "
+                              f"(versions: {listed}); upstream answers 404 NotFound",
+                              counts, {"request": {key: event.get(key) for key in ("server", "id", "verb", "resource", "namespace", "name", "version", "code")}, "versions": versions})
+    return None
+
+
+def check_crd_invariants(events: Sequence[Event], *, lag_s: float = LAG_S, request_s: float = REQUEST_S) -> Verdict:
     """Judge the custom resource rules (module docstring)."""
     crds: dict[str, _Crd] = {}  # CRD name (<plural>.<group>) -> its history
     live: dict[str, dict[str, dict[str, Any]]] = {}  # CRD name -> object key -> stored document
     skipped: set[str] = set()
-    counts = {"crds": 0, "writes_checked": 0, "writes_with_changed_crd": 0}
+    counts = {"crds": 0, "writes_checked": 0, "writes_with_changed_crd": 0, "requests_checked": 0, "requests_unjudged": 0}
     for event in first_applies(events):
         revision = event["revision"]
         t = event["t"]
@@ -313,12 +365,16 @@ def check_crd_invariants(events: Sequence[Event], *, lag_s: float = LAG_S) -> Ve
                 rule, problem = findings[-1][0]
                 return _violation(rule, t, f"{resource}/{name}", f"{resource}/{name} stored at t={t:.3f} (revision {revision}): {problem}", counts,
                                   {"problems": [text for _, text in findings[-1][:10]], "object": _trim(document)})
-    if not counts["writes_checked"]:
+    found = _check_versions(events, crds, counts, lag_s + request_s)
+    if found is not None:
+        return found
+    if not counts["writes_checked"] and not counts["requests_checked"]:
         return nothing_to_judge("no custom object of a CustomResourceDefinition was written: nothing to judge", (), counts)
     details: dict[str, Any] = {**counts, "features_not_judged": sorted(skipped)}
     return Verdict(True, (
         f"{counts['writes_checked']} write(s) of custom objects of {counts['crds']} CRD(s): each at the storage version, pruned, defaulted and "
-        f"valid by its schema, status only through /status, none after its CRD was gone"
+        f"valid by its schema, status only through /status, none after its CRD was gone; "
+        f"{counts['requests_checked']} request(s) at a named version, none handled at a version its CRD did not serve"
     ), (), details)
 
 

@@ -198,3 +198,41 @@ def test_unenforced_crd_features_are_said_once():
     assert created.code == 201
     warnings = [event["warning"] for event in world.journal.events if event["type"] == "apiserver-warning"]
     assert warnings == ["not enforced by chaoskube: spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations (CEL rules are not evaluated)"]
+
+
+def test_a_custom_resource_is_served_only_at_the_versions_its_crd_serves():
+    """``crdHandler.ServeHTTP`` (apiextensions-apiserver ``pkg/apiserver/customresource_handler.go``):
+    a request at a version the CRD does not list, or lists with ``served: false``, goes to
+    the delegate: 404 NotFound; a CRD update that unserves (or serves) a version takes
+    effect once the server's CRD cache has it; the journal says which version each write
+    addressed."""
+    versioned = __import__("copy").deepcopy(CRD)
+    retired = {**__import__("copy").deepcopy(CRD["spec"]["versions"][0]), "name": "v1beta1", "served": False, "storage": False}
+    versioned["spec"]["versions"].insert(0, retired)
+
+    async def story(world, api, registry):
+        await api("create", "customresourcedefinitions", body=obj(versioned))
+        await api.eventually("list", "widgets.example.com", lambda r: r.ok, namespace="default", resource_version="0")
+        at_v1 = await api("create", "widgets.example.com", namespace="default", body=widget("w", {"size": 3}), version="v1")
+        at_retired = await api("create", "widgets.example.com", namespace="default", body=widget("x", {"size": 3}), version="v1beta1")
+        get_retired = await api("get", "widgets.example.com", namespace="default", name="w", version="v1beta1")
+        get_absent = await api("get", "widgets.example.com", namespace="default", name="w", version="v2")
+        unnamed = await api("get", "widgets.example.com", namespace="default", name="w")
+        crd = (await api("get", "customresourcedefinitions", name="widgets.example.com")).object
+        crd.spec.versions[0].served, crd.spec.versions[1].served = True, False  # serve v1beta1, retire v1 (still the storage version)
+        updated = await api("update", "customresourcedefinitions", name="widgets.example.com", body=crd)
+        now_served = await api.eventually("get", "widgets.example.com", lambda r: r.code == 200, namespace="default", name="w", version="v1beta1")
+        now_retired = await api("get", "widgets.example.com", namespace="default", name="w", version="v1")
+        unnamed_after = await api("get", "widgets.example.com", namespace="default", name="w")
+        return at_v1, at_retired, get_retired, get_absent, unnamed, updated, now_served, now_retired, unnamed_after
+
+    world, (at_v1, at_retired, get_retired, get_absent, unnamed, updated, now_served, now_retired, unnamed_after) = run_api(story)
+    assert at_v1.code == 201 and unnamed.code == 200
+    for refused in (at_retired, get_retired, get_absent, now_retired):
+        assert (refused.code, refused.status.reason, refused.status.message) == (404, "NotFound", "the server could not find the requested resource")
+    assert updated.code == 200
+    assert now_served.code == 200 and now_served.object.content["spec"]["size"] == 3
+    assert unnamed_after.code == 200  # an in-process client: the first served version
+    writes = {(event["verb"], event["name"]): event for event in world.journal.events if event["type"] == "api-request" and event["resource"] == "widgets.example.com"}
+    assert writes[("create", "w")]["version"] == "v1" and writes[("create", "w")]["code"] == 201
+    assert writes[("create", "")]["version"] == "v1beta1" and writes[("create", "")]["code"] == 404  # refused before its body was read

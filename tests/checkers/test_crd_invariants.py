@@ -182,3 +182,61 @@ def test_schema_model_root_metadata_and_embedded_resources():
     assert schema_problems(document, schema) == []
     document["spec"]["template"]["spec"]["containers"] = []
     assert [rule for rule, _ in schema_problems(document, schema)] == ["unpruned"]
+
+
+def versioned_crd(served: dict[str, bool]) -> dict[str, Any]:
+    """The CRD of :func:`crd` with more versions: name -> served (v1 stays the storage version)."""
+    document = crd()
+    template = document["spec"]["versions"][0]
+    document["spec"]["versions"] = [{**copy.deepcopy(template), "name": name, "served": flag, "storage": name == "v1"} for name, flag in served.items()]
+    return document
+
+
+def request(t: float, version: str, code: int, verb: str = "create", name: str = "b") -> dict[str, Any]:
+    return {"type": "api-request", "t": t, "server": "kube-apiserver-1", "id": f"r{t}", "verb": verb, "resource": f"backups.{GROUP}",
+            "subresource": "", "namespace": "default", "name": name, "code": code, "version": version}
+
+
+def test_a_request_at_a_version_the_crd_does_not_serve_is_answered_404():
+    """Rule 7: upstream's crdHandler hands a request at a version that is not served (listed
+    with served: false, or not listed) to the delegate: 404 NotFound."""
+    served = {"v1beta1": False, "v1": True}
+    ok = History().put(1, CRD_KEY, versioned_crd(served)).events + [request(100, "v1", 201), request(101, "v1beta1", 404), request(102, "v2", 404),
+                                                                     request(103, "v1beta1", 403), request(104, "v1beta1", 504)]
+    verdict = check_crd_invariants(ok)
+    assert verdict.valid is True, verdict.reason
+    assert verdict.details["requests_checked"] == 5
+    for version, code in (("v1beta1", 201), ("v1beta1", 200), ("v2", 201), ("v1beta1", 422), ("v1beta1", 409)):
+        verdict = check_crd_invariants(History().put(1, CRD_KEY, versioned_crd(served)).events + [request(100, version, code)])
+        assert verdict.valid is False, (version, code)
+        assert verdict.details["rule"] == "unserved-version"
+        assert f"at version {version}, which its CRD does not serve" in verdict.reason and "v1beta1 (served: false)" in verdict.reason
+        assert verdict.evidence[0]["request"]["code"] == code
+
+
+def test_a_version_unserved_by_a_crd_update_is_judged_once_no_api_server_can_hold_the_old_crd():
+    """Bounds: the CRD cache lags lag_s, and the server checked the version when the request
+    began, up to request_s before its journaled answer: a request answered within that of
+    the update is judged by either revision; after it, by the new one only."""
+    before, after = versioned_crd({"v1beta1": True, "v1": True}), versioned_crd({"v1beta1": False, "v1": True})
+    history = History().put(1, CRD_KEY, before).put(100, CRD_KEY, after).events
+    assert check_crd_invariants([*history, request(100 + LAG + 59, "v1beta1", 201)]).valid is True  # an old cache, a long request
+    late = check_crd_invariants([*history, request(100 + LAG + 61, "v1beta1", 201)])
+    assert late.valid is False and late.details["rule"] == "unserved-version"
+    # the storage version itself unserved: the same rule
+    storage_retired = versioned_crd({"v1": False, "v2": True})
+    verdict = check_crd_invariants(History().put(1, CRD_KEY, storage_retired).events + [request(100, "v1", 200, verb="patch")])
+    assert verdict.valid is False and "v1 (served: false)" in verdict.reason
+
+
+def test_requests_without_a_version_or_a_crd_are_not_judged():
+    events = History().put(1, CRD_KEY, versioned_crd({"v1beta1": False, "v1": True})).events
+    unnamed = {**request(100, "", 201)}
+    del unnamed["version"]
+    other = {**request(100, "v1", 201), "resource": "widgets.other.example.com"}
+    verdict = check_crd_invariants([*events, unnamed, other])
+    assert verdict.valid is None  # nothing written, nothing judged
+    assert verdict.details["requests_unjudged"] == 1 and verdict.details["requests_checked"] == 0
+
+
+LAG = 10.0

@@ -708,7 +708,7 @@ class ApiFront:
             raise StatusError(bad_request(f"dryRun: unsupported value {query['dryRun']!r} (only \"All\")"))
         common: dict[str, Any] = {
             "verb": verb, "resource": kind.resource, "namespace": info.namespace, "name": info.name,
-            "subresource": sub, "credentials": credentials, "dry_run": dry_run,
+            "subresource": sub, "credentials": credentials, "dry_run": dry_run, "version": _custom_version(kind),
         }
         if verb in ("get", "list"):
             common.update(label_selector=query.get("labelSelector", ""), field_selector=views.field_selector_in(kind, query.get("fieldSelector", "")),
@@ -897,7 +897,7 @@ class ApiFront:
         patch itself named a resourceVersion)."""
         if "scale" not in subresources_of(kind, self._custom.get(replica.name, ())):
             raise StatusError(not_found(info.resource, info.name))
-        common = {"resource": kind.resource, "namespace": info.namespace, "name": info.name, "subresource": "scale", "credentials": credentials}
+        common = {"resource": kind.resource, "namespace": info.namespace, "name": info.name, "subresource": "scale", "credentials": credentials, "version": _custom_version(kind)}
         dry_run = query.get("dryRun") == "All"
         field_manager, _ = _write_options(info.verb, "scale", headers.get("content-type", "application/json"), query, headers)
         get = Request(verb="get", **common)
@@ -974,11 +974,9 @@ class ApiFront:
             self._custom[replica.name] = custom_kinds(response.items)
 
     def _custom_kind(self, kind: KindInfo) -> CustomKind | None:
-        for kinds in self._custom.values():
-            for found in kinds:
-                if found.info.resource == kind.resource:
-                    return found
-        return None
+        """The custom kind of ``kind``: at its version, else at another the CRD serves."""
+        candidates = [found for kinds in self._custom.values() for found in kinds if found.info.resource == kind.resource]
+        return next((found for found in candidates if found.info == kind), candidates[0] if candidates else None)
 
     def _document(self, path: str, headers: dict[str, str], replica: _Replica) -> tuple[Any, str]:
         custom = self._custom.get(replica.name, ())
@@ -1054,7 +1052,7 @@ class ApiFront:
         send, receive = trio.open_memory_channel[WatchMessage](WATCH_BUFFER_MESSAGES)
         watch = router[watch_id] = _Watch(watch_id, send, receive, client=client.name)
         request = Request(
-            verb="watch", resource=kind.resource, namespace=info.namespace, credentials=credentials, watch_id=watch_id,
+            verb="watch", resource=kind.resource, namespace=info.namespace, credentials=credentials, watch_id=watch_id, version=_custom_version(kind),
             label_selector=query.get("labelSelector", ""), field_selector=field_selector,
             resource_version=query.get("resourceVersion", ""), resource_version_match=query.get("resourceVersionMatch", ""),
             allow_watch_bookmarks=query.get("allowWatchBookmarks", "").lower() in ("1", "true"), timeout_seconds=timeout_seconds,
@@ -1214,6 +1212,13 @@ def _patch_demands_version(patch: Any, media: str) -> str:
 def _key(obj: Any) -> str:
     meta = obj.metadata
     return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+
+
+def _custom_version(kind: KindInfo) -> str:
+    """The version of the URL, for a custom kind (its CRD must serve it: the server
+    answers 404 at a version it does not serve); "" for the built-in kinds, served at one
+    version each."""
+    return group_version(kind)[1] if issubclass(kind.type, CustomObject) else ""
 
 
 def _warning_headers(warnings: tuple[str, ...]) -> list[tuple[str, str]]:

@@ -70,38 +70,44 @@ class CustomKind:
 
 
 def custom_kinds(crds: Iterable[Any]) -> list[CustomKind]:
-    """The kinds the established CRDs ``crds`` serve (their storage version, the one the
-    API server serves: docs/api-server.md), sorted by group and plural."""
+    """The kinds the established CRDs ``crds`` serve: one per version marked ``served``
+    (upstream's ``crdHandler`` serves each, discovery lists each, and a version with
+    ``served: false`` -- the storage version too -- is neither: 404 NotFound,
+    ``customresource_handler.go``), sorted by group, version and plural. Objects are
+    stored at the storage version and answered at the version asked (conversion strategy
+    None: only ``apiVersion`` changes)."""
     from chaoskube.apiserver import crd as crd_rules
 
     found = []
     for crd in crds:
         spec = crd.spec
-        version = crd_rules.serving_version(crd)
-        if version is None or not spec.group or not spec.names.plural or not spec.names.kind or not crd_rules.crd_established(crd):
+        if crd_rules.serving_version(crd) is None or not spec.group or not spec.names.plural or not spec.names.kind or not crd_rules.crd_established(crd):
             continue
-        api_version = f"{spec.group}/{version.name}"
-        resource = custom_resource(spec.names.plural, spec.group)
-        namespaced = spec.scope != "Cluster"
-        info = KindInfo(kind=spec.names.kind, api_version=api_version, resource=resource, namespaced=namespaced, name_rule="subdomain", type=custom_type(api_version, spec.names.kind, resource, namespaced))
-        subresources = []
-        if version.subresources is not None and version.subresources.scale is not None:
-            subresources.append("scale")
-        if version.subresources is not None and version.subresources.status is not None:
-            subresources.append("status")
-        found.append(CustomKind(
-            info=info, plural=spec.names.plural, singular=spec.names.singular or spec.names.kind.lower(),
-            short_names=tuple(spec.names.short_names), categories=tuple(spec.names.categories), subresources=tuple(subresources),
-            columns=tuple(column for column in version.additional_printer_columns if isinstance(column, dict)),
-            schema=crd_rules.schema_of(crd),
-        ))
+        for version in spec.versions:
+            if not version.served:
+                continue
+            api_version = f"{spec.group}/{version.name}"
+            resource = custom_resource(spec.names.plural, spec.group)
+            namespaced = spec.scope != "Cluster"
+            info = KindInfo(kind=spec.names.kind, api_version=api_version, resource=resource, namespaced=namespaced, name_rule="subdomain", type=custom_type(api_version, spec.names.kind, resource, namespaced))
+            subresources = []
+            if version.subresources is not None and version.subresources.scale is not None:
+                subresources.append("scale")
+            if version.subresources is not None and version.subresources.status is not None:
+                subresources.append("status")
+            found.append(CustomKind(
+                info=info, plural=spec.names.plural, singular=spec.names.singular or spec.names.kind.lower(),
+                short_names=tuple(spec.names.short_names), categories=tuple(spec.names.categories), subresources=tuple(subresources),
+                columns=tuple(column for column in version.additional_printer_columns if isinstance(column, dict)),
+                schema=crd_rules.schema_of(crd, version.name),
+            ))
     return sorted(found, key=lambda kind: (group_version(kind.info), kind.plural))
 
 
 def subresources_of(info: KindInfo, custom: Sequence[CustomKind] = ()) -> tuple[str, ...]:
     from chaoskube.apiserver.server import STATUS_KINDS
 
-    for kind in custom:
+    for kind in sorted(custom, key=lambda kind: kind.info != info):  # this version's first
         if kind.info.resource == info.resource:
             return kind.subresources
     found = set(SUBRESOURCES.get(info.kind, ()))

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chaoskube.api.objects import KINDS, Event, KindInfo
+from chaoskube.api.objects import KINDS, CustomObject, Event, KindInfo
 from chaoskube.api.protocol import Status, StatusError
 from chaoskube.api.selectors import EVENTS_V1_FIELDS
 
@@ -70,7 +70,12 @@ def object_in(kind: KindInfo, document: Any) -> Any:
 
 
 def object_out(kind: KindInfo, document: Any) -> Any:
-    """The stored kind's JSON as the view ``kind`` answers it."""
+    """The stored kind's JSON as the view ``kind`` answers it; a custom object stored at
+    its CRD's storage version as the version ``kind`` names (conversion strategy None: "the
+    apiVersion is changed, nothing else",
+    https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definition-versioning/#specify-multiple-versions)."""
+    if isinstance(document, dict) and issubclass(kind.type, CustomObject) and document.get("kind") == kind.kind and document.get("apiVersion") not in (None, kind.api_version):
+        return {**document, "apiVersion": kind.api_version}
     if not is_view(kind) or not isinstance(document, dict):
         return document
     out = {_CORE_TO_EVENTS_V1.get(key, key): value for key, value in document.items()}

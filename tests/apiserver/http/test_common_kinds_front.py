@@ -187,3 +187,39 @@ def test_the_python_client_deserializes_the_common_kinds_with_zero_counts():
     assert version.served is True and version.storage is True
     crd.spec.versions[0].storage = False
     assert _deserialize(crd, "V1CustomResourceDefinition").spec.versions[0].storage is False
+
+
+def test_a_custom_kind_is_routed_and_discovered_at_each_served_version_and_no_other():
+    """Upstream's ``crdHandler`` serves every version with ``served: true`` and answers
+    404 at the others (``customresource_handler.go``: ``HasServedCRDVersion``); discovery
+    lists served versions only (apiextensions ``DiscoveryController``), the storage version
+    too only while served. Objects are answered at the version asked (strategy None)."""
+    import copy
+
+    from chaoskube.apiserver.http import views
+
+    document = copy.deepcopy(CRD)
+    v1 = document["spec"]["versions"][0]
+    document["spec"]["versions"] = [
+        {**copy.deepcopy(v1), "name": "v1alpha1", "served": False, "storage": False},
+        {**copy.deepcopy(v1), "name": "v1", "served": True, "storage": True},
+        {**copy.deepcopy(v1), "name": "v2", "served": True, "storage": False, "subresources": {"status": {}}},
+    ]
+    custom = custom_kinds([established(document)])
+    assert [kind.info.api_version for kind in custom] == ["shop.example.com/v1", "shop.example.com/v2"]
+    for version, served in (("v1alpha1", False), ("v1", True), ("v2", True), ("v3", False)):
+        info = parse_path("GET", f"/apis/shop.example.com/{version}/namespaces/shop/promotions/spring", False, custom)
+        assert (info.kind is not None) is served, version
+    group = discovery.api_group("shop.example.com", custom)
+    assert [entry["version"] for entry in group["versions"]] == ["v1", "v2"]
+    assert discovery.api_resource_list("shop.example.com", "v1alpha1", custom) is None
+    v2 = {entry["name"] for entry in discovery.api_resource_list("shop.example.com", "v2", custom)["resources"]}
+    assert v2 == {"promotions", "promotions/status"}  # v2's own subresources
+    stored = {"apiVersion": "shop.example.com/v1", "kind": "Promotion", "metadata": {"name": "spring"}, "spec": {"discountPercent": 5}}
+    assert views.object_out(custom[1].info, stored) == {**stored, "apiVersion": "shop.example.com/v2"}
+    assert views.object_out(custom[0].info, stored) == stored
+    # the storage version retired (served: false) is neither routed nor discovered
+    document["spec"]["versions"][1]["served"] = False
+    custom = custom_kinds([established(document)])
+    assert [kind.info.api_version for kind in custom] == ["shop.example.com/v2"]
+    assert parse_path("GET", "/apis/shop.example.com/v1/namespaces/shop/promotions", False, custom).kind is None
