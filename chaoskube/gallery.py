@@ -1468,6 +1468,27 @@ def _custom_patch_without_defaults() -> Any:
     return _custom_schema
 
 
+def _serves_every_listed_version() -> Any:
+    """crd.served_version that asks only whether the CRD lists the version, not whether it
+    is served, as the first CRD-versioning handler did: ``if
+    !apiextensions.HasCRDVersion(crd, requestInfo.APIVersion)`` -- "this is wrong: we have
+    to check whether it is served" (review of kubernetes/kubernetes PR #63830,
+    ``customresource_handler.go``; PR #64253 added the integration test that sets
+    ``served = false`` and expects 404). A version kept in the CRD with ``served: false`` --
+    the versioning docs' way to retire one before removing it -- is then still served."""
+    from chaoskube.apiserver import crd as crds
+
+    def served_version(crd: Any, requested: str = "") -> Any:
+        if requested:
+            return next((version for version in crd.spec.versions if version.name == requested), None)  # the bug: listed, served or not
+        storage = crds.serving_version(crd)
+        if storage is not None and storage.served:
+            return storage
+        return next((version for version in crd.spec.versions if version.served), None)
+
+    return served_version
+
+
 APP_VARIANTS: tuple[Variant, ...] = (
     Variant(
         "statefulset-recreates-below-partition-at-update-revision", "kube-controller-manager StatefulSet",
@@ -1528,6 +1549,11 @@ APP_VARIANTS: tuple[Variant, ...] = (
         "custom-resource-patch-skips-defaulting", "kube-apiserver apiextensions",
         "a PATCH of a custom resource is pruned and validated but not defaulted, so a merge patch resetting a field with null stores the object without its schema default (kubernetes#42764, #42488, PR #42489)",
         "crd-invariants", "crd-operator-under-apiserver-failover", "chaoskube.apiserver.server:ApiServer._custom_schema", _custom_patch_without_defaults,
+    ),
+    Variant(
+        "custom-resource-serves-unserved-version", "kube-apiserver apiextensions",
+        "the custom resource handler serves every version its CRD lists, served: false or not, so a retired version still answers (review of kubernetes PR #63830, test of PR #64253)",
+        "crd-invariants", "crd-operator-under-apiserver-failover", "chaoskube.apiserver.crd:served_version", _serves_every_listed_version,
     ),
 )
 VARIANTS.update((variant.name, variant) for variant in APP_VARIANTS)

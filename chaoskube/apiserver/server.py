@@ -1056,7 +1056,7 @@ class ApiServer:
         if issubclass(info.type, CustomObject) and isinstance(body, CustomObject) and body.RESOURCE == info.resource and type(body) is not info.type:
             crd = self._crd(info.resource)
             version = body.API_VERSION.rpartition("/")[2]
-            if crd is None or crds.serving_version(crd, version) is None:
+            if crd is None or crds.served_version(crd, version) is None:
                 raise _refuse(bad_request(f"the server could not find the requested resource ({body.API_VERSION}, {info.resource})"))
             # conversion strategy None: only apiVersion changes (apiextensions' nopConverter)
             return info.type(metadata=copy_object(body).metadata, content=msgspec.json.decode(msgspec.json.encode(body.content)))

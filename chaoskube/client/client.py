@@ -554,10 +554,12 @@ class ApiClient:
         response = await self._do(request)
         return ObjectList(response.items, response.resource_version)
 
-    async def create(self, obj: Object, *, dry_run: bool = False) -> Object:
+    async def create(self, obj: Object, *, dry_run: bool = False, version: str = "") -> Object:
         """POST ``obj`` to its collection. An empty namespace of a namespaced kind means
-        "default", as kubectl fills it in."""
-        request = self._request("create", obj.RESOURCE, namespace=_namespace_of(obj), body=obj, dry_run=dry_run)
+        "default", as kubectl fills it in. ``version``: the API version to address, as a
+        URL names it (a custom resource is served only at its CRD's served versions); ""
+        addresses the kind at the version the server serves in-process clients."""
+        request = self._request("create", obj.RESOURCE, namespace=_namespace_of(obj), body=obj, dry_run=dry_run, version=version)
         return (await self._do(request)).object
 
     async def update(self, obj: Object, *, dry_run: bool = False) -> Object:

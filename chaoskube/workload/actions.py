@@ -126,7 +126,7 @@ ARG_CHOICES: dict[str, tuple[Any, ...]] = {
     "quota_size": (1, 2),
     "reclaim": ("Retain", "Delete"),
     # issue 35: custom resources of the generator's CRD, valid ones and ones its schema refuses
-    "custom_shape": ("valid", "defaulted", "unknown-field", "invalid-range", "invalid-enum", "missing-required"),
+    "custom_shape": ("valid", "defaulted", "unknown-field", "invalid-range", "invalid-enum", "missing-required", "retired-version"),
 }
 
 
@@ -582,7 +582,9 @@ async def _restart_member(actor: Actor, index: int) -> str:
 
 
 #: The generator's CustomResourceDefinition (``create_custom_resource``): defaults,
-#: validation and a status subresource, one served storage version.
+#: validation and a status subresource, one served storage version (v1) and a retired one
+#: (v1alpha1, ``served: false``: kept in the CRD, as the versioning docs' removal steps
+#: leave a version "no longer served" before it is dropped).
 WIDGETS = "widgets.churn.chaoskube.io"
 WIDGET_CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -590,7 +592,9 @@ WIDGET_CRD: dict[str, Any] = {
     "spec": {
         "group": "churn.chaoskube.io", "scope": "Namespaced",
         "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-        "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}}, "schema": {"openAPIV3Schema": {
+        "versions": [{"name": "v1alpha1", "served": False, "storage": False, "schema": {"openAPIV3Schema": {
+            "type": "object", "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}},
+            {"name": "v1", "served": True, "storage": True, "subresources": {"status": {}}, "schema": {"openAPIV3Schema": {
             "type": "object",
             "properties": {
                 "spec": {"type": "object", "required": ["size"], "properties": {
@@ -606,14 +610,19 @@ WIDGET_CRD: dict[str, Any] = {
 #: How long ``create_custom_resource`` waits for a CRD it created to be Established.
 ESTABLISH_POLLS = 10
 ESTABLISH_POLL_S = 0.5
-#: Each shape's spec, and whether the API server must refuse it (422: the schema's validation).
-CUSTOM_SHAPES: dict[str, tuple[dict[str, Any], bool]] = {
-    "valid": ({"size": 3, "color": "red", "options": {"verbose": True, "labels": {"team": "a"}}}, False),
-    "defaulted": ({"size": 1}, False),  # color, options and options.verbose from the defaults
-    "unknown-field": ({"size": 2, "shape": "round", "options": {"legacy": 1}}, False),  # pruned
-    "invalid-range": ({"size": 11}, True),
-    "invalid-enum": ({"size": 2, "color": "purple"}, True),
-    "missing-required": ({"color": "blue"}, True),
+#: Each shape's spec, the code the API server must refuse it with (None: it must store it;
+#: 422: the schema's validation; 404: a version the CRD does not serve), and the version it
+#: addresses ("": the storage version, named by no URL).
+CUSTOM_SHAPES: dict[str, tuple[dict[str, Any], int | None, str]] = {
+    "valid": ({"size": 3, "color": "red", "options": {"verbose": True, "labels": {"team": "a"}}}, None, ""),
+    "defaulted": ({"size": 1}, None, ""),  # color, options and options.verbose from the defaults
+    "unknown-field": ({"size": 2, "shape": "round", "options": {"legacy": 1}}, None, ""),  # pruned
+    "invalid-range": ({"size": 11}, 422, ""),
+    "invalid-enum": ({"size": 2, "color": "purple"}, 422, ""),
+    "missing-required": ({"color": "blue"}, 422, ""),
+    # an old client still at the retired version (lensapp/lens#3592: a client asking for the
+    # first listed version, no longer served): upstream's crdHandler answers 404
+    "retired-version": ({"size": 2}, 404, "v1alpha1"),
 }
 
 
@@ -621,7 +630,9 @@ async def _create_custom_resource(actor: Actor, custom_shape: str, namespace: st
     """``kubectl apply`` of the generator's CRD (when it is not there yet) and ``kubectl
     create`` of a Widget of ``custom_shape``: the valid ones are stored pruned and defaulted,
     the invalid ones must be refused with 422 Invalid
-    (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#validation).
+    (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#validation),
+    one at the retired version v1alpha1 with 404 NotFound (upstream's ``crdHandler`` serves
+    only versions marked ``served``: ``customresource_handler.go``).
     A CRD it creates is waited for until Established (``kubectl wait --for
     condition=established``, at most 5 s: the CRD handler serves Widgets only then); an
     invalid Widget accepted is reported as such."""
@@ -640,25 +651,27 @@ async def _create_custom_resource(actor: Actor, custom_shape: str, namespace: st
                 break
         else:
             return actor.outcome("created the CRD; not Established yet")
-    spec, refused = CUSTOM_SHAPES[custom_shape]
+    spec, refused, version = CUSTOM_SHAPES[custom_shape]
     name = f"{custom_shape}-{slot}"
-    widget = custom_type("churn.chaoskube.io/v1", "Widget", WIDGETS, True)(
+    widget = custom_type(f"churn.chaoskube.io/{version or 'v1'}", "Widget", WIDGETS, True)(
         metadata=ObjectMeta(name=name, namespace=namespace, labels={GENERATOR_LABEL: "true"}), content={"spec": copy.deepcopy(spec)})
     what = f"create widget {namespace}/{name}"
     with actor.client.process.move_on_after(actor.op_timeout_s) as scope:
         try:
-            await actor.client.create(widget)
+            await actor.client.create(widget, version=version)
         except ApiError as error:
-            if refused and error.code == 422:
+            if refused is not None and error.code == refused:
                 actor._op(what, 200, "")
-                return "ok: refused 422 as expected"
+                return f"ok: refused {refused} as expected"
             actor._op(what, error.code, error.reason)
             return actor.outcome()
     if scope.cancelled_caught:
         actor._op(what, None, "op_timeout_s passed")
         return actor.outcome()
     actor._op(what, 200, "")
-    return f"error: an invalid Widget ({custom_shape}) was accepted" if refused else actor.outcome()
+    if refused is not None:
+        return f"error: a Widget ({custom_shape}) the API server must refuse with {refused} was accepted"
+    return actor.outcome()
 
 
 # ============================================================================ the table
@@ -797,7 +810,7 @@ ACTIONS: dict[str, Action] = {action.name: action for action in (
     Action("delete_quota", ("extra_namespace",), _delete_quota, "kubectl delete quota"),
     Action("set_default_storage_class", ("reclaim",), _set_default_storage_class, "kubectl create storageclass (Retain or Delete) and make it the default"),
     Action("delete_claim", ("index",), _delete_claim, "kubectl delete pvc of a claim no pod mounts"),
-    Action("create_custom_resource", ("custom_shape", "namespace", "slot"), _create_custom_resource, "create the generator's CRD, then valid, pruned, defaulted and invalid (422) custom resources"),
+    Action("create_custom_resource", ("custom_shape", "namespace", "slot"), _create_custom_resource, "create the generator's CRD, then valid, pruned, defaulted and invalid (422) custom resources, and one at its retired version (404)"),
 )}
 
 
