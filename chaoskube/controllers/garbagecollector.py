@@ -15,7 +15,12 @@ Upstream sources followed (kubernetes/kubernetes ``pkg/controller/garbagecollect
   object's resourceVersion;
 - ``graph_builder.go`` — what makes a dependent a candidate: an owner observed deleted
   (its dependents are enqueued), or a dependent referencing an owner the graph has not
-  observed (upstream's "virtual" node, verified against the API server);
+  observed (upstream's "virtual" node, verified against the API server); while the first
+  lists arrive, ``addDependentToOwners`` (a virtual node's identity: the reference's
+  coordinates, the dependent's namespace; hasPotentiallyInvalidOwnerReference),
+  ``processGraphChanges`` (an observed identity replaces a virtual one, the dependents that
+  do not match it are enqueued) and ``partitionDependents`` (read at commit 02830ed2 of
+  kubernetes/kubernetes; unchanged in substance since #92743, v1.20);
 - ``uid_cache.go`` / ``absent_owner_cache.go`` — the LRU of absent owners (500 entries).
 - The worker count is ``--concurrent-gc-syncs`` (20, ``ControllerManagerConfig``).
 
@@ -34,6 +39,26 @@ owner caches do not hold (after they synced; then once for every dependent: upst
 "virtual" node). The decision is always taken on live reads (quorum GETs of the dependent
 and of each owner), as upstream's, so a lagging cache can delay a collection but never
 cause a wrong one.
+
+The graph while the first lists arrive (``graph_builder.go``, ``addDependentToOwners`` and
+``processGraphChanges``; kubernetes/kubernetes#92743): a collector that starts -- after a
+failover -- builds upstream's ``uidToNode`` from the informers' first lists, in the order they
+arrive. A dependent delivered before its owner gives the owner a *virtual* node, identified by
+that reference's coordinates and that dependent's namespace; a later dependent whose reference
+disagrees with the virtual identity (another namespace, or other coordinates) is enqueued to be
+verified on live reads (hasPotentiallyInvalidOwnerReference); when the owner is delivered, its
+observed identity replaces the virtual one and the dependents that do not match it
+(``partitionDependents``) are enqueued. So when a copy of web's ReplicaSet in namespace
+``backup`` (an invalid cross-namespace reference, kubernetes#65200) is delivered before web's
+own ReplicaSet and before web, web's own ReplicaSet is verified too: its owner is found in its
+namespace and it is kept. Only invalid references enqueue anything here: with valid ones (every
+dependent in its owner's namespace, with its coordinates) the first lists enqueue nothing, in
+any order. :class:`VirtualOwner` keeps only the virtual nodes: an owner the caches hold is
+observed, and the first scan checks the references to it (``_owner_known``). An owner never
+delivered (absent) keeps its virtual node until the first scan, which enqueues its dependents
+-- upstream verifies the virtual node itself, and its virtual delete event enqueues the
+dependents that match the identity found absent, then the others under their identities:
+every dependent is checked either way, on live reads.
 
 Scopes, as upstream's ``isDangling`` (garbagecollector.go): a namespaced owner is looked
 up in its dependent's namespace (an owner of the same name in another namespace does not
@@ -86,7 +111,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import trio
 
@@ -107,12 +132,17 @@ __all__ = [
     "DEPENDENT_RESOURCES",
     "GC_RESOURCES",
     "GarbageCollector",
+    "GraphDependent",
     "IGNORED_RESOURCES",
+    "Identity",
     "OWNER_RESOURCES",
     "OWNER_UID_INDEX",
     "UID_INDEX",
+    "VirtualOwner",
     "classify",
+    "matches_coordinates",
     "owner_resource",
+    "partition_dependents",
 ]
 
 #: ``ignoredResources`` of graph_builder.go (``DefaultIgnoredResources``): Events, core and
@@ -182,6 +212,66 @@ def classify(references: Sequence[OwnerReference], absent: Sequence[bool]) -> tu
     return solid, dangling
 
 
+class Identity(NamedTuple):
+    """A node's identity in upstream's graph (``objectReference`` of graph.go): an owner
+    reference's coordinates and a namespace."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    namespace: str
+
+
+class GraphDependent(NamedTuple):
+    """A dependent as a node of the graph knows it: where it is and its owner references."""
+
+    resource: str
+    namespace: str
+    name: str
+    uid: str
+    references: tuple[OwnerReference, ...]
+
+
+def matches_coordinates(reference: OwnerReference, identity: Identity) -> bool:
+    """``ownerReferenceMatchesCoordinates`` (graph.go): uid, name, kind and apiVersion."""
+    return (reference.uid, reference.name, reference.kind, reference.api_version) == (identity.uid, identity.name, identity.kind, identity.api_version)
+
+
+def partition_dependents(dependents: Sequence[GraphDependent], identity: Identity) -> tuple[list[GraphDependent], list[GraphDependent]]:
+    """``partitionDependents`` (graph_builder.go): (matching, nonmatching) -- a dependent
+    in another namespace than a namespaced ``identity`` does not match; otherwise each of
+    its references with the uid matches when all coordinates do. A dependent with two
+    references to the uid can be in both lists."""
+    matching, nonmatching = [], []
+    for dependent in dependents:
+        found_match = found_mismatch = False
+        if identity.namespace and identity.namespace != dependent.namespace:
+            found_mismatch = True
+        else:
+            for reference in dependent.references:
+                if reference.uid == identity.uid:
+                    if matches_coordinates(reference, identity):
+                        found_match = True
+                    else:
+                        found_mismatch = True
+        if found_match:
+            matching.append(dependent)
+        if found_mismatch:
+            nonmatching.append(dependent)
+    return matching, nonmatching
+
+
+class VirtualOwner:
+    """A "virtual" node of ``uidToNode``: an owner referenced by dependents before any
+    informer delivered it, known by the coordinates of the first reference and that
+    dependent's namespace (``addDependentToOwners``)."""
+
+    def __init__(self, identity: Identity, dependent: GraphDependent) -> None:
+        self.identity = identity
+        self.dependents = [dependent]
+
+
 class GarbageCollector:
     """``GarbageCollector`` for background deletion (see the module docstring)."""
 
@@ -194,6 +284,9 @@ class GarbageCollector:
         self.name = name
         self.queue = RateLimitingQueue(process)
         self.absent_owners = AbsentOwnerCache()
+        #: uidToNode's virtual nodes while the informers deliver their first lists (see
+        #: _graph_add); emptied by the first scan
+        self.virtual_owners: dict[str, VirtualOwner] = {}
         self.dependents: dict[str, SharedInformer] = {}
         self.owners: dict[str, SharedInformer] = {}
         self._scanned = False
@@ -276,6 +369,8 @@ class GarbageCollector:
     def _dependent_changed(self, resource: str, obj: Any, old: Any = None) -> None:
         if old is not None and old.metadata.owner_references:
             self._wake_deleting_owners(old)  # a reference gone, or the dependent being deleted
+        if not self._scanned and old is None and obj.metadata.owner_references:
+            self._graph_add(resource, obj)
         if not self._scanned or not obj.metadata.owner_references:
             return  # before the first scan (see run) or not a dependent
         if old is not None and old.metadata.owner_references == obj.metadata.owner_references and old.metadata.uid == obj.metadata.uid:
@@ -291,6 +386,8 @@ class GarbageCollector:
 
     def _owner_changed(self, resource: str, obj: Any) -> None:
         """An owner being deleted with the orphan or foregroundDeletion finalizer."""
+        if self.virtual_owners and not self._scanned:
+            self._graph_observe(obj)
         meta = obj.metadata
         if meta.deletion_timestamp is not None and (ORPHAN_FINALIZER in meta.finalizers or FOREGROUND_FINALIZER in meta.finalizers):
             self.queue.add(("owner", resource, meta.namespace, meta.name, meta.uid))
@@ -317,6 +414,50 @@ class GarbageCollector:
             for dependent in self.dependents[resource].indexer.by_index(OWNER_UID_INDEX, owner.metadata.uid):
                 self._enqueue(resource, dependent)
 
+    # -- the graph while the first lists arrive ------------------------------------------
+    def _observed(self, uid: str) -> bool:
+        """Whether an informer delivered the object of ``uid`` (uidToNode holds an observed node)."""
+        return any(informer.indexer.index_keys(UID_INDEX, uid) for informer in self.owners.values())
+
+    def _graph_add(self, resource: str, obj: Any) -> None:
+        """``addDependentToOwners`` for a dependent delivered before the first scan: an owner
+        no informer has delivered yet gets a virtual node with this reference's coordinates
+        and this dependent's namespace; a dependent whose reference disagrees with an
+        existing virtual node's identity (another namespace, or other coordinates) is
+        enqueued (``hasPotentiallyInvalidOwnerReference``), to be verified on live reads.
+        References to owners already delivered are checked by the first scan (_owner_known)."""
+        meta = obj.metadata
+        dependent = GraphDependent(resource, meta.namespace, meta.name, meta.uid, tuple(meta.owner_references))
+        potentially_invalid = False
+        for reference in meta.owner_references:
+            if self._observed(reference.uid):
+                continue
+            node = self.virtual_owners.get(reference.uid)
+            if node is None:
+                identity = Identity(reference.api_version, reference.kind, reference.name, reference.uid, meta.namespace)
+                self.virtual_owners[reference.uid] = VirtualOwner(identity, dependent)
+                continue
+            node.dependents.append(dependent)
+            # the owner is virtual: a namespace other than its identity's, or other coordinates
+            if node.identity.namespace != meta.namespace or not matches_coordinates(reference, node.identity):
+                potentially_invalid = True
+        if potentially_invalid:
+            self._enqueue(resource, obj)
+
+    def _graph_observe(self, obj: Any) -> None:
+        """``processGraphChanges``: an informer delivers an owner that has a virtual node;
+        if its observed identity differs from the virtual one, the dependents that do not
+        match it are enqueued ("bad child -> good parent"), and the node is observed."""
+        meta = obj.metadata
+        node = self.virtual_owners.pop(meta.uid, None)
+        if node is None:
+            return
+        observed = Identity(obj.api_version, obj.kind, meta.name, meta.uid, meta.namespace)
+        if observed == node.identity:
+            return
+        for dependent in partition_dependents(node.dependents, observed)[1]:
+            self.queue.add((dependent.resource, dependent.namespace, dependent.name, dependent.uid))
+
     # -- running --------------------------------------------------------------------------
     async def run(self) -> None:
         """Wait for every cache, check every dependent once (owners deleted while nobody
@@ -327,6 +468,7 @@ class GarbageCollector:
         for resource in sorted(self.dependents):
             for obj in self.dependents[resource].indexer.list():
                 self._dependent_changed(resource, obj)
+        self.virtual_owners.clear()  # owners never delivered: their dependents are enqueued above
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             self._informers.start(nursery)  # the custom resources found while syncing

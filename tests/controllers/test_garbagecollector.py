@@ -402,3 +402,157 @@ def test_an_owner_absent_from_one_namespace_is_not_absent_from_its_own():
     import trio
 
     assert trio.run(main) == [True, False, True]
+
+
+# =========================================================================== the graph's virtual owners
+def _dependent(namespace, name, *references):
+    from chaoskube.controllers.garbagecollector import GraphDependent
+
+    return GraphDependent("replicasets", namespace, name, f"uid-{namespace}-{name}", tuple(references))
+
+
+def test_partition_dependents_by_the_owners_coordinates_and_namespace():
+    """``partitionDependents`` (graph_builder.go): a dependent matches an identity when it is
+    in its namespace (any namespace for a cluster-scoped identity) and its reference to the
+    uid has the same coordinates; a dependent with two references to the uid, one right and
+    one wrong, is in both lists."""
+    from chaoskube.controllers.garbagecollector import Identity, matches_coordinates, partition_dependents
+
+    web = OwnerReference(api_version="apps/v1", kind="Deployment", name="web", uid="u")
+    renamed = OwnerReference(api_version="apps/v1", kind="Deployment", name="other", uid="u")
+    identity = Identity("apps/v1", "Deployment", "web", "u", "default")
+    assert matches_coordinates(web, identity) and not matches_coordinates(renamed, identity)
+    original, copy, misnamed, both = _dependent("default", "a", web), _dependent("backup", "a", web), _dependent("default", "b", renamed), _dependent("default", "c", web, renamed)
+    assert partition_dependents([original, copy, misnamed, both], identity) == ([original, both], [copy, misnamed, both])
+    node = OwnerReference(api_version="v1", kind="Node", name="n1", uid="n")
+    cluster_scoped = Identity("v1", "Node", "n1", "n", "")
+    here, there = _dependent("default", "a", node), _dependent("backup", "a", node)
+    assert partition_dependents([here, there], cluster_scoped) == ([here, there], [])
+
+
+class _FakeIndexer:
+    def __init__(self, uids):
+        self.uids = uids
+
+    def index_keys(self, index, uid):
+        return [uid] if uid in self.uids else []
+
+
+class _FakeInformer:
+    def __init__(self, uids):
+        self.indexer = _FakeIndexer(uids)
+
+
+class _FakeQueue:
+    def __init__(self):
+        self.items = []
+
+    def add(self, item):
+        if item not in self.items:
+            self.items.append(item)
+
+
+def _graph(delivered):
+    """A collector reduced to what the graph needs: the owner caches (the uids delivered so
+    far, a set the test grows) and the queue."""
+
+    class Collector:
+        owners = {"deployments": _FakeInformer(delivered)}
+        virtual_owners: dict = {}
+        queue = _FakeQueue()
+        _scanned = False
+        _observed = GarbageCollector._observed
+        _graph_add = GarbageCollector._graph_add
+        _graph_observe = GarbageCollector._graph_observe
+        _enqueue = GarbageCollector._enqueue
+
+    return Collector()
+
+
+def _rs(namespace, name, owner):
+    rs = replica_set_manifest(name, 1)
+    rs.metadata.namespace = namespace
+    rs.metadata.uid = f"uid-{namespace}-{name}"
+    return owned_by(rs, owner)
+
+
+def _web():
+    web = deployment_manifest()
+    web.metadata.uid = "u-web"
+    return web
+
+
+def test_a_copy_delivered_before_its_owner_makes_the_valid_dependents_verified():
+    """kubernetes#65200's restart: a collector starts while web's ReplicaSet has a copy in
+    namespace "backup" (sorted before "default", so delivered first). The copy gives web's
+    virtual node its namespace; web's own ReplicaSet, delivered next, disagrees with it and
+    is enqueued to be verified on live reads (``addDependentToOwners``,
+    hasPotentiallyInvalidOwnerReference); when web itself is delivered, its observed identity
+    replaces the virtual one and the copy, which does not match it, is enqueued
+    (processGraphChanges)."""
+    delivered: set = set()
+    collector = _graph(delivered)
+    web = _web()
+    copy, original = _rs("backup", "web-1", web), _rs("default", "web-1", web)
+    collector._graph_add("replicasets", copy)
+    assert collector.virtual_owners["u-web"].identity.namespace == "backup" and collector.queue.items == []
+    collector._graph_add("replicasets", original)
+    assert collector.queue.items == [("replicasets", "default", "web-1", original.metadata.uid)]
+    delivered.add("u-web")
+    collector._graph_observe(web)
+    assert collector.queue.items == [("replicasets", "default", "web-1", original.metadata.uid), ("replicasets", "backup", "web-1", copy.metadata.uid)]
+    assert collector.virtual_owners == {}
+
+
+def test_valid_dependents_delivered_before_their_owner_are_not_enqueued():
+    """The same graph with valid references only (every dependent in its owner's namespace,
+    same coordinates): nothing is enqueued, whatever the order the informers deliver in; an
+    owner delivered before its dependents leaves no virtual node."""
+    delivered: set = set()
+    collector = _graph(delivered)
+    web = _web()
+    collector._graph_add("replicasets", _rs("default", "web-1", web))
+    collector._graph_add("replicasets", _rs("default", "web-2", web))
+    delivered.add("u-web")
+    collector._graph_observe(web)
+    assert collector.queue.items == [] and collector.virtual_owners == {}
+    collector._graph_add("replicasets", _rs("default", "web-3", web))  # owner already delivered: the first scan checks it
+    assert collector.queue.items == [] and collector.virtual_owners == {}
+
+
+def test_a_collector_starting_with_a_copy_verifies_the_owners_valid_dependents_and_keeps_them():
+    """End to end, against real API servers: a ConfigMap ``owner`` in "default" with a valid
+    dependent ``a-valid`` beside it and a copy of that dependent in "backup" (owner reference
+    kept, kubernetes#65200), all stored before a collector starts. The ConfigMap informer
+    delivers them in key order -- the copy, ``a-valid``, then the owner -- so the copy gives
+    the owner's virtual node namespace "backup" and ``a-valid`` is verified on live reads
+    (a GET of it, then of its owner in "default"): it is kept; the copy is collected."""
+    from tests.apiserver.apiserver_harness import run_api
+    from tests.controllers.test_replicaset import admin, controller_manager
+
+    async def story(world, caller, servers):
+        client = admin(world)
+        await client.create(from_dict({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "backup"}}))
+        owner = await client.create(_config_map("owner"))
+        valid = await client.create(owned_by(_config_map("a-valid"), owner))
+        copy = await client.create(owned_by(_config_map("a-valid", "backup"), owner))
+        started = world.now
+        world.spawn("kube-controller-manager", controller_manager([garbage_collector]), role="kube-controller-manager")
+
+        async def copy_gone():
+            try:
+                await client.get("configmaps", "backup", "a-valid")
+            except ApiError as error:
+                return error.code == 404
+            return False
+
+        await eventually(world, copy_gone)
+        await world.sleep(10.0)
+        return started, valid, copy, await client.get("configmaps", "default", "a-valid")
+
+    world, (started, valid, copy, kept) = run_api(story)
+    assert kept.metadata.uid == valid.metadata.uid
+    assert [(e["namespace"], e["name"], e["uid"]) for e in world.journal.of_type("gc-delete")] == [("backup", "a-valid", copy.metadata.uid)]
+    gets = [(e["namespace"], e["name"]) for e in world.journal.of_type("api-read")
+            if e["t"] >= started and e["verb"] == "get" and e["resource"] == "configmaps" and e["client"] != "test-admin"]
+    assert ("default", "a-valid") in gets and ("default", "owner") in gets  # the valid dependent verified, its owner found

@@ -67,7 +67,7 @@ def test_cascading_deletion_honours_each_propagation_policy(tmp_path):
     steps = {event["target"]: event["outcome"] for event in events if event["type"] == "workload-step"}
     assert steps == {
         "default/bg": "deleted (Background)", "default/fg": "deleted (Foreground)", "default/orphan": "deleted (Orphan)",
-        "default/web -> web-copy": "copied 1 ReplicaSet(s) with their owner references",
+        "default/web -> backup": "copied 1 ReplicaSet(s) with their owner references",
     }
     orphaned = [event for event in events if event["type"] == "gc-orphan"]
     assert orphaned and all(event["name"].startswith("orphan-") for event in orphaned)
@@ -79,9 +79,9 @@ def test_cascading_deletion_honours_each_propagation_policy(tmp_path):
     deployments = set(store.objects("deployments"))
     assert deployments == {"default/web"}, deployments
     replica_sets = store.objects("replicasets")
-    # the copy in web-copy (owner references to web, absent there) is collected, web's own is not
-    assert [key for key in replica_sets if key.startswith("web-copy/")] == [] and any(key.startswith("default/web-") for key in replica_sets)
-    assert any(event["type"] == "gc-delete" and event["namespace"] == "web-copy" and event["resource"] == "replicasets" for event in events)
+    # the copy in backup (owner references to web, absent there) is collected, web's own is not
+    assert [key for key in replica_sets if key.startswith("backup/")] == [] and any(key.startswith("default/web-") for key in replica_sets)
+    assert any(event["type"] == "gc-delete" and event["namespace"] == "backup" and event["resource"] == "replicasets" for event in events)
     assert result.verdicts["garbage-collection"].details["invalid_references"] >= 1
     survivors = [key for key in replica_sets if key.startswith("default/orphan-")]
     assert len(survivors) == 1 and not replica_sets[survivors[0]]["metadata"].get("ownerReferences"), "the orphaned ReplicaSet keeps running, owned by nobody"
