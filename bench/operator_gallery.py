@@ -5,8 +5,8 @@ found (plans with a finding), and the findings the learned mask removed; writes
 OUT/gallery.json. Every broken operator must be found; every fixed one must pass. Each row
 also says where a plan's wall time went (``breakdown``: mean seconds per plan in each part).
 
-    python bench/operator_gallery.py [--budget N] [--jobs 3] [--speed F] [--kind KIND ...] [--no-mask] [--out runs/operator-gallery] [NAME ...]
-    python bench/operator_gallery.py --sample-controller BINARY [--jobs 2]
+    python bench/operator_gallery.py [--budget N] [--repeats N] [--jobs N] [--speed F] [--kind KIND ...] [--no-mask] [--out runs/operator-gallery] [NAME ...]
+    python bench/operator_gallery.py --sample-controller BINARY [--jobs N]
 
 ``--sample-controller BINARY``: the Go kubernetes/sample-controller instead (built by
 shared/peers/sample-controller/build.sh), with its CRD (Foo, with the status subresource)
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -42,17 +43,19 @@ PAIRS = {
 SAMPLE_CONTROLLER_CRD = ROOT.parent.parent / "shared" / "peers" / "sample-controller" / "gopath" / "src" / "k8s.io" / "sample-controller" / "artifacts" / "examples" / "crd-status-subresource.yaml"
 
 
-def run(name: str, operator: str, extra: list[str], out: Path, budget: int, jobs: int, speed: float, kinds: list[str], more: list[str] = (), command: str = "", manifests: list[Path] = ()) -> dict:
+def run(name: str, operator: str, extra: list[str], out: Path, budget: int, jobs: int | None, speed: float, kinds: list[str], more: list[str] = (), command: str = "", manifests: list[Path] = ()) -> dict:
     command = command or f"{sys.executable} -m kopf run --standalone -A {GALLERY / operator}"
     manifests = list(manifests) or [GALLERY / "widgets-crd.yaml", *[GALLERY / path for path in extra]]
     argv = [sys.executable, "-m", "chaoskube.experiments.cli", "test-operator", "--run", command, *[item for path in manifests for item in ("--manifests", str(path))],
-            "--out", str(out), *(["--budget", str(budget)] if budget else []), *[item for kind in kinds for item in ("--kind", kind)], "--jobs", str(jobs), "--speed", str(speed), *more]
+            "--out", str(out), *(["--budget", str(budget)] if budget else []), *[item for kind in kinds for item in ("--kind", kind)], *(["--jobs", str(jobs)] if jobs else []), "--speed", str(speed), *more]
     started = time.perf_counter()
+    load_before = os.getloadavg()
     done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, check=False)
     wall = time.perf_counter() - started
     summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
-    return {"operator": operator, "exit": done.returncode, "wall_s": round(wall, 1), "plans_generated": summary.get("plans_generated"), "plans_run": summary.get("plans_run"),
-            "plans_per_hour": round(summary.get("plans_run", 0) / wall * 3600, 1) if summary else 0, "found": summary.get("found"), "errors": summary.get("errors"),
+    load = [round(max(before, after), 1) for before, after in zip(load_before, os.getloadavg())]
+    return {"operator": operator, "exit": done.returncode, "wall_s": round(wall, 1), "load_1_5_15": load, "plans_generated": summary.get("plans_generated"), "plans_run": summary.get("plans_run"),
+            "plans_per_hour": round(summary.get("plans_run", 0) / wall * 3600, 1) if summary else 0, "found": summary.get("found"), "errors": summary.get("errors"), "late": summary.get("late"), "jobs": summary.get("jobs"),
             "removed_by_mask": summary.get("findings_removed_by_mask"), "failing_only_without_mask": summary.get("plans_failing_only_without_mask"),
             "found_ids": [entry["id"] for entry in summary.get("results", []) if entry["status"] == "found"], "breakdown": breakdown(out, summary),
             "tail": done.stdout[-600:] + done.stderr[-600:] if not summary else ""}
@@ -63,6 +66,10 @@ def run(name: str, operator: str, extra: list[str], out: Path, budget: int, jobs
 #: CRDs applied and the operator watching, the workload's steps (each the operator's
 #: reaction and the quiet spell), the stop (heal, recovery, checkers, result), the judging.
 PARTS = ("start_s", "boot_s", "ready_s", "steps_s", "stop_s", "judge_s")
+#: What a plan's processes used (session.json's wall): the session's CPU (the simulated
+#: cluster, its front, the driver), the operator's, the cluster thread's wait for a CPU, and
+#: how far the cluster's clock trailed the wall clock at worst.
+USE = ("cpu_s", "operator_cpu_s", "runqueue_wait_s", "operator_runqueue_wait_s", "max_lag_s")
 
 
 def breakdown(out: Path, summary: dict) -> dict:
@@ -73,7 +80,10 @@ def breakdown(out: Path, summary: dict) -> dict:
     mean = lambda values: round(sum(values) / len(values), 2) if values else 0.0  # noqa: E731
     steps = [entry.get("step_walls") or [] for entry in plans]
     learning = json.loads((out / "learning.json").read_text()) if (out / "learning.json").exists() else {}
-    return {"plan_s": mean([entry["wall_s"] for entry in plans]), **{part: mean([float(entry["session_wall"].get(part, 0.0)) for entry in plans]) for part in PARTS},
+    walls = [float(entry["session_wall"].get("total_s", 0.0)) for entry in plans]
+    used = [float(entry["session_wall"].get("cpu_s", 0.0)) + float(entry["session_wall"].get("operator_cpu_s", 0.0)) for entry in plans]
+    return {"plan_s": mean([entry["wall_s"] for entry in plans]), **{part: mean([float(entry["session_wall"].get(part, 0.0)) for entry in plans]) for part in PARTS + USE},
+            "cpu_per_wall_s": round(sum(used) / sum(walls), 3) if sum(walls) else 0.0, "worst_lag_s": max(float(entry["session_wall"].get("max_lag_s", 0.0)) for entry in plans),
             "per_step_s": [mean([walls[index] for walls in steps if index < len(walls)]) for index in range(max(map(len, steps), default=0))],
             "learning_s": learning.get("wall_s"), "tuning": learning.get("tuning")}
 
@@ -82,10 +92,11 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("names", nargs="*", default=list(PAIRS))
     parser.add_argument("--budget", type=int, default=0, help="0: every plan test-operator selects by default")
-    parser.add_argument("--jobs", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=None, help="test-operator --jobs [default: its own choice, from the learning runs' CPU]")
     parser.add_argument("--speed", type=float, default=1.0)
     parser.add_argument("--out", type=Path, default=Path("runs/operator-gallery"))
     parser.add_argument("--fixed-only", action="store_true")
+    parser.add_argument("--repeats", type=int, default=None, help="test-operator --repeats (0: every plan generated) [default: its own, 1]")
     parser.add_argument("--kind", dest="kinds", action="append", default=[], help="plan kinds (repeatable) [default: all]")
     parser.add_argument("--no-mask", action="store_true", help="judge without the learned mask")
     parser.add_argument("--quiet", type=float, default=0.0, help="test-operator --quiet (virtual seconds) [default: its own]")
@@ -93,7 +104,7 @@ def main() -> int:
     parser.add_argument("--sample-controller", type=Path, default=None, metavar="BINARY", help="the Go sample-controller (built by shared/peers/sample-controller/build.sh) instead of the gallery")
     parser.add_argument("--crd", type=Path, default=SAMPLE_CONTROLLER_CRD, help="with --sample-controller: its CRD [default: the peer's artifacts/examples/crd-status-subresource.yaml]")
     args = parser.parse_args()
-    more = (["--no-mask"] if args.no_mask else []) + (["--quiet", str(args.quiet)] if args.quiet else [])
+    more = (["--no-mask"] if args.no_mask else []) + (["--quiet", str(args.quiet)] if args.quiet else []) + (["--repeats", str(args.repeats)] if args.repeats is not None else [])
     if args.sample_controller is not None:
         row = run("sample-controller", "sample-controller", [], args.out / "sample-controller", args.budget, args.jobs, args.speed, args.kinds, more,
                   command=f"exec {args.sample_controller.resolve()} -kubeconfig \"$KUBECONFIG\"", manifests=[args.crd])

@@ -23,7 +23,7 @@ KINDS_HELP = "Plan kinds to generate (repeatable): crash, lost-response, apiserv
 @click.option("--manifests", "manifests", multiple=True, type=click.Path(path_type=Path), metavar="PATH", help="The operator's CRDs and other manifests (files or directories of YAML); repeatable. At least one CRD.")
 @click.option("--workload", type=click.Path(path_type=Path, dir_okay=False), default=None, metavar="FILE", help="A YAML list of create / update / delete / wait steps [default: generated from the first CRD's schema].")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=Path("runs/test-operator"), show_default=True, help="Where the sessions, learning.json and the summary go.")
-@click.option("--jobs", type=click.IntRange(1, 64), default=2, show_default=True, help="Plans run at a time (each a served cluster on free ports).")
+@click.option("--jobs", type=click.IntRange(1, 64), default=None, help="Plans run at a time (each a served cluster on free ports) [default: from the CPU a plan used in the learning runs and the CPU count, 1..16; said when chosen].")
 @click.option("--budget", type=click.IntRange(1, 100000), default=None, help="Run at most this many plans, spread over the kinds [default: all].")
 @click.option("--repeats", type=click.IntRange(0, 1000), default=1, show_default=True, help="Plans at the first N occurrences of each distinct request of the operator (0: every occurrence).")
 @click.option("--kind", "kinds", multiple=True, type=click.Choice(["crash", "lost-response", "apiserver-kill", "etcd-leader-kill", "partition", "stale-state", "unobserved-state"]), help=KINDS_HELP)
@@ -38,7 +38,7 @@ KINDS_HELP = "Plan kinds to generate (repeatable): crash, lost-response, apiserv
 @click.option("--session-only", is_flag=True, hidden=True)
 @click.option("--expect-writes", default="", hidden=True)
 @click.option("--tuning-json", "tuning_json", default="", hidden=True)
-def test_operator(command: str, manifests: tuple[Path, ...], workload: Path | None, out_dir: Path, jobs: int, budget: int | None, repeats: int, kinds: tuple[str, ...],
+def test_operator(command: str, manifests: tuple[Path, ...], workload: Path | None, out_dir: Path, jobs: int | None, budget: int | None, repeats: int, kinds: tuple[str, ...],
                   plan_id: str | None, learned: Path | None, seed: int, speed: float, quiet_s: float, use_mask: bool, use_tuning: bool, dask_address: str | None,
                   session_only: bool, expect_writes: str, tuning_json: str) -> None:
     """Test an operator the way Sieve and Acto do, with no assertion of yours: learn two
@@ -92,6 +92,8 @@ def test_operator(command: str, manifests: tuple[Path, ...], workload: Path | No
         fail(str(error))
     say(f"{summary['plans_run']} plan(s) run in {summary['wall_s']:.0f} s ({summary['plans_per_hour']:.0f} plans/hour): {summary['found']} found, {summary['errors']} error(s); "
         f"the mask removed {summary['findings_removed_by_mask']} finding(s)")
+    if summary["late"]:
+        say(f"{summary['late']} plan(s) ran late (the cluster's clock fell behind the wall clock: a CPU too busy) and were not judged: run them again with fewer --jobs (summary.md lists them)")
     for entry in summary["results"]:
         if entry["status"] == "found":
             say(f"FOUND {entry['id']}: {entry['description']}")

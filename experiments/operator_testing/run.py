@@ -37,6 +37,20 @@ from chaoskube.experiments.operator_testing.workload import Step, WorkloadError,
 
 __all__ = ["OperatorTestOptions", "load_target", "run_plan", "run_test_operator"]
 
+#: A plan whose cluster's clock fell behind the wall clock during the workload by more than
+#: this fraction of the shortest quiet spell it used (session.json's wall.max_lag_s, virtual
+#: seconds, sampled at every poll) is *late*: not judged. Virtual time is paced to the wall
+#: clock; a process that does not get a CPU in time runs its timers late and catches up in
+#: a jump, and a quiet spell measured over that jump may end a step before requests the
+#: operator has already sent are served -- a false finding, or a missed one. For the kopf
+#: gallery (quiet spell 0.5 s) the bound is 0.25 s; measured on 2 CPUs shared with other
+#: work, worst lag: 0.05 s at 4 plans at a time, 0.21 s at 6 and 8, 4.2 s at 12.
+LATE_FRACTION = 0.5
+
+
+def late_bound(options: SessionOptions) -> float:
+    """The lag (virtual seconds) beyond which a plan is late (LATE_FRACTION)."""
+    return LATE_FRACTION * min(options.quiet_s, options.quiet_learned_s or options.quiet_s)
 LOG_WINDOW_S = (2.0, 4.0)  # operator log lines from 2 s before the perturbation to 4 s after it healed
 MAX_LOG_LINES = 30
 
@@ -47,7 +61,7 @@ class TargetError(ValueError):
 
 @dataclass(frozen=True)
 class OperatorTestOptions:
-    jobs: int = 2
+    jobs: int | None = None  # None: choose_jobs, from the learning runs' CPU
     budget: int | None = None
     repeats: int | None = 1
     kinds: tuple[str, ...] = KINDS
@@ -171,7 +185,7 @@ def learn(target: Target, out: Path, options: OperatorTestOptions, say: Any) -> 
     paths = [out / "learn-1", out / "learn-2"]
     # Learning runs wait twice as long for quiet: what they learn bounds every plan's waits.
     learning_options = replace(options.session, quiet_s=options.session.quiet_s * 2)
-    _, not_run = _run_all(lambda path: _subprocess_session(target, path, None, learning_options), paths, min(2, max(1, options.jobs)))
+    _, not_run = _run_all(lambda path: _subprocess_session(target, path, None, learning_options), paths, min(2, max(1, options.jobs or 2)))
     if not_run:
         say("interrupted while learning: no plan run, no summary")
         raise KeyboardInterrupt
@@ -222,6 +236,60 @@ def learn_tuning(runs: tuple[dict[str, Any], ...], options: SessionOptions) -> d
         "writes_wait_s": round(min(options.step_timeout_s, max(WRITES_WAIT_FLOOR_S, longest_step)), 3),
         "epoch_lead_s": round(min(boots), 3) if all(boots) else 0.0,
     }
+
+
+#: --jobs when not given: as many plans at a time as keep AUTO_JOBS_LOAD of the CPUs busy by
+#: what one plan used in the learning runs (choose_jobs), at most AUTO_JOBS_PER_CPU per CPU
+#: and AUTO_JOBS_MAX in all. A plan mostly waits (virtual time paced to the wall clock, the
+#: operator's reactions, the quiet spells): a kopf gallery plan uses 0.11-0.13 CPU per wall
+#: second (its cluster and its operator), so 2 at a time on 2 CPUs left them mostly idle.
+#: Half the CPUs, not all: what the average hides -- the boots and the operators' starts
+#: together, the wake-ups of every paced clock, the judging here, other work -- makes the
+#: clocks lag beyond it (docs/operators.md, Time: on 2 shared CPUs 8 at a time used 0.9 CPU
+#: with a worst lag of 0.21 s; 12 at a time, no more plans per hour and lags up to 4 s).
+AUTO_JOBS_LOAD = 0.5
+AUTO_JOBS_PER_CPU = 4
+AUTO_JOBS_MAX = 16
+#: Without a measure (a learning.json from before sessions measured their CPU): 2, the old default.
+AUTO_JOBS_UNMEASURED = 2
+
+
+def plan_cpu_share(runs: list[dict[str, Any]], speed: float = 1.0) -> float:
+    """What a plan keeps busy, in CPUs, by the fault-free runs' session records (``wall``):
+    its session's CPU (the cluster, the front, the driver) and its operator's, per wall
+    second, the worst of the runs. The boot's wait for the wall clock (its virtual length,
+    which a plan does not wait: ``epoch_lead_s``) is left out of the wall. 0: not measured."""
+    shares = []
+    for run in runs:
+        wall = run.get("wall") or {}
+        if "cpu_s" not in wall or not wall.get("total_s"):
+            continue
+        seconds = max(1.0, float(wall["total_s"]) - float(wall.get("boot_virtual_s", 0.0)) / speed)
+        shares.append((float(wall["cpu_s"]) + float(wall.get("operator_cpu_s", 0.0))) / seconds)
+    return round(max(shares), 3) if shares else 0.0
+
+
+def choose_jobs(share: float, cpus: int) -> tuple[int, str]:
+    """--jobs when not given: the plans that keep AUTO_JOBS_LOAD of ``cpus`` busy at ``share``
+    CPUs each (plan_cpu_share), between 1 and min(AUTO_JOBS_PER_CPU * cpus, AUTO_JOBS_MAX);
+    and the line that says why."""
+    cpus = max(1, cpus)
+    bound = min(AUTO_JOBS_PER_CPU * cpus, AUTO_JOBS_MAX)
+    if share <= 0:
+        return min(AUTO_JOBS_UNMEASURED, bound), f"--jobs {min(AUTO_JOBS_UNMEASURED, bound)} (the learning runs did not measure their CPU; give --jobs to choose)"
+    jobs = max(1, min(bound, int(AUTO_JOBS_LOAD * cpus / share)))
+    why = f"a plan used {share:.2f} CPU per wall second in the learning runs; {AUTO_JOBS_LOAD:.0%} of {cpus} CPU{'s' if cpus != 1 else ''}"
+    return jobs, f"--jobs {jobs} ({why}{f', at most {bound}' if jobs == bound else ''}; give --jobs to choose)"
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity; os.cpu_count where that is not known)."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _session_argv(target_argv: list[str], plan: Plan | None, out: Path, options: SessionOptions) -> list[str]:
@@ -548,10 +616,16 @@ def run_test_operator(target: Target, out: Path, options: OperatorTestOptions, s
         chosen = [parse_plan_id(only)]
     else:
         chosen = select_plans(plans, options.budget, options.repeats)
-    say(f"running {len(chosen)} of {len(plans)} plans, {options.jobs} at a time")
-    plan_root = out / "plans"
-
     dask = _DaskSessions.open(options.dask) if options.dask and chosen else None
+    jobs = options.jobs
+    if jobs is None and dask is None:
+        jobs, why = choose_jobs(plan_cpu_share([reference, learning.get("second") or {}], options.session.speed), available_cpus())
+        if only is None:
+            say(f"plans at a time: {why}")
+    jobs = jobs or 1
+    say(f"running {len(chosen)} of {len(plans)} plans, {dask.width if dask is not None else jobs} at a time")
+    plan_root = out / "plans"
+    late_s = late_bound(session_options)
     launch = dask.run if dask is not None else _subprocess_session
 
     def one(plan: Plan) -> dict[str, Any]:
@@ -575,19 +649,20 @@ def run_test_operator(target: Target, out: Path, options: OperatorTestOptions, s
         findings = judge_plan(run, reference, mask) if options.mask else unmasked
         judge_s = time.perf_counter() - judged
         fired = "applied" in (run["perturbation"] or {})
-        status = "error" if run["error"] else "not-reached" if not fired else "found" if findings else "pass"
+        lag = float(run["wall"].get("max_lag_s", 0.0))
+        status = "error" if run["error"] else "not-reached" if not fired else "late" if lag > late_s else "found" if findings else "pass"
         entry = {
             "id": plan.id, "description": plan.describe(), "status": status, "findings": findings[:50], "finding_count": len(findings),
             "unmasked_finding_count": len(unmasked), "error": run["error"], "perturbation": run["perturbation"], "wall_s": round(time.perf_counter() - begun, 3),
             "session_wall": run["wall"] | {"steps_s": round(sum(run["step_walls"]), 3), "judge_s": round(judge_s, 3),
                                            "start_s": round(max(0.0, time.perf_counter() - begun - float(run["wall"].get("total_s", 0.0)) - judge_s), 3)},
             "step_walls": run["step_walls"], "log": _log_around(run) if findings else [], "dir": str(directory),
-        }
-        say(f"  {plan.id}: {status}" + (f" ({len(findings)} finding(s): {_first(findings)})" if findings else "") + (f" ({run['error']})" if run["error"] else "") + f" [{entry['wall_s']:.1f} s]")
+        } | ({"late_s": late_s} if status == "late" else {})
+        say(f"  {plan.id}: {status}" + (f" ({len(findings)} finding(s): {_first(findings)})" if findings else "") + (f" ({run['error']})" if run["error"] else "") + (f" ({_late(entry)})" if status == "late" else "") + f" [{entry['wall_s']:.1f} s]")
         return entry
 
     try:
-        results, not_run = _run_all(one, chosen, dask.width if dask is not None else options.jobs, on_stop=dask.close if dask is not None else None)
+        results, not_run = _run_all(one, chosen, dask.width if dask is not None else jobs, on_stop=dask.close if dask is not None else None)
     finally:
         if dask is not None:
             with contextlib.suppress(Exception):  # closed already when interrupted
@@ -606,9 +681,10 @@ def run_test_operator(target: Target, out: Path, options: OperatorTestOptions, s
         "interrupted": interrupted, "not_run": [plan.id for plan in not_run],
         "found": len(found), "errors": sum(1 for entry in results if entry["status"] == "error"),
         "not_reached": sum(1 for entry in results if entry["status"] == "not-reached"),
+        "late": sum(1 for entry in results if entry["status"] == "late"),
         "findings_removed_by_mask": sum(max(0, entry.get("unmasked_finding_count", 0) - entry.get("finding_count", 0)) for entry in results),
         "plans_failing_only_without_mask": sum(1 for entry in results if entry.get("unmasked_finding_count", 0) and not entry.get("finding_count", 0)),
-        "wall_s": round(wall, 3), "jobs": options.jobs, "dask": options.dask, "masked": options.mask, "tuning": {name: getattr(session_options, name) for name in TUNING},
+        "wall_s": round(wall, 3), "jobs": jobs, "jobs_chosen": options.jobs is None and dask is None, "dask": options.dask, "masked": options.mask, "tuning": {name: getattr(session_options, name) for name in TUNING},
         "plans_per_hour": round(plans_run / wall * 3600, 1) if plans_run and wall > 0 else 0.0,
         "mask": learning["mask"], "results": results,
         "replay": {entry["id"]: "chaoskube test-operator " + shlex.join(TARGET_ARGV[1:]) if entry["id"] == "learning" else replay_command(["chaoskube", "test-operator", *TARGET_ARGV[1:]] if TARGET_ARGV else ["chaoskube", "test-operator"], parse_plan_id(entry["id"]), learned or out) for entry in results},
@@ -619,6 +695,11 @@ def run_test_operator(target: Target, out: Path, options: OperatorTestOptions, s
         say(f"interrupted: {plans_run} plan(s) finished, {len(not_run)} not run (summary.json lists them); summary: {out / 'summary.md'}")
         raise KeyboardInterrupt  # the command exits 130 / 143 (experiments/cli.py)
     return summary
+
+
+def _late(entry: dict[str, Any]) -> str:
+    return (f"the cluster's clock fell {float(entry['session_wall'].get('max_lag_s', 0.0)):.2f} s behind the wall clock (more than {entry.get('late_s', 0.0):g} s: a CPU too busy; "
+            f"{entry.get('finding_count', 0)} finding(s) not counted); run it again with fewer --jobs")
 
 
 def _first(findings: list[dict[str, Any]]) -> str:
@@ -638,7 +719,7 @@ def _safe(plan_id: str) -> str:
 def _markdown(summary: dict[str, Any]) -> str:
     lines = [f"# test-operator: `{summary['operator']}`", "",
              f"{summary['plans_run']} of {summary['plans_generated']} plans run in {summary['wall_s']:.0f} s ({summary['jobs']} at a time, {summary['plans_per_hour']:.0f} plans/hour); "
-             f"**{summary['found']} found**, {summary['errors']} error(s), {summary['not_reached']} not reached. "
+             f"**{summary['found']} found**, {summary['errors']} error(s), {summary['not_reached']} not reached, {summary.get('late', 0)} late (not judged). "
              f"The learned mask ({len(summary['mask']['paths'])} paths, {len(summary['mask']['objects'])} objects) removed {summary['findings_removed_by_mask']} finding(s).", ""]
     if summary.get("interrupted"):
         lines += [f"**Interrupted** (SIGINT / SIGTERM): only the plans that finished are listed; not run: {', '.join(summary['not_run']) or 'none'}.", ""]
@@ -654,7 +735,7 @@ def _markdown(summary: dict[str, Any]) -> str:
     passed = [entry["id"] for entry in summary["results"] if entry["status"] == "pass"]
     if passed:
         lines += [f"Passed: {', '.join(passed)}", ""]
-    other = [f"{entry['id']} ({entry['status']}: {entry.get('error') or 'the perturbation never fired'})" for entry in summary["results"] if entry["status"] in ("error", "not-reached")]
+    other = [f"{entry['id']} ({entry['status']}: {entry.get('error') or (_late(entry) if entry['status'] == 'late' else 'the perturbation never fired')})" for entry in summary["results"] if entry["status"] in ("error", "not-reached", "late")]
     if other:
         lines += [f"Not judged: {'; '.join(other)}", ""]
     return "\n".join(lines)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import os
 import tempfile
 import threading
 import time
@@ -42,6 +43,10 @@ OPERATOR = "operator"
 #: leases, the API servers' master leases every 10 s) and records.
 QUIET_IGNORED = ("/registry/leases/", "/registry/events/", "/registry/nodes/", "/registry/endpointslices/", "/registry/endpoints/", "/masterleases/")
 POLL_S = 0.1  # wall seconds between two looks at the journal
+#: Wall seconds between two reads of the operator's CPU time from /proc (a read of every
+#: /proc/PID/stat costs a few milliseconds): an operator killed at a crash loses at most this
+#: much of its count.
+CPU_SAMPLE_S = 1.0
 #: Plan kinds after which a step waits for the learned writes only writes_wait_s.
 LEARNED_WAIT_KINDS = ("crash", "lost-response")
 MAX_PAUSES = 200  # pauses_after_writes_s kept per step (the operator's first 200 writes in it)
@@ -194,6 +199,9 @@ def run_session(target: Target, out: Path, plan: Plan | None = None, options: Se
         phases=Phases(setup_s=60.0, warmup_s=0.0, faults_s=FOREVER_S, recovery_s=30.0, settle_s=0.0),
     )
     started = time.perf_counter()
+    cpu = os.times()
+    waited = _runqueue_wait_s()
+    children = _Descendants()
     threads: list[threading.Thread] = []
 
     def ready(handle: Any) -> None:  # in the run's Trio thread
@@ -202,7 +210,7 @@ def run_session(target: Target, out: Path, plan: Plan | None = None, options: Se
         # session's epoch_lead_s.
         record.wall["boot_virtual_s"] = next((round(event["t"], 3) for event in reversed(handle.world.journal.events) if event.get("type") == "world" and event.get("event") == "live"), 0.0)
         _arm(handle, plan, record, {f"{plural}.{group}" for group, _, plural, _ in target.custom_resources.values()})
-        thread = threading.Thread(target=_drive, args=(handle, target, options, record), name="test-operator-driver", daemon=True)
+        thread = threading.Thread(target=_drive, args=(handle, target, options, record, children), name="test-operator-driver", daemon=True)
         threads.append(thread)
         thread.start()
 
@@ -212,9 +220,84 @@ def run_session(target: Target, out: Path, plan: Plan | None = None, options: Se
         thread.join(timeout=30)
     record.wall["total_s"] = round(time.perf_counter() - started, 3)
     record.wall["stop_s"] = round(record.wall["total_s"] - record.wall.get("boot_s", 0.0) - record.wall.get("driven_s", 0.0), 3)
+    children.sample()  # whatever is still alive (usually nothing: the operator is reaped)
+    record.wall.update(_cpu_since(cpu, waited, children))
     record.verdicts = {name: {"valid": verdict.valid, "reason": verdict.reason} for name, verdict in result.verdicts.items()}
     (out / "session.json").write_text(json.dumps(record.to_json(), indent=1, sort_keys=True))
     return record
+
+
+def _runqueue_wait_s() -> float:
+    """Seconds this process's main thread (the run's Trio thread: the simulated cluster) has
+    spent runnable but waiting for a CPU (/proc/self/schedstat's second field, in ns; 0
+    where the kernel does not say)."""
+    try:
+        return int(Path("/proc/self/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _cpu_since(before: os.times_result, waited: float, children: _Descendants) -> dict[str, float]:
+    """The CPU the session used since ``before``: its own (the simulated cluster, the HTTPS
+    front, the driver) and its descendants' (the operator, every run of it), and how long
+    the cluster's thread waited for a CPU -- what sizes --jobs (run.choose_jobs) and says
+    whether the plan ran starved."""
+    now = os.times()
+    return {"cpu_s": round(now.user - before.user + now.system - before.system, 3), "operator_cpu_s": round(children.cpu_s(), 3),
+            "runqueue_wait_s": round(max(0.0, _runqueue_wait_s() - waited), 3), "operator_runqueue_wait_s": round(children.waited_s(), 3)}
+
+
+class _Descendants:
+    """The CPU time of this process's descendants (the operator, its shell, the guard), read
+    from /proc at each :meth:`sample`: the operator is SIGKILLed at a crash and at the end,
+    often after its shell, so the kernel never adds its time to ours (os.times's children
+    fields miss it). Its time after the last sample (the end of the last step) is not
+    counted. Empty where there is no /proc."""
+
+    TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[int, int], int] = {}  # (pid, start time) -> utime + stime, in ticks
+        self.waited: dict[tuple[int, int], int] = {}  # (pid, start time) -> its main thread's runqueue wait, in ns
+
+    def sample(self) -> None:
+        parents: dict[int, tuple[int, int, int]] = {}
+        try:
+            names = os.listdir("/proc")
+        except OSError:
+            return
+        for name in names:
+            if not name.isdigit():
+                continue
+            try:
+                text = Path(f"/proc/{name}/stat").read_text()
+            except OSError:
+                continue
+            fields = text[text.rfind(")") + 2:].split()  # after the command's name, which may hold spaces
+            # fields[1]: ppid; [11], [12]: utime, stime; [19]: start time (proc(5): fields 4, 14, 15, 22)
+            parents[int(name)] = (int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[19]))
+        mine = {os.getpid()}
+        changed = True  # a child's pid may be lower than its parent's: until nothing is added
+        while changed:
+            changed = False
+            for pid, (ppid, _, _) in parents.items():
+                if ppid in mine and pid not in mine:
+                    mine.add(pid)
+                    changed = True
+        for pid in mine - {os.getpid()}:
+            _, ticks, start = parents[pid]
+            self.seen[(pid, start)] = max(self.seen.get((pid, start), 0), ticks)
+            try:  # its main thread's wait for a CPU (an asyncio operator's loop), in ns
+                waited = int(Path(f"/proc/{pid}/schedstat").read_text().split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            self.waited[(pid, start)] = max(self.waited.get((pid, start), 0), waited)
+
+    def cpu_s(self) -> float:
+        return sum(self.seen.values()) * self.TICK_S
+
+    def waited_s(self) -> float:
+        return sum(self.waited.values()) / 1e9
 
 
 # ----------------------------------------------------------------------------- perturbations
@@ -426,6 +509,15 @@ class _Watcher:
         #: the writes learned no longer bound the waits.
         self.relaxed = False
         self.settle_until = 0.0  # no quiet spell ends before (after an unobserved state)
+        #: The most the cluster's clock trailed the wall clock at a poll since take_lag()
+        #: (virtual seconds): a starved process (too many --jobs for the CPUs) runs late.
+        self.lag_s = 0.0
+        self.children: _Descendants | None = None  # sampled every CPU_SAMPLE_S (run_session's)
+        self.sampled_at = 0.0
+
+    def take_lag(self) -> float:
+        lag, self.lag_s = self.lag_s, 0.0
+        return lag
 
     def _active(self, t: float) -> None:
         pause = t - self.last_activity
@@ -445,12 +537,20 @@ class _Watcher:
     def poll(self) -> None:
         world = self.handle.world
 
-        def read() -> tuple[list[dict[str, Any]], float, bool]:
+        def read() -> tuple[list[dict[str, Any]], float, bool, float]:
             world.catch_up()
             process = world.processes.get(OPERATOR)
-            return world.journal.events[self.index:], world.now, bool(process is not None and process.running and process.memory.get("pid"))
+            # How far the cluster's clock trails the wall clock: an event (or a timer) due
+            # and not yet run because the process did not get a CPU in time.
+            pacer = getattr(world, "pacer", None)  # None: not live
+            lag = (pacer.allowed() - world.now) if pacer is not None else 0.0
+            return world.journal.events[self.index:], world.now, bool(process is not None and process.running and process.memory.get("pid")), lag
 
-        events, self.now, self.operator_running = self.handle.call(read)
+        events, self.now, self.operator_running, lag = self.handle.call(read)
+        if self.children is not None and time.perf_counter() - self.sampled_at >= CPU_SAMPLE_S:
+            self.sampled_at = time.perf_counter()
+            self.children.sample()
+        self.lag_s = max(self.lag_s, lag)
         self.index += len(events)
         for event in events:
             kind = event.get("type")
@@ -504,9 +604,10 @@ def _wait(watcher: _Watcher, condition: Callable[[], bool], timeout_s: float) ->
         time.sleep(POLL_S)
 
 
-def _drive(handle: Any, target: Target, options: SessionOptions, record: SessionRecord) -> None:
+def _drive(handle: Any, target: Target, options: SessionOptions, record: SessionRecord, children: _Descendants | None = None) -> None:
     kinds = target.custom_resources
     watcher = _Watcher(handle, {plural for _, _, plural, _ in kinds.values()}, options.speed)
+    watcher.children = children
     wall = time.perf_counter()
     client = None
     try:
@@ -547,6 +648,8 @@ def _drive(handle: Any, target: Target, options: SessionOptions, record: Session
         if client is not None:
             client.close()
         record.wall["driven_s"] = round(time.perf_counter() - wall, 3)
+        if children is not None:
+            children.sample()  # the operator's time up to the end (it is killed at the stop)
         with contextlib.suppress(Exception):
             handle.stop()
 
@@ -593,7 +696,10 @@ def _quiesce(watcher: _Watcher, options: SessionOptions, record: SessionRecord, 
     # The longest pause between two of the operator's activities before its last one (what
     # sizes a plan's quiet spell): the final quiet spell itself is not a pause.
     entry.update(t_end=round(watcher.now, 6), converged=got, writes=watcher.writes - watcher_base, longest_pause_s=round(watcher.longest_pause, 3),
-                 pauses_after_writes_s=[round(pause, 3) for pause in watcher.pauses_after_writes[:MAX_PAUSES]], wall_s=round(time.perf_counter() - begun, 3))
+                 pauses_after_writes_s=[round(pause, 3) for pause in watcher.pauses_after_writes[:MAX_PAUSES]], wall_s=round(time.perf_counter() - begun, 3),
+                 max_lag_s=round(watcher.take_lag(), 3))
+    if index != 0:  # the lag while getting ready is the boot's run past its learned length (harmless: nothing of the workload yet)
+        record.wall["max_lag_s"] = max(record.wall.get("max_lag_s", 0.0), entry["max_lag_s"])
     if watcher.withholding:
         entry["withheld"] = True  # the operator could not see this step's state: not judged
     if not got:

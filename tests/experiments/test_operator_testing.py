@@ -277,6 +277,50 @@ def test_a_plans_waits_are_sized_from_the_learning_runs():
     assert learn_tuning(({"wall": {}}, second), options)["epoch_lead_s"] == 0.0
 
 
+def test_plans_at_a_time_follow_the_cpu_a_plan_used_in_the_learning_runs():
+    from chaoskube.experiments.operator_testing.run import AUTO_JOBS_MAX, choose_jobs, plan_cpu_share
+
+    # Measured on a kopf gallery operator (2 CPUs): the session 1.26 s and the operator
+    # 1.15 s of CPU in 27.2 s, of which 3 s were the boot's wait for the wall clock (a plan
+    # does not wait it: epoch_lead_s); the worst of the two runs counts.
+    first = {"wall": {"cpu_s": 1.26, "operator_cpu_s": 1.15, "total_s": 27.2, "boot_virtual_s": 3.0}}
+    second = {"wall": {"cpu_s": 2.0, "operator_cpu_s": 2.84, "total_s": 27.2, "boot_virtual_s": 3.0}}
+    assert plan_cpu_share([first]) == 0.1
+    assert plan_cpu_share([first, second]) == 0.2
+    # At speed 2 the boot's wait is half as long.
+    assert plan_cpu_share([first], speed=2.0) == round(2.41 / 25.7, 3)
+    # A learning.json from before sessions measured their CPU: nothing measured.
+    assert plan_cpu_share([{"wall": {"total_s": 27.2}}, {}]) == 0.0
+
+    jobs, why = choose_jobs(0.2, 2)
+    assert jobs == 5 and "0.20 CPU per wall second" in why and "50% of 2 CPUs" in why and "at most" not in why
+    # Bounded: at most 4 per CPU (the kopf gallery's 0.1 on 2 CPUs: 8), at most
+    # AUTO_JOBS_MAX; at least 1 however heavy a plan is.
+    assert choose_jobs(0.1, 2)[0] == 8 and "at most 8" in choose_jobs(0.1, 2)[1]
+    assert choose_jobs(0.01, 64)[0] == AUTO_JOBS_MAX
+    assert choose_jobs(3.0, 2)[0] == 1
+    assert choose_jobs(1.0, 1)[0] == 1
+    # Unmeasured: the former default, 2, and the line says so.
+    assert choose_jobs(0.0, 8) == (2, "--jobs 2 (the learning runs did not measure their CPU; give --jobs to choose)")
+    assert choose_jobs(0.0, 1)[0] == 2
+
+
+def test_a_plan_whose_clock_fell_behind_by_half_its_quiet_spell_is_late():
+    from chaoskube.experiments.operator_testing.run import _markdown, late_bound
+    from chaoskube.experiments.operator_testing.session import SessionOptions
+
+    # The kopf gallery's learned quiet spell (0.5 s) before the perturbation, --quiet after.
+    assert late_bound(SessionOptions(quiet_s=2.0, quiet_learned_s=0.5)) == 0.25
+    assert late_bound(SessionOptions(quiet_s=2.0, quiet_learned_s=4.0)) == 1.0
+    assert late_bound(SessionOptions(quiet_s=2.0)) == 1.0
+    entry = {"id": "crash@create:configmaps#1", "status": "late", "session_wall": {"max_lag_s": 0.61}, "late_s": 0.25, "finding_count": 2}
+    summary = {"operator": "op", "plans_run": 1, "plans_generated": 3, "wall_s": 20.0, "jobs": 12, "plans_per_hour": 180.0, "found": 0, "errors": 0, "not_reached": 0, "late": 1,
+               "findings_removed_by_mask": 0, "mask": {"paths": [], "objects": []}, "results": [entry], "replay": {}}
+    text = _markdown(summary)
+    assert "1 late (not judged)" in text and "**0 found**" in text
+    assert "crash@create:configmaps#1 (late: the cluster's clock fell 0.61 s behind the wall clock (more than 0.25 s" in text and "2 finding(s) not counted" in text
+
+
 def test_the_driver_keeps_an_unobserved_state_across_steps_until_it_ends():
     """The session's watcher: withholding begun at a user's change stays in force through
     the steps' bookkeeping until the end is journaled; then no quiet spell counts for the
