@@ -1489,6 +1489,23 @@ def _serves_every_listed_version() -> Any:
     return served_version
 
 
+def _pvc_protection_asks_only_its_cache() -> Any:
+    """PVCProtectionController._used that asks only the pod informer's cache, never the API
+    server: kubernetes/kubernetes#75980 ("pvc_protection_controller queries local cache
+    instead of apiserver(s)": a pod created and started on a claim just before the claim's
+    deletion, not yet in the controller's cache, does not hold it) and #76703 ("Race
+    condition in PVC protection controller can lead to deletion of PVC used by Pod"), fixed
+    by PR #80492, which lists the namespace's pods live when the cache finds none
+    (``pkg/controller/volume/pvcprotection/pvc_protection_controller.go``, ``askAPIServer``)."""
+    from chaoskube.controllers.volumeprotection import POD_PVC_INDEX, pod_uses_claim
+
+    async def _used(self: Any, claim: Any) -> bool:
+        key = f"{claim.metadata.namespace}/{claim.metadata.name}"
+        return any(pod_uses_claim(pod, claim) for pod in self.pods.indexer.by_index(POD_PVC_INDEX, key))  # the bug: no live list
+
+    return _used
+
+
 APP_VARIANTS: tuple[Variant, ...] = (
     Variant(
         "statefulset-recreates-below-partition-at-update-revision", "kube-controller-manager StatefulSet",
@@ -1554,6 +1571,11 @@ APP_VARIANTS: tuple[Variant, ...] = (
         "custom-resource-serves-unserved-version", "kube-apiserver apiextensions",
         "the custom resource handler serves every version its CRD lists, served: false or not, so a retired version still answers (review of kubernetes PR #63830, test of PR #64253)",
         "crd-invariants", "crd-operator-under-apiserver-failover", "chaoskube.apiserver.crd:served_version", _serves_every_listed_version,
+    ),
+    Variant(
+        "pvc-protection-asks-only-its-cache", "kube-controller-manager pvc-protection",
+        "the pvc-protection controller looks for pods using a claim being deleted only in its informer's cache, so a claim whose pod the cache has not seen yet is removed under it (kubernetes#75980, #76703, PR #80492)",
+        "volume-invariants", "claims-deleted-as-their-members-return", "chaoskube.controllers.volumeprotection:PVCProtectionController._used", _pvc_protection_asks_only_its_cache,
     ),
 )
 VARIANTS.update((variant.name, variant) for variant in APP_VARIANTS)

@@ -53,6 +53,19 @@ kubernetes/kubernetes ``pkg/controller/volume/persistentvolume/pv_controller.go`
    ``--pvclaimbinder-sync-period``, 15 s) of a stretch in which a kube-controller-manager
    led and no fault touched the control plane or it (:func:`run_health`).
 
+5. **Storage object in use protection**: a claim never leaves the store while a pod in the
+   store that names it (``persistentVolumeClaim.claimName``) is bound to a node and not
+   terminal, if that pod was bound before the claim was marked for deletion and the claim
+   carried ``kubernetes.io/pvc-protection`` then ("The purpose of the Storage Object in Use
+   Protection feature is to ensure that PersistentVolumeClaims (PVCs) in active use by a
+   Pod ... are not removed from the system, as this may result in data loss",
+   https://kubernetes.io/docs/concepts/storage/persistent-volumes/#storage-object-in-use-protection;
+   ``pkg/controller/volume/pvcprotection/pvc_protection_controller.go`` ``isBeingUsed``:
+   the informer, then a live list, as kubernetes/kubernetes#75980 and #76703 asked, fixed
+   by PR #80492). A pod bound after the mark is not judged: the controller's live list may
+   have been read before it (upstream leaves that race to the kubelet, which does not
+   start a pod whose claim is being deleted).
+
 ``check_volume_invariants(events)`` answers False with the first finding (evidence: the
 change and what the rule saw), unknown when the store never held a claim, True otherwise.
 ``details`` counts what was judged and what could not be (``unjudged``: a pod whose node or
@@ -80,6 +93,7 @@ Event = dict[str, Any]
 Obj = dict[str, Any]
 
 BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
+PVC_PROTECTION = "kubernetes.io/pvc-protection"
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
 #: The reclaim reaction's bound (module docstring, rule 4).
 BOUND_S = 30.0
@@ -181,7 +195,10 @@ def check_volume_invariants(events: Sequence[Event], *, bound_s: float = BOUND_S
     end_t = max((event.get("t", 0.0) for event in events), default=0.0)
     health = run_health(events, end_t, "kube-controller-manager")
     store = StoreReplay(RESOURCES)
-    counts = {"claims": 0, "bindings_checked": 0, "placements_checked": 0, "wffc_bindings_checked": 0, "reclaims_checked": 0, "strays_checked": 0}
+    counts = {"claims": 0, "bindings_checked": 0, "placements_checked": 0, "wffc_bindings_checked": 0, "reclaims_checked": 0, "strays_checked": 0,
+              "claim_removals_checked": 0}
+    bound_at: dict[str, tuple[str, int]] = {}  # pod key -> (uid, the revision it was first bound to a node at)
+    marked_at: dict[str, tuple[str, int, bool]] = {}  # claim key -> (uid, the revision it was marked for deletion at, protected then)
     unjudged: dict[str, int] = {}
     claim_uids: set[str] = set()
     volume_names: set[str] = set()
@@ -337,6 +354,30 @@ def check_volume_invariants(events: Sequence[Event], *, bound_s: float = BOUND_S
                      f"PersistentVolume {volume_name} stayed bound to claim {key} from t={since:.3f} while the claim was bound to {other}, and was let go {when}, though the controller-manager was healthy for {bound_s:g} s until t={deadline:.3f}: a claim binds one volume",
                      {"volume": volume_name, "claim": key, "other_volume": other, "since": since, "deadline": deadline, "done": done})
 
+    def check_in_use(key: str, uid: str, t: float, revision: int) -> Verdict | None:
+        """Rule 5, when the claim ``key`` (``uid``) leaves the store at ``revision``."""
+        namespace, _, name = key.partition("/")
+        users = [(pod_key, pod) for pod_key, pod in store.in_namespace("pods", namespace) if name in _pod_claims(pod) and _running_on(pod)]
+        mark = marked_at.get(key)
+        if users and (mark is None or mark[0] != uid):
+            skip("in use: claim removed without a recorded deletion mark")
+            return None
+        if users and mark is not None and not mark[2]:
+            skip("in use: claim marked without the pvc-protection finalizer")
+            return None
+        counts["claim_removals_checked"] += 1
+        for pod_key, pod in users:
+            bound = bound_at.get(pod_key)
+            if mark is None or bound is None or bound[0] != _uid(pod) or bound[1] >= mark[1]:
+                continue
+            node = _running_on(pod)
+            return found("claim-removed-in-use", t, f"persistentvolumeclaims/{key}",
+                         f"at revision {revision} (t={t:.3f}) PersistentVolumeClaim {key} left the store while pod {pod_key} (bound to {node} at revision {bound[1]}, "
+                         f"before the claim was marked for deletion at revision {mark[1]}, phase {(pod.get('status') or {}).get('phase') or '?'}) still used it: "
+                         f"the pvc-protection finalizer must hold a claim a pod uses",
+                         {"revision": revision, "claim": key, "pod": pod_key, "node": node, "pod_bound_revision": bound[1], "claim_marked_revision": mark[1]})
+        return None
+
     for event in events:
         if event.get("type") == "volume" and event.get("event") == "deleted":
             orphan = orphans.get(str(event.get("volume", "")))
@@ -359,11 +400,17 @@ def check_volume_invariants(events: Sequence[Event], *, bound_s: float = BOUND_S
                     volumes_touched.add(_bound_to(change.after))
                     if _bound_to(change.after) and _bound_to(change.after) != _bound_to(change.before):
                         claims_bound.append((change.key, change.after))
+                    if _meta(change.after).get("deletionTimestamp") and change.key not in marked_at:
+                        marked_at[change.key] = (_uid(change.after), change.revision, PVC_PROTECTION in (_meta(change.after).get("finalizers") or ()))
                 else:
                     uid = _uid(change.before)
                     gone_claims.setdefault(uid, change.t)
                     for name, volume in sorted(store.objects("persistentvolumes").items()):
                         track_orphan(name, volume, change.t)
+                    verdict = check_in_use(change.key, uid, change.t, change.revision)
+                    if verdict is not None:
+                        return verdict
+                    marked_at.pop(change.key, None)
             elif change.resource == "persistentvolumes":
                 volume_names.add(change.key)
                 volumes_touched.add(change.key)
@@ -389,7 +436,12 @@ def check_volume_invariants(events: Sequence[Event], *, bound_s: float = BOUND_S
                         orphan.released_t = change.t
                 else:
                     track_orphan(change.key, change.after, change.t)
+            elif change.resource == "pods" and change.after is None:
+                bound_at.pop(change.key, None)
             elif change.resource == "pods" and change.after is not None:
+                node = str((change.after.get("spec") or {}).get("nodeName") or "")
+                if node and bound_at.get(change.key, ("", 0))[0] != _uid(change.after):
+                    bound_at[change.key] = (_uid(change.after), change.revision)
                 if _running_on(change.after) and not _running_on(change.before):
                     pods_touched[change.key] = change.after
         for volume_name in sorted(volumes_touched):
@@ -437,7 +489,8 @@ def check_volume_invariants(events: Sequence[Event], *, bound_s: float = BOUND_S
         return nothing_to_judge("the store never held a PersistentVolumeClaim: nothing to judge", (), details)
     return Verdict(True, (f"{counts['claims']} claim(s), {len(volume_names)} volume(s): {counts['bindings_checked']} binding check(s) one-to-one, "
                           f"{counts['placements_checked']} pod placement(s) within volume node affinity, {counts['wffc_bindings_checked']} WaitForFirstConsumer binding(s) "
-                          f"at the selected node, {counts['reclaims_checked']} reclaim(s) as the policy says"), (), details)
+                          f"at the selected node, {counts['reclaims_checked']} reclaim(s) as the policy says, {counts['claim_removals_checked']} claim removal(s) "
+                          f"with no pod using it"), (), details)
 
 
 def _zone_of(node: Obj) -> str:

@@ -187,7 +187,8 @@ def test_an_administrator_clearing_the_claim_ref_frees_a_retained_volume():
     journal.put(15.0, "persistentvolumes", "pv-0", pv("pv-0", phase="Available", policy="Retain"))  # kubectl patch pv: claimRef removed
     journal.put(20.0, "persistentvolumes", "pv-0", pv("pv-0", claim="data-9", uid="c9", policy="Retain"))
     verdict = check_volume_invariants(journal.events)
-    assert verdict.valid is True and verdict.details["unjudged"] == {"reclaim: claimRef cleared by an administrator": 1}, verdict.reason
+    # (db-0 still runs on data-0, removed here with no deletion mark: not judged by rule 5)
+    assert verdict.valid is True and verdict.details["unjudged"] == {"in use: claim removed without a recorded deletion mark": 1, "reclaim: claimRef cleared by an administrator": 1}, verdict.reason
 
 
 def test_a_retained_volume_deleted_by_the_controller_is_caught():
@@ -239,3 +240,63 @@ def test_a_volume_left_bound_to_a_claim_bound_elsewhere_is_caught_past_the_bound
     assert late.valid is False and late.details["rule"] == "claim-bound-to-two-volumes" and late.evidence[0]["other_volume"] == "pv-0", late.reason
     never = run(None)
     assert never.valid is False and never.details["rule"] == "claim-bound-to-two-volumes", never.reason
+
+
+def marked(claim: dict[str, Any], *, protected: bool = True) -> dict[str, Any]:
+    """The claim marked for deletion (``kubectl delete pvc``), with the StorageObjectInUseProtection finalizer or without it."""
+    meta = {**claim["metadata"], "deletionTimestamp": "2026-01-01T00:00:10Z"}
+    if protected:
+        meta["finalizers"] = ["kubernetes.io/pvc-protection"]
+    return {**claim, "metadata": meta}
+
+
+def test_a_claim_removed_while_a_pod_bound_before_its_deletion_uses_it_is_caught():
+    """Rule 5 (kubernetes/kubernetes#75980: the pvc-protection controller asked only its
+    cache, which had not seen the pod): the claim leaves the store under a running pod."""
+    journal = Journal()
+    cluster(journal)
+    provisioned(journal)
+    claim = pvc("data-0", "c0", selected="node-a", volume="pv-0", bound=True)
+    journal.put(10.0, "persistentvolumeclaims", "default/data-0", marked(claim))
+    journal.delete(10.5, "persistentvolumeclaims", "default/data-0")
+    verdict = check_volume_invariants(journal.events)
+    assert verdict.valid is False and verdict.details["rule"] == "claim-removed-in-use", verdict.reason
+    assert "pod default/db-0 (bound to node-a" in verdict.reason
+    assert verdict.evidence[0]["pod_bound_revision"] < verdict.evidence[0]["claim_marked_revision"]
+
+
+def test_a_claim_removed_once_its_pod_is_gone_or_finished_holds():
+    for finish in ("deleted", "Succeeded"):
+        journal = Journal()
+        cluster(journal)
+        provisioned(journal)
+        claim = pvc("data-0", "c0", selected="node-a", volume="pv-0", bound=True)
+        journal.put(10.0, "persistentvolumeclaims", "default/data-0", marked(claim))
+        if finish == "deleted":
+            journal.delete(11.0, "pods", "default/db-0")
+        else:
+            journal.put(11.0, "pods", "default/db-0", {**pod("db-0", "data-0", "node-a"), "status": {"phase": "Succeeded"}})
+        journal.delete(11.5, "persistentvolumeclaims", "default/data-0")
+        verdict = check_volume_invariants(journal.events)
+        assert verdict.valid is True, (finish, verdict.reason)
+        assert verdict.details["claim_removals_checked"] == 1
+
+
+def test_a_pod_bound_after_the_claims_deletion_mark_or_a_claim_without_the_finalizer_is_not_judged():
+    """Bounds: a pod bound after the mark may postdate the controller's live list (upstream
+    leaves that to the kubelet); a claim marked without the finalizer is nobody's to hold."""
+    journal = Journal()
+    cluster(journal)
+    journal.put(1.0, "persistentvolumeclaims", "default/data-0", pvc("data-0", "c0"))
+    journal.put(1.1, "pods", "default/db-0", pod("db-0", "data-0"))
+    journal.put(5.0, "persistentvolumeclaims", "default/data-0", marked(pvc("data-0", "c0")))
+    journal.put(5.1, "pods", "default/db-0", pod("db-0", "data-0", "node-a"))
+    journal.delete(5.5, "persistentvolumeclaims", "default/data-0")
+    assert check_volume_invariants(journal.events).valid is True
+    journal = Journal()
+    cluster(journal)
+    provisioned(journal)
+    journal.put(10.0, "persistentvolumeclaims", "default/data-0", marked(pvc("data-0", "c0", selected="node-a", volume="pv-0", bound=True), protected=False))
+    journal.delete(10.5, "persistentvolumeclaims", "default/data-0")
+    verdict = check_volume_invariants(journal.events)
+    assert verdict.valid is True and verdict.details["unjudged"]["in use: claim marked without the pvc-protection finalizer"] == 1
