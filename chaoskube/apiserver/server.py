@@ -107,7 +107,7 @@ from chaoskube.api.objects import (
     matches,
     parse_quantity,
 )
-from chaoskube.api.fields import go_value, prune_unknown, unknown_field_message
+from chaoskube.api.fields import emit_required, go_value, prune_unknown, unknown_field_message
 from chaoskube.api.managedfields import ApplyConflict, ApplyError, FieldManager, builtin_schema, custom_schema, json_form, scale_to_subresource
 from chaoskube.api.patch import PatchError, apply_patch, merge_patch
 from chaoskube.api.strategic import strategic_merge_patch
@@ -1407,7 +1407,10 @@ class ApiServer:
                     patched = strategic_merge_patch(document, request.body, type(current))
                 demanded = (request.body.get("metadata") or {}).get("resourceVersion") or ""
             else:
-                patched = apply_patch(document, request.body)
+                # handlers/patch.go (jsonPatcher) applies a JSON patch to the object as Go
+                # encodes it: fields without omitempty are there even at their zero value
+                # (a CRD version's ``served: false``), so "replace" finds them.
+                patched = apply_patch(emit_required(document, type(current)), request.body)
                 demanded = next((op.get("value") for op in request.body if isinstance(op, dict) and op.get("path") == "/metadata/resourceVersion" and op.get("op") in ("add", "replace", "test")), "") or ""
         except PatchError as error:
             raise _refuse(Status(422, "Invalid", str(error))) from None

@@ -236,3 +236,20 @@ def test_a_custom_resource_is_served_only_at_the_versions_its_crd_serves():
     writes = {(event["verb"], event["name"]): event for event in world.journal.events if event["type"] == "api-request" and event["resource"] == "widgets.example.com"}
     assert writes[("create", "w")]["version"] == "v1" and writes[("create", "w")]["code"] == 201
     assert writes[("create", "")]["version"] == "v1beta1" and writes[("create", "")]["code"] == 404  # refused before its body was read
+
+
+def test_a_json_patch_replaces_a_field_go_always_encodes_even_at_its_zero_value():
+    """handlers/patch.go applies a JSON patch to the object as Go encodes it: a CRD
+    version's ``served`` has no omitempty, so ``served: false`` is there to replace (the
+    way to serve a retired version again: ``kubectl patch crd --type=json``)."""
+    versioned = __import__("copy").deepcopy(CRD)
+    versioned["spec"]["versions"].insert(0, {**__import__("copy").deepcopy(CRD["spec"]["versions"][0]), "name": "v1beta1", "served": False, "storage": False})
+
+    async def story(world, api, registry):
+        await api("create", "customresourcedefinitions", body=obj(versioned))
+        return await api("patch", "customresourcedefinitions", name="widgets.example.com", patch_type="json",
+                         body=[{"op": "test", "path": "/spec/versions/0/served", "value": False}, {"op": "replace", "path": "/spec/versions/0/served", "value": True}])
+
+    _, patched = run_api(story)
+    assert patched.code == 200, patched.status
+    assert [(version.name, version.served) for version in patched.object.spec.versions] == [("v1beta1", True), ("v1", True)]

@@ -200,6 +200,50 @@ def test_kubectl_with_the_common_kinds_and_a_custom_resource(live):
     assert "discountPercent" in explained and "Percent off." in explained
 
 
+COUPONS = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: coupons.deals.example.com}
+spec:
+  group: deals.example.com
+  scope: Namespaced
+  names: {plural: coupons, singular: coupon, kind: Coupon, listKind: CouponList}
+  versions:
+  - {name: v1beta1, served: false, storage: false, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+"""
+
+
+def test_a_custom_resource_is_served_at_exactly_its_served_versions(live):
+    """Through the HTTPS front, as upstream's ``crdHandler`` (``customresource_handler.go``):
+    a version with ``served: false`` answers 404 and is not discovered; serving it (a CRD
+    update) makes it answer, the object at that version (strategy None); unserving the
+    storage version makes that one answer 404."""
+    kubectl(live, "apply", "-f", "-", stdin=COUPONS)
+    kubectl(live, "wait", "--for=condition=Established", "crd/coupons.deals.example.com", "--timeout=30s", timeout=40)
+    kubectl(live, "apply", "-f", "-", stdin="apiVersion: deals.example.com/v1\nkind: Coupon\nmetadata: {name: c1, namespace: default}\nspec: {percent: 5}\n")
+    path = "/apis/deals.example.com/{}/namespaces/default/coupons/c1"
+    retired = kubectl(live, "get", "--raw", path.format("v1beta1"), check=False)
+    assert retired.returncode != 0 and "NotFound" in retired.stderr, retired.stderr
+    assert [entry["version"] for entry in json.loads(kubectl(live, "get", "--raw", "/apis/deals.example.com").stdout)["versions"]] == ["v1"]
+    kubectl(live, "patch", "crd", "coupons.deals.example.com", "--type=json", "-p", '[{"op":"replace","path":"/spec/versions/0/served","value":true}]')
+    for _ in range(50):
+        answered = kubectl(live, "get", "--raw", path.format("v1beta1"), check=False)
+        if answered.returncode == 0:
+            break
+        time.sleep(0.2)
+    coupon = json.loads(answered.stdout)
+    assert coupon["apiVersion"] == "deals.example.com/v1beta1" and coupon["spec"] == {"percent": 5}
+    kubectl(live, "patch", "crd", "coupons.deals.example.com", "--type=json", "-p", '[{"op":"replace","path":"/spec/versions/1/served","value":false}]')
+    for _ in range(50):
+        gone = kubectl(live, "get", "--raw", path.format("v1"), check=False)
+        if gone.returncode != 0:
+            break
+        time.sleep(0.2)
+    assert gone.returncode != 0 and "NotFound" in gone.stderr, gone.stderr
+    assert json.loads(kubectl(live, "get", "--raw", path.format("v1beta1")).stdout)["metadata"]["name"] == "c1"
+
+
 def test_the_python_client_reads_the_common_kinds_and_custom_objects(live):
     pytest.importorskip("kubernetes", reason="the official Python client is in the test extra")
     from kubernetes import client, config
