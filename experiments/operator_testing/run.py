@@ -515,6 +515,57 @@ def _run_all(one: Any, items: list[Any], width: int, on_stop: Any = None) -> tup
     return done, not_run
 
 
+class _Limiter:
+    """How many sessions run at once, from ``jobs`` down: a late plan (its cluster's clock
+    fell behind: the CPUs are busier than the choice assumed -- other work on the machine)
+    lowers the count by one, at least 1, unless it started while the count was higher (the
+    count was lowered for it already); as many plans on time in a row as the count raises it
+    by one again, up to ``jobs``. The plan pool has ``jobs`` threads; each session takes a
+    slot here (the judging does not)."""
+
+    def __init__(self, jobs: int, say: Any) -> None:
+        self.most = self.limit = self.lowest = max(1, jobs)
+        self.running = 0
+        self.on_time = 0
+        self.say = say
+        self.changed = threading.Condition()
+
+    @contextlib.contextmanager
+    def slot(self) -> Any:
+        with self.changed:
+            while self.running >= self.limit:
+                SESSIONS.check()  # stopping: not started
+                self.changed.wait(0.2)
+            SESSIONS.check()
+            self.running += 1
+            started_at = self.limit
+        try:
+            yield started_at
+        finally:
+            with self.changed:
+                self.running -= 1
+                self.changed.notify_all()
+
+    def finished(self, plan_id: str, late_by: float | None, started_at: int) -> None:
+        """A session ended (``late_by``: its lag, if it was late); it started while the
+        count was ``started_at`` -- a plan started before the count was lowered does not
+        lower it again."""
+        with self.changed:
+            if late_by is not None:
+                self.on_time = 0
+                if self.limit > 1 and started_at <= self.limit:
+                    self.limit -= 1
+                    self.lowest = min(self.lowest, self.limit)
+                    self.say(f"plans at a time: {self.limit} ({plan_id} ran late: its cluster's clock fell {late_by:.2f} s behind the wall clock; it runs again)")
+                return
+            self.on_time += 1
+            if self.limit < self.most and self.on_time >= self.limit:
+                self.limit += 1
+                self.on_time = 0
+                self.say(f"plans at a time: {self.limit} (the last plans ran on time)")
+            self.changed.notify_all()
+
+
 class _DaskSessions:
     """Plans on a Dask cluster (``--dask``, as ``chaoskube explore --dask``: dask_campaign.py's
     addresses): each plan one task. The task runs the plan's session on its worker as a
@@ -628,12 +679,32 @@ def run_test_operator(target: Target, out: Path, options: OperatorTestOptions, s
     late_s = late_bound(session_options)
     launch = dask.run if dask is not None else _subprocess_session
 
+    limiter = _Limiter(jobs, say) if dask is None else None
+
     def one(plan: Plan) -> dict[str, Any]:
+        entry = attempt(plan)
+        if entry["status"] == "late" and limiter is not None:
+            # Once more, with fewer plans at a time (the limiter has lowered the count): a
+            # late plan says nothing about the operator.
+            import shutil
+
+            shutil.rmtree(entry["dir"], ignore_errors=True)
+            again = attempt(plan)
+            again["late_before"] = round(float(entry["session_wall"].get("max_lag_s", 0.0)), 3)
+            return again
+        return entry
+
+    def attempt(plan: Plan) -> dict[str, Any]:
         directory = plan_root / _safe(plan.id)
         begun = time.perf_counter()
         code = None
+        started_at = jobs
         try:
-            code = launch(target, directory, plan, session_options)
+            if limiter is not None:
+                with limiter.slot() as started_at:
+                    code = launch(target, directory, plan, session_options)
+            else:
+                code = launch(target, directory, plan, session_options)
         except _NotRun:
             raise
         except Exception as error:  # noqa: BLE001 - a Dask task that failed on every worker it met
@@ -658,6 +729,8 @@ def run_test_operator(target: Target, out: Path, options: OperatorTestOptions, s
                                            "start_s": round(max(0.0, time.perf_counter() - begun - float(run["wall"].get("total_s", 0.0)) - judge_s), 3)},
             "step_walls": run["step_walls"], "log": _log_around(run) if findings else [], "dir": str(directory),
         } | ({"late_s": late_s} if status == "late" else {})
+        if limiter is not None:
+            limiter.finished(plan.id, lag if status == "late" else None, started_at)
         say(f"  {plan.id}: {status}" + (f" ({len(findings)} finding(s): {_first(findings)})" if findings else "") + (f" ({run['error']})" if run["error"] else "") + (f" ({_late(entry)})" if status == "late" else "") + f" [{entry['wall_s']:.1f} s]")
         return entry
 
@@ -684,7 +757,8 @@ def run_test_operator(target: Target, out: Path, options: OperatorTestOptions, s
         "late": sum(1 for entry in results if entry["status"] == "late"),
         "findings_removed_by_mask": sum(max(0, entry.get("unmasked_finding_count", 0) - entry.get("finding_count", 0)) for entry in results),
         "plans_failing_only_without_mask": sum(1 for entry in results if entry.get("unmasked_finding_count", 0) and not entry.get("finding_count", 0)),
-        "wall_s": round(wall, 3), "jobs": jobs, "jobs_chosen": options.jobs is None and dask is None, "dask": options.dask, "masked": options.mask, "tuning": {name: getattr(session_options, name) for name in TUNING},
+        "wall_s": round(wall, 3), "jobs": jobs, "jobs_chosen": options.jobs is None and dask is None, "jobs_lowest": limiter.lowest if limiter is not None else None,
+        "late_run_again": sum(1 for entry in results if "late_before" in entry), "dask": options.dask, "masked": options.mask, "tuning": {name: getattr(session_options, name) for name in TUNING},
         "plans_per_hour": round(plans_run / wall * 3600, 1) if plans_run and wall > 0 else 0.0,
         "mask": learning["mask"], "results": results,
         "replay": {entry["id"]: "chaoskube test-operator " + shlex.join(TARGET_ARGV[1:]) if entry["id"] == "learning" else replay_command(["chaoskube", "test-operator", *TARGET_ARGV[1:]] if TARGET_ARGV else ["chaoskube", "test-operator"], parse_plan_id(entry["id"]), learned or out) for entry in results},
@@ -699,7 +773,7 @@ def run_test_operator(target: Target, out: Path, options: OperatorTestOptions, s
 
 def _late(entry: dict[str, Any]) -> str:
     return (f"the cluster's clock fell {float(entry['session_wall'].get('max_lag_s', 0.0)):.2f} s behind the wall clock (more than {entry.get('late_s', 0.0):g} s: a CPU too busy; "
-            f"{entry.get('finding_count', 0)} finding(s) not counted); run it again with fewer --jobs")
+            f"{entry.get('finding_count', 0)} finding(s) not counted)")
 
 
 def _first(findings: list[dict[str, Any]]) -> str:

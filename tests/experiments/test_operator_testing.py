@@ -321,6 +321,45 @@ def test_a_plan_whose_clock_fell_behind_by_half_its_quiet_spell_is_late():
     assert "crash@create:configmaps#1 (late: the cluster's clock fell 0.61 s behind the wall clock (more than 0.25 s" in text and "2 finding(s) not counted" in text
 
 
+def test_a_late_plan_lowers_the_plans_at_a_time_and_plans_on_time_raise_it_again():
+    import threading
+
+    from chaoskube.experiments.operator_testing.run import _Limiter
+
+    said: list[str] = []
+    limiter = _Limiter(3, said.append)
+    limiter.finished("a", 0.6, started_at=3)
+    assert limiter.limit == 2 and "plans at a time: 2 (a ran late: its cluster's clock fell 0.60 s behind" in said[-1]
+    limiter.finished("b", 0.7, started_at=3)  # started before the count was lowered: lowered once only
+    assert limiter.limit == 2
+    limiter.finished("c", 0.4, started_at=2)
+    limiter.finished("d", 0.4, started_at=1)
+    assert limiter.limit == 1 and limiter.lowest == 1  # never below 1
+    limiter.finished("e", None, started_at=1)  # as many on time in a row as the count: one more
+    assert limiter.limit == 2 and said[-1] == "plans at a time: 2 (the last plans ran on time)"
+    limiter.finished("f", None, started_at=2)
+    assert limiter.limit == 2
+    limiter.finished("g", None, started_at=2)
+    for plan in "hijkl":
+        limiter.finished(plan, None, started_at=3)
+    assert limiter.limit == 3 and limiter.lowest == 1  # never above the jobs chosen
+
+    # A session waits for a slot while the count is reached.
+    limiter.limit = 1
+    entered = threading.Event()
+
+    def take() -> None:
+        with limiter.slot():
+            entered.set()
+
+    with limiter.slot():
+        waiter = threading.Thread(target=take)
+        waiter.start()
+        assert not entered.wait(0.5)
+    assert entered.wait(5)
+    waiter.join()
+
+
 def test_the_driver_keeps_an_unobserved_state_across_steps_until_it_ends():
     """The session's watcher: withholding begun at a user's change stays in force through
     the steps' bookkeeping until the end is journaled; then no quiet spell counts for the
