@@ -277,6 +277,12 @@ class LiveHost(SimulatedHost):
             return
         await self.world.sleep(seconds)
 
+    def awaiting_convergence(self) -> bool:
+        """Never: a live session ends when its settle phase does (phases.PhaseHost), as its
+        user planned it in wall-clock time; convergence answers unknown if the store is not
+        converged then and the deadline is still ahead."""
+        return False
+
     async def start(self) -> None:
         await super().start()  # the cluster, in plain virtual time
         system = self.system

@@ -4,7 +4,22 @@ The sequence (TigerBeetle's safety-then-liveness shape, Chaos Toolkit's steady s
 
     setup -> steady state (before) -> prepare the workload -> booted -> start the workload,
     warm-up -> bounded fault phase -> heal everything -> wait for the steady state to
-    return (recovery deadline) -> settle -> stop the workload -> check
+    return (recovery deadline) -> settle [-> wait for convergence] -> stop the workload
+    -> check
+
+The settle phase is followed by a wait only when the run would otherwise end before the
+``convergence`` checker could answer: it judges the store at the recovery deadline (heal +
+``recovery_s``) and answers unknown when the journal ends before that unconverged. The
+steady state watches the experiment's own workloads; convergence judges every Deployment
+and pod in the store, the workload generator's too, and one of those can take longer (swarm
+seed 101: two kubelets' pod reflectors backed off for 44 and 49 s, client-go's capped
+step, after a 410 from a restarted API server, and a pod deleted at 115 s kept its
+foreground-deleted Deployment alive until the relist). So while the host says the checker
+would find the store unconverged (:meth:`PhaseHost.awaiting_convergence`, journal reads
+only), the driver marks ``convergence-wait`` and polls every
+:data:`CONVERGENCE_POLL_S` until it converges or the deadline passes; a run converged at
+the end of its settle phase, or past the deadline then, is not changed at all. (A live
+session's host never waits: it ends as its user planned it, experiments/live.py.)
 
 ``booted`` ends the boot: everything before it -- the cluster up, the workload created and
 converged -- is the same for every run seed (a simulated run draws it from the boot seed,
@@ -26,7 +41,10 @@ it began with (a fault-free reference run forked from this boot: ``simulated.py`
 None; ``start_faults`` starts the fault phase's schedule and returns at once
 (the driver then sleeps ``phases.faults_s``); ``heal_all`` heals every fault, idempotently,
 and stops faults not yet applied; ``stop_workload`` returns once the workload's operations
-have ended. The driver calls each exactly once, in the order above, unless one raises.
+have ended; ``awaiting_convergence`` (any number of times, after the settle phase) says,
+without acting or journaling, whether the ``convergence`` checker listed for this run would
+find the cluster unconverged now. The driver calls each of the others exactly once, in the
+order above, unless one raises.
 """
 
 from __future__ import annotations
@@ -63,6 +81,8 @@ class PhaseHost(Protocol):
 
     async def stop_workload(self) -> None: ...
 
+    def awaiting_convergence(self) -> bool: ...
+
 
 @dataclass
 class PhaseRecord:
@@ -91,6 +111,9 @@ class PhaseRecord:
         return {"recovery_s": round(self.recovery_s, 6)} if self.recovery_s is not None else {}
 
 
+#: How often the driver asks, past the settle phase, whether the run has converged.
+CONVERGENCE_POLL_S = 1.0
+
 #: What a run spends after ``settle`` until ``check``: stopping the workload (its operations
 #: end within their timeouts), as the progress line plans it.
 STOP_ALLOWANCE_S = 2.0
@@ -110,6 +133,9 @@ def planned_end_s(phases: Phases, boundary: str, now: float) -> float:
         "heal": phases.recovery_s + phases.settle_s + STOP_ALLOWANCE_S,
         "recovered": phases.settle_s + STOP_ALLOWANCE_S,
         "recovery-deadline": phases.settle_s + STOP_ALLOWANCE_S,
+        # at most until the recovery deadline: the steady state came back at the heal at
+        # the earliest, and the settle phase has passed since
+        "convergence-wait": max(0.0, phases.recovery_s - phases.settle_s) + STOP_ALLOWANCE_S,
         "stop-workload": STOP_ALLOWANCE_S,
         "check": 0.0,
     }
@@ -145,6 +171,11 @@ async def drive_phases(host: PhaseHost, phases: Phases, record: PhaseRecord, *, 
     record.recovery_s = host.now - healed_at
     mark("recovered" if record.after.valid else "recovery-deadline")
     await host.sleep(phases.settle_s)
+    deadline = healed_at + phases.recovery_s
+    if host.now < deadline and host.awaiting_convergence():
+        mark("convergence-wait")
+        while host.now < deadline and host.awaiting_convergence():
+            await host.sleep(min(CONVERGENCE_POLL_S, deadline - host.now))
     mark("stop-workload")
     await host.stop_workload()
     mark("check")

@@ -94,7 +94,7 @@ def load_result(run_dir: Path) -> Any:
 
 
 #: The order phases.drive_phases passes its phases in (result.json keeps them sorted by name).
-PHASE_ORDER = ("setup", "workload", "faults", "heal", "recovered", "recovery-deadline", "stop-workload", "check")
+PHASE_ORDER = ("setup", "workload", "faults", "heal", "recovered", "recovery-deadline", "convergence-wait", "stop-workload", "check")
 
 
 def _in_order(phases: Mapping[str, Any]) -> dict[str, float]:

@@ -213,6 +213,11 @@ class SimulatedHost:
             self.probes.stop_polling("Continuous")
         await self.system.stop_workload()
 
+    def awaiting_convergence(self) -> bool:
+        """The run lists ``convergence`` and its system, judging the journal so far, finds
+        the store unconverged (phases.PhaseHost; reads only)."""
+        return "convergence" in self.experiment.checkers and self.system.converged_now() is False
+
     def _nemesis_schedule(self) -> list[ScheduledFault]:
         """The experiment's random nemesis, drawn now from the world's seeded generator
         (``swizzle`` clogs the system's ``node`` processes, else all of them)."""

@@ -30,6 +30,11 @@ history, no pod and no Deployment, or ends before the deadline without being con
 ``details`` counts the flaps (converged, then not) and says whether it was converged at
 the end of the journal.
 
+:class:`ConvergenceWatch` keeps the same judgement up to date as a journal grows, for a
+runner that waits, after its settle phase, until this checker's verdict is conclusive
+(``experiments/phases.py``): fed the journal's events so far, it says whether the store is
+converged now.
+
 Limits: pods left terminating on a dead node (Kubernetes keeps them until the node returns
 or is deleted) do not block convergence; StatefulSets, DaemonSets and Jobs are judged only
 through their pods; readiness is what the store holds (the kubelet's last report).
@@ -51,7 +56,7 @@ from chaoskube.checkers.replay import (
 )
 from chaoskube.checkers.verdict import Verdict, nothing_to_judge
 
-__all__ = ["check_convergence", "convergence_problems"]
+__all__ = ["ConvergenceWatch", "check_convergence", "convergence_problems"]
 
 Event = dict[str, Any]
 Obj = dict[str, Any]
@@ -177,6 +182,39 @@ class _Tracker:
 
     def problems(self) -> list[dict[str, Any]]:
         return [self.deployments[key] for key in sorted(self.deployments)] + [self.pods[key] for key in sorted(self.pods)]
+
+
+class ConvergenceWatch:
+    """Convergence as of the events fed so far, kept up to date change by change (the
+    store and problems :func:`check_convergence` replays, without its timeline): feed it a
+    growing list of events (a run's journal in memory) and ask :attr:`converged`. Reads
+    the events only; journals nothing."""
+
+    def __init__(self) -> None:
+        self.store = StoreReplay(("pods", "nodes", "deployments"))
+        self._tracker = _Tracker(self.store)
+        self._fed = 0
+
+    def feed(self, events: list[Event]) -> None:
+        """Apply ``events[n:]``, where ``n`` is how many a previous call applied (the list
+        only grows)."""
+        for event in events[self._fed:]:
+            changes = self.store.apply(event)
+            if changes:
+                self._tracker.update(changes)
+        self._fed = len(events)
+
+    def problems(self) -> list[dict[str, Any]]:
+        """What keeps the store from being converged now (:func:`convergence_problems`)."""
+        return self._tracker.problems()
+
+    @property
+    def converged(self) -> bool | None:
+        """True or False as the store stands; None while it holds no pod nor Deployment
+        (:func:`check_convergence` has nothing to judge then)."""
+        if not (self.store.objects("pods") or self.store.objects("deployments")):
+            return None
+        return not self._tracker.problems()
 
 
 def _counts_ready(pod: Obj, store: StoreReplay) -> bool:

@@ -223,6 +223,10 @@ class RealHost:
     async def booted(self) -> None:
         """Real processes have no boot seed to switch from (phases.PhaseHost)."""
 
+    def awaiting_convergence(self) -> bool:
+        """A real etcd run has no ``convergence`` checker (phases.PhaseHost)."""
+        return False
+
     async def start_workload(self) -> None:
         self.running = True
         await self.nursery.start(self._run_workload)

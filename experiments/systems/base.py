@@ -111,6 +111,12 @@ class System:
     def check(self, name: str) -> Verdict:
         raise NotImplementedError
 
+    def converged_now(self) -> bool | None:
+        """Whether the ``convergence`` checker, judging the journal so far, would find the
+        cluster converged now (None: it could not tell, or the system has no such checker).
+        Reads the journal only: asking must not change the run."""
+        return None
+
     def open_probes(self, probes: Sequence[Probe], hypothesis: SteadyStateHypothesis | None) -> ProbeRunner:
         """The runner of an experiment's probes (experiments/probes.py), once the system
         runs; only a system with ``PROBES = True`` has one (the loader refuses probes for

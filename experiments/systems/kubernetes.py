@@ -725,6 +725,7 @@ class KubernetesSystem(System):
         self._workload_created = False
         self._admin = KubectlAdmin(self)
         self.tenants: Any = None
+        self._convergence_watch: Any = None  # converged_now's, made at its first call
 
     def _workload_objects(self) -> list[Object]:
         objects: list[Object] = []
@@ -1291,6 +1292,18 @@ class KubernetesSystem(System):
                 deadline_s = max(0.0, events[-1]["t"] - healed[-1])
             return run_checker(checker, events, healed_at=healed[-1], deadline_s=deadline_s)
         return run_checker(checker, events)
+
+    def converged_now(self) -> bool | None:
+        """The ``convergence`` checker's judgement of the store as the journal holds it now
+        (:class:`~chaoskube.checkers.convergence.ConvergenceWatch`, fed incrementally: the
+        runner asks this every second while it waits for a conclusive verdict)."""
+        from chaoskube.checkers.convergence import ConvergenceWatch
+
+        if self._convergence_watch is None:
+            self._convergence_watch = ConvergenceWatch()
+        watch = self._convergence_watch
+        watch.feed(self.world.journal.events)
+        return watch.converged
 
     def metrics(self) -> dict[str, Any]:
         events = self.world.journal.events

@@ -634,6 +634,30 @@ def test_the_incremental_tracker_agrees_with_the_plain_oracle_at_every_revision(
     assert 0 in seen and max(seen) >= 3
 
 
+def test_the_watch_fed_a_growing_journal_agrees_with_the_checker_at_every_point():
+    """ConvergenceWatch (what a run asks after its settle phase, experiments/phases.py):
+    fed a journal as it grows, it is converged exactly when check_convergence, judging
+    the journal up to there, finds the stretch converged; None before any workload."""
+    from chaoskube.checkers.convergence import ConvergenceWatch
+
+    journal = Journal()
+    journal.put(0.5, node("n1"))
+    _workload(journal, ready_at=12.0)
+    journal.put(13.0, node("n1", ready=False))
+    journal.put(15.0, node("n1"))
+    journal.delete(16.0, pod("a"))
+    watch = ConvergenceWatch()
+    answers = []
+    for end in range(len(journal.events) + 1):
+        watch.feed(journal.events[:end])
+        answers.append(watch.converged)
+        if end and watch.converged is not None:
+            verdict = check_convergence(journal.events[:end], healed_at=0.0, deadline_s=1000.0)
+            assert watch.converged is verdict.details["converged_at_end"], (end, verdict.reason)
+    assert answers[:3] == [None, None, None] and True in answers and False in answers and answers[-1] is False
+    assert watch.problems()[0]["deployment"] == "default/web"
+
+
 # =========================================================================== crashes stay unknown
 def test_a_malformed_journal_makes_a_checker_unknown_never_true():
     broken = [{"type": "raft-apply", "t": 1.0, "revision": 2, "events": [["PUT", "/registry/pods/default/a", "{not json", 2]]}]

@@ -95,6 +95,12 @@ FALSE_ALARMS_FIXED = [
     # a scheduler's lease get hung 5 s on an API server whose etcd member was paused, and
     # its takeover came 0.7 s past the gap bound (leader-election)
     ("swarm", 72, True),
+    # two kubelets' pod reflectors, their watches refused while both API servers were down,
+    # backed off 44 and 49 s (client-go's capped step) after a restarted API server's 410, so
+    # a pod deleted at 115 s kept its foreground-deleted Deployment until 170 s: the run
+    # ended 30 s after the heal, unconverged, before convergence's deadline (unknown); it
+    # now waits past its settle phase until convergence is conclusive (experiments/phases.py)
+    ("swarm", 101, True),
     # a ReplicaSet create sent before the controller lost its lease (the call cancelled, its
     # answer never received) stored 3 s later, over the replicas (workload-invariants)
     ("workload-churn-under-nemesis", 33, True),
