@@ -24,6 +24,8 @@ and subresources, as apiextensions-apiserver's ``DiscoveryController`` publishes
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Sequence
 from typing import Any
 
@@ -125,7 +127,7 @@ def aggregated(core: bool, version: str = "v2", custom: Sequence[CustomKind] = (
             continue
         resources = [_resource_discovery(info, custom) for info in sorted(infos, key=url_resource)]
         groups.setdefault(group, []).append({"version": gv_version, "resources": resources, "freshness": "Current"})
-    items = [{"metadata": {"name": group, "creationTimestamp": None}, "versions": versions} for group, versions in groups.items()]
+    items = [{"metadata": {"name": group, "creationTimestamp": None}, "versions": sorted(versions, key=lambda entry: version_priority(entry["version"]))} for group, versions in groups.items()]
     return {"kind": "APIGroupDiscoveryList", "apiVersion": f"apidiscovery.k8s.io/{version}", "metadata": {}, "items": items}
 
 
@@ -134,8 +136,25 @@ def api_versions(server_address: str) -> dict[str, Any]:
     return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]}
 
 
+_KUBE_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+
+
+def version_priority(version: str) -> tuple[int, int, int, int, str]:
+    """A sort key putting the most preferred version first, as
+    ``version.CompareKubeAwareVersionStrings`` (apimachinery ``pkg/version/helpers.go``)
+    orders them, descending: GA before beta before alpha, then the higher major, then the
+    higher minor (v2, v1, v1beta2, v1beta1, v1alpha1); versions not of that form after
+    them, alphabetically. Upstream's discovery of a CRD's group sorts its served versions
+    so (``sortGroupDiscoveryByKubeAwareVersion``) and prefers the first."""
+    match = _KUBE_VERSION.match(version)
+    if match is None:
+        return (1, 0, 0, 0, version)
+    rank = {"alpha": 0, "beta": 1, None: 2}[match.group(2)]
+    return (0, -rank, -int(match.group(1)), -int(match.group(3) or 0), "")
+
+
 def api_group(group: str, custom: Sequence[CustomKind] = ()) -> dict[str, Any] | None:
-    versions = sorted(version for (name, version) in group_versions(custom) if name == group)
+    versions = sorted((version for (name, version) in group_versions(custom) if name == group), key=version_priority)
     if not group or not versions:
         return None
     entries = [{"groupVersion": f"{group}/{version}", "version": version} for version in versions]

@@ -211,7 +211,7 @@ def test_a_custom_kind_is_routed_and_discovered_at_each_served_version_and_no_ot
         info = parse_path("GET", f"/apis/shop.example.com/{version}/namespaces/shop/promotions/spring", False, custom)
         assert (info.kind is not None) is served, version
     group = discovery.api_group("shop.example.com", custom)
-    assert [entry["version"] for entry in group["versions"]] == ["v1", "v2"]
+    assert [entry["version"] for entry in group["versions"]] == ["v2", "v1"]  # kube-aware priority: v2 preferred
     assert discovery.api_resource_list("shop.example.com", "v1alpha1", custom) is None
     v2 = {entry["name"] for entry in discovery.api_resource_list("shop.example.com", "v2", custom)["resources"]}
     assert v2 == {"promotions", "promotions/status"}  # v2's own subresources
@@ -223,3 +223,33 @@ def test_a_custom_kind_is_routed_and_discovered_at_each_served_version_and_no_ot
     custom = custom_kinds([established(document)])
     assert [kind.info.api_version for kind in custom] == ["shop.example.com/v2"]
     assert parse_path("GET", "/apis/shop.example.com/v1/namespaces/shop/promotions", False, custom).kind is None
+
+
+#: apimachinery pkg/version/helpers_test.go, TestCompareKubeAwareVersionStrings: (v1, v2,
+#: v1 has the higher priority), every row.
+KUBE_AWARE_VERSIONS = [
+    ("v1", "v2", False), ("v2", "v1", True), ("v10", "v2", True), ("v1", "v2alpha1", True), ("v1", "v2beta1", True),
+    ("v1alpha2", "v1alpha1", True), ("v1beta1", "v2alpha3", True), ("v1alpha10", "v1alpha2", True), ("v1beta10", "v1beta2", True),
+    ("foo", "v1beta2", False), ("bar", "foo", True), ("version1", "version2", True), ("version1", "version10", True),
+]
+
+
+@pytest.mark.parametrize(("first", "second", "greater"), KUBE_AWARE_VERSIONS)
+def test_versions_are_preferred_as_upstream_compares_them(first, second, greater):
+    assert (discovery.version_priority(first) < discovery.version_priority(second)) is greater
+
+
+def test_a_crd_group_prefers_its_highest_priority_served_version():
+    """apiextensions DiscoveryController: ``sortGroupDiscoveryByKubeAwareVersion``, then
+    ``PreferredVersion: apiVersionsForDiscovery[0]``."""
+    import copy
+
+    document = copy.deepcopy(CRD)
+    v1 = document["spec"]["versions"][0]
+    document["spec"]["versions"] = [{**copy.deepcopy(v1), "name": name, "served": True, "storage": name == "v1"} for name in ("v1alpha1", "v1", "v2beta1", "v2")]
+    custom = custom_kinds([established(document)])
+    group = discovery.api_group("shop.example.com", custom)
+    assert [entry["version"] for entry in group["versions"]] == ["v2", "v1", "v2beta1", "v1alpha1"]
+    assert group["preferredVersion"]["version"] == "v2"
+    (shop,) = [item for item in discovery.aggregated(False, "v2", custom)["items"] if item["metadata"]["name"] == "shop.example.com"]
+    assert [entry["version"] for entry in shop["versions"]] == ["v2", "v1", "v2beta1", "v1alpha1"]
