@@ -76,6 +76,7 @@ class WorkloadAnswer:
     minimum_at: float | None = None
     windows: list[tuple[float, float | None, int]] = field(default_factory=list)  # (from, to, lowest ready)
     why: str = ""  # never reached its desired replicas, or still short at the end: why, from its pods
+    deleted_at: float | None = None  # when it was marked for deletion (or removed): no longer wanted from then on
 
     @property
     def name(self) -> str:
@@ -254,6 +255,18 @@ def answer(events: Sequence[Mapping[str, Any]], end_s: float | None = None, *, s
         state = states.get(workload)
         if state is None:
             return
+        if state.deleted_at is not None:
+            return
+        if workload[0] != "Pod":  # a workload marked for deletion or gone is no longer wanted: its window ends
+            resource = next(r for r, k in WORKLOAD_RESOURCES.items() if k == workload[0])
+            obj = store.get(resource, workload[1])
+            if obj is None or (obj.get("metadata") or {}).get("deletionTimestamp"):
+                state.deleted_at = t
+                window = open_windows.pop(workload, None)
+                if window is not None:
+                    state.windows.append((window[0], t, window[1]))
+                    state.below_s += t - window[0]
+                return
         want = desired_of(workload)
         if want is None:
             return
@@ -342,7 +355,9 @@ def answer(events: Sequence[Mapping[str, Any]], end_s: float | None = None, *, s
         state.windows.append((window[0], None, window[1]))
         state.below_s += end - window[0]
     for workload, state in states.items():
-        if state.converged_at is None or workload in open_windows:  # still short at the end: why
+        if state.deleted_at is not None:
+            state.why = f"deleted at {state.deleted_at:.1f} s"
+        elif state.converged_at is None or workload in open_windows:  # still short at the end: why
             state.why = _why_never(state, store, pod_owner, refused_pods)
     answers.workloads = sorted(states.values(), key=lambda w: (w.kind, w.key))
     answers.services = _services(events)
@@ -413,9 +428,10 @@ def markdown_lines(answers: Answers) -> list[str]:
                 lines.append(f"| {w.name} | {w.desired} | never reached its desired replicas | — | {w.why or '—'} |")
                 continue
             lowest = "—" if w.minimum_ready is None else f"{w.minimum_ready}/{w.desired}"
-            when = windows_text(w.windows, lambda window: f"{_t(window[0])} – {_t(window[1])} (lowest {window[2]})", "—")
+            when = windows_text(w.windows, lambda window: f"{_t(window[0])} – {_t(window[1])} (lowest {window[2]})", "")
             if w.why:
-                when += f"; at the end: {w.why}"
+                when = "; ".join(part for part in (when, w.why if w.deleted_at is not None else f"at the end: {w.why}") if part)
+            when = when or "—"
             lines.append(f"| {w.name} | {w.desired} | {w.below_s:.1f} s | {lowest} | {when} |")
         lines.append("")
     if answers.services:

@@ -44,3 +44,38 @@ def test_a_workloads_windows_are_bounded_the_same_way():
     workload = WorkloadAnswer("Deployment", "shop/web", desired=3, converged_at=5.0, windows=[(float(i), float(i) + 0.5, 1) for i in range(8)])
     row = next(line for line in markdown_lines(Answers(workloads=[workload], end_s=60.0)) if line.startswith("| Deployment shop/web "))
     assert row.count("(lowest 1)") == 5 and "… and 3 more" in row
+
+
+def _apply(t: float, revision: int, *entries: tuple[str, str, dict | None]) -> dict:
+    import json
+
+    return {"type": "raft-apply", "t": t, "revision": revision, "member": "etcd-1", "events": [[op, key, json.dumps(obj) if obj is not None else None] for op, key, obj in entries]}
+
+
+def test_a_workload_marked_for_deletion_is_no_longer_wanted_from_that_moment():
+    """A Deployment deleted in the foreground loses its pods on purpose: its window below
+    desired ends when it is marked for deletion, and the report says so instead of "none of its
+    pods was created" (swarm seed 101: ``default/batch`` read "83.6 s below desired")."""
+    from chaoskube.experiments.answers import answer
+
+    deployment = {"kind": "Deployment", "metadata": {"name": "batch", "namespace": "default", "uid": "d1"}, "spec": {"replicas": 1}}
+    replica_set = {"kind": "ReplicaSet", "metadata": {"name": "batch-1", "namespace": "default", "uid": "r1", "ownerReferences": [{"kind": "Deployment", "name": "batch", "uid": "d1", "controller": True}]}, "spec": {"replicas": 1}}
+    pod = {"kind": "Pod", "metadata": {"name": "batch-1-a", "namespace": "default", "uid": "p1", "ownerReferences": [{"kind": "ReplicaSet", "name": "batch-1", "uid": "r1", "controller": True}]}, "spec": {"nodeName": "node-1"}, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+    unready = {**pod, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}}
+    marked = {**deployment, "metadata": {**deployment["metadata"], "deletionTimestamp": "2026-01-01T00:00:30Z", "finalizers": ["foregroundDeletion"]}}
+    events = [
+        _apply(1.0, 2, ("PUT", "/registry/deployments/default/batch", deployment), ("PUT", "/registry/replicasets/default/batch-1", replica_set)),
+        _apply(2.0, 3, ("PUT", "/registry/pods/default/batch-1-a", pod)),
+        _apply(10.0, 4, ("PUT", "/registry/pods/default/batch-1-a", unready)),  # below desired from 10 s
+        _apply(30.0, 5, ("PUT", "/registry/deployments/default/batch", marked)),  # marked: the window ends
+        _apply(31.0, 6, ("DELETE", "/registry/pods/default/batch-1-a", None)),
+        _apply(40.0, 7, ("DELETE", "/registry/replicasets/default/batch-1", None), ("DELETE", "/registry/deployments/default/batch", None)),
+    ]
+    answers = answer(events, end_s=100.0)
+    (workload,) = answers.workloads
+    assert workload.deleted_at == 30.0 and workload.windows == [(10.0, 30.0, 0)] and workload.below_s == 20.0
+    row = next(line for line in markdown_lines(answers) if line.startswith("| Deployment default/batch "))
+    assert row.endswith("| 20.0 s | 0/1 | 10.0 s – 30.0 s (lowest 0); deleted at 30.0 s |"), row
+    assert "none of its pods" not in row and "end of run" not in row
+    html = _answers(None, [], answers)
+    assert "deleted at 30.0 s" in html and "at the end" not in html
