@@ -41,7 +41,8 @@ CRD in force at the write:
 
 7. **Served versions**: every request the API server journals (``api-request``: the
    writes) that names the version it addressed (``version``: the HTTPS front's URL, or a
-   client that named one) at a version no CRD revision an API server could hold while
+   client that named one), and every read through the HTTPS front (``http-request``,
+   GET: the version of its path), at a version no CRD revision an API server could hold while
    serving it marks ``served: true`` -- one it lists with ``served: false``, the storage
    version too, or one it does not list -- is not handled: no 2xx, no 409 Conflict, no
    422 Invalid (upstream's ``crdHandler.ServeHTTP`` hands it to the delegate, which answers
@@ -61,8 +62,8 @@ compile is not judged. A request is judged by every CRD revision stored within
 ``lag_s`` plus ``request_s`` (60 s, ``--request-timeout``: the server checked the version
 when the request began, the journal records its end) before its answer, and passes if any
 of them served its version; a request whose CRD the store never held is not judged
-(``requests_unjudged``), nor one that names no version (in-process clients), nor a read (the
-API server journals writes; the front's ``http-request`` records are not judged here). A 404
+(``requests_unjudged``), nor one that names no version (in-process clients), nor a read of
+an in-process client (the API server journals writes; reads only through the front). A 404
 at a served version is not judged either: the journal does not tell "no such resource"
 from "no such object".
 
@@ -275,10 +276,35 @@ def _served(crd: dict[str, Any], name: str) -> bool:
     return version is not None and version.get("served") is True
 
 
+def _read_at(event: Event) -> tuple[str, str, str, str] | None:
+    """(resource ``<plural>.<group>``, version, namespace, name) of an ``http-request``
+    record of a read (GET) of a group's resource through the HTTPS front, or None."""
+    if event.get("method") not in ("GET", "HEAD"):
+        return None
+    parts = [part for part in str(event.get("path", "")).split("/") if part]
+    if len(parts) < 4 or parts[0] != "apis":
+        return None
+    group, version, rest = parts[1], parts[2], parts[3:]
+    if rest and rest[0] == "watch":
+        rest = rest[1:]
+    namespace = ""
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        namespace, rest = rest[1], rest[2:]
+    if not rest:
+        return None
+    return f"{rest[0]}.{group}", version, namespace, rest[1] if len(rest) > 1 else ""
+
+
 def _check_versions(events: Sequence[Event], crds: dict[str, _Crd], counts: dict[str, int], window_s: float) -> Verdict | None:
-    """Rule 7 (module docstring) over the journal's ``api-request`` records."""
+    """Rule 7 (module docstring) over the journal's ``api-request`` records (writes) and
+    the HTTPS front's ``http-request`` records of reads."""
     for event in events:
-        if event.get("type") != "api-request" or not event.get("version"):
+        if event.get("type") == "http-request":
+            read = _read_at(event)
+            if read is None or read[0] not in crds:
+                continue
+            event = {**event, "resource": read[0], "version": read[1], "namespace": read[2], "name": read[3], "verb": "read"}
+        elif event.get("type") != "api-request" or not event.get("version"):
             continue
         resource, version, code = str(event.get("resource", "")), str(event["version"]), event.get("code")
         crd = crds.get(resource)

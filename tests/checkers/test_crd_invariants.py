@@ -240,3 +240,22 @@ def test_requests_without_a_version_or_a_crd_are_not_judged():
 
 
 LAG = 10.0
+
+
+def test_reads_through_the_https_front_are_judged_by_their_path():
+    """Rule 7 for reads: the front journals each HTTP request (``http-request``: method,
+    path, code); a GET answered 200 at a version the CRD does not serve is a finding."""
+    events = History().put(1, CRD_KEY, versioned_crd({"v1beta1": False, "v1": True})).events
+
+    def read(t: float, path: str, code: int) -> dict[str, Any]:
+        return {"type": "http-request", "t": t, "client": "kubectl", "server": "kube-apiserver-1", "method": "GET", "path": path, "code": code, "outcome": "answered"}
+
+    fine = [read(100, f"/apis/{GROUP}/v1/namespaces/default/backups/b", 200), read(101, f"/apis/{GROUP}/v1beta1/namespaces/default/backups/b", 404),
+            read(102, f"/apis/{GROUP}/v1/watch/namespaces/default/backups", 200), read(103, "/api/v1/namespaces/default/pods", 200),
+            read(104, f"/apis/{GROUP}", 200)]
+    verdict = check_crd_invariants([*events, *fine])
+    assert verdict.valid is True and verdict.details["requests_checked"] == 3, verdict.reason
+    for path in (f"/apis/{GROUP}/v1beta1/namespaces/default/backups/b", f"/apis/{GROUP}/v1beta1/backups", f"/apis/{GROUP}/v1beta1/watch/namespaces/default/backups"):
+        verdict = check_crd_invariants([*events, read(100, path, 200)])
+        assert verdict.valid is False and verdict.details["rule"] == "unserved-version", path
+        assert "answered 200 to a read of" in verdict.reason
