@@ -479,6 +479,12 @@ class ApiServer:
         info = kind_info(request.resource) or self._custom_info(request.resource, request.version)
         if info is None:
             raise _refuse(Status(404, "NotFound", "the server could not find the requested resource"))
+        if request.verb == "patch" and request.version and isinstance(request.body, dict) and issubclass(info.type, CustomObject):
+            # a patch (an apply's configuration) written at another served version than the
+            # storage one: converted as strategy None does, by its apiVersion alone
+            asked = f"{info.api_version.rpartition('/')[0]}/{request.version}"
+            if asked != info.api_version and request.body.get("apiVersion") == asked:
+                request = replace(request, body={**request.body, "apiVersion": info.api_version})
         user = self.authenticate(request.credentials)
         if user is None:
             raise _refuse(unauthorized())

@@ -253,3 +253,26 @@ def test_a_json_patch_replaces_a_field_go_always_encodes_even_at_its_zero_value(
     _, patched = run_api(story)
     assert patched.code == 200, patched.status
     assert [(version.name, version.served) for version in patched.object.spec.versions] == [("v1beta1", True), ("v1", True)]
+
+
+def test_a_custom_resource_is_written_at_any_served_version_and_stored_at_the_storage_version():
+    """Conversion strategy None ("Versions in CustomResourceDefinitions"): a create, an
+    update and a server-side apply at a served version that is not the storage version are
+    stored at the storage version, only ``apiVersion`` changed."""
+    versioned = __import__("copy").deepcopy(CRD)
+    versioned["spec"]["versions"].insert(0, {**__import__("copy").deepcopy(CRD["spec"]["versions"][0]), "name": "v1beta1", "served": True, "storage": False})
+    beta = custom_type("example.com/v1beta1", "Widget", "widgets.example.com", True)
+
+    async def story(world, api, registry):
+        await api("create", "customresourcedefinitions", body=obj(versioned))
+        await api.eventually("list", "widgets.example.com", lambda r: r.ok, namespace="default", resource_version="0")
+        made = await api("create", "widgets.example.com", namespace="default", version="v1beta1",
+                         body=from_dict({"apiVersion": "example.com/v1beta1", "kind": "Widget", "metadata": {"name": "w", "namespace": "default"}, "spec": {"size": 2}}, custom={("example.com/v1beta1", "Widget"): beta}))
+        applied = await api("patch", "widgets.example.com", namespace="default", name="w", version="v1beta1", patch_type="apply", field_manager="kubectl",
+                            body={"apiVersion": "example.com/v1beta1", "kind": "Widget", "metadata": {"name": "w", "namespace": "default"}, "spec": {"size": 4}}, force=True)
+        return made, applied
+
+    _, (made, applied) = run_api(story)
+    assert made.code == 201 and made.object.API_VERSION == "example.com/v1" and made.object.content["spec"]["size"] == 2
+    assert applied.code == 200, applied.status
+    assert applied.object.API_VERSION == "example.com/v1" and applied.object.content["spec"]["size"] == 4
