@@ -136,7 +136,9 @@ def api_versions(server_address: str) -> dict[str, Any]:
     return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]}
 
 
-_KUBE_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+#: apimachinery ``kubeVersionRegex`` (Go's ``\d`` and ``$`` are ASCII digits and the very end:
+#: ``[0-9]`` and ``fullmatch`` here: a non-ASCII digit or a trailing newline is not kube-like).
+_KUBE_VERSION = re.compile(r"v([0-9]+)(?:(alpha|beta)([0-9]+))?")
 
 
 def version_priority(version: str) -> tuple[int, int, int, int, str]:
@@ -146,7 +148,7 @@ def version_priority(version: str) -> tuple[int, int, int, int, str]:
     higher minor (v2, v1, v1beta2, v1beta1, v1alpha1); versions not of that form after
     them, alphabetically. Upstream's discovery of a CRD's group sorts its served versions
     so (``sortGroupDiscoveryByKubeAwareVersion``) and prefers the first."""
-    match = _KUBE_VERSION.match(version)
+    match = _KUBE_VERSION.fullmatch(version)
     if match is None:
         return (1, 0, 0, 0, version)
     rank = {"alpha": 0, "beta": 1, None: 2}[match.group(2)]

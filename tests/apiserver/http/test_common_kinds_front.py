@@ -239,6 +239,26 @@ def test_versions_are_preferred_as_upstream_compares_them(first, second, greater
     assert (discovery.version_priority(first) < discovery.version_priority(second)) is greater
 
 
+#: apimachinery pkg/version/helpers_test.go, Test_parseKubeVersion: (version, (major, type
+#: -- 0 alpha, 1 beta, 2 GA --, minor) or None when not kube-like), every row; then what Go's
+#: regexp does and Python's would not without fullmatch and [0-9]: "$" is the very end, "\d"
+#: ASCII only.
+PARSE_KUBE_VERSION = [
+    ("v1.1", None), ("v1alpha1.1", None), ("v1alpha1", (1, 0, 1)), ("v2beta10", (2, 1, 10)), ("v3", (3, 2, 0)),
+    ("v1\n", None), ("v\u0661", None),
+]
+
+
+@pytest.mark.parametrize(("version", "parsed"), PARSE_KUBE_VERSION)
+def test_versions_are_kube_like_as_upstream_parses_them(version, parsed):
+    priority = discovery.version_priority(version)
+    if parsed is None:
+        assert priority == (1, 0, 0, 0, version)  # after every kube-like version, alphabetically
+    else:
+        major, rank, minor = parsed
+        assert priority == (0, -rank, -major, -minor, "")
+
+
 def test_a_crd_group_prefers_its_highest_priority_served_version():
     """apiextensions DiscoveryController: ``sortGroupDiscoveryByKubeAwareVersion``, then
     ``PreferredVersion: apiVersionsForDiscovery[0]``."""
