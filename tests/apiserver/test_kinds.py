@@ -3,6 +3,7 @@ upstream's messages, the Job's generated selector, Secrets' stringData, CustomRe
 served with their schema and subresources, and etcd's request size limit."""
 
 import base64
+import copy
 
 from chaoskube.api import Scale, ScaleSpec, custom_type, from_dict
 from tests.apiserver.apiserver_harness import run_api
@@ -188,7 +189,7 @@ def test_a_request_over_etcds_limit_is_refused():
 
 
 def test_unenforced_crd_features_are_said_once():
-    rules = __import__("copy").deepcopy(CRD)
+    rules = copy.deepcopy(CRD)
     rules["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] = [{"rule": "self.size <= 10"}]
 
     async def story(world, api, registry):
@@ -206,8 +207,8 @@ def test_a_custom_resource_is_served_only_at_the_versions_its_crd_serves():
     the delegate: 404 NotFound; a CRD update that unserves (or serves) a version takes
     effect once the server's CRD cache has it; the journal says which version each write
     addressed."""
-    versioned = __import__("copy").deepcopy(CRD)
-    retired = {**__import__("copy").deepcopy(CRD["spec"]["versions"][0]), "name": "v1beta1", "served": False, "storage": False}
+    versioned = copy.deepcopy(CRD)
+    retired = {**copy.deepcopy(CRD["spec"]["versions"][0]), "name": "v1beta1", "served": False, "storage": False}
     versioned["spec"]["versions"].insert(0, retired)
 
     async def story(world, api, registry):
@@ -242,8 +243,8 @@ def test_a_json_patch_replaces_a_field_go_always_encodes_even_at_its_zero_value(
     """handlers/patch.go applies a JSON patch to the object as Go encodes it: a CRD
     version's ``served`` has no omitempty, so ``served: false`` is there to replace (the
     way to serve a retired version again: ``kubectl patch crd --type=json``)."""
-    versioned = __import__("copy").deepcopy(CRD)
-    versioned["spec"]["versions"].insert(0, {**__import__("copy").deepcopy(CRD["spec"]["versions"][0]), "name": "v1beta1", "served": False, "storage": False})
+    versioned = copy.deepcopy(CRD)
+    versioned["spec"]["versions"].insert(0, {**copy.deepcopy(CRD["spec"]["versions"][0]), "name": "v1beta1", "served": False, "storage": False})
 
     async def story(world, api, registry):
         await api("create", "customresourcedefinitions", body=obj(versioned))
@@ -259,8 +260,8 @@ def test_a_custom_resource_is_written_at_any_served_version_and_stored_at_the_st
     """Conversion strategy None ("Versions in CustomResourceDefinitions"): a create, an
     update and a server-side apply at a served version that is not the storage version are
     stored at the storage version, only ``apiVersion`` changed."""
-    versioned = __import__("copy").deepcopy(CRD)
-    versioned["spec"]["versions"].insert(0, {**__import__("copy").deepcopy(CRD["spec"]["versions"][0]), "name": "v1beta1", "served": True, "storage": False})
+    versioned = copy.deepcopy(CRD)
+    versioned["spec"]["versions"].insert(0, {**copy.deepcopy(CRD["spec"]["versions"][0]), "name": "v1beta1", "served": True, "storage": False})
     beta = custom_type("example.com/v1beta1", "Widget", "widgets.example.com", True)
 
     async def story(world, api, registry):
@@ -268,11 +269,16 @@ def test_a_custom_resource_is_written_at_any_served_version_and_stored_at_the_st
         await api.eventually("list", "widgets.example.com", lambda r: r.ok, namespace="default", resource_version="0")
         made = await api("create", "widgets.example.com", namespace="default", version="v1beta1",
                          body=from_dict({"apiVersion": "example.com/v1beta1", "kind": "Widget", "metadata": {"name": "w", "namespace": "default"}, "spec": {"size": 2}}, custom={("example.com/v1beta1", "Widget"): beta}))
+        updated = await api("update", "widgets.example.com", namespace="default", name="w", version="v1beta1",
+                            body=from_dict({"apiVersion": "example.com/v1beta1", "kind": "Widget", "metadata": {"name": "w", "namespace": "default", "resourceVersion": made.object.metadata.resource_version},
+                                            "spec": {"size": 3}}, custom={("example.com/v1beta1", "Widget"): beta}))
         applied = await api("patch", "widgets.example.com", namespace="default", name="w", version="v1beta1", patch_type="apply", field_manager="kubectl",
                             body={"apiVersion": "example.com/v1beta1", "kind": "Widget", "metadata": {"name": "w", "namespace": "default"}, "spec": {"size": 4}}, force=True)
-        return made, applied
+        return made, updated, applied
 
-    _, (made, applied) = run_api(story)
+    _, (made, updated, applied) = run_api(story)
     assert made.code == 201 and made.object.API_VERSION == "example.com/v1" and made.object.content["spec"]["size"] == 2
+    assert updated.code == 200, updated.status
+    assert updated.object.API_VERSION == "example.com/v1" and updated.object.content["spec"]["size"] == 3
     assert applied.code == 200, applied.status
     assert applied.object.API_VERSION == "example.com/v1" and applied.object.content["spec"]["size"] == 4
