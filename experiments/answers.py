@@ -30,7 +30,7 @@ from typing import Any
 from chaoskube.api.workloads import desired_pods
 from chaoskube.checkers.replay import StoreReplay, pod_ready
 
-__all__ = ["Answers", "ServiceAnswer", "WorkloadAnswer", "answer", "ready_pod_steps_from_store", "shown_windows", "windows_text"]
+__all__ = ["Answers", "ServiceAnswer", "WorkloadAnswer", "answer", "ready_pod_steps_from_store", "shown_windows", "windows_text", "workload_when"]
 
 WORKLOAD_RESOURCES = {
     "deployments": "Deployment", "statefulsets": "StatefulSet", "daemonsets": "DaemonSet", "replicasets": "ReplicaSet",
@@ -81,6 +81,16 @@ class WorkloadAnswer:
     @property
     def name(self) -> str:
         return f"{self.kind} {self.key}"
+
+
+def workload_when(w: WorkloadAnswer, t: Any) -> str:
+    """The "when" cell of a workload that reached its desired replicas: its windows below
+    desired (each time rendered by ``t``), then why it was short -- "deleted at T" for one
+    marked for deletion, "at the end: ..." for one still short; "—" when there is nothing."""
+    when = windows_text(w.windows, lambda window: f"{t(window[0])} – {t(window[1])} (lowest {window[2]})", "")
+    if w.why:
+        when = "; ".join(part for part in (when, w.why if w.deleted_at is not None else f"at the end: {w.why}") if part)
+    return when or "—"
 
 
 @dataclass
@@ -428,10 +438,7 @@ def markdown_lines(answers: Answers) -> list[str]:
                 lines.append(f"| {w.name} | {w.desired} | never reached its desired replicas | — | {w.why or '—'} |")
                 continue
             lowest = "—" if w.minimum_ready is None else f"{w.minimum_ready}/{w.desired}"
-            when = windows_text(w.windows, lambda window: f"{_t(window[0])} – {_t(window[1])} (lowest {window[2]})", "")
-            if w.why:
-                when = "; ".join(part for part in (when, w.why if w.deleted_at is not None else f"at the end: {w.why}") if part)
-            when = when or "—"
+            when = workload_when(w, _t)
             lines.append(f"| {w.name} | {w.desired} | {w.below_s:.1f} s | {lowest} | {when} |")
         lines.append("")
     if answers.services:

@@ -723,7 +723,7 @@ def _answers(result: RunResult, events: Sequence[Mapping[str, Any]], answers: An
     ``section#answers`` with ``table#workloads`` (``tr[data-workload]``), ``table#services``
     (``tr[data-service]``), ``ul#refused-evictions``, ``ul#taint-evictions``,
     ``ul#unready-pods``."""
-    from chaoskube.experiments.answers import answer, windows_text
+    from chaoskube.experiments.answers import answer, windows_text, workload_when
 
     if answers is None:
         answers = answer(events, result.simulated_seconds, skipped=result.skipped_unsupported)
@@ -744,10 +744,7 @@ def _answers(result: RunResult, events: Sequence[Mapping[str, Any]], answers: An
                 rows.append(f'<tr data-workload="{esc(w.name)}"><td>{esc(w.name)}</td><td>{w.desired}</td><td colspan="2">never reached its desired replicas</td><td>{esc(w.why)}</td></tr>')
                 continue
             lowest = "—" if w.minimum_ready is None else f"{w.minimum_ready}/{w.desired}"
-            when = windows_text(w.windows, lambda window: f"{t(window[0])} – {t(window[1])} (lowest {window[2]})", "")
-            if w.why:
-                when = "; ".join(part for part in (when, w.why if w.deleted_at is not None else f"at the end: {w.why}") if part)
-            when = when or "—"
+            when = workload_when(w, t)
             rows.append(f'<tr data-workload="{esc(w.name)}"><td>{esc(w.name)}</td><td>{w.desired}</td><td>{w.below_s:.1f} s</td><td>{lowest}</td><td>{esc(when)}</td></tr>')
         parts.append('<table id="workloads"><tr><th>workload</th><th>desired</th><th>below desired</th><th>lowest ready</th><th>when</th></tr>' + "".join(rows) + "</table>")
     if answers.services:
