@@ -43,6 +43,12 @@ OPERATOR = "operator"
 #: leases, the API servers' master leases every 10 s) and records.
 QUIET_IGNORED = ("/registry/leases/", "/registry/events/", "/registry/nodes/", "/registry/endpointslices/", "/registry/endpoints/", "/masterleases/")
 POLL_S = 0.1  # wall seconds between two looks at the journal
+#: A poll that finds the operator's threads running or waiting for a CPU for at least this
+#: share of the time since the previous poll counts as its activity: no quiet spell ends
+#: while it computes or -- on a machine busier than the plans at a time assumed -- waits
+#: for a CPU to react with (it has been handed an event the journal shows long before).
+#: An idle kopf or Go controller uses well under 1 % between polls.
+OPERATOR_BUSY = 0.2
 #: Wall seconds between two reads of the operator's CPU time from /proc (a read of every
 #: /proc/PID/stat costs a few milliseconds): an operator killed at a crash loses at most this
 #: much of its count.
@@ -259,6 +265,9 @@ class _Descendants:
     def __init__(self) -> None:
         self.seen: dict[tuple[int, int], int] = {}  # (pid, start time) -> utime + stime, in ticks
         self.waited: dict[tuple[int, int], int] = {}  # (pid, start time) -> its main thread's runqueue wait, in ns
+        self.pids: set[int] = set()  # the descendants at the last sample
+        self.busy_ns = 0  # busy() at its last call: the descendants' threads' CPU and runqueue wait, in ns
+        self.busy_at = 0.0
 
     def sample(self) -> None:
         parents: dict[int, tuple[int, int, int]] = {}
@@ -284,7 +293,8 @@ class _Descendants:
                 if ppid in mine and pid not in mine:
                     mine.add(pid)
                     changed = True
-        for pid in mine - {os.getpid()}:
+        self.pids = mine - {os.getpid()}
+        for pid in self.pids:
             _, ticks, start = parents[pid]
             self.seen[(pid, start)] = max(self.seen.get((pid, start), 0), ticks)
             try:  # its main thread's wait for a CPU (an asyncio operator's loop), in ns
@@ -295,6 +305,28 @@ class _Descendants:
 
     def cpu_s(self) -> float:
         return sum(self.seen.values()) * self.TICK_S
+
+    def busy(self) -> float:
+        """The share of a CPU the descendants (the operator) have been running or waiting to
+        run since the last call: every thread's run time and runqueue wait
+        (/proc/PID/task/TID/schedstat), per wall second. 0 at the first call, or where the
+        kernel does not say."""
+        total = 0
+        for pid in self.pids:
+            try:
+                tasks = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for task in tasks:
+                try:
+                    ran, waited = Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()[:2]
+                except (OSError, ValueError):
+                    continue
+                total += int(ran) + int(waited)
+        now = time.perf_counter()
+        share = max(0, total - self.busy_ns) / 1e9 / (now - self.busy_at) if self.busy_at and now > self.busy_at else 0.0
+        self.busy_ns, self.busy_at = total, now
+        return share
 
     def waited_s(self) -> float:
         return sum(self.waited.values()) / 1e9
@@ -514,6 +546,7 @@ class _Watcher:
         self.lag_s = 0.0
         self.children: _Descendants | None = None  # sampled every CPU_SAMPLE_S (run_session's)
         self.sampled_at = 0.0
+        self.busy_polls = 0  # polls that found the operator busy (OPERATOR_BUSY) since take_lag()
 
     def take_lag(self) -> float:
         lag, self.lag_s = self.lag_s, 0.0
@@ -579,6 +612,11 @@ class _Watcher:
                     self.withholding = False
                 elif kind == "test-operator" and event.get("event") == "withholding":
                     self.withholding = self.relaxed = True
+        if self.children is not None and self.children.busy() >= OPERATOR_BUSY:
+            # Running, or runnable and waiting for a CPU: not quiet, whatever the journal
+            # says (a starved operator is still reacting).
+            self.busy_polls += 1
+            self._active(self.now)
         if self.perturbed or not self.ready():
             self.healed_at = self.now
 
@@ -697,7 +735,8 @@ def _quiesce(watcher: _Watcher, options: SessionOptions, record: SessionRecord, 
     # sizes a plan's quiet spell): the final quiet spell itself is not a pause.
     entry.update(t_end=round(watcher.now, 6), converged=got, writes=watcher.writes - watcher_base, longest_pause_s=round(watcher.longest_pause, 3),
                  pauses_after_writes_s=[round(pause, 3) for pause in watcher.pauses_after_writes[:MAX_PAUSES]], wall_s=round(time.perf_counter() - begun, 3),
-                 max_lag_s=round(watcher.take_lag(), 3))
+                 max_lag_s=round(watcher.take_lag(), 3), busy_polls=watcher.busy_polls)
+    watcher.busy_polls = 0
     if index != 0:  # the lag while getting ready is the boot's run past its learned length (harmless: nothing of the workload yet)
         record.wall["max_lag_s"] = max(record.wall.get("max_lag_s", 0.0), entry["max_lag_s"])
     if watcher.withholding:

@@ -360,6 +360,30 @@ def test_a_late_plan_lowers_the_plans_at_a_time_and_plans_on_time_raise_it_again
     waiter.join()
 
 
+def test_an_operator_running_or_waiting_for_a_cpu_is_busy_and_an_idle_one_is_not():
+    import subprocess
+    import sys
+    import time
+
+    from chaoskube.experiments.operator_testing.session import OPERATOR_BUSY, _Descendants
+
+    if not Path("/proc/self/task").is_dir():
+        pytest.skip("no /proc: the kernel does not say what a process runs or waits")
+    for code, busy in (("while True: pass", True), ("import time; time.sleep(30)", False)):
+        child = subprocess.Popen([sys.executable, "-c", code])
+        try:
+            time.sleep(0.3)  # started (the interpreter's own start is not what is measured)
+            children = _Descendants()
+            children.sample()
+            assert child.pid in children.pids
+            children.busy()
+            time.sleep(0.3)
+            assert (children.busy() >= OPERATOR_BUSY) is busy
+        finally:
+            child.kill()
+            child.wait()
+
+
 def test_the_driver_keeps_an_unobserved_state_across_steps_until_it_ends():
     """The session's watcher: withholding begun at a user's change stays in force through
     the steps' bookkeeping until the end is journaled; then no quiet spell counts for the
