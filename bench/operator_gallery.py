@@ -11,6 +11,12 @@ also says where a plan's wall time went (``breakdown``: mean seconds per plan in
 ``--sample-controller BINARY``: the Go kubernetes/sample-controller instead (built by
 shared/peers/sample-controller/build.sh), with its CRD (Foo, with the status subresource)
 and no workload: one generated from the CRD's schema.
+
+The Go pairs (GO_PAIRS: docs/operators/gallery/go/src/gallery/NAME and NAME_fixed, the
+sample-controller's pattern) are built first, offline, with Go in GOPATH mode against the
+client-go sources of shared/peers/sample-controller (``go_build``; a few seconds once Go's
+build cache holds client-go), and run with the sample-controller's CRD. Name one as
+``go/NAME``.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -40,7 +47,26 @@ PAIRS = {
 }
 
 
-SAMPLE_CONTROLLER_CRD = ROOT.parent.parent / "shared" / "peers" / "sample-controller" / "gopath" / "src" / "k8s.io" / "sample-controller" / "artifacts" / "examples" / "crd-status-subresource.yaml"
+SAMPLE_CONTROLLER_GOPATH = ROOT.parent.parent / "shared" / "peers" / "sample-controller" / "gopath"
+SAMPLE_CONTROLLER_CRD = SAMPLE_CONTROLLER_GOPATH / "src" / "k8s.io" / "sample-controller" / "artifacts" / "examples" / "crd-status-subresource.yaml"
+#: The Go pairs: GOPATH (ours first) and the packages, each a main package NAME and NAME_fixed.
+GO_GALLERY = GALLERY / "go"
+GO_PAIRS = ["rename_leaves_deployment", "record_after_create"]
+
+
+def go_build(package: str, out: Path, gopath: Path = SAMPLE_CONTROLLER_GOPATH) -> Path:
+    """Build gallery/PACKAGE (docs/operators/gallery/go/src) to OUT/PACKAGE, offline: GOPATH
+    mode with the sample-controller's vendored modules after ours (GO111MODULE=off, GOPROXY=off)."""
+    go = shutil.which("go")
+    if go is None:
+        raise SystemExit("operator_gallery: no go on PATH (apt-get install -y golang-go)")
+    out.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "GO111MODULE": "off", "GOPATH": f"{GO_GALLERY}{os.pathsep}{gopath}", "GOFLAGS": "", "GOPROXY": "off"}
+    binary = out / package
+    built = subprocess.run([go, "build", "-o", str(binary), f"gallery/{package}"], env=env, capture_output=True, text=True, check=False)
+    if built.returncode != 0:
+        raise SystemExit(f"operator_gallery: go build gallery/{package} failed:\n{built.stderr[-3000:]}")
+    return binary
 
 
 def run(name: str, operator: str, extra: list[str], out: Path, budget: int, jobs: int | None, speed: float, kinds: list[str], more: list[str] = (), command: str = "", manifests: list[Path] = ()) -> dict:
@@ -90,7 +116,7 @@ def breakdown(out: Path, summary: dict) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("names", nargs="*", default=list(PAIRS))
+    parser.add_argument("names", nargs="*", default=[*PAIRS, *(f"go/{name}" for name in GO_PAIRS)], help="kopf pairs by name, Go pairs as go/NAME [default: all]")
     parser.add_argument("--budget", type=int, default=0, help="0: every plan test-operator selects by default")
     parser.add_argument("--jobs", type=int, default=None, help="test-operator --jobs [default: its own choice, from the learning runs' CPU]")
     parser.add_argument("--speed", type=float, default=1.0)
@@ -114,14 +140,23 @@ def main() -> int:
         return 0 if row["plans_run"] else 1
     rows = []
     for name in args.names:
-        for operator in ([] if args.fixed_only else [f"{name}.py"]) + [f"{name}_fixed.py"]:
-            learned = ["--learned", str(args.learned_from / operator.removesuffix(".py"))] if args.learned_from else []
-            row = run(name, operator, PAIRS[name], args.out / operator.removesuffix(".py"), args.budget, args.jobs, args.speed, args.kinds, more + learned)
+        if name not in PAIRS and name.removeprefix("go/") not in GO_PAIRS:
+            parser.error(f"unknown pair {name!r}: one of {', '.join([*PAIRS, *(f'go/{go}' for go in GO_PAIRS)])}")
+        go = name.startswith("go/")
+        for operator in ([] if args.fixed_only else [f"{name}" if go else f"{name}.py"]) + [f"{name}_fixed" if go else f"{name}_fixed.py"]:
+            stem = operator.removesuffix(".py").removeprefix("go/")
+            learned = ["--learned", str(args.learned_from / stem)] if args.learned_from else []
+            if go:
+                binary = go_build(stem, args.out / "bin")
+                row = run(name, operator, [], args.out / stem, args.budget, args.jobs, args.speed, args.kinds, more + learned,
+                          command=f"exec {binary.resolve()} -kubeconfig \"$KUBECONFIG\"", manifests=[args.crd])
+            else:
+                row = run(name, operator, PAIRS[name], args.out / stem, args.budget, args.jobs, args.speed, args.kinds, more + learned)
             rows.append(row)
             print(json.dumps(row), flush=True)
             args.out.mkdir(parents=True, exist_ok=True)
             (args.out / "gallery.json").write_text(json.dumps(rows, indent=1))
-    bad = [row["operator"] for row in rows if (row["operator"].endswith("_fixed.py")) == bool(row["found"])]
+    bad = [row["operator"] for row in rows if (row["operator"].removesuffix(".py").endswith("_fixed")) == bool(row["found"])]
     print("missed or false:", bad or "none")
     return 1 if bad else 0
 
