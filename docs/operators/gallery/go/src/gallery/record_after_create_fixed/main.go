@@ -18,7 +18,7 @@ limitations under the License.
 // it to the Foo, its controller ownerReference (the Foo's uid), and not by the record,
 // which is kept for people only. Before creating, the lister is asked, and then -- since
 // the lister may not hold the controller's own create yet (its answer was lost
-// milliseconds ago) -- the API server itself, with a list by label (a quorum read). A
+// milliseconds ago) -- the API server itself, with a list (a quorum read). A
 // crash between the create and the record, or a lost answer, then finds the Deployment
 // made and adopts it. (The ReplicaSet controller closes the same window with
 // "expectations": kubernetes pkg/controller/controller_utils.go, ControllerExpectations.)
@@ -101,15 +101,17 @@ func syncHandler(c *foocontroller.Controller, key string) error {
 // owned is the Deployment the Foo controls (the oldest, if several), from the lister, else
 // from the API server; nil if there is none.
 func owned(c *foocontroller.Controller, foo *samplev1alpha1.Foo) (*appsv1.Deployment, error) {
-	selector := labels.SelectorFromSet(foocontroller.Labels(foo))
-	cached, err := c.DeploymentsLister.Deployments(foo.Namespace).List(selector)
+	// The Deployment carries no labels of its own (sample-controller's newDeployment sets
+	// them on its selector and Pod template only): every Deployment of the namespace is
+	// looked at, and its controller ownerReference decides.
+	cached, err := c.DeploymentsLister.Deployments(foo.Namespace).List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}
 	if found := oldestControlled(cached, foo); found != nil {
 		return found, nil
 	}
-	live, err := c.KubeClient.AppsV1().Deployments(foo.Namespace).List(context.TODO(), metav1.ListOptions{LabelSelector: selector.String()})
+	live, err := c.KubeClient.AppsV1().Deployments(foo.Namespace).List(context.TODO(), metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
