@@ -479,12 +479,6 @@ class ApiServer:
         info = kind_info(request.resource) or self._custom_info(request.resource, request.version)
         if info is None:
             raise _refuse(Status(404, "NotFound", "the server could not find the requested resource"))
-        if request.verb == "patch" and request.version and isinstance(request.body, dict) and issubclass(info.type, CustomObject):
-            # a patch (an apply's configuration) written at another served version than the
-            # storage one: converted as strategy None does, by its apiVersion alone
-            asked = f"{info.api_version.rpartition('/')[0]}/{request.version}"
-            if asked != info.api_version and request.body.get("apiVersion") == asked:
-                request = replace(request, body={**request.body, "apiVersion": info.api_version})
         user = self.authenticate(request.credentials)
         if user is None:
             raise _refuse(unauthorized())
@@ -494,6 +488,18 @@ class ApiServer:
         if info.namespaced is False and request.namespace:
             raise _refuse(not_found(request.resource, request.name or request.resource))
         self._authorize(request, user, info)
+        if request.verb == "patch" and request.version and isinstance(request.body, dict) and issubclass(info.type, CustomObject):
+            # a patch (an apply's configuration) written at another served version than the
+            # storage one: converted as strategy None does, by its apiVersion alone. An apply
+            # must name the version it is sent to: upstream's field manager is the request
+            # version's (customresource_handler.go scopeWithFieldManager, reqScope.Kind), and
+            # structuredMergeManager.Apply refuses a configuration at another version, 400
+            # (apimachinery pkg/util/managedfields/internal/structuredmerge.go)
+            asked = f"{info.api_version.rpartition('/')[0]}/{request.version}"
+            if asked != info.api_version and request.body.get("apiVersion") == asked:
+                request = replace(request, body={**request.body, "apiVersion": info.api_version})
+            elif asked != info.api_version and request.patch_type == "apply":
+                raise _refuse(bad_request(f"Incorrect version specified in apply patch. Specified patch version: {request.body.get('apiVersion', '')}, expected: {asked}"))
         verb, sub = request.verb, request.subresource
         if verb == "get" and not sub:
             return await self._get(request, info)
