@@ -370,9 +370,11 @@ def test_an_operator_running_or_waiting_for_a_cpu_is_busy_and_an_idle_one_is_not
     if not Path("/proc/self/task").is_dir():
         pytest.skip("no /proc: the kernel does not say what a process runs or waits")
     for code, busy in (("while True: pass", True), ("import time; time.sleep(30)", False)):
-        child = subprocess.Popen([sys.executable, "-c", code])
+        # "up" once started: the interpreter's own start (seconds on a loaded machine) is not
+        # what is measured
+        child = subprocess.Popen([sys.executable, "-c", f"print('up', flush=True)\n{code}"], stdout=subprocess.PIPE, text=True)
         try:
-            time.sleep(0.3)  # started (the interpreter's own start is not what is measured)
+            assert child.stdout.readline() == "up\n"
             children = _Descendants()
             children.sample()
             assert child.pid in children.pids
@@ -382,6 +384,7 @@ def test_an_operator_running_or_waiting_for_a_cpu_is_busy_and_an_idle_one_is_not
         finally:
             child.kill()
             child.wait()
+            child.stdout.close()
 
 
 def test_the_driver_keeps_an_unobserved_state_across_steps_until_it_ends():
