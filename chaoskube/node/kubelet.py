@@ -706,6 +706,12 @@ class PodWorker:
                         continue
                     return f'MountVolume.SetUp failed for volume "{reference.volume}" : {reference.kind} "{reference.name}" not found'
                 return f'MountVolume.SetUp failed for volume "{reference.volume}" : {error}'
+            if reference.kind == "persistentvolumeclaim" and obj.metadata.deletion_timestamp is not None:
+                # desired_state_of_world_populator.go getPVCExtractPV (v1.32): "Pods that
+                # uses a PVC that is being deleted must not be started" -- with the claim
+                # protected by the pod (kubernetes.io/pvc-protection), the pod then waits
+                # for ever: kubernetes/kubernetes#74374
+                return f'Unable to attach or mount volumes: unmounted volumes=[{reference.volume}]: error processing PVC {pod.metadata.namespace}/{reference.name}: PVC is being deleted'
             if reference.kind == "persistentvolumeclaim" and obj.status.phase != "Bound":
                 return f'Unable to attach or mount volumes: unmounted volumes=[{reference.volume}]: persistentvolumeclaim "{reference.name}" is not bound'
         return None

@@ -391,3 +391,27 @@ def test_the_same_seed_gives_the_same_journal():
     second, _ = run_node(story, seed=4)
     assert first.fingerprint == second.fingerprint
     assert events(first, "container-start") and events(first, "pod-deleted")
+
+
+def test_a_pod_whose_claim_is_being_deleted_is_not_started():
+    """desired_state_of_world_populator.go ``getPVCExtractPV`` (v1.32): "Pods that uses a
+    PVC that is being deleted must not be started" -- the pod waits in ContainerCreating
+    with the populator's error; a claim that is not being deleted lets it start."""
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": "default", "finalizers": ["example.com/hold"]},
+             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
+
+    async def story(world, client, kubelets):
+        await client.create(from_dict(claim))
+        await client.delete("persistentvolumeclaims", "default", "data")  # marked: its finalizer holds it
+        manifest = pod_manifest("db", NODE)
+        manifest.spec.volumes = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+        await client.create(manifest)
+        await world.sleep(20)
+        return await client.get("pods", "default", "db")
+
+    world, pod = run_node(story)
+    assert pod.status.phase == "Pending"
+    (container,) = pod.status.container_statuses
+    assert container.state.waiting is not None and container.state.waiting.reason == "ContainerCreating"
+    assert container.state.waiting.message == "Unable to attach or mount volumes: unmounted volumes=[data]: error processing PVC default/data: PVC is being deleted"
+    assert not events(world, "container-start", pod="default/db")
