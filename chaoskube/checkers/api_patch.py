@@ -9,7 +9,10 @@ The models (kept small and separate from :mod:`chaoskube.api.patch` and
   merges key by key, ``null`` deletes, anything else (lists included) replaces.
 - **JSON patch**, RFC 6902 (https://www.rfc-editor.org/rfc/rfc6902): add, remove,
   replace, move, copy, test on JSON pointers (RFC 6901); a failed ``test`` refuses the
-  whole patch.
+  whole patch. It applies to the object as Go encodes it (apiserver ``handlers/patch.go``,
+  ``jsonPatcher``): a field without ``omitempty`` is there at its zero value (a CRD
+  version's ``served: false``) though the store's JSON leaves it out, so before and after
+  are judged with those fields filled in (:data:`chaoskube.api.fields.REQUIRED_FIELDS`).
 - **Strategic merge patch** (https://kubernetes.io/docs/tasks/manage-kubernetes-objects/update-api-object-kubectl-patch/;
   apimachinery ``util/strategicpatch/patch.go``; the ``patchMergeKey`` /
   ``patchStrategy`` tags of ``k8s.io/api``): a merge patch whose lists with a merge key
@@ -45,6 +48,8 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
+from chaoskube.api.fields import emit_required
+from chaoskube.api.objects import KINDS
 from chaoskube.checkers.replay import StoreHistory
 from chaoskube.checkers.verdict import Verdict, nothing_to_judge
 
@@ -343,6 +348,16 @@ def judge_patch(before: Any, patch: Any, patch_type: str, after: Any) -> tuple[t
 
 
 # =========================================================================== the checker
+_TYPES_BY_RESOURCE = {info.resource: info.type for info in KINDS.values()}
+
+
+def _as_go_encodes(resource: str, document: Any) -> Any:
+    """A copy of the stored ``document`` as Go encodes it (module docstring: JSON patch);
+    a custom resource's as it is (unstructured: nothing but what was stored)."""
+    cls = _TYPES_BY_RESOURCE.get(resource)
+    return emit_required(copy.deepcopy(document), cls) if cls is not None and isinstance(document, dict) else document
+
+
 def check_api_patch(events: Sequence[Event]) -> Verdict:
     """Judge every merge, JSON and strategic merge patch the HTTPS front served (module
     docstring)."""
@@ -365,6 +380,8 @@ def check_api_patch(events: Sequence[Event]) -> Verdict:
             counts["unjudged"] += 1
             continue
         before, after = store.object(resource, key, before_version), store.object(resource, key, after_version)
+        if event["patch_type"] == "json":
+            before, after = _as_go_encodes(resource, before), _as_go_encodes(resource, after)
         try:
             found = judge_patch(before, event["patch"], event["patch_type"], after)
         except Unjudged:

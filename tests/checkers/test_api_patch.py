@@ -136,3 +136,26 @@ def test_merge_and_json_patches_are_judged():
 
 def test_no_patch_is_nothing_to_judge():
     assert check_api_patch([put(1.0, 1, stored())]).valid is None
+
+
+def test_a_json_patch_is_judged_on_the_object_as_go_encodes_it():
+    """``kubectl patch crd --type=json`` replacing a version's ``served: false``: the store's
+    JSON leaves the zero value out, Go's encoding (what upstream's jsonPatcher patches) has
+    it, so the replace is legal and the server applies it (60b1a94); the model must agree."""
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "coupons.deals.example.com", "uid": "c1"},
+           "spec": {"group": "deals.example.com", "scope": "Namespaced", "names": {"plural": "coupons", "kind": "Coupon"},
+                    "versions": [{"name": "v1beta1", "storage": False}, {"name": "v1", "served": True, "storage": True}]}}
+    served = json.loads(json.dumps(crd))
+    served["spec"]["versions"][0]["served"] = True
+
+    def put_crd(t: float, revision: int, obj: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "raft-apply", "t": t, "revision": revision, "member": "etcd-1", "events": [["PUT", "/registry/customresourcedefinitions/coupons.deals.example.com", json.dumps(obj), revision]]}
+
+    patch = {"type": "api-patch", "t": 2.5, "client": "kubectl", "resource": "customresourcedefinitions", "key": "coupons.deals.example.com", "patch_type": "json",
+             "patch": [{"op": "replace", "path": "/spec/versions/0/served", "value": True}], "resource_version": "2", "call": 1.5}
+    verdict = check_api_patch([put_crd(1.0, 1, crd), put_crd(2.0, 2, served), patch])
+    assert verdict.valid is True and verdict.details["judged"] == 1, verdict.reason
+    # the server that left it unserved is still caught
+    verdict = check_api_patch([put_crd(1.0, 1, crd), put_crd(2.0, 2, {**crd, "metadata": {**crd["metadata"], "labels": {"x": "1"}}}), patch])
+    assert verdict.valid is False and "spec.versions" in verdict.reason, verdict.reason
+
