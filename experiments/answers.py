@@ -265,12 +265,17 @@ def answer(events: Sequence[Mapping[str, Any]], end_s: float | None = None, *, s
         state = states.get(workload)
         if state is None:
             return
-        if state.deleted_at is not None:
-            return
         if workload[0] != "Pod":  # a workload marked for deletion or gone is no longer wanted: its window ends
             resource = next(r for r, k in WORKLOAD_RESOURCES.items() if k == workload[0])
             obj = store.get(resource, workload[1])
-            if obj is None or (obj.get("metadata") or {}).get("deletionTimestamp"):
+            gone = obj is None or bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+            if state.deleted_at is not None:
+                if gone:
+                    return
+                # made again under the same name (the workload generator reuses its slots'
+                # names): wanted again, once it has reached its desired replicas
+                state.deleted_at = state.converged_at = None
+            elif gone:
                 state.deleted_at = t
                 window = open_windows.pop(workload, None)
                 if window is not None:

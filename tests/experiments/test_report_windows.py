@@ -79,3 +79,27 @@ def test_a_workload_marked_for_deletion_is_no_longer_wanted_from_that_moment():
     assert "none of its pods" not in row and "end of run" not in row
     html = _answers(None, [], answers)
     assert "deleted at 30.0 s" in html and "at the end" not in html
+
+
+def test_a_workload_made_again_under_its_name_is_wanted_again():
+    """The workload generator reuses its slots' names: a Deployment deleted, then created
+    again as default/batch, is judged again once it has reached its desired replicas (not
+    left 'deleted at' for the rest of the run)."""
+    from chaoskube.experiments.answers import answer
+
+    deployment = {"kind": "Deployment", "metadata": {"name": "batch", "namespace": "default", "uid": "d1"}, "spec": {"replicas": 1}}
+    again = {**deployment, "metadata": {**deployment["metadata"], "uid": "d2"}}
+    replica_set = {"kind": "ReplicaSet", "metadata": {"name": "batch-1", "namespace": "default", "uid": "r2", "ownerReferences": [{"kind": "Deployment", "name": "batch", "uid": "d2", "controller": True}]}, "spec": {"replicas": 1}}
+    pod = {"kind": "Pod", "metadata": {"name": "batch-1-a", "namespace": "default", "uid": "p2", "ownerReferences": [{"kind": "ReplicaSet", "name": "batch-1", "uid": "r2", "controller": True}]}, "spec": {"nodeName": "node-1"}, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+    unready = {**pod, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}}
+    events = [
+        _apply(1.0, 2, ("PUT", "/registry/deployments/default/batch", deployment)),
+        _apply(10.0, 3, ("DELETE", "/registry/deployments/default/batch", None)),  # deleted (it never converged)
+        _apply(20.0, 4, ("PUT", "/registry/deployments/default/batch", again), ("PUT", "/registry/replicasets/default/batch-1", replica_set)),
+        _apply(21.0, 5, ("PUT", "/registry/pods/default/batch-1-a", pod)),  # converged
+        _apply(30.0, 6, ("PUT", "/registry/pods/default/batch-1-a", unready)),  # below desired from 30 s
+        _apply(35.0, 7, ("PUT", "/registry/pods/default/batch-1-a", pod)),
+    ]
+    (workload,) = answer(events, end_s=100.0).workloads
+    assert workload.deleted_at is None and workload.converged_at == 21.0
+    assert workload.windows == [(30.0, 35.0, 0)] and workload.below_s == 5.0
