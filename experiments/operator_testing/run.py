@@ -51,6 +51,8 @@ LATE_FRACTION = 0.5
 def late_bound(options: SessionOptions) -> float:
     """The lag (virtual seconds) beyond which a plan is late (LATE_FRACTION)."""
     return LATE_FRACTION * min(options.quiet_s, options.quiet_learned_s or options.quiet_s)
+
+
 LOG_WINDOW_S = (2.0, 4.0)  # operator log lines from 2 s before the perturbation to 4 s after it healed
 MAX_LOG_LINES = 30
 
