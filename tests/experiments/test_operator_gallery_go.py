@@ -53,6 +53,7 @@ def test_the_go_gallery_builds_and_test_operator_finds_the_create_whose_record_i
     argv = [sys.executable, "-m", "chaoskube.experiments.cli", "test-operator", "--run", f"exec {binary} -kubeconfig \"$KUBECONFIG\"", "--manifests", str(CRD),
             "--workload", str(workload), "--out", str(out), "--kind", "lost-response", "--budget", "1", "--jobs", "1"]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=ROOT, check=False)
+    assert (out / "summary.json").exists(), (done.returncode, done.stdout[-2000:], done.stderr[-2000:])  # test-operator's own words when it failed
     summary = json.loads((out / "summary.json").read_text())
     (result,) = summary["results"]
     assert result["id"] == "lost-response@create:deployments#1", (summary["results"], done.stdout[-2000:])
