@@ -898,9 +898,11 @@ class PodWorker:
         if pod is None or self.removed:
             return
         if pod.status == status:  # equal structs have equal JSON: nothing to report
+            self._retry_at = math.inf  # nor to retry: a failed write whose status arrived anyway (its answer lost)
             return
         old, new = status_dict(pod.status), status_dict(status)
         if old == new:
+            self._retry_at = math.inf
             return
         patch = {"metadata": {"uid": self.uid}, "status": create_merge_patch(old, new)}
         if self.process.world.buggify.enabled:  # BUGGIFY: the status manager writes later

@@ -415,3 +415,49 @@ def test_a_pod_whose_claim_is_being_deleted_is_not_started():
     assert container.state.waiting is not None and container.state.waiting.reason == "ContainerCreating"
     assert container.state.waiting.message == "Unable to attach or mount volumes: unmounted volumes=[data]: error processing PVC default/data: PVC is being deleted"
     assert not events(world, "container-start", pod="default/db")
+
+
+def test_a_status_write_whose_answer_is_lost_does_not_leave_the_worker_spinning(monkeypatch):
+    """The status manager's write commits but its answer is lost (503 after the commit, as
+    when the API server dies mid-request): the retry is due in STATUS_RETRY_S, but the
+    watch then brings the very status it wrote, so there is nothing left to report. The
+    retry time must go with it: kept, it lay in the past and the worker woke every 1 µs
+    (WAKE_EPSILON_S) for ever: swarm-apps seed 19 (a StatefulSet pod, after an API server kill) never got past t=102.6 s."""
+    from chaoskube.api.protocol import Status
+    from chaoskube.node.kubelet import PodWorker
+
+    syncs = []
+    real_sync = PodWorker.sync
+
+    async def counted_sync(self):
+        syncs.append(self.process.now())
+        assert len(syncs) < 1000, f"the worker spins: {len(syncs)} syncs by t={self.process.now():.6f}"
+        return await real_sync(self)
+
+    monkeypatch.setattr(PodWorker, "sync", counted_sync)
+
+    async def story(world, client, kubelets):
+        kubelet = kubelets[NODE]
+        real_patch = kubelet.client.patch
+        lost = []
+
+        async def patch(resource, namespace, name, body, **options):
+            answer = await real_patch(resource, namespace, name, body, **options)
+            if options.get("subresource") == "status" and not lost and world.now >= 5.0:
+                # the status of the started container: the last change a pod with no probes makes
+                lost.append(world.now)
+                raise ApiError(Status(code=503, reason="ServiceUnavailable", message="the answer was lost"), ambiguous=True)
+            return answer
+
+        kubelet.client.patch = patch
+        await client.create(pod_manifest("web", NODE))
+        pod = await wait_for(world, client, "web", ready)
+        await world.sleep(60.0)
+        return lost, pod
+
+    world, (lost, pod) = run_node(story)
+    assert lost and ready(pod)
+    after = [t for t in syncs if t > lost[0] + 1.0]
+    # A running pod with no probes syncs every SYNC_FREQUENCY_S (1 min, plus wakes on its own
+    # status updates): a handful in a minute, not millions.
+    assert len(after) < 10, f"{len(after)} syncs in the minute after the lost answer"
