@@ -54,11 +54,12 @@ kubernetes/kubernetes ``pkg/controller/volume/persistentvolume/pv_controller.go`
    led and no fault touched the control plane or it (:func:`run_health`).
 
 5. **Storage object in use protection**: a claim never leaves the store while a pod in the
-   store that names it (``persistentVolumeClaim.claimName``) is bound to a node and not
-   terminal, if that pod was bound before the claim was marked for deletion and the claim
-   carried ``kubernetes.io/pvc-protection`` then ("The purpose of the Storage Object in Use
-   Protection feature is to ensure that PersistentVolumeClaims (PVCs) in active use by a
-   Pod ... are not removed from the system, as this may result in data loss",
+   store that names it (``persistentVolumeClaim.claimName``) is bound to a node, whatever
+   its phase (a finished pod holds its claims too: ``podUsesPVC`` asks only
+   ``pod.Spec.NodeName != ""`` for such a volume; only a generic ephemeral volume's claim is
+   let go once its pod is shut down, ``podIsShutDown``), if that pod was bound before the
+   claim was marked for deletion and the claim carried ``kubernetes.io/pvc-protection`` then
+   ("PVC is in active use by a Pod when a Pod object exists that is using the PVC",
    https://kubernetes.io/docs/concepts/storage/persistent-volumes/#storage-object-in-use-protection;
    ``pkg/controller/volume/pvcprotection/pvc_protection_controller.go`` ``isBeingUsed``:
    the informer, then a live list, as kubernetes/kubernetes#75980 and #76703 asked, fixed
@@ -153,6 +154,22 @@ def _pod_claims(pod: Obj) -> list[str]:
         elif volume.get("ephemeral") is not None:
             names.append(f"{_meta(pod).get('name', '')}-{volume.get('name', '')}")
     return names
+
+
+def _uses_claim(pod: Obj, name: str) -> str:
+    """The node of a pod that holds claim ``name`` in use (rule 5, ``podUsesPVC``): bound to
+    a node and naming it in a ``persistentVolumeClaim`` volume, whatever its phase, or as a
+    generic ephemeral volume's claim while it runs; "" otherwise."""
+    node = str((pod.get("spec") or {}).get("nodeName") or "")
+    if not node:
+        return ""
+    for volume in (pod.get("spec") or {}).get("volumes") or ():
+        claim = volume.get("persistentVolumeClaim")
+        if claim and claim.get("claimName") == name:
+            return node
+        if volume.get("ephemeral") is not None and f"{_meta(pod).get('name', '')}-{volume.get('name', '')}" == name and _running_on(pod):
+            return node
+    return ""
 
 
 def _running_on(pod: Obj | None) -> str:
@@ -357,7 +374,7 @@ def check_volume_invariants(events: Sequence[Event], *, bound_s: float = BOUND_S
     def check_in_use(key: str, uid: str, t: float, revision: int) -> Verdict | None:
         """Rule 5, when the claim ``key`` (``uid``) leaves the store at ``revision``."""
         namespace, _, name = key.partition("/")
-        users = [(pod_key, pod) for pod_key, pod in store.in_namespace("pods", namespace) if name in _pod_claims(pod) and _running_on(pod)]
+        users = [(pod_key, pod) for pod_key, pod in store.in_namespace("pods", namespace) if _uses_claim(pod, name)]
         mark = marked_at.get(key)
         if users and (mark is None or mark[0] != uid):
             skip("in use: claim removed without a recorded deletion mark")
@@ -370,7 +387,7 @@ def check_volume_invariants(events: Sequence[Event], *, bound_s: float = BOUND_S
             bound = bound_at.get(pod_key)
             if mark is None or bound is None or bound[0] != _uid(pod) or bound[1] >= mark[1]:
                 continue
-            node = _running_on(pod)
+            node = _uses_claim(pod, name)
             return found("claim-removed-in-use", t, f"persistentvolumeclaims/{key}",
                          f"at revision {revision} (t={t:.3f}) PersistentVolumeClaim {key} left the store while pod {pod_key} (bound to {node} at revision {bound[1]}, "
                          f"before the claim was marked for deletion at revision {mark[1]}, phase {(pod.get('status') or {}).get('phase') or '?'}) still used it: "

@@ -265,8 +265,11 @@ def test_a_claim_removed_while_a_pod_bound_before_its_deletion_uses_it_is_caught
     assert verdict.evidence[0]["pod_bound_revision"] < verdict.evidence[0]["claim_marked_revision"]
 
 
-def test_a_claim_removed_once_its_pod_is_gone_or_finished_holds():
-    for finish in ("deleted", "Succeeded"):
+def test_a_claim_removed_once_its_pod_is_gone_holds_and_a_finished_pod_still_holds_it():
+    """``podUsesPVC`` asks only that the pod is scheduled: a Succeeded or Failed pod left in
+    the store keeps its claim in use ("PVC is in active use by a Pod when a Pod object exists
+    that is using the PVC")."""
+    for finish in ("deleted", "Succeeded", "Failed"):
         journal = Journal()
         cluster(journal)
         provisioned(journal)
@@ -275,11 +278,15 @@ def test_a_claim_removed_once_its_pod_is_gone_or_finished_holds():
         if finish == "deleted":
             journal.delete(11.0, "pods", "default/db-0")
         else:
-            journal.put(11.0, "pods", "default/db-0", {**pod("db-0", "data-0", "node-a"), "status": {"phase": "Succeeded"}})
+            journal.put(11.0, "pods", "default/db-0", {**pod("db-0", "data-0", "node-a"), "status": {"phase": finish}})
         journal.delete(11.5, "persistentvolumeclaims", "default/data-0")
         verdict = check_volume_invariants(journal.events)
-        assert verdict.valid is True, (finish, verdict.reason)
-        assert verdict.details["claim_removals_checked"] == 1
+        if finish == "deleted":
+            assert verdict.valid is True, (finish, verdict.reason)
+            assert verdict.details["claim_removals_checked"] == 1
+        else:
+            assert verdict.valid is False and verdict.details["rule"] == "claim-removed-in-use", (finish, verdict.reason)
+            assert f"phase {finish}" in verdict.reason
 
 
 def test_a_pod_bound_after_the_claims_deletion_mark_or_a_claim_without_the_finalizer_is_not_judged():
