@@ -498,7 +498,7 @@ class ApiServer:
             asked = f"{info.api_version.rpartition('/')[0]}/{request.version}"
             if asked != info.api_version and request.body.get("apiVersion") == asked:
                 request = replace(request, body={**request.body, "apiVersion": info.api_version})
-            elif asked != info.api_version and request.patch_type == "apply":
+            elif asked != info.api_version and request.patch_type == "apply" and request.subresource in ("", "status"):  # (a Scale is autoscaling/v1)
                 raise _refuse(bad_request(f"Incorrect version specified in apply patch. Specified patch version: {request.body.get('apiVersion', '')}, expected: {asked}"))
         verb, sub = request.verb, request.subresource
         if verb == "get" and not sub:
