@@ -49,7 +49,11 @@ kubernetes/kubernetes ``pkg/controller/statefulset/stateful_set_control.go``
    (re)created while the set's ``partition``, ``currentRevision`` and ``updateRevision``
    held still for ``lag_s`` is at the current revision below the partition and at the
    update revision from it (``newVersionedStatefulSetPod``; kubernetes/kubernetes#119685,
-   #121534 are bugs of exactly this).
+   #121534 are bugs of exactly this) -- judged only while the stored status was written
+   for the spec as it stood all through the window (``observedGeneration`` =
+   ``generation``): ``getStatefulSetRevisions`` computes the update revision from the
+   template at each sync, so a status a spec change left behind (a rollback reuses the
+   earlier template's revision) does not say which revision the controller acted for.
 5. **Claims** (``volumeClaimTemplates``): when a pod is created, the claim
    ``<template>-<set>-<ordinal>`` of each template is in the store and not being deleted
    (the controller creates the claims first). ``persistentVolumeClaimRetentionPolicy``
@@ -227,13 +231,16 @@ def _second_copies(intervals: list[tuple[float, float, str]]) -> list[tuple[floa
 @dataclass
 class _SetHistory:
     """A StatefulSet's stored spec and status over time: (t, replicas, type, partition,
-    currentRevision, updateRevision), one row per change that moved one of them."""
+    currentRevision, updateRevision, observed), one row per change that moved one of them;
+    ``observed`` is whether ``status.observedGeneration`` is the spec's ``generation`` (the
+    revisions the status names were computed from the spec as it stands)."""
 
-    rows: list[tuple[float, int, str, int | None, str, str]] = field(default_factory=list)
+    rows: list[tuple[float, int, str, int | None, str, str, bool]] = field(default_factory=list)
 
     def note(self, t: float, sts: Obj) -> None:
         status = sts.get("status") or {}
-        row = (t, _replicas(sts), *_strategy(sts), status.get("currentRevision", ""), status.get("updateRevision", ""))
+        observed = status.get("observedGeneration") == (sts.get("metadata") or {}).get("generation")
+        row = (t, _replicas(sts), *_strategy(sts), status.get("currentRevision", ""), status.get("updateRevision", ""), observed)
         if not self.rows or self.rows[-1][1:] != row[1:]:
             self.rows.append(row)
 
@@ -251,7 +258,7 @@ class _SetHistory:
         in_effect = self.window(t, t)
         return in_effect[-1][5] if in_effect else ""
 
-    def window(self, start: float, end: float) -> list[tuple[float, int, str, int | None, str, str]]:
+    def window(self, start: float, end: float) -> list[tuple[float, int, str, int | None, str, str, bool]]:
         """The rows in effect at some moment of [start, end]."""
         times = [row[0] for row in self.rows]
         first = max(0, bisect.bisect_right(times, start) - 1)
@@ -425,7 +432,13 @@ def _on_create(view: _View, change: Change) -> list[Finding]:
     updates = {row[5] for row in rows}
     if kinds == {"RollingUpdate"} and len(partitions) == 1 and len(currents) == 1 and len(updates) == 1 and rows:
         (partition,), (current,), (update,) = partitions, currents, updates
-        if partition is not None and current and update and current != update and rows[0][0] <= t - view.lag_s:
+        # judged only against a status written for the spec as it stood all through the
+        # window: the controller computes the update revision from the spec's template at
+        # each sync (getStatefulSetRevisions), so a spec changed since the last status write
+        # (observedGeneration behind generation) may name another revision -- a rollback to
+        # an earlier template reuses that template's revision
+        settled = all(row[6] for row in rows)
+        if partition is not None and current and update and current != update and settled and rows[0][0] <= t - view.lag_s:
             want = current if ordinal < start + partition else update
             if _revision(pod) != want:
                 side = "below" if ordinal < start + partition else "at or above"
