@@ -39,7 +39,11 @@ kubernetes/kubernetes ``pkg/controller/job/job_controller.go`` ``syncJob``, ``ma
    ``lag_s`` unless it finished first, judged only while a kube-controller-manager led and
    the control plane had no fault (``replay.run_health``).
 6. **Finished is final**: no pod is created for a Job more than ``lag_s`` after it was
-   stored Complete or Failed.
+   stored Complete or Failed -- created as of the pod's ``creationTimestamp`` (the API
+   server stamps it when it admits the create, ``rest.FillObjectMetaSystemFields``) when
+   that is earlier than the store write: a create admitted before the Job finished whose
+   etcd write lands later (an API server stuck on a paused etcd member, within its 60 s
+   request timeout) is not a create after the finish.
 
 ``check_job_invariants(events)`` answers False with the first finding, unknown when the
 store never held a Job, True otherwise. Not judged (``details``): the failure count of a
@@ -250,8 +254,10 @@ class _Checker:
         stored = self.store.get("jobs", job.key)
         if stored is None or _uid(stored) != job.uid:
             return []
-        if job.finished_t + self.lag_s < t:
-            return [Finding("job-finished", t, f"jobs/{job.key}", f"Job {job.key} created pod {change.key} {t - job.finished_t:.1f} s after it was stored finished")]
+        stamp = ((change.after or {}).get("metadata") or {}).get("creationTimestamp")
+        admitted = min(t, parse_timestamp(stamp)) if stamp else t  # second precision: never later than the admission
+        if job.finished_t + self.lag_s < admitted:
+            return [Finding("job-finished", t, f"jobs/{job.key}", f"Job {job.key} created pod {change.key} {admitted - job.finished_t:.1f} s after it was stored finished")]
         active = [p for uid, p in job.pods.items() if _active(self.store.get("pods", p.key)) and _uid(self.store.get("pods", p.key)) == uid]
         bound = self.parallelism_bound(job, t)
         namespace = change.key.partition("/")[0]

@@ -267,6 +267,26 @@ def test_a_job_failed_before_its_backoff_limit_is_caught():
     assert verdict.valid is False and verdict.details["rule"] == "job-backoff-limit", verdict.reason
 
 
+def test_a_create_admitted_before_the_finish_but_written_after_it_is_not_a_create_after_the_finish():
+    """swarm-apps seed 19: the Job controller's create of job-failing-0-lgvf7 was admitted
+    at 47.9 s (creationTimestamp 00:00:47) but its etcd write landed at 105.6 s, after the
+    Job was stored Failed at 68.7 s; only a create admitted after the finish breaks it."""
+    def history(stamp: str) -> list[Event]:
+        journal = Journal()
+        journal.put(1.0, "jobs", "default/work", job(parallelism=1, completions=1, backoff_limit=0))
+        journal.put(2.0, "pods", "default/work-0", job_pod("work-0"))
+        journal.put(4.0, "pods", "default/work-0", job_pod("work-0", phase="Failed", finalizer=False))
+        journal.put(60.0, "jobs", "default/work", job(parallelism=1, completions=1, backoff_limit=0, status={"failed": 1, "conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]}))
+        late = job_pod("work-late")
+        late["metadata"]["creationTimestamp"] = stamp
+        journal.put(105.0, "pods", "default/work-late", late)
+        return journal.events
+
+    assert check_job_invariants(history("2026-01-01T00:00:47Z")).valid is True
+    verdict = check_job_invariants(history("2026-01-01T00:01:44Z"))
+    assert verdict.valid is False and verdict.details["rule"] == "job-finished", verdict.reason
+
+
 def test_a_success_never_counted_is_caught_at_the_end():
     def history(counted: int) -> list[Event]:
         journal = Journal()
