@@ -107,6 +107,12 @@ FALSE_ALARMS_FIXED = [
     # a Deployment scaled 3 -> 1 mid-rollout: proportional scaling took the largest old
     # ReplicaSet's available pods, as upstream's does (workload-invariants)
     ("workload-churn-under-nemesis", 65, True),
+    # the StatefulSet controller's pod creates failed for 21 s (a delaying webhook) while the
+    # template was rolled back to the current revision: the create after it, at that
+    # revision as upstream's getStatefulSetRevisions picks, was judged against the status
+    # of the spec before (statefulset-invariants); and a Job pod create admitted at 47.9 s
+    # whose etcd write landed at 105.6 s, after the Job failed (job-invariants)
+    ("swarm-apps", 19, True),
 ]
 
 
