@@ -36,7 +36,8 @@ Upstream sources followed (kubernetes/kubernetes ``pkg/controller/statefulset/``
 
 The decision is a pure function, :func:`plan_stateful_set` (the set, its pods, the two
 revisions' templates, ``now``) -> (status, actions); the worker executes the actions in
-order and writes the status when it changed (the controller shape of STYLE.md).
+order and writes the status when it changed (the controller shape of STYLE.md) -- also when
+an action failed (``performUpdate`` writes the status before it returns the error).
 
 Journal: ``statefulset-pod`` {statefulset, pod, action: create | delete, reason} per action;
 ``statefulset-claim`` {statefulset, claim, pod, owners} per claim whose owner references it
@@ -517,8 +518,21 @@ class StatefulSetController:
             # condemned pods" before processCondemned deletes them.
             for pod in pods:
                 await self._fix_claims(sts, pod)
-        for action in plan.actions:
-            await self._act(sts, action, current_template if action.revision == current else update_template)
+        try:
+            for action in plan.actions:
+                await self._act(sts, action, current_template if action.revision == current else update_template)
+        except (ApiError, ControllerError):
+            # performUpdate (stateful_set_control.go): "make sure to update the latest status
+            # even if there is an error with non-nil currentStatus" -- updateStatefulSet
+            # returns its status with a processReplica error, so a sync whose pod create
+            # failed still records the revisions it computed; the status write's own error is
+            # only logged ("Could not update status") and the action's error is returned.
+            complete_rolling_update(sts, plan.status)
+            try:
+                await self._update_status(sts, plan.status)
+            except ApiError:
+                pass
+            raise
         complete_rolling_update(sts, plan.status)
         await self._update_status(sts, plan.status)
         await self._truncate_history(sts, revisions, pods, {plan.status.current_revision, plan.status.update_revision})

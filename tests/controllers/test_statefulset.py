@@ -111,3 +111,39 @@ def test_status_counts() -> None:
     status = plan.status
     assert (status.replicas, status.ready_replicas, status.current_replicas, status.updated_replicas) == (3, 2, 1, 1)
     assert (status.current_revision, status.update_revision) == ("r1", "r2")
+
+
+# =========================================================================== scenario: status on error
+def test_a_sync_whose_pod_create_fails_still_writes_its_status():
+    """``performUpdate`` (stateful_set_control.go): "make sure to update the latest status
+    even if there is an error with non-nil currentStatus" -- a quota that admits no pod
+    makes every create fail, yet the status names the revisions the sync computed and the
+    generation it observed (swarm-apps seed 19: without this, a template rolled back while
+    creates failed left a status naming the abandoned update revision for 21 s)."""
+    from chaoskube.controllers.statefulset import StatefulSetController
+    from tests.controllers.test_replicaset import eventually, scenario
+
+    async def story(world, client):
+        quota = from_dict({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"namespace": "default", "name": "none"}, "spec": {"hard": {"pods": "0"}}})
+        made = await client.create(quota)
+        made.status.hard, made.status.used = {"pods": "0"}, {"pods": "0"}  # the quota controller's part, by hand
+        await client.update_status(made)
+        await world.sleep(1.0)
+        sts = to_dict(_sts(1))
+        sts["metadata"].pop("uid", None)
+        sts.pop("status", None)
+        sts["spec"].pop("volumeClaimTemplates", None)
+        await client.create(from_dict(sts))
+
+        async def status_written():
+            got = await client.get("statefulsets", "default", "db")
+            return got if got.status.observed_generation == 1 and got.status.update_revision else None
+
+        written = await eventually(world, status_written, within_s=20.0)
+        return written, (await client.list("pods", "default")).items
+
+    world, (written, pods) = scenario(story, builders=[lambda process, client, factory, config: StatefulSetController(process, client, factory, config)])
+    assert not pods
+    failed = [e for e in world.journal.of_type("api-op") if e["verb"] == "create" and e["resource"] == "pods" and e["phase"] == "fail"]
+    assert failed and failed[0]["code"] == 403, failed
+    assert written.status.current_revision == written.status.update_revision and written.status.replicas == 0
