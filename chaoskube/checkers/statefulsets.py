@@ -236,22 +236,37 @@ class _SetHistory:
     revisions the status names were computed from the spec as it stands)."""
 
     rows: list[tuple[float, int, str, int | None, str, str, bool]] = field(default_factory=list)
+    #: (t, metadata.generation, status.observedGeneration), one row per change of either
+    generations: list[tuple[float, int, int]] = field(default_factory=list)
 
     def note(self, t: float, sts: Obj) -> None:
         status = sts.get("status") or {}
-        observed = status.get("observedGeneration") == (sts.get("metadata") or {}).get("generation")
+        generation = (sts.get("metadata") or {}).get("generation")
+        observed = status.get("observedGeneration") == generation
         row = (t, _replicas(sts), *_strategy(sts), status.get("currentRevision", ""), status.get("updateRevision", ""), observed)
         if not self.rows or self.rows[-1][1:] != row[1:]:
             self.rows.append(row)
+        pair = (int(generation or 0), int(status.get("observedGeneration") or 0))
+        if not self.generations or self.generations[-1][1:] != pair:
+            self.generations.append((t, *pair))
+
+    def _generations_at(self, t: float) -> tuple[int, int]:
+        index = bisect.bisect_right([row[0] for row in self.generations], t) - 1
+        return self.generations[index][1:] if index >= 0 else (0, 0)
 
     def update_after(self, t: float, lag_s: float) -> str:
         """The update revision the controller acted for at ``t``: the one the first status
         written after ``t`` (within ``lag_s``) names -- the controller writes the status it
-        computed at the end of the sync that acted -- else the one in effect at ``t``."""
+        computed at the end of the sync that acted -- else the one in effect at ``t``. A
+        status computed from a spec written after ``t`` (its ``observedGeneration`` past the
+        generation stored at ``t``) is a later sync's: the controller cannot have acted at
+        ``t`` for a spec not yet written, and a set's syncs run one at a time (the work
+        queue), so the sync that acted wrote its status before it; the scan stops there."""
         times = [row[0] for row in self.rows]
         index = bisect.bisect_left(times, t)
+        generation = self._generations_at(t)[0]
         for row in self.rows[index:]:
-            if row[0] > t + lag_s:
+            if row[0] > t + lag_s or self._generations_at(row[0])[1] > generation:
                 break
             if row[5] and (index == 0 or row[5] != self.rows[index - 1][5]):
                 return row[5]

@@ -193,6 +193,39 @@ def test_a_pod_created_after_a_template_rollback_the_status_has_not_caught_up_wi
     assert verdict.valid is False and verdict.details["rule"] == "statefulset-partition" and "at or above the partition" in verdict.reason
 
 
+def test_a_rolling_delete_is_judged_against_the_update_revision_of_its_own_spec_not_a_later_one():
+    """swarm-apps seed 30: sts-1 rolls to 584cf8576c (generation 2); sts-1-1 is updated and
+    Running and Ready at it when the controller deletes sts-1-0 at 122.68 s; 4.9 s later a
+    new template (generation 3) makes 554b74cfb6 the update revision. The status that names
+    554b74cfb6 was computed from a spec written after the delete, so it does not say which
+    revision the delete was for; the one in effect (584cf8576c) does."""
+    def history(updated_first: bool) -> list[Event]:
+        journal = Journal()
+        three_members(journal, partition=0)
+        rolled = {"metadata": {"name": "db", "namespace": "default", "uid": "sts-uid", "generation": 2}}
+        journal.put(30.0, "statefulsets", "default/db", stateful_set(partition=0, current="db-a", update="db-b") | rolled
+                    | {"status": {"currentRevision": "db-a", "updateRevision": "db-b", "observedGeneration": 2}})
+        rolling_delete(journal, 31.0, 2, revision="db-a")
+        journal.delete(32.0, "pods", "default/db-2")
+        journal.put(32.5, "pods", "default/db-2", stateful_pod(2, revision="db-b", uid="again", ready=False, node="node-3"))
+        if updated_first:
+            journal.put(35.0, "pods", "default/db-2", stateful_pod(2, revision="db-b", uid="again", node="node-3"))
+        rolling_delete(journal, 36.0, 1, revision="db-a")
+        newer = {"metadata": {"name": "db", "namespace": "default", "uid": "sts-uid", "generation": 3}}
+        journal.put(40.9, "statefulsets", "default/db", stateful_set(partition=0, current="db-a", update="db-b") | newer
+                    | {"status": {"currentRevision": "db-a", "updateRevision": "db-b", "observedGeneration": 2}})
+        journal.put(40.95, "statefulsets", "default/db", stateful_set(partition=0, current="db-a", update="db-c") | newer
+                    | {"status": {"currentRevision": "db-a", "updateRevision": "db-c", "observedGeneration": 3}})
+        return journal.events
+
+    verdict = check_statefulset_invariants(history(updated_first=True))
+    assert verdict.valid is True, verdict.reason
+    # db-1 deleted while db-2 was not yet Ready at db-b is still a finding
+    verdict = check_statefulset_invariants(history(updated_first=False))
+    assert verdict.valid is False and verdict.details["rule"] == "statefulset-rolling-update", verdict.reason
+    assert verdict.evidence[0]["update_revisions"] == ["db-b"] and "db-2" in verdict.evidence[0]["successor"]
+
+
 def test_scale_down_terminates_from_the_highest_ordinal():
     journal = Journal()
     three_members(journal)
