@@ -41,6 +41,9 @@ Workload options (:class:`KubernetesWorkload`):
   --cascade=background|foreground|orphan``: the Deployment with ``propagation``
   Background, Foreground or Orphan; it leaves the steady state at once). Each is journaled
   as a ``workload-step`` event {action, target, outcome}; an API error ends that step only.
+  A step is one shot, as a kubectl command; with ``retries`` (every ``retry_s``) it is run
+  again while the API does not answer it (5xx, 429), as an operator would, and its record
+  carries its ``attempts``.
   When the workload stops, every running informer's cache is journaled
   (:func:`chaoskube.client.informer.record_informer_caches`) for ``api-watch``.
 
@@ -248,10 +251,18 @@ class WorkloadStep(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, fro
     pod: str = ""  # delete-pod: kubectl delete pod NAME (NAMESPACE/NAME, or NAME in default)
     claim: str = ""  # delete-claim: kubectl delete pvc NAME (NAMESPACE/NAME, or NAME in default)
     to_namespace: str = ""  # copy-to-namespace: where the Deployment's ReplicaSets are copied
+    # an operator retrying the command while the API does not answer it (5xx, 429: every
+    # API server down, say) every `retry_s`, at most `retries` more times; 0: one shot, as kubectl
+    retries: int = 0
+    retry_s: float = 5.0
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.after_s) and 0 <= self.after_s <= 3600):
             raise ValueError(f"`after_s` must be a finite number between 0 and 3600, got {self.after_s}")
+        if not 0 <= self.retries <= 100:
+            raise ValueError(f"`retries` must be between 0 and 100, got {self.retries}")
+        if not (math.isfinite(self.retry_s) and 0.1 <= self.retry_s <= 600):
+            raise ValueError(f"`retry_s` must be a finite number between 0.1 and 600, got {self.retry_s}")
         if self.action in ("rollout", "scale", "delete") and not (self.deployment or self.workload):
             raise ValueError(f"`{self.action}` needs `deployment` or `workload`")
         if self.action == "scale" and self.deployment and (self.replicas is None or not 0 <= self.replicas <= 1000):
@@ -857,68 +868,75 @@ class KubernetesSystem(System):
             target = step.node or ", ".join(f"{obj.KIND} {_key(obj)}" for obj in selected)
         else:
             selected = []
-        try:
-            if step.action == "rollout":
-                patch = {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: timestamp(self.world.now)}}}}}
-                for obj in selected:
-                    if obj.KIND in ROLLABLE_KINDS:
-                        await client.patch(KINDS[obj.KIND].resource, obj.metadata.namespace or "default", obj.metadata.name, patch)
-                outcome = "patched"
-            elif step.action == "scale":
-                for obj in selected:
-                    if obj.KIND not in SCALABLE_KINDS:
-                        continue
-                    replicas = step.replicas
-                    if step.by is not None and not step.deployment:
-                        current = await client.get(KINDS[obj.KIND].resource, obj.metadata.namespace or "default", obj.metadata.name)
-                        replicas = max(0, (1 if current.spec.replicas is None else current.spec.replicas) + step.by)
-                    await client.patch(KINDS[obj.KIND].resource, obj.metadata.namespace or "default", obj.metadata.name, {"spec": {"replicas": replicas}})
-                outcome = "patched"
-            elif step.action == "uncordon":
-                await cordon(client, step.node, unschedulable=False)
-                outcome = "uncordoned"
-            elif step.action == "delete-pod":  # kubectl delete pod NAME: a graceful deletion (its own grace period)
-                pod_namespace, _, pod_name = step.pod.rpartition("/")
-                target = f"{pod_namespace or 'default'}/{pod_name}"
-                await client.delete("pods", pod_namespace or "default", pod_name)
-                outcome = "deleted"
-            elif step.action == "delete-claim":  # kubectl delete pvc NAME: its volume is reclaimed as its policy says
-                claim_namespace, _, claim_name = step.claim.rpartition("/")
-                target = f"{claim_namespace or 'default'}/{claim_name}"
-                await client.delete("persistentvolumeclaims", claim_namespace or "default", claim_name)
-                outcome = "deleted"
-            elif step.action == "copy-to-namespace":
-                target = f"{namespace}/{step.deployment} -> {step.to_namespace}"
-                outcome = await self._copy_to_namespace(namespace, step.deployment, step.to_namespace)
-            elif step.action == "delete":  # kubectl delete KIND NAME --cascade=..., for each workload selected
-                from chaoskube.api.protocol import DeleteOptions
+        attempt = 0
+        while True:  # one attempt, or more with `retries` (an operator retrying)
+            attempt += 1
+            try:
+                if step.action == "rollout":
+                    patch = {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: timestamp(self.world.now)}}}}}
+                    for obj in selected:
+                        if obj.KIND in ROLLABLE_KINDS:
+                            await client.patch(KINDS[obj.KIND].resource, obj.metadata.namespace or "default", obj.metadata.name, patch)
+                    outcome = "patched"
+                elif step.action == "scale":
+                    for obj in selected:
+                        if obj.KIND not in SCALABLE_KINDS:
+                            continue
+                        replicas = step.replicas
+                        if step.by is not None and not step.deployment:
+                            current = await client.get(KINDS[obj.KIND].resource, obj.metadata.namespace or "default", obj.metadata.name)
+                            replicas = max(0, (1 if current.spec.replicas is None else current.spec.replicas) + step.by)
+                        await client.patch(KINDS[obj.KIND].resource, obj.metadata.namespace or "default", obj.metadata.name, {"spec": {"replicas": replicas}})
+                    outcome = "patched"
+                elif step.action == "uncordon":
+                    await cordon(client, step.node, unschedulable=False)
+                    outcome = "uncordoned"
+                elif step.action == "delete-pod":  # kubectl delete pod NAME: a graceful deletion (its own grace period)
+                    pod_namespace, _, pod_name = step.pod.rpartition("/")
+                    target = f"{pod_namespace or 'default'}/{pod_name}"
+                    await client.delete("pods", pod_namespace or "default", pod_name)
+                    outcome = "deleted"
+                elif step.action == "delete-claim":  # kubectl delete pvc NAME: its volume is reclaimed as its policy says
+                    claim_namespace, _, claim_name = step.claim.rpartition("/")
+                    target = f"{claim_namespace or 'default'}/{claim_name}"
+                    await client.delete("persistentvolumeclaims", claim_namespace or "default", claim_name)
+                    outcome = "deleted"
+                elif step.action == "copy-to-namespace":
+                    target = f"{namespace}/{step.deployment} -> {step.to_namespace}"
+                    outcome = await self._copy_to_namespace(namespace, step.deployment, step.to_namespace)
+                elif step.action == "delete":  # kubectl delete KIND NAME --cascade=..., for each workload selected
+                    from chaoskube.api.protocol import DeleteOptions
 
-                options = DeleteOptions(propagation_policy=step.propagation)
-                # No longer part of the steady state, whatever the delete answers: one that
-                # times out may have been done all the same (seed 25 of
-                # workload-churn-under-nemesis: kubectl's delete timed out under a fault, the
-                # API server had deleted the Deployment).
-                for obj in selected:
-                    key = _key(obj)
-                    self.workloads = [(kind, found) for kind, found in self.workloads if (kind, found) != (obj.KIND, key)]
-                    if obj.KIND == "Deployment":
-                        self.deployments = [found for found in self.deployments if found != key]
-                if step.deployment:
-                    key = f"{namespace}/{step.deployment}"
-                    self.deployments = [name for name in self.deployments if name != key]
-                    self.services = [name for name in self.services if name != key]
-                if step.deployment and not selected:  # a Deployment the workload did not create (an operator's, say)
-                    await client.delete("deployments", namespace, step.deployment, options=options)
-                for obj in selected:
-                    await client.delete(KINDS[obj.KIND].resource, obj.metadata.namespace or "default", obj.metadata.name, options=options)
-                outcome = f"deleted ({step.propagation})"
-            else:
-                target = step.node or await self._busiest_node(selected)
-                result = await drain(client, target, timeout_s=DRAIN_TIMEOUT_S)
-                outcome = "drained" if not (result.remaining or result.errors or result.timed_out) else f"incomplete: {len(result.remaining)} remaining, {len(result.errors)} error(s)"
-        except ApiError as error:
-            outcome = f"error: {error}"
-        self.world.record("workload-step", action=step.action, target=target, outcome=outcome)
+                    options = DeleteOptions(propagation_policy=step.propagation)
+                    # No longer part of the steady state, whatever the delete answers: one that
+                    # times out may have been done all the same (seed 25 of
+                    # workload-churn-under-nemesis: kubectl's delete timed out under a fault, the
+                    # API server had deleted the Deployment).
+                    for obj in selected:
+                        key = _key(obj)
+                        self.workloads = [(kind, found) for kind, found in self.workloads if (kind, found) != (obj.KIND, key)]
+                        if obj.KIND == "Deployment":
+                            self.deployments = [found for found in self.deployments if found != key]
+                    if step.deployment:
+                        key = f"{namespace}/{step.deployment}"
+                        self.deployments = [name for name in self.deployments if name != key]
+                        self.services = [name for name in self.services if name != key]
+                    if step.deployment and not selected:  # a Deployment the workload did not create (an operator's, say)
+                        await client.delete("deployments", namespace, step.deployment, options=options)
+                    for obj in selected:
+                        await client.delete(KINDS[obj.KIND].resource, obj.metadata.namespace or "default", obj.metadata.name, options=options)
+                    outcome = f"deleted ({step.propagation})"
+                else:
+                    target = step.node or await self._busiest_node(selected)
+                    result = await drain(client, target, timeout_s=DRAIN_TIMEOUT_S)
+                    outcome = "drained" if not (result.remaining or result.errors or result.timed_out) else f"incomplete: {len(result.remaining)} remaining, {len(result.errors)} error(s)"
+            except ApiError as error:
+                outcome = f"error: {error}"
+                if attempt <= step.retries and (error.code >= 500 or error.code == 429):
+                    await self.world.sleep(step.retry_s)
+                    continue
+            break
+        self.world.record("workload-step", action=step.action, target=target, outcome=outcome, **({"attempts": attempt} if step.retries else {}))
 
     async def _copy_to_namespace(self, namespace: str, deployment: str, to_namespace: str) -> str:
         """``kubectl get rs -o yaml | (edit the namespace) | kubectl create -f -`` of each

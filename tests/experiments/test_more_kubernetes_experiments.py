@@ -75,3 +75,40 @@ def test_random_nemesis_is_deterministic_per_seed(tmp_path, seed):
         _, events = run("random-nemesis", tmp_path / str(attempt), seed)
         faults.append([e["faults"] for e in events if e["type"] == "nemesis"])
     assert faults[0] == faults[1] and faults[0]
+
+
+@pytest.mark.parametrize("retries", [0, 6])
+def test_a_step_with_retries_is_run_again_while_no_api_server_answers(tmp_path, retries):
+    """swarm-apps seed 21: both API servers were down when its foreground delete of batch
+    came; the one-shot step got a 503 and the garbage collector had no owner to judge. With
+    ``retries`` the step is run again every ``retry_s`` until an API server answers."""
+    from chaoskube.experiments.registry import load_experiment
+
+    spec = tmp_path / "retried-delete.yaml"
+    spec.write_text(f"""\
+name: retried-delete
+title: a foreground delete while every API server is down
+description: a step retried while the API does not answer
+source: "swarm-apps seed 21 (docs/experiments.md)"
+system: kubernetes
+cluster: {{etcdMembers: 1, apiServers: 1, controllerManagers: 1, schedulers: 1, nodeGroups: [{{count: 1}}]}}
+workload:
+  deployments: [{{name: fg, replicas: 1}}]
+  steps: [{{after_s: 7, action: delete, deployment: fg, propagation: Foreground, retries: {retries}, retry_s: 2}}]
+phases: {{setup_s: 30, warmup_s: 5, faults_s: 20, recovery_s: 30, settle_s: 5}}
+schedule:
+  - {{at_s: 1, kind: kill, target: "role:kube-apiserver", duration_s: 6}}
+checkers: [garbage-collection]
+expected: {{outcome: pass}}
+""")
+    out = tmp_path / "out"
+    result = run_experiment(load_experiment(spec), 1, out)
+    events = [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()]
+    steps = [e for e in events if e["type"] == "workload-step"]
+    assert len(steps) == 1
+    if retries:
+        assert steps[0]["outcome"] == "deleted (Foreground)" and steps[0]["attempts"] > 1, steps
+        assert result.verdicts["garbage-collection"].valid is True, result.verdicts["garbage-collection"].reason
+    else:
+        assert steps[0]["outcome"].startswith("error: 503") and "attempts" not in steps[0], steps
+        assert result.verdicts["garbage-collection"].valid is None
