@@ -41,7 +41,7 @@ Pure: :func:`generate_plans` from the learning run's writes; ids are
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,12 +156,16 @@ def generate_plans(writes: Sequence[dict[str, Any]], kinds: Sequence[str] = KIND
     return plans
 
 
-def select_plans(plans: Sequence[Plan], budget: int | None, repeats: int | None = None) -> list[Plan]:
-    """The plans at the first ``repeats`` occurrences of each distinct request (Sieve's
-    pruning of equivalent points: the third patch of the same resource by the same operator
-    rarely perturbs anything the first did not; None: every occurrence), then at most
-    ``budget`` of them, spread over the kinds (round robin, each kind's plans in their
-    order), so a small budget still tries every kind."""
+def select_plans(plans: Sequence[Plan], budget: int | None, repeats: int | None = None, kinds: Collection[str] | None = None) -> list[Plan]:
+    """The plans of ``kinds`` (None: every kind; plans learned before, reused with
+    ``--learned``, were generated for every kind asked then) at the first ``repeats``
+    occurrences of each distinct request (Sieve's pruning of equivalent points: the third
+    patch of the same resource by the same operator rarely perturbs anything the first did
+    not; None: every occurrence), then at most ``budget`` of them, spread over the kinds
+    (round robin, each kind's plans in their order), so a small budget still tries every
+    kind."""
+    if kinds is not None:
+        plans = [plan for plan in plans if plan.kind in kinds]
     if repeats is not None:
         plans = [plan for plan in plans if plan.point.nth <= repeats]
     if budget is None or budget >= len(plans):

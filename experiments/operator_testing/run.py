@@ -668,7 +668,7 @@ def run_test_operator(target: Target, out: Path, options: OperatorTestOptions, s
     if only is not None:
         chosen = [parse_plan_id(only)]
     else:
-        chosen = select_plans(plans, options.budget, options.repeats)
+        chosen = select_plans(plans, options.budget, options.repeats, options.kinds)
     dask = _DaskSessions.open(options.dask) if options.dask and chosen else None
     jobs = options.jobs
     if jobs is None and dask is None:

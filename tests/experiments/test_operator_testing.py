@@ -136,6 +136,8 @@ def test_plans_one_perturbation_at_each_learned_point_with_stable_ids():
     first_only = select_plans(plans, None, repeats=1)  # the first occurrence of each distinct request
     assert [plan.id for plan in first_only] == ["crash@create:configmaps#1", f"crash@patch:{WIDGETS}#1", f"crash@user-create:{WIDGETS}#1", f"crash@user-patch:{WIDGETS}#1",
                                                 f"crash@user-delete:{WIDGETS}#1", "lost-response@create:configmaps#1", f"lost-response@patch:{WIDGETS}#1"]
+    # --kind with --learned: the learned plans of the other kinds are left out
+    assert [plan.id for plan in select_plans(plans, None, repeats=1, kinds=("lost-response",))] == ["lost-response@create:configmaps#1", f"lost-response@patch:{WIDGETS}#1"]
 
 
 def test_stale_and_unobserved_state_plans_at_learned_points():
