@@ -45,7 +45,9 @@ kubernetes/kubernetes ``pkg/controller/statefulset/stateful_set_control.go``
    a higher ordinal is at the update revision and Running and Ready ("It will wait until
    an updated Pod is Running and Ready prior to updating its predecessor": one pod at a
    time; ``maxUnavailable`` is behind the MaxUnavailableStatefulSet feature gate, off by
-   default, and the controller here does not model it, so it is judged as 1). And a pod
+   default, and the controller here does not model it, so it is judged as 1) -- at the
+   update revision the first status written after the delete names, unless that status
+   was computed from a spec written after the delete (a later sync's). And a pod
    (re)created while the set's ``partition``, ``currentRevision`` and ``updateRevision``
    held still for ``lag_s`` is at the current revision below the partition and at the
    update revision from it (``newVersionedStatefulSetPod``; kubernetes/kubernetes#119685,
