@@ -1002,7 +1002,7 @@ class Cacher:
         watcher.sequence += 1
         body = WatchMessage(watcher.watch_id, watcher.sequence, tuple(events), closed=closed)
         process = self.process
-        process.send(watcher.client, body, port=WATCH_PORT, duplicable=False)
+        process.send(watcher.client, body, port=WATCH_PORT, duplicable=False, stream=watcher.watch_id)
         if not closed and events and not watcher.ending and process.world.buggify.enabled:
             # BUGGIFY: after it delivered events, the watch ends early, as at its timeout
             # (the client resumes from the last resourceVersion it received)

@@ -32,6 +32,7 @@ class Message:
     sent_at: float
     call_id: int = 0  # nonzero: a request expecting a reply, or (port REPLY_PORT) the reply
     ok: bool = True  # for replies: False means the server answered with an error
+    stream: str = ""  # the connection it rides, if the network knows it (a TCP stream)
 
 
 class Endpoint(Protocol):
@@ -54,7 +55,7 @@ class Transport(Protocol):
     #: Calls that ride real TCP connections: retransmitted across a partition.
     tcp_calls: set[int]
 
-    def send(self, src: str, dst: str, port: str, body: Any, *, call_id: int = 0, ok: bool = True, duplicable: bool = True) -> int: ...
+    def send(self, src: str, dst: str, port: str, body: Any, *, call_id: int = 0, ok: bool = True, duplicable: bool = True, stream: str = "") -> int: ...
 
     def drop(self, message: Message, reason: str) -> None: ...
 

@@ -22,6 +22,16 @@ its request or reply that a partition would drop is journaled ``retransmit`` and
 at those times until the link is whole (then it travels the link as usual) or that bound
 passes (then it is dropped).
 
+A stream that rides a real TCP connection (:meth:`Network.open_tcp_stream`: the HTTPS
+front's watch streams to real clients, each message sent with ``stream=``) keeps its bytes
+in order as TCP does: once a partition cuts one of its messages, that message and every
+later one of the stream (sent meanwhile, or in flight) are held, in the order sent, behind
+one retransmission timer (the same backoff, journaled ``retransmit`` with the stream);
+the first retransmission that finds the link whole delivers them all, in order. When the
+partition outlasts the stream's bound (Linux's ~924.6 s), TCP gives up: the held messages
+are dropped and the connection is reset (journaled ``tcp-reset``; the stream's owner is
+told, and closes it as a reset connection).
+
 What a destination that is not running does: a stopped process refuses connections, so a
 call to it fails fast (``Failed``: it definitely did not happen); a message to a paused
 process waits in the network until it resumes (SIGSTOP: the kernel keeps buffering).
@@ -30,7 +40,9 @@ process waits in the network until it resumes (SIGSTOP: the kernel keeps bufferi
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from bisect import insort
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from chaoskube.sim.core import ANY, REPLY_PORT, Message, Runtime
@@ -49,6 +61,19 @@ TCP_GIVE_UP_S = 924.6
 def tcp_backoff(attempt: int) -> float:
     """The wait before retransmission ``attempt`` (0-based): 0.2 s doubling, capped at 120 s."""
     return min(TCP_RTO_MIN_S * (2 ** min(attempt, 20)), TCP_RTO_MAX_S)
+
+
+@dataclass(slots=True)
+class _TcpStream:
+    """One TCP connection's stream (see the module docstring): the messages held behind
+    its retransmission timer (in the order sent), and that timer's state."""
+
+    name: str
+    bound_s: float
+    on_reset: Callable[[], None] | None
+    held: list[Message] = field(default_factory=list)
+    first: float = 0.0  # when its oldest unacknowledged message was first cut
+    attempt: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +154,8 @@ class Network:
         #: message being retransmitted: (time of its first drop, retransmissions so far).
         self.tcp_calls: set[int] = set()
         self._retransmitting: dict[int, tuple[float, int]] = {}
+        #: Streams that ride real TCP connections, by name (see the module docstring).
+        self.tcp_streams: dict[str, _TcpStream] = {}
         self._random = world.random("network")
         self._next_id = 0
         self.sent = 0
@@ -178,18 +205,83 @@ class Network:
         sources = self.grudge.get(dst)
         return sources is not None and src in sources
 
+    # -- TCP streams --------------------------------------------------------------------
+    def open_tcp_stream(self, name: str, *, bound_s: float = TCP_GIVE_UP_S, on_reset: Callable[[], None] | None = None) -> None:
+        """From now on the messages sent with ``stream=name`` ride one TCP connection: held
+        in order across a partition and retransmitted, the connection reset (``on_reset``
+        called) when a partition outlasts ``bound_s``."""
+        self.tcp_streams[name] = _TcpStream(name, bound_s, on_reset)
+
+    def close_tcp_stream(self, name: str) -> None:
+        """The connection is closed: what it still held is lost with it."""
+        stream = self.tcp_streams.pop(name, None)
+        if stream is not None:
+            for message in stream.held:
+                self.drop(message, "partition")
+
+    def _hold(self, stream: _TcpStream, message: Message) -> None:
+        """Hold ``message`` behind the stream's retransmission timer, in the order sent."""
+        insort(stream.held, message, key=lambda held: held.id)
+        if len(stream.held) == 1:
+            stream.first = self.world.now
+            stream.attempt = 0
+            self._arm(stream)
+
+    def _arm(self, stream: _TcpStream) -> None:
+        """The next retransmission of the stream's oldest held message, at TCP's backoff;
+        past the bound, the connection is reset at the bound."""
+        now = self.world.now
+        wait = tcp_backoff(stream.attempt)
+        if now + wait - stream.first > stream.bound_s:
+            self.world.call_at(max(now, stream.first + stream.bound_s), self._reset, stream)
+            return
+        stream.attempt += 1
+        head = stream.held[0]
+        self.world.record("retransmit", id=head.id, src=head.src, dst=head.dst, attempt=stream.attempt, after_s=round(now + wait - stream.first, 6), stream=stream.name)
+        self.world.call_at(now + wait, self._retransmit_stream, stream)
+
+    def _retransmit_stream(self, stream: _TcpStream) -> None:
+        if self.tcp_streams.get(stream.name) is not stream or not stream.held:
+            return  # closed meanwhile: what it held went with it
+        head = stream.held[0]
+        if self.cut(head.src, head.dst):
+            self._arm(stream)
+            return
+        held, stream.held = stream.held, []
+        key = (head.src, head.dst)
+        due = max(self.world.now + self.link(head.src, head.dst).delay_s, self._last_due.get(key, 0.0))
+        self._last_due[key] = due
+        for message in held:  # acknowledged at last: the whole backlog follows, in order
+            self.world.call_at(due, self._deliver, message)
+
+    def _reset(self, stream: _TcpStream) -> None:
+        """TCP gave up on the stream: its connection is reset."""
+        if self.tcp_streams.get(stream.name) is not stream or not stream.held:
+            return
+        head = stream.held[0]
+        self.world.record("tcp-reset", stream=stream.name, src=head.src, dst=head.dst, after_s=round(self.world.now - stream.first, 6), lost=len(stream.held))
+        self.close_tcp_stream(stream.name)
+        if stream.on_reset is not None:
+            stream.on_reset()
+
     # -- sending ------------------------------------------------------------------------
-    def send(self, src: str, dst: str, port: str, body: Any, *, call_id: int = 0, ok: bool = True, duplicable: bool = True) -> int:
+    def send(self, src: str, dst: str, port: str, body: Any, *, call_id: int = 0, ok: bool = True, duplicable: bool = True, stream: str = "") -> int:
         """Put a message on the wire; returns its id. Never blocks. Requests, replies and
         messages sent with ``duplicable=False`` ride on connections, which never deliver
-        twice: link duplication does not apply to them."""
+        twice: link duplication does not apply to them. ``stream``: the TCP stream it
+        rides, if one was opened by that name (:meth:`open_tcp_stream`)."""
         world = self.world
         self._next_id += 1
         message_id = self._next_id
         now = world.now
-        message = Message(message_id, src, dst, port, body, now, call_id, ok)
+        message = Message(message_id, src, dst, port, body, now, call_id, ok, stream)
         self.sent += 1
         world.record_send(message_id, src, dst, port, kind_of(body))
+        if stream and self.tcp_streams:
+            tcp = self.tcp_streams.get(stream)
+            if tcp is not None and tcp.held:
+                self._hold(tcp, message)  # behind the bytes not yet acknowledged
+                return message_id
         sources = self.grudge.get(dst)
         if sources is not None and src in sources:
             self._partitioned(message)
@@ -229,6 +321,11 @@ class Network:
     def _partitioned(self, message: Message) -> None:
         """A partition cuts ``message``'s link: dropped, unless it rides a TCP connection
         (retransmitted at the backoff until the link is whole or the bound passes)."""
+        if message.stream and self.tcp_streams:
+            stream = self.tcp_streams.get(message.stream)
+            if stream is not None:
+                self._hold(stream, message)
+                return
         if message.call_id and message.call_id in self.tcp_calls:
             now = self.world.now
             first, attempt = self._retransmitting.get(message.id, (now, 0))
@@ -256,6 +353,11 @@ class Network:
         if sources is not None and message.src in sources:
             self._partitioned(message)
             return
+        if message.stream and self.tcp_streams:
+            stream = self.tcp_streams.get(message.stream)
+            if stream is not None and stream.held:
+                self._hold(stream, message)  # in flight when the stream began to be held: stays behind
+                return
         process = world.processes.get(message.dst)
         if process is None or not process.running:
             if process is not None and process.paused:

@@ -426,19 +426,21 @@ class Process:
     async def receive(self, port: str = "") -> Message:
         return await self.inbox(port).receive()
 
-    def send(self, dst: str, body: Any, port: str = "", *, duplicable: bool = True) -> None:
+    def send(self, dst: str, body: Any, port: str = "", *, duplicable: bool = True, stream: str = "") -> None:
         """Send one message; fire and forget. ``duplicable=False`` for messages that ride
-        on a connection (a TCP stream never duplicates). A stopped process sends nothing;
-        a paused one (whose last step ended at the instant of the pause) sends on resume."""
+        on a connection (a TCP stream never duplicates); ``stream`` names that connection
+        (:meth:`chaoskube.sim.network.Network.open_tcp_stream`). A stopped process sends
+        nothing; a paused one (whose last step ended at the instant of the pause) sends on
+        resume."""
         if self.state is State.RUNNING:
-            self.world.network.send(self.name, dst, port, body, duplicable=duplicable)
+            self.world.network.send(self.name, dst, port, body, duplicable=duplicable, stream=stream)
         elif self.state is State.PAUSED:
-            self._held.append((self._send_held, (dst, port, body, duplicable, 0, True)))
+            self._held.append((self._send_held, (dst, port, body, duplicable, 0, True, stream)))
 
-    def _send_held(self, argument: tuple[str, str, Any, bool, int, bool]) -> None:
-        dst, port, body, duplicable, call_id, ok = argument
+    def _send_held(self, argument: tuple[str, str, Any, bool, int, bool, str]) -> None:
+        dst, port, body, duplicable, call_id, ok, stream = argument
         if self.state is State.RUNNING:
-            self.world.network.send(self.name, dst, port, body, call_id=call_id, ok=ok, duplicable=duplicable)
+            self.world.network.send(self.name, dst, port, body, call_id=call_id, ok=ok, duplicable=duplicable, stream=stream)
 
     def receive_message(self, message: Message) -> None:
         """Called by the network on delivery."""
@@ -507,4 +509,4 @@ class Process:
         if self.state is State.RUNNING:
             self.world.network.send(self.name, request.src, REPLY_PORT, body, call_id=request.call_id, ok=ok)
         elif self.state is State.PAUSED:
-            self._held.append((self._send_held, (request.src, REPLY_PORT, body, False, request.call_id, ok)))
+            self._held.append((self._send_held, (request.src, REPLY_PORT, body, False, request.call_id, ok, "")))

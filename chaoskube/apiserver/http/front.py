@@ -23,8 +23,11 @@ Shape (see docs/api-server.md, "The HTTP front"):
   message lost to link loss) *stalls* the connection (held without an answer, as an
   unreachable peer does) until the client gives up or the bound. A paused replica holds
   a request until it resumes; link delays make it answer late; a killed client process
-  gets its connections closed. Watch events are not retransmitted: a watch stream whose
-  event a partition drops is closed (sequence gap), as now.
+  gets its connections closed. A watch stream rides its connection alike
+  (:meth:`chaoskube.sim.network.Network.open_tcp_stream`): events a partition cuts are
+  held, retransmitted at the same backoff and delivered in order after the heal; past
+  ``stall_bound_s`` the connection is reset (``tcp-reset``, ``watch-reset``: the body
+  ends without its last chunk, so the client sees the stream break).
 - Requests: resource paths become :class:`chaoskube.api.protocol.Request` (``routes.py``,
   ``codec.py``); discovery, ``/version`` and the OpenAPI documents are computed here from
   the kinds registry but only after a :class:`~chaoskube.api.protocol.NonResourceRequest`
@@ -35,7 +38,7 @@ Shape (see docs/api-server.md, "The HTTP front"):
   Deployment / ReplicaSet, written with a resourceVersion precondition.
 - Watches (``?watch=1``): a chunked stream of JSON ``WatchEvent`` lines (or protobuf frames), bookmarks when
   asked, the stream closed when the server closes it, when a message is lost (sequence
-  gap), or when the client goes away (the server is told to stop it). A watch the server
+  gap: link loss, not a partition), reset when TCP gives up across a partition, or when the client goes away (the server is told to stop it). A watch the server
   refuses with 410 Expired is answered 200 with one ERROR event carrying the Status, as
   kube-apiserver's ``errWatcher`` does.
 - Journal: every request is an ``http-request`` event (client process, replica, method,
@@ -210,6 +213,8 @@ class _Watch:
     receive: Any
     next_sequence: int = 1
     client: str = ""
+    #: TCP gave up on the stream across a partition: the connection is reset, not ended.
+    reset: bool = False
 
 
 @dataclass
@@ -1051,6 +1056,15 @@ class ApiFront:
         watch_id = f"{client.name}/{client.incarnation}/http-watch/{state.requests}"
         send, receive = trio.open_memory_channel[WatchMessage](WATCH_BUFFER_MESSAGES)
         watch = router[watch_id] = _Watch(watch_id, send, receive, client=client.name)
+
+        def reset() -> None:
+            watch.reset = True
+            router.pop(watch_id, None)
+            send.close()
+
+        # the stream rides the client's TCP connection: its events are held across a
+        # partition and retransmitted, in order, the connection reset past the bound
+        self.world.network.open_tcp_stream(watch_id, bound_s=self.config.stall_bound_s, on_reset=reset)
         request = Request(
             verb="watch", resource=kind.resource, namespace=info.namespace, credentials=credentials, watch_id=watch_id, version=_custom_version(kind),
             label_selector=query.get("labelSelector", ""), field_selector=field_selector,
@@ -1097,6 +1111,7 @@ class ApiFront:
         finally:
             router.pop(watch_id, None)
             send.close()
+            self.world.network.close_tcp_stream(watch_id)
             if client.running and self.world.process(replica.name).alive:
                 client.send(replica.name, WatchStop(watch_id), port=API_PORT, duplicable=False)
 
@@ -1143,6 +1158,11 @@ class ApiFront:
                     break
             del ended_cleanly
             nursery.cancel_scope.cancel()
+        if watch.reset:
+            # TCP gave up across the partition: the connection is reset, the body never
+            # completed (the client sees the stream break and watches again)
+            self.world.record("watch-reset", name=f"http:{watch.watch_id}", watch=watch.watch_id, client=watch.client, reason="connection timed out")
+            return
         if connection.our_state is h11.SEND_BODY:
             await stream.send_all(connection.send(h11.EndOfMessage()))
 
