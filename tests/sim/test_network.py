@@ -311,3 +311,65 @@ def test_a_tcp_call_is_retransmitted_across_a_partition_and_others_are_lost(tcp)
     else:
         assert isinstance(outcome, Unknown) and elapsed == pytest.approx(10.0)
         assert not retransmits and len(drops(world, "partition")) == 1
+
+
+@pytest.mark.parametrize("opened", [False, True])
+def test_a_tcp_stream_holds_its_messages_in_order_across_a_partition(opened):
+    # a stream on a TCP connection (the HTTPS front's watch streams): message 1 is in flight
+    # (1 s link) when the partition starts, 2 is sent during it, 3 after the heal but before
+    # the retransmission that finds the link whole (0.2, 0.6, 1.4, 3.0 s after the first cut):
+    # all three arrive after it, in the order sent; unopened, 1 and 2 are lost
+    received = []
+
+    async def main(world):
+        world.spawn("server", sink)
+        client = world.spawn("client", sink)
+        client.on_message("w", lambda message: received.append((message.body, round(world.now, 6))))
+        world.network.set_link("server", "client", LinkProfile(delay_s=1.0))
+        if opened:
+            world.network.open_tcp_stream("s")
+        server = world.process("server")
+        server.send("client", 1, port="w", stream="s")
+        await world.sleep(0.5)
+        world.network.partition({"client": {"server"}})
+        await world.sleep(0.5)
+        server.send("client", 2, port="w", stream="s")
+        await world.sleep(1.5)
+        world.network.heal()  # at 2.5 s
+        server.send("client", 3, port="w", stream="s")
+        await world.sleep(10)
+
+    world = make_world()
+    world.run(main)
+    retransmits = [event["after_s"] for event in world.journal.events if event["type"] == "retransmit"]
+    if opened:
+        # the first cut at 1.0 s (message 1, due then): retransmissions at 1.2, 1.6, 2.4, 4.0 s
+        assert received == [(1, 5.0), (2, 5.0), (3, 5.0)], received
+        assert retransmits == pytest.approx([0.2, 0.6, 1.4, 3.0]) and not drops(world)
+    else:
+        assert [body for body, _ in received] == [3] and received[0][1] == pytest.approx(3.5, abs=0.001) and not retransmits and len(drops(world, "partition")) == 2
+
+
+def test_a_tcp_stream_is_reset_when_a_partition_outlasts_its_bound():
+    resets = []
+
+    async def main(world):
+        world.spawn("server", sink)
+        client = world.spawn("client", sink)
+        client.on_message("w", lambda message: resets.append(("received", message.body)))
+        world.network.open_tcp_stream("s", bound_s=40.0, on_reset=lambda: resets.append(("reset", world.now)))
+        world.network.partition({"client": {"server"}})
+        world.process("server").send("client", 1, port="w", stream="s")
+        world.process("server").send("client", 2, port="w", stream="s")
+        await world.sleep(60)
+        world.network.heal()
+        world.process("server").send("client", 3, port="w", stream="s")
+        await world.sleep(1)
+
+    world = make_world()
+    world.run(main)
+    # reset at the bound, what it held lost with it; the stream closed, 3 travels as any message
+    assert resets == [("reset", pytest.approx(40.0)), ("received", 3)]
+    (reset,) = [event for event in world.journal.events if event["type"] == "tcp-reset"]
+    assert reset["after_s"] == pytest.approx(40.0) and reset["lost"] == 2
+    assert len(drops(world, "partition")) == 2 and "s" not in world.network.tcp_streams
