@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shlex
+import shutil
 import subprocess
 import sys
 import threading
@@ -286,8 +288,6 @@ def choose_jobs(share: float, cpus: int) -> tuple[int, str]:
 
 def available_cpus() -> int:
     """The CPUs this process may run on (its affinity; os.cpu_count where that is not known)."""
-    import os
-
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -336,8 +336,6 @@ def _session_process(target: Target, out: Path, plan: Plan | None, options: Sess
     included: a thread waits on its pidfd (the forkserver, its parent, outlives a SIGKILLed
     chaoskube by seconds, measured 13-15 s, so its parent-death signal, also set, is only a
     backstop); its operator then dies with it (live.py's guard)."""
-    import os
-
     from chaoskube.experiments.signals import die_with_parent
 
     with contextlib.suppress(OSError):
@@ -367,8 +365,6 @@ def _subprocess_session(target: Target, out: Path, plan: Plan | None, options: S
     SESSIONS.check()
     out.mkdir(parents=True, exist_ok=True)
     if LAUNCH["mode"] == "fork":
-        import os
-
         process = _forkserver().Process(target=_session_process, args=(target, out, plan, options, os.getpid()), name=f"test-operator {plan.id if plan else 'learning'}")
         with SESSIONS.starting():
             process.start()
@@ -405,7 +401,6 @@ class _NotRun(Exception):
 
 def _die_with(pid: int) -> None:
     """SIGKILL this process when ``pid`` ends (at once if it has ended already)."""
-    import os
     import select
     import signal
 
@@ -456,7 +451,6 @@ class _Sessions:
             self.pids.discard(pid)
 
     def stop(self) -> None:
-        import os
         import signal
 
         with self.lock:
@@ -467,7 +461,6 @@ class _Sessions:
                 os.kill(pid, signal.SIGTERM)
 
     def kill(self) -> None:
-        import os
         import signal
 
         with self.lock:
@@ -629,7 +622,6 @@ class _DaskSessions:
 def _dask_session(target_argv: list[str], plan_id: str | None, options: SessionOptions) -> bytes:
     """A Dask task (on its worker): one session as a fresh interpreter into a scratch
     directory, returned as tar.gz (dask_campaign's format)."""
-    import shutil
     import tempfile
 
     from chaoskube.experiments.dask_campaign import _pack
@@ -688,8 +680,6 @@ def run_test_operator(target: Target, out: Path, options: OperatorTestOptions, s
         if entry["status"] == "late" and limiter is not None:
             # Once more, with fewer plans at a time (the limiter has lowered the count): a
             # late plan says nothing about the operator.
-            import shutil
-
             shutil.rmtree(entry["dir"], ignore_errors=True)
             again = attempt(plan)
             again["late_before"] = round(float(entry["session_wall"].get("max_lag_s", 0.0)), 3)
