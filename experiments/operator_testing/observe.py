@@ -8,6 +8,16 @@ commit order. States are normalized as the differential checker normalizes end s
 (:func:`chaoskube.checkers.differential.normalize`: uids, resourceVersions, timestamps and
 managedFields dropped; owner references by their owner's identity; an object whose name was
 generated is known by its ``generateName`` and owners) before any comparison.
+
+A generated name is followed into the names made from it (:func:`generated_names`,
+:func:`follow`): a Deployment created with ``generateName: a-`` is ``a-npc9p`` in one run and
+``a-hpk8v`` in another (the suffix is drawn from the run's random stream, which a perturbation
+shifts), and the Deployment controller names its ReplicaSet ``<deployment>-<pod-template-hash>``
+and the ReplicaSet its Pods ``<replicaset>-<suffix>`` (kubernetes pkg/controller/deployment/
+sync.go, getNewReplicaSet; pkg/controller/controller_utils.go, GetPodFromTemplate), and an
+operator may record the name in a field. Every name or value that is a generated name, or
+begins with one and ``-``, has that part replaced by the generated name's normal form
+(``a-*``), so the ReplicaSet is ``a-*-<hash>`` and the annotation ``a-*`` in both runs.
 """
 
 from __future__ import annotations
@@ -21,7 +31,7 @@ from chaoskube.checkers.differential import _identity, _scrub  # noqa: PLC2701 -
 from chaoskube.checkers.replay import REGISTRY_PREFIX, parse_key
 from chaoskube.checkers.replay import _loads as loads
 
-__all__ = ["Observation", "observe"]
+__all__ = ["Observation", "follow", "generated_names", "observe"]
 
 OPERATOR = "operator"
 MUTATING = ("create", "update", "patch", "delete")
@@ -53,6 +63,55 @@ class Observation:
 
     def to_json(self) -> dict[str, Any]:
         return {"writes": self.writes, "watches": self.watches, "end": self.end, "checkpoints": self.checkpoints, "lifecycle": self.lifecycle, "history_lengths": {key: len(value) for key, value in sorted(self.history.items())}}
+
+
+def generated_names(objects: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Every generated name among ``objects`` (``metadata.name`` = ``generateName`` + a
+    suffix) -> its normal form: its ``generateName``, itself followed (a Pod's
+    ``generateName`` is its ReplicaSet's name and ``-``), and ``*``. Pure."""
+    prefixes: dict[str, str] = {}
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        name, prefix = str(meta.get("name") or ""), str(meta.get("generateName") or "")
+        if prefix and name.startswith(prefix) and len(name) > len(prefix):
+            prefixes[name] = prefix
+    normal: dict[str, str] = {}
+    for name in sorted(prefixes, key=lambda item: (len(item), item)):  # a prefix's own name first
+        normal[name] = _follow_name(prefixes[name], normal) + "*"
+    return normal
+
+
+def _follow_name(text: str, normal: Mapping[str, str]) -> str:
+    if text in normal:
+        return normal[text]
+    # The longest generated name that text begins with, followed by "-".
+    cut = text.rfind("-")
+    while cut > 0:
+        head = text[:cut]
+        if head in normal:
+            return normal[head] + text[cut:]
+        cut = text.rfind("-", 0, cut)
+    return text
+
+
+def follow(value: Any, normal: Mapping[str, str]) -> Any:
+    """``value`` with every string that is a generated name of ``normal``
+    (:func:`generated_names`), or begins with one and ``-``, written in its normal form
+    (mapping keys are left as they are). Pure."""
+    if not normal:
+        return value
+    if isinstance(value, str):
+        return _follow_name(value, normal)
+    if isinstance(value, dict):
+        return {key: follow(item, normal) for key, item in value.items()}
+    if isinstance(value, list):
+        return [follow(item, normal) for item in value]
+    return value
+
+
+def _follow_key(key: tuple[str, str], normal: Mapping[str, str]) -> tuple[str, str]:
+    namespace, slash, name = key[1].rpartition("/")
+    return (key[0], f"{namespace}{slash}{_follow_name(name, normal)}")
 
 
 def observe(events: Iterable[Mapping[str, Any]], custom_resources: Sequence[str], checkpoints: Sequence[float] = ()) -> Observation:
@@ -119,11 +178,13 @@ def observe(events: Iterable[Mapping[str, Any]], custom_resources: Sequence[str]
                 owned_uids.add(meta.get("uid"))
                 changed = True
     owned = {key for key, obj in every.items() if key[0] in custom or obj.get("metadata", {}).get("uid") in owned_uids} | (written & set(every))
-    names = {obj.get("metadata", {}).get("uid", ""): f"{key[0]}/{_identity(key[0], key[1], obj, {})}" for key, obj in every.items()}
+    normal = generated_names(every.values())
+    followed = {key: (_follow_key(key, normal), follow(obj, normal)) for key, obj in every.items()}
+    names = {obj.get("metadata", {}).get("uid", ""): f"{key[0]}/{_identity(key[0], key[1], obj, {})}" for key, obj in followed.values()}
     identities: dict[tuple[str, str], str] = {}
-    for key, obj in every.items():
+    for key, (named, obj) in followed.items():
         if key in owned:
-            identities[key] = f"{key[0]}/{_identity(key[0], key[1], obj, names)}"
+            identities[key] = f"{key[0]}/{_identity(key[0], named[1], obj, names)}"
     present: dict[tuple[str, str], bool] = {}
     current: dict[tuple[str, str], Any] = {}
     pending = list(checkpoints)
@@ -176,6 +237,7 @@ def observe(events: Iterable[Mapping[str, Any]], custom_resources: Sequence[str]
             if not present.get(key):
                 counts[0] += 1
             present[key] = True
+            obj = follow(obj, normal)
             state = _scrub(key[0], obj, names) if not obj.get("metadata", {}).get("deletionTimestamp") else {"deleting": _scrub(key[0], obj, names)}
             current[key] = state
         if not history or history[-1] != state:

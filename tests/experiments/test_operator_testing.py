@@ -423,3 +423,47 @@ def test_the_driver_keeps_an_unobserved_state_across_steps_until_it_ends():
     watcher.reset_pause(5.0)
     assert not watcher.withholding and not watcher.perturbed and watcher.relaxed
     assert watcher.settle_until == 5.0 + UNOBSERVED_SETTLE_S
+
+
+# ----------------------------------------------------------------------------- derived names
+FOOS = "foos.samplecontroller.k8s.io"
+
+
+def _foo_journal(suffix: str, pod_suffix: str) -> list[dict]:
+    """A Foo whose operator made Deployment ``a-<suffix>`` with ``generateName: a-`` and
+    recorded the name on the Foo; the Deployment controller's ReplicaSet
+    ``a-<suffix>-5d4f9c`` and its Pod ``a-<suffix>-5d4f9c-<pod_suffix>``, as upstream names them."""
+    deployment = f"a-{suffix}"
+    replicaset = f"{deployment}-5d4f9c"
+    objects = [
+        ("foos.samplecontroller.k8s.io", {"kind": "Foo", "metadata": {"name": "foo-1", "namespace": "default", "uid": "u-foo", "annotations": {"gallery.chaoskube.dev/deployment": deployment}}, "spec": {"deploymentName": "a"}}),
+        ("deployments", {"kind": "Deployment", "metadata": {"name": deployment, "generateName": "a-", "namespace": "default", "uid": f"u-{suffix}", "ownerReferences": [{"kind": "Foo", "name": "foo-1", "uid": "u-foo"}]}}),
+        ("replicasets", {"kind": "ReplicaSet", "metadata": {"name": replicaset, "namespace": "default", "uid": f"u-rs-{suffix}", "labels": {"pod-template-hash": "5d4f9c"},
+                                                             "ownerReferences": [{"kind": "Deployment", "name": deployment, "uid": f"u-{suffix}"}]}}),
+        ("pods", {"kind": "Pod", "metadata": {"name": f"{replicaset}-{pod_suffix}", "generateName": f"{replicaset}-", "namespace": "default", "uid": f"u-pod-{pod_suffix}",
+                                               "ownerReferences": [{"kind": "ReplicaSet", "name": replicaset, "uid": f"u-rs-{suffix}"}]}}),
+    ]
+    return [{"type": "raft-apply", "revision": revision, "t": float(revision), "events": [["PUT", f"/registry/{resource}/default/{obj['metadata']['name']}", json.dumps(obj)]]}
+            for revision, (resource, obj) in enumerate(objects, start=10)]
+
+
+def test_a_generated_name_is_followed_into_the_names_and_values_made_from_it():
+    from chaoskube.experiments.operator_testing.observe import follow, generated_names
+
+    objects = [json.loads(event["events"][0][2]) for event in _foo_journal("npc9p", "x7k2q")]
+    normal = generated_names(objects)
+    # the Deployment's name, and the Pod's, whose generateName is its ReplicaSet's name
+    assert normal == {"a-npc9p": "a-*", "a-npc9p-5d4f9c-x7k2q": "a-*-5d4f9c-*"}
+    assert follow({"a": "a-npc9p", "b": ["a-npc9p-5d4f9c", "a-npc9p-5d4f9c-x7k2q-c1"], "c": "a-npc9pq", "d": "xa-npc9p", "a-npc9p": 3}, normal) == \
+        {"a": "a-*", "b": ["a-*-5d4f9c", "a-*-5d4f9c-*-c1"], "c": "a-npc9pq", "d": "xa-npc9p", "a-npc9p": 3}  # whole names and "-" only; keys kept
+    assert generated_names([{"metadata": {"name": "a-", "generateName": "a-"}}]) == {}  # no suffix: not generated
+
+
+def test_two_runs_whose_generated_suffixes_differ_observe_the_same_states():
+    first = observe(_foo_journal("npc9p", "x7k2q"), [FOOS], [100.0])
+    second = observe(_foo_journal("hpk8v", "m2w4z"), [FOOS], [100.0])
+    assert first.end == second.end and first.checkpoints == second.checkpoints and first.lifecycle == second.lifecycle
+    assert sorted(first.end) == [f"deployments/default/a-[{FOOS}/default/foo-1]*", f"{FOOS}/default/foo-1",
+                                 "pods/default/a-*-5d4f9c-[replicasets/default/a-*-5d4f9c]*", "replicasets/default/a-*-5d4f9c"]
+    assert first.end[f"{FOOS}/default/foo-1"]["metadata"]["annotations"] == {"gallery.chaoskube.dev/deployment": "a-*"}
+    assert first.end["replicasets/default/a-*-5d4f9c"]["metadata"]["ownerReferences"] == [{"kind": "Deployment", "name": "a-[foo-1]*"}]
