@@ -7,8 +7,10 @@ it. :func:`applied` is a context manager that patches the named variants into th
 process (and undoes them on exit); an experiment names them in its ``broken`` field (or
 ``chaoskube run|explore --broken NAME``), and the runner applies them around the run, so
 ``chaoskube explore`` runs a broken build in every worker and ``chaoskube replay`` runs it
-again. Each variant's patch is one function or method replaced by a copy with the bug.
-While applied, each call of a replaced function or method is counted (:func:`calls`): a
+again. Each variant's patch is one function or method replaced by a copy with the bug
+(a variant reverting a whole upstream fix also replaces, uncounted, the few other methods
+that fix touched: ``Variant.also``).
+While applied, each call of a variant's ``target`` is counted (:func:`calls`): a
 run that the checkers let pass is worth knowing apart from one that never reached the
 broken code (a coverage gap, not an oracle gap); the runner records the counts in the
 result's ``metrics["broken_calls"]``.
@@ -43,6 +45,9 @@ class Variant:
     experiment: str  # a catalogue experiment that exercises the broken path
     target: str  # "module:Attribute.path" replaced while applied
     replacement: Callable[[], Any]  # builds the broken attribute (called when applied)
+    #: further (target, builder) pairs patched with it, uncounted: a variant reverting a
+    #: whole upstream fix replaces each method the fix touched (``target`` is counted)
+    also: tuple[tuple[str, Callable[[], Any]], ...] = ()
 
 
 async def _skip_the_budget(self: Any, request: Any, pod: Any, pdb: Any) -> None:
@@ -226,10 +231,11 @@ def applied(names: Sequence[str]) -> Iterator[None]:
     try:
         for name in names:
             variant = VARIANTS[name]
-            owner, attribute = _resolve(variant.target)
-            undo.append((owner, attribute, owner.__dict__[attribute] if isinstance(owner, type) else getattr(owner, attribute)))
             _CALLS[name] = 0
-            setattr(owner, attribute, _counted(name, variant.replacement()))
+            for target, builder, counted in ((variant.target, variant.replacement, True), *((t, b, False) for t, b in variant.also)):
+                owner, attribute = _resolve(target)
+                undo.append((owner, attribute, owner.__dict__[attribute] if isinstance(owner, type) else getattr(owner, attribute)))
+                setattr(owner, attribute, _counted(name, builder()) if counted else builder())
         yield
     finally:
         for owner, attribute, original in reversed(undo):
@@ -1644,11 +1650,16 @@ def _relist_keeps_deleted() -> Any:
 
 def _absent_owners_by_uid() -> Any:
     """GarbageCollector._is_dangling whose absent-owner cache is keyed by the owner's uid
-    alone, as before kubernetes/kubernetes#92743: once a dependent in another namespace
-    (an invalid cross-namespace reference, e.g. an object copied with its owner
-    references) found the owner absent there, the owner's valid dependents in its own
-    namespace are taken for orphans and deleted (kubernetes/kubernetes#65200: "the garbage
-    collector also deleted some PVCs in the original namespace")."""
+    alone, as before kubernetes/kubernetes#92743 (``isDangling``: ``absentOwnerCache.Has(
+    reference.UID)``, ``Add(reference.UID)``): once a dependent in another namespace (an
+    invalid cross-namespace reference, e.g. an object copied with its owner references)
+    found the owner absent there, the owner's valid dependents in its own namespace are
+    taken for orphans and deleted (kubernetes/kubernetes#65200: "the garbage collector also
+    deleted some PVCs in the original namespace"). The variant reverts the whole of #92743
+    (``also``): the graph's virtual owner nodes of :func:`_graph_add_before_92743`,
+    :func:`_graph_observe_before_92743`, :func:`_owner_known_before_92743` and
+    :func:`_sync_virtual_owner_before_92743` -- the uid-keyed cache alone loses nothing,
+    as the fixed graph verifies the valid dependents before the copy fills it."""
     from chaoskube.client.client import ApiError
 
     async def is_dangling(self: Any, reference: Any, namespace: str) -> bool:
@@ -1671,6 +1682,104 @@ def _absent_owners_by_uid() -> Any:
         return False
 
     return is_dangling
+
+
+#: The work-queue item of a virtual owner node to verify (upstream enqueues the node itself
+#: into attemptToDelete): ("virtual", apiVersion, kind, name, uid, namespace).
+_VIRTUAL = "virtual"
+
+
+def _graph_add_before_92743() -> Any:
+    """GarbageCollector._graph_add as ``addDependentToOwners`` was before
+    kubernetes/kubernetes#92743 (graph_builder.go, v1.19): an owner not in the graph gets a
+    virtual node with the reference's coordinates and the dependent's namespace, and that
+    node is enqueued to be verified against the API server; a later dependent is added to
+    the node whatever namespace or coordinates its reference has (no
+    hasPotentiallyInvalidOwnerReference, nothing enqueued)."""
+    from chaoskube.controllers.garbagecollector import GraphDependent, Identity, VirtualOwner
+
+    def graph_add(self: Any, resource: str, obj: Any) -> None:
+        meta = obj.metadata
+        dependent = GraphDependent(resource, meta.namespace, meta.name, meta.uid, tuple(meta.owner_references))
+        for reference in meta.owner_references:
+            if self._observed(reference.uid):
+                continue
+            node = self.virtual_owners.get(reference.uid)
+            if node is None:
+                identity = Identity(reference.api_version, reference.kind, reference.name, reference.uid, meta.namespace)
+                self.virtual_owners[reference.uid] = VirtualOwner(identity, dependent)
+                self.queue.add((_VIRTUAL, *identity))  # gb.attemptToDelete.Add(ownerNode)
+                continue
+            node.dependents.append(dependent)  # the bug: whatever its namespace
+
+    return graph_add
+
+
+def _graph_observe_before_92743() -> Any:
+    """GarbageCollector._graph_observe as ``processGraphChanges`` was before
+    kubernetes/kubernetes#92743: an owner delivered while a virtual node holds its uid only
+    marks that node observed (``existingNode.markObserved()``); the node keeps the virtual
+    identity -- the namespace of the dependent that first referenced it -- and nothing is
+    enqueued (no ``partitionDependents``, no identity replacement)."""
+
+    def graph_observe(self: Any, obj: Any) -> None:
+        return None
+
+    return graph_observe
+
+
+def _owner_known_before_92743() -> Any:
+    """GarbageCollector._owner_known as before kubernetes/kubernetes#92743: a dependent whose
+    owner's uid the graph holds is not checked, whatever namespace or name the owner has
+    there (``addDependentToOwners`` found the node by uid and added the dependent to it)."""
+    from chaoskube.controllers.garbagecollector import UID_INDEX
+
+    def owner_known(self: Any, reference: Any, namespace: str) -> bool:
+        resource = self._owner_resource(reference)
+        if resource is None or resource not in self.owners:
+            return True
+        return bool(self.owners[resource].indexer.by_index(UID_INDEX, reference.uid))
+
+    return owner_known
+
+
+def _sync_virtual_owner_before_92743() -> Any:
+    """GarbageCollector.sync that also verifies a virtual owner node as ``attemptToDeleteItem``
+    did before kubernetes/kubernetes#92743: a GET of the node's identity (the namespace of the
+    dependent that created it, even once the owner was observed elsewhere); 404 or another
+    uid -> ``enqueueVirtualDeleteEvent``, whose ``processGraphChanges`` removes the node,
+    adds its uid to ``absentOwnerCache`` and enqueues every dependent of that uid. Other
+    items go to the real ``sync``."""
+    from chaoskube.api.objects import OwnerReference
+    from chaoskube.client.client import ApiError
+    from chaoskube.controllers.garbagecollector import OWNER_UID_INDEX, GarbageCollector, Identity
+
+    real = GarbageCollector.__dict__["sync"]
+
+    async def sync(self: Any, item: tuple[str, ...]) -> None:
+        if item[0] != _VIRTUAL:
+            await real(self, item)
+            return
+        identity = Identity(*item[1:])
+        reference = OwnerReference(api_version=identity.api_version, kind=identity.kind, name=identity.name, uid=identity.uid)
+        resource = self._owner_resource(reference)
+        if resource is None:
+            return
+        try:
+            owner = await self.client.get(resource, identity.namespace if self._owner_namespaced(reference) else "", identity.name)
+        except ApiError as error:
+            if error.code != 404:
+                raise
+            owner = None
+        if owner is not None and owner.metadata.uid == identity.uid:
+            return
+        # the virtual delete event: the uid remembered absent, then every dependent enqueued
+        self.absent_owners.add(identity.uid)
+        for dependent_resource in sorted(self.dependents):
+            for dependent in self.dependents[dependent_resource].indexer.by_index(OWNER_UID_INDEX, identity.uid):
+                self._enqueue(dependent_resource, dependent)
+
+    return sync
 
 
 def _consistent_list_from_stale_cache() -> Any:
@@ -1723,6 +1832,12 @@ CONTROL_PLANE_VARIANTS: tuple[Variant, ...] = (
         "gc-absent-owner-cache-by-uid", "kube-controller-manager garbage collector",
         "an owner found absent from one namespace (an invalid cross-namespace reference) is remembered absent by uid alone, so its valid dependents in its own namespace are deleted (kubernetes#65200, fixed by #92743)",
         "garbage-collection", "cascading-deletion-under-failover", "chaoskube.controllers.garbagecollector:GarbageCollector._is_dangling", _absent_owners_by_uid,
+        also=(
+            ("chaoskube.controllers.garbagecollector:GarbageCollector._graph_add", _graph_add_before_92743),
+            ("chaoskube.controllers.garbagecollector:GarbageCollector._graph_observe", _graph_observe_before_92743),
+            ("chaoskube.controllers.garbagecollector:GarbageCollector._owner_known", _owner_known_before_92743),
+            ("chaoskube.controllers.garbagecollector:GarbageCollector.sync", _sync_virtual_owner_before_92743),
+        ),
     ),
     Variant(
         "apiserver-consistent-list-from-stale-cache", "kube-apiserver watch cache",

@@ -101,8 +101,8 @@ found on the next look, which every change of a dependent triggers.
 
 Non-guarantees: an owner of a kind the API server does not serve (a custom resource whose
 CRD is not established, a typo'd kind) is never treated as absent: its dependents are not
-collected (upstream retries the lookup with backoff for ever). The absent-owner cache is keyed by uid and, as upstream's, is only a
-cache: an owner never comes back with the same uid. Upstream's step that sets
+collected (upstream retries the lookup with backoff for ever). The absent-owner cache is keyed by
+coordinates and the namespace looked in and, as upstream's, is only a cache: an owner never comes back with the same uid. Upstream's step that sets
 ``blockOwnerDeletion`` false on a dependent before deleting it in the foreground (to
 avoid deadlocks between owners) is not modelled.
 """

@@ -520,39 +520,76 @@ def test_valid_dependents_delivered_before_their_owner_are_not_enqueued():
     assert collector.queue.items == [] and collector.virtual_owners == {}
 
 
-def test_a_collector_starting_with_a_copy_verifies_the_owners_valid_dependents_and_keeps_them():
-    """End to end, against real API servers: a ConfigMap ``owner`` in "default" with a valid
-    dependent ``a-valid`` beside it and a copy of that dependent in "backup" (owner reference
-    kept, kubernetes#65200), all stored before a collector starts. The ConfigMap informer
-    delivers them in key order -- the copy, ``a-valid``, then the owner -- so the copy gives
-    the owner's virtual node namespace "backup" and ``a-valid`` is verified on live reads
-    (a GET of it, then of its owner in "default"): it is kept; the copy is collected."""
+def _collector_starts_with_a_copy(copy_namespace, broken=()):
+    """A ConfigMap ``owner`` in "default" with a valid dependent ``a-valid`` beside it and a
+    copy of that dependent in ``copy_namespace`` (owner reference kept, kubernetes#65200), all
+    stored before a collector starts (with the gallery variants ``broken`` applied); the
+    collector runs 40 s. Returns the world, the three objects, the start time and what is
+    left of ``a-valid`` and of the copy (None when deleted)."""
+    from chaoskube import gallery
     from tests.apiserver.apiserver_harness import run_api
     from tests.controllers.test_replicaset import admin, controller_manager
 
     async def story(world, caller, servers):
         client = admin(world)
-        await client.create(from_dict({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "backup"}}))
+        await client.create(from_dict({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": copy_namespace}}))
         owner = await client.create(_config_map("owner"))
         valid = await client.create(owned_by(_config_map("a-valid"), owner))
-        copy = await client.create(owned_by(_config_map("a-valid", "backup"), owner))
+        copy = await client.create(owned_by(_config_map("a-valid", copy_namespace), owner))
         started = world.now
         world.spawn("kube-controller-manager", controller_manager([garbage_collector]), role="kube-controller-manager")
-
-        async def copy_gone():
+        await world.sleep(40.0)
+        left = []
+        for namespace in ("default", copy_namespace):
             try:
-                await client.get("configmaps", "backup", "a-valid")
+                left.append(await client.get("configmaps", namespace, "a-valid"))
             except ApiError as error:
-                return error.code == 404
-            return False
+                assert error.code == 404
+                left.append(None)
+        return started, owner, valid, copy, *left
 
-        await eventually(world, copy_gone)
-        await world.sleep(10.0)
-        return started, valid, copy, await client.get("configmaps", "default", "a-valid")
+    with gallery.applied(list(broken)):
+        return run_api(story)
 
-    world, (started, valid, copy, kept) = run_api(story)
-    assert kept.metadata.uid == valid.metadata.uid
+
+def test_a_collector_starting_with_a_copy_verifies_the_owners_valid_dependents_and_keeps_them():
+    """End to end, against real API servers: the ConfigMap informer delivers in key order --
+    the copy in "backup", ``a-valid``, then the owner -- so the copy gives the owner's virtual
+    node namespace "backup" and ``a-valid`` is verified on live reads (a GET of it, then of
+    its owner in "default"): it is kept; the copy is collected."""
+    world, (started, owner, valid, copy, kept, copy_left) = _collector_starts_with_a_copy("backup")
+    assert kept is not None and kept.metadata.uid == valid.metadata.uid and copy_left is None
     assert [(e["namespace"], e["name"], e["uid"]) for e in world.journal.of_type("gc-delete")] == [("backup", "a-valid", copy.metadata.uid)]
     gets = [(e["namespace"], e["name"]) for e in world.journal.of_type("api-read")
             if e["t"] >= started and e["verb"] == "get" and e["resource"] == "configmaps" and e["client"] != "test-admin"]
     assert ("default", "a-valid") in gets and ("default", "owner") in gets  # the valid dependent verified, its owner found
+
+
+def test_a_copy_delivered_after_its_owner_is_collected_too():
+    """The other order (the copy in "zz-copy", sorted after the owner): the owner is observed
+    before the copy, whose reference to it from another namespace is checked
+    (hasPotentiallyInvalidOwnerReference, #92743) and collected; ``a-valid`` is kept."""
+    world, (started, owner, valid, copy, kept, copy_left) = _collector_starts_with_a_copy("zz-copy")
+    assert kept is not None and copy_left is None
+    assert [(e["namespace"], e["name"]) for e in world.journal.of_type("gc-delete")] == [("zz-copy", "a-valid")]
+
+
+def test_before_92743_a_copy_delivered_first_gets_the_owners_valid_dependents_deleted():
+    """kubernetes/kubernetes#65200 with the graph before #92743 (the gallery variant
+    ``gc-absent-owner-cache-by-uid``, which reverts it): the copy, delivered first, gives the
+    owner's virtual node namespace "backup"; the owner, observed next, leaves that identity
+    in place; the node is verified there (404), its uid is remembered absent and every
+    dependent enqueued, and ``a-valid`` -- whose owner exists in its namespace -- is deleted."""
+    world, (started, owner, valid, copy, kept, copy_left) = _collector_starts_with_a_copy("backup", ["gc-absent-owner-cache-by-uid"])
+    assert kept is None and copy_left is None
+    deleted = {(e["namespace"], e["name"], e["uid"]) for e in world.journal.of_type("gc-delete")}
+    assert deleted == {("default", "a-valid", valid.metadata.uid), ("backup", "a-valid", copy.metadata.uid)}
+
+
+def test_before_92743_a_copy_delivered_after_its_owner_is_never_collected():
+    """The other order with the graph before #92743: the owner is observed first, the copy is
+    added to its node by uid and never checked -- it stays (the documented behaviour, an
+    invalid cross-namespace reference is absent and its dependent collected, is #92743's)."""
+    world, (started, owner, valid, copy, kept, copy_left) = _collector_starts_with_a_copy("zz-copy", ["gc-absent-owner-cache-by-uid"])
+    assert kept is not None and copy_left is not None
+    assert world.journal.of_type("gc-delete") == []
