@@ -33,9 +33,19 @@ their msgspec types plus the list/struct/map markers of ``k8s.io/api`` v0.26.15
 The chain is upstream's, layer for layer (:func:`default_chain`; each layer a class with
 ``update`` and ``apply``), so apimachinery's tests run on the layers they compose.
 
-Not modelled: version conversion of managed fields (each kind is served
-at one version; a CRD's versions convert with the ``None`` strategy, so their sets are
-kept as they are).
+Versions: a field manager serves one API version (``api_version``, the request's) and
+holds objects at a hub version (``hub_version``: what the caller stores and passes in, the
+storage version here). As upstream's ``structuredMergeManager`` (``toVersioned`` /
+``toUnversioned``), objects are converted to the request's version on the way in and
+back to the hub on the way out, so each manager's entry is recorded at the version of the
+request that wrote it (``managedFields[].apiVersion``), its set in that version's schema
+(``type_for``); on a later write the other managers' sets are compared in their own
+versions (SMD's ``Updater`` converts the objects with ``convert``:
+:class:`NoneConversion` for a CRD, ``versionconverter.go``). An Apply entry is keyed
+without its version (``BuildManagerIdentifier``), so a manager that applies at another
+version keeps one entry, at the new version; Update entries are keyed with it.
+Built-in kinds are served at one version here, so their entries are never converted (an
+entry at another version is compared in the kind's one schema).
 """
 
 from __future__ import annotations
@@ -51,7 +61,7 @@ from chaoskube.api import fieldpath as fp
 from chaoskube.api.strategic import PATCH_META, struct_info
 
 __all__ = [
-    "ApplyConflict", "ApplyError", "FieldManager", "LAST_APPLIED_ANNOTATION", "builtin_schema",
+    "ApplyConflict", "ApplyError", "FieldManager", "LAST_APPLIED_ANNOTATION", "NoneConversion", "builtin_schema",
     "custom_schema", "decode_managed_fields", "default_chain", "encode_managed_fields", "manager_identifier", "sort_encoded_managed_fields", "typed_form",
     "manager_or_user_agent", "scale_to_parent", "scale_to_subresource", "validate_field_manager",
 ]
@@ -499,12 +509,17 @@ def _without_managed_fields(document: dict[str, Any] | None) -> Any:
 
 
 class StructuredMergeManager:
-    """``structuredMergeManager``: the typed merge of one kind at one version."""
+    """``structuredMergeManager``: the typed merge of one kind at one version
+    (``api_version``). ``type_for(version)`` is the kind's type at another version and
+    ``convert(object, from, to)`` converts between them (SMD's ``Converter``; None: one
+    version, identity); ``ignored`` (``resetFields``) is the set to ignore at
+    ``api_version``, or a dict of sets by version."""
 
-    def __init__(self, schema: fp.Schema, root: fp.TypeRef, api_version: str, struct: type | None = None, ignored: frozenset = frozenset()) -> None:
+    def __init__(self, schema: fp.Schema, root: fp.TypeRef, api_version: str, struct: type | None = None, ignored: frozenset | dict = frozenset(), *, type_for: Any = None, convert: Any = None) -> None:
         self.api_version = api_version
         self.struct = struct  # a built-in kind's class: objects take its typed form
-        self.updater = fp.Updater(schema, lambda version: root, ignored={api_version: ignored} if ignored else None)
+        by_version = dict(ignored) if isinstance(ignored, dict) else ({api_version: ignored} if ignored else {})
+        self.updater = fp.Updater(schema, type_for or (lambda version: root), convert, ignored={version: paths for version, paths in by_version.items() if paths} or None)
 
     def update(self, live: Any, new: Any, managed: Managed, manager: str) -> tuple[Any, Managed]:
         _, fields = self.updater.update(_typed(live, self.struct), _typed(new, self.struct), self.api_version, dict(managed.fields), manager)
@@ -767,12 +782,12 @@ class VersionCheckManager:
         return self.inner.apply(live, applied, managed, manager, force)
 
 
-def default_chain(schema: fp.Schema, root: fp.TypeRef, api_version: str, kind: str, subresource: str = "", *, ignored: frozenset = frozenset(), struct: type | None = None, clock: Any = lambda: None, max_update_managers: int | None = MAX_UPDATE_MANAGERS, track_creates: bool = True) -> Any:
+def default_chain(schema: fp.Schema, root: fp.TypeRef, api_version: str, kind: str, subresource: str = "", *, ignored: frozenset | dict = frozenset(), struct: type | None = None, clock: Any = lambda: None, max_update_managers: int | None = MAX_UPDATE_MANAGERS, track_creates: bool = True, type_for: Any = None, convert: Any = None) -> Any:
     """``NewDefaultFieldManager``'s chain, outermost first: versionCheck, lastAppliedUpdater,
     lastAppliedManager, skipNonApplied, capManagers, buildManagerInfo,
     managedFieldsUpdater, stripMeta, structuredMerge. ``max_update_managers`` None leaves
     capManagers out (as the test harness of ``internal/testing`` does)."""
-    chain: Any = StructuredMergeManager(schema, root, api_version, struct, ignored)
+    chain: Any = StructuredMergeManager(schema, root, api_version, struct, ignored, type_for=type_for, convert=convert)
     chain = StripMetaManager(chain)
     chain = ManagedFieldsUpdater(chain, clock)
     chain = BuildManagerInfoManager(chain, api_version, subresource)
@@ -787,18 +802,36 @@ def default_chain(schema: fp.Schema, root: fp.TypeRef, api_version: str, kind: s
 class FieldManager:
     """``internal.FieldManager`` around a chain of managers (by default
     :func:`default_chain` for the kind at ``api_version``, with reset fields ``ignored``);
-    ``clock()`` gives the time written into entries (RFC 3339)."""
+    ``clock()`` gives the time written into entries (RFC 3339).
 
-    def __init__(self, schema: fp.Schema | None = None, root: fp.TypeRef | None = None, api_version: str = "", kind: str = "", subresource: str = "", ignored: frozenset = frozenset(), max_update_managers: int | None = MAX_UPDATE_MANAGERS, struct: type | None = None, *, chain: Any = None, clock: Any = None) -> None:
+    ``hub_version`` (with ``convert``) is the version the caller's objects are at when it
+    is not ``api_version``: live and new objects are converted to ``api_version`` before
+    the chain and the result back to the hub (``structuredMergeManager.toVersioned`` /
+    ``toUnversioned``); an apply's configuration stays at its own version, which the
+    chain checks. ``type_for`` gives the kind's type at the other versions entries name."""
+
+    def __init__(self, schema: fp.Schema | None = None, root: fp.TypeRef | None = None, api_version: str = "", kind: str = "", subresource: str = "", ignored: frozenset | dict = frozenset(), max_update_managers: int | None = MAX_UPDATE_MANAGERS, struct: type | None = None, *, chain: Any = None, clock: Any = None, hub_version: str = "", type_for: Any = None, convert: Any = None) -> None:
         self.api_version = api_version
         self.kind = kind
         self.subresource = subresource
+        self.hub_version = hub_version or api_version
+        self.convert = convert
         self._now: str | None = None
         self.clock = clock or (lambda: self._now)
         if chain is None:
             assert schema is not None and root is not None
-            chain = default_chain(schema, root, api_version, kind, subresource, ignored=ignored, struct=struct, clock=self.clock, max_update_managers=max_update_managers)
+            chain = default_chain(schema, root, api_version, kind, subresource, ignored=ignored, struct=struct, clock=self.clock, max_update_managers=max_update_managers, type_for=type_for, convert=convert)
         self.chain = chain
+
+    def _to_version(self, document: Any, version: str) -> Any:
+        """``document`` converted to ``version`` (the hub's objects to the request's and
+        back); identity for one version."""
+        if self.convert is None or not isinstance(document, dict):
+            return document
+        current = str(document.get("apiVersion") or "")
+        if not current or current == version:
+            return document
+        return self.convert(document, current, version)
 
     # ------------------------------------------------------------------ update
     def update(self, live: dict[str, Any] | None, new: dict[str, Any], manager: str, now: str | None = None) -> dict[str, Any]:
@@ -809,8 +842,8 @@ class FieldManager:
         managed = self._decode_live_or_new((live.get("metadata") or {}).get("managedFields"), (new.get("metadata") or {}).get("managedFields"))
         new = dict(new)
         new["metadata"] = {key: value for key, value in (new.get("metadata") or {}).items() if key != "managedFields"}
-        obj, managed = self.chain.update(live, new, managed, manager)
-        return self._encode(obj, managed)
+        obj, managed = self.chain.update(self._to_version(live, self.api_version), self._to_version(new, self.api_version), managed, manager)
+        return self._to_version(self._encode(obj, managed), self.hub_version)
 
     def update_no_errors(self, live: dict[str, Any] | None, new: dict[str, Any], manager: str, now: str | None = None) -> dict[str, Any]:
         """``FieldManager.UpdateNoErrors``: on an error, ``new`` with the live object's
@@ -860,10 +893,10 @@ class FieldManager:
         except ApplyError as error:
             raise ApplyError(f"failed to decode managed fields: {error}", 500) from None
         try:
-            obj, managed = self.chain.apply(live, applied, managed, manager, force)
+            obj, managed = self.chain.apply(self._to_version(live, self.api_version), applied, managed, manager, force)
         except fp.ConflictError as error:
             raise ApplyConflict(error.conflicts) from None
-        return self._encode(obj, managed)
+        return self._to_version(self._encode(obj, managed), self.hub_version)
 
     @staticmethod
     def _encode(document: dict[str, Any], managed: Managed) -> dict[str, Any]:
@@ -877,6 +910,30 @@ class FieldManager:
             meta["managedFields"] = entries
         out["metadata"] = meta
         return out
+
+
+class NoneConversion:
+    """A CRD's conversion strategy ``None`` as the field manager's converter sees it
+    (``versionconverter.go`` ``newCRDVersionConverter`` over apiextensions' ``crConverter``
+    and ``nopConverter``, ``pkg/apiserver/conversion/converter.go``): only ``apiVersion``
+    changes, between the group/versions of the CRD's ``spec.versions`` (served or not).
+    Any other version is an error, not a missing version (``crConverter`` answers a plain
+    error, which ``IsMissingVersionError`` does not recognise): an object with a
+    managedFields entry at a version the CRD no longer lists cannot be applied to (500
+    ``request to convert CR to an invalid group/version``) and its updates keep their
+    managedFields unchanged (``UpdateNoErrors``) -- upstream's open kubernetes#111937."""
+
+    def __init__(self, versions: frozenset[str]) -> None:
+        self.versions = versions
+
+    def __call__(self, document: Any, from_version: str, to_version: str) -> Any:
+        if to_version not in self.versions:
+            raise ApplyError(f"request to convert CR to an invalid group/version: {to_version}", 500)
+        if from_version not in self.versions:
+            raise ApplyError(f"request to convert CR from an invalid group/version: {from_version}", 500)
+        if not isinstance(document, dict) or from_version == to_version:
+            return document
+        return {**document, "apiVersion": to_version}
 
 
 # ----------------------------------------------------------------------------- scale

@@ -108,7 +108,7 @@ from chaoskube.api.objects import (
     parse_quantity,
 )
 from chaoskube.api.fields import emit_required, go_value, prune_unknown, unknown_field_message
-from chaoskube.api.managedfields import ApplyConflict, ApplyError, FieldManager, builtin_schema, custom_schema, json_form, scale_to_subresource
+from chaoskube.api.managedfields import ApplyConflict, ApplyError, FieldManager, NoneConversion, builtin_schema, custom_schema, json_form, scale_to_subresource
 from chaoskube.api.patch import PatchError, apply_patch, merge_patch
 from chaoskube.api.strategic import strategic_merge_patch
 from chaoskube.api.protocol import (
@@ -488,18 +488,15 @@ class ApiServer:
         if info.namespaced is False and request.namespace:
             raise _refuse(not_found(request.resource, request.name or request.resource))
         self._authorize(request, user, info)
-        if request.verb == "patch" and request.version and isinstance(request.body, dict) and issubclass(info.type, CustomObject):
-            # a patch (an apply's configuration) written at another served version than the
-            # storage one: converted as strategy None does, by its apiVersion alone. An apply
-            # must name the version it is sent to: upstream's field manager is the request
-            # version's (customresource_handler.go scopeWithFieldManager, reqScope.Kind), and
-            # structuredMergeManager.Apply refuses a configuration at another version, 400
-            # (apimachinery pkg/util/managedfields/internal/structuredmerge.go)
+        if request.verb == "patch" and request.version and isinstance(request.body, dict) and issubclass(info.type, CustomObject) and request.patch_type != "apply":
+            # a patch written at another served version than the storage one: converted as
+            # strategy None does, by its apiVersion alone. An apply's configuration stays at
+            # its version: the field manager is the request version's (customresource_handler.go
+            # scopeWithFieldManager, reqScope.Kind), which checks it (versionCheckManager, 400)
+            # and records the applier's fields at that version (_field_manager)
             asked = f"{info.api_version.rpartition('/')[0]}/{request.version}"
             if asked != info.api_version and request.body.get("apiVersion") == asked:
                 request = replace(request, body={**request.body, "apiVersion": info.api_version})
-            elif asked != info.api_version and request.patch_type == "apply" and request.subresource in ("", "status"):  # (a Scale is autoscaling/v1)
-                raise _refuse(bad_request(f"Incorrect version specified in apply patch. Specified patch version: {request.body.get('apiVersion', '')}, expected: {asked}"))
         verb, sub = request.verb, request.subresource
         if verb == "get" and not sub:
             return await self._get(request, info)
@@ -882,14 +879,19 @@ class ApiServer:
         if not obj.metadata.managed_fields:
             return None
         if isinstance(obj, CustomObject):
-            paths = self._scale_paths(info)
-            if paths is None:
+            # every version's specReplicasPath (None: no scale at that version), as the CRD
+            # handler's replicasPathInCustomResource (customresource_handler.go)
+            crd = self._crd(info.resource)
+            if crd is None or self._scale_paths(info) is None:
                 return None
-            replicas = tuple(("f", part) for part in paths[0].strip(".").split("."))
+            mappings: dict[str, tuple | None] = {}
+            for each in crd.spec.versions:
+                scale = each.subresources.scale if each.subresources is not None else None
+                mappings[f"{crd.spec.group}/{each.name}"] = tuple(("f", part) for part in scale.spec_replicas_path.strip(".").split(".")) if scale is not None else None
         else:
-            replicas = (("f", "spec"), ("f", "replicas"))
+            mappings = {info.api_version: (("f", "spec"), ("f", "replicas"))}
         try:
-            return scale_to_subresource(obj.metadata.managed_fields, {info.api_version: replicas})
+            return scale_to_subresource(obj.metadata.managed_fields, mappings)
         except ApplyError:
             return None
 
@@ -924,7 +926,7 @@ class ApiServer:
                 parent = info.type(metadata=parent.metadata, content={key: value for key, value in document.items() if key not in ("apiVersion", "kind", "metadata")})
             else:
                 parent.spec.replicas = body.spec.replicas
-            update = Request(verb="update", resource=request.resource, namespace=request.namespace, name=request.name, credentials=request.credentials, body=parent, dry_run=request.dry_run, field_manager=request.field_manager, managed_as="scale", id=request.id)
+            update = Request(verb="update", resource=request.resource, namespace=request.namespace, name=request.name, credentials=request.credentials, body=parent, dry_run=request.dry_run, field_manager=request.field_manager, managed_as="scale", id=request.id, version=request.version)
             try:
                 response = await self._update(update, user, info)
             except StatusError as error:
@@ -1314,33 +1316,60 @@ class ApiServer:
         raise _refuse(conflict("resourcequotas", namespace, f"the quotas kept changing: gave up after {MAX_ATTEMPTS} attempts"))
 
     # ------------------------------------------------------------------ managed fields
-    def _field_manager(self, info: KindInfo, subresource: str) -> FieldManager:
+    def _field_manager(self, info: KindInfo, subresource: str, version: str = "") -> FieldManager:
         """The kind's field manager (:mod:`chaoskube.api.managedfields`) for the main
-        resource or a subresource. Reset fields (``ResetFieldsStrategy``): a kind with a
-        status subresource keeps ``status`` out of its main resource's managers and the
-        spec out of its status managers."""
+        resource or a subresource, at the version the request named (``version``; "" the
+        storage version). Reset fields (``ResetFieldsStrategy``): a kind with a status
+        subresource keeps ``status`` out of its main resource's managers and the spec out
+        of its status managers.
+
+        A custom resource's field manager is its request version's
+        (``customresource_handler.go``: one ``scopeWithFieldManager`` per version, its
+        ``HubGroupVersion`` the request's): objects, stored at the storage version, are
+        converted to it and back (strategy None, :class:`NoneConversion`), entries are
+        recorded at it, and the other entries' sets are compared in their versions'
+        schemas (the type converter holds every version of ``spec.versions``:
+        ``buildOpenAPIModelsForApply``). Main-resource reset fields are the request
+        version's (``customResourceStrategy.GetResetFields``); the status subresource's
+        are every version's (``getStatusResetFields``, since kubernetes#134216)."""
         if issubclass(info.type, CustomObject):
             crd = self._crd(info.resource)
-            schema, root = custom_schema(crds.schema_of(crd) if crd is not None else None)
+            group = info.api_version.rpartition("/")[0]
+            asked = f"{group}/{version}" if version else info.api_version
+            if crd is not None:
+                structurals = {f"{group}/{each.name}": (each.schema.open_apiv3_schema if each.schema is not None else None) for each in crd.spec.versions}
+            else:
+                structurals = {asked: None}
+            typed = {name: custom_schema(structural) for name, structural in structurals.items()}
+            schema, root = typed.get(asked) or custom_schema(None)
             with_status = self._has_status(info)
+            schemas: tuple = tuple((name, id(pair[0])) for name, pair in typed.items())
         else:
+            asked = info.api_version
             schema, root = builtin_schema(info.type)
             with_status = info.kind in STATUS_KINDS
-        key = (info.resource, info.api_version, subresource, id(schema), with_status)
+            typed = {}
+            schemas = (id(schema),)
+        key = (info.resource, asked, subresource, with_status)
         cached = self._field_managers.get(key)
-        if cached is not None and cached[0] is schema:
+        if cached is not None and cached[0] == schemas:
             return cached[1]
-        ignored: frozenset = frozenset()
+        ignored: frozenset | dict = frozenset()
         if subresource == "status":
-            ignored = frozenset({(("f", "spec"),)})
+            ignored = {name: frozenset({(("f", "spec"),)}) for name in (typed or (asked,))}
         elif subresource == "scale":
             ignored = frozenset()  # only the replicas path changes (ScaleHandler)
         elif with_status:
             ignored = frozenset({(("f", "status"),)})
-        manager = FieldManager(schema, root, info.api_version, info.kind, subresource, ignored, struct=None if issubclass(info.type, CustomObject) else info.type)
+        if typed:
+            roots = {name: pair[1] for name, pair in typed.items()}
+            manager = FieldManager(schema, root, asked, info.kind, subresource, ignored, hub_version=info.api_version,
+                                   type_for=lambda name: roots.get(name, root), convert=NoneConversion(frozenset(typed)))
+        else:
+            manager = FieldManager(schema, root, info.api_version, info.kind, subresource, ignored, struct=info.type)
         if len(self._field_managers) > 1024:
             self._field_managers.clear()
-        self._field_managers[key] = (schema, manager)
+        self._field_managers[key] = (schemas, manager)
         return manager
 
     def _track(self, info: KindInfo, request: Request, current: Object | None, new: Object) -> None:
@@ -1348,7 +1377,7 @@ class ApiServer:
         ``new``'s managedFields (the request's manager owns what it added or changed)."""
         if request.subresource not in ("", "status"):
             return  # binding, eviction, finalize: not tracked here (scale: as its parent's update)
-        manager = self._field_manager(info, request.managed_as or request.subresource)
+        manager = self._field_manager(info, request.managed_as or request.subresource, request.version)
         form = to_dict if isinstance(new, CustomObject) else json_form  # json_form: the same typed form, faster
         document = manager.update_no_errors(form(current) if current is not None else None, form(new), request.field_manager, timestamp(self.process.now()))
         new.metadata.managed_fields = (document.get("metadata") or {}).get("managedFields")
@@ -1364,13 +1393,13 @@ class ApiServer:
         if issubclass(info.type, CustomObject):
             crd = self._crd(info.resource)
             config = copy.deepcopy(config)
-            unknown = crds.prune(config, crds.schema_of(crd) if crd is not None else None, root=True)
+            unknown = crds.prune(config, crds.schema_of(crd, request.version or None) if crd is not None else None, root=True)
         else:
             config, unknown = prune_unknown(config, info.type)
         if unknown and request.field_validation == "Strict":
             raise _refuse(bad_request(unknown_field_message(unknown)))
         warnings = tuple(f'unknown field "{path}"' for path in unknown) if request.field_validation in ("Warn", "") else ()
-        manager = self._field_manager(info, request.subresource)
+        manager = self._field_manager(info, request.subresource, request.version)
         try:
             return manager.apply(live, config, request.field_manager, request.force, timestamp(self.process.now())), warnings
         except ApplyConflict as error:

@@ -746,3 +746,98 @@ def test_scale_handler(test: str, row) -> None:
     else:
         got = scale_to_parent(_wire(row["parent"]), _wire(row["subresource"]), row.get("groupVersion", "apps/v1"), mappings)
     assert got == _wire(row["expected"])
+
+
+# ----------------------------------------------------------------------------- versions
+# ``k8s.io/apimachinery/pkg/util/managedfields/fieldmanager_test.go`` (kubernetes/kubernetes
+# staging/src/k8s.io/apimachinery/pkg/util/managedfields/fieldmanager_test.go):
+# TestVersionCheck, TestVersionCheckDoesNotPanic, TestApplyStripsFields, on the
+# ``managedfieldstest.NewTestFieldManager`` harness (the default chain at apps/v1
+# Deployment); ``internal/versionconverter_test.go``: TestVersionConverter,
+# TestVersionConverterSameVersion (a CRD's strategy-None converter here, as the fake object
+# convertor there only changes apiVersion); and kubernetes
+# ``test/integration/apiserver/apply/apply_test.go`` TestApplyConvertsManagedFieldsVersion
+# on the same harness. Each row: (test, the steps, what upstream expects).
+VERSION_ROWS = [
+    # TestVersionCheck: the configuration at the manager's version applies; at another, 400
+    ("TestVersionCheck", [("apply", {"apiVersion": "apps/v1", "kind": "Deployment"}, "fieldmanager_test", None),
+                          ("apply", {"apiVersion": "apps/v1beta1", "kind": "Deployment"}, "fieldmanager_test", 400)]),
+    # TestVersionCheckDoesNotPanic: a configuration without apiVersion or kind: 400
+    ("TestVersionCheckDoesNotPanic", [("apply", {"apiVersion": "apps/v1", "kind": "Deployment"}, "fieldmanager_test", None),
+                                      ("apply", {}, "fieldmanager_test", 400)]),
+]
+#: Rows this model cannot run, with the reason (none).
+VERSION_XFAIL: dict[str, str] = {}
+
+
+@pytest.mark.parametrize("test, steps", VERSION_ROWS, ids=[row[0] for row in VERSION_ROWS])
+def test_version_check(test, steps) -> None:
+    if test in VERSION_XFAIL:
+        pytest.xfail(VERSION_XFAIL[test])
+    f = Harness("apps/v1", "Deployment")
+    for operation, obj, manager, code in steps:
+        if code is None:
+            f.apply(obj, manager)
+        else:
+            with pytest.raises(ApplyError) as raised:
+                f.apply(obj, manager)
+            assert raised.value.code == code
+
+
+def test_apply_strips_fields() -> None:
+    """TestApplyStripsFields: an update whose only fields are metadata nobody owns (and an
+    entry without fieldsType, which does not decode) leaves no managedFields."""
+    f = Harness("apps/v1", "Deployment")
+    f.update({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {
+        "name": "b", "namespace": "b", "uid": "b", "generation": 0, "resourceVersion": "b", "creationTimestamp": "2021-01-01T00:00:00Z",
+        "managedFields": [{"manager": "update", "operation": "Apply", "apiVersion": "apps/v1"}]}}, "fieldmanager_test")
+    assert f.managed_fields() == []
+
+
+def test_version_converter() -> None:
+    """TestVersionConverter: an apps/v1beta1 object converted to apps/v1 is the apps/v1 one."""
+    from chaoskube.api.managedfields import NoneConversion
+
+    convert = NoneConversion(frozenset({"apps/v1beta1", "apps/v1"}))
+    assert convert({"apiVersion": "apps/v1beta1", "kind": "Deployment"}, "apps/v1beta1", "apps/v1") == {"apiVersion": "apps/v1", "kind": "Deployment"}
+
+
+def test_version_converter_same_version() -> None:
+    """TestVersionConverterSameVersion: a conversion to the version the object is at returns
+    the input itself and calls no converter (the updater's and the field manager's)."""
+    calls = []
+
+    def counting(value, from_version, to_version):
+        calls.append((from_version, to_version))
+        return value
+
+    schema, root = builtin_schema(Deployment)
+    updater = fp.Updater(schema, lambda version: root, counting)
+    value = {"apiVersion": "apps/v1beta1", "kind": "Deployment"}
+    assert updater.convert(value, "apps/v1beta1", "apps/v1beta1") is value
+    field_manager = FieldManager(schema, root, "apps/v1beta1", "Deployment", convert=counting, hub_version="apps/v1beta1")
+    assert field_manager._to_version(value, "apps/v1beta1") is value
+    assert calls == []
+
+
+def test_apply_converts_managed_fields_version() -> None:
+    """TestApplyConvertsManagedFieldsVersion (test/integration/apiserver/apply/apply_test.go):
+    an object created with an Apply entry of "sidecar_controller" at extensions/v1beta1, then
+    applied by "sidecar_controller" at apps/v1: two entries, the applier's one at apps/v1
+    owning exactly what it applied (its identifier has no version, so it is replaced)."""
+    f = Harness("apps/v1", "Deployment")
+    f.update({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {
+        "name": "deployment", "labels": {"app": "nginx"},
+        "managedFields": [{"manager": "sidecar_controller", "operation": "Apply", "apiVersion": "extensions/v1beta1", "fieldsType": "FieldsV1", "fieldsV1": {
+            "f:metadata": {"f:labels": {"f:sidecar_version": {}}},
+            "f:spec": {"f:template": {"f: spec": {"f:containers": {'k:{"name":"sidecar"}': {".": {}, "f:image": {}}}}}}}}]},
+        "spec": {"selector": {"matchLabels": {"app": "nginx"}}, "template": {"metadata": {"labels": {"app": "nginx"}},
+                                                                           "spec": {"containers": [{"name": "nginx", "image": "nginx:latest"}]}}}}, "creator")
+    f.apply({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "deployment", "labels": {"sidecar_version": "release"}},
+             "spec": {"template": {"spec": {"containers": [{"name": "sidecar", "image": "sidecar:latest"}]}}}}, "sidecar_controller")
+    managed = f.managed_fields()
+    assert len(managed) == 2
+    (actual,) = [entry for entry in managed if entry["manager"] == "sidecar_controller" and entry["apiVersion"] == "apps/v1"]
+    assert actual["operation"] == "Apply" and actual["fieldsType"] == "FieldsV1"
+    assert actual["fieldsV1"] == {"f:metadata": {"f:labels": {"f:sidecar_version": {}}},
+                                  "f:spec": {"f:template": {"f:spec": {"f:containers": {'k:{"name":"sidecar"}': {".": {}, "f:image": {}, "f:name": {}}}}}}}

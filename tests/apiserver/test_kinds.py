@@ -274,11 +274,14 @@ def test_a_custom_resource_is_written_at_any_served_version_and_stored_at_the_st
                                             "spec": {"size": 3}}, custom={("example.com/v1beta1", "Widget"): beta}))
         applied = await api("patch", "widgets.example.com", namespace="default", name="w", version="v1beta1", patch_type="apply", field_manager="kubectl",
                             body={"apiVersion": "example.com/v1beta1", "kind": "Widget", "metadata": {"name": "w", "namespace": "default"}, "spec": {"size": 4}}, force=True)
-        # an apply must name the version it is sent to (structuredMergeManager.Apply)
+        # an apply must name the version it is sent to: the field manager is the request
+        # version's, and its outermost layer checks the configuration's kind and version
+        # (versionCheckManager, before structuredMergeManager's own check: fieldmanager.go
+        # NewDefaultFieldManager)
         mismatched = await api("patch", "widgets.example.com", namespace="default", name="w", version="v1beta1", patch_type="apply", field_manager="kubectl",
                                body={"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "default"}, "spec": {"size": 5}}, force=True)
         assert mismatched.code == 400, mismatched.status
-        assert mismatched.status.message == "Incorrect version specified in apply patch. Specified patch version: example.com/v1, expected: example.com/v1beta1"
+        assert mismatched.status.message == "invalid object type: example.com/v1, Kind=Widget"
         return made, updated, applied
 
     _, (made, updated, applied) = run_api(story)

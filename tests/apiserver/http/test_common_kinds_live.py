@@ -234,6 +234,15 @@ def test_a_custom_resource_is_served_at_exactly_its_served_versions(live):
         time.sleep(0.2)
     coupon = json.loads(answered.stdout)
     assert coupon["apiVersion"] == "deals.example.com/v1beta1" and coupon["spec"] == {"percent": 5}
+    # kubectl's server-side apply at the non-storage version: stored at v1, its managedFields
+    # entry at the version it was sent to (structuredMergeManager's groupVersion)
+    kubectl(live, "apply", "--server-side", "-f", "-", stdin="apiVersion: deals.example.com/v1beta1\nkind: Coupon\nmetadata: {name: c1, namespace: default}\nspec: {percent: 5, code: SPRING}\n")
+    stored = json.loads(kubectl(live, "get", "--raw", path.format("v1")).stdout)
+    assert stored["spec"] == {"percent": 5, "code": "SPRING"}
+    versions = {(entry["manager"], entry["operation"]): entry["apiVersion"] for entry in stored["metadata"]["managedFields"]}
+    assert versions[("kubectl", "Apply")] == "deals.example.com/v1beta1"
+    applied = [entry for entry in stored["metadata"]["managedFields"] if (entry["manager"], entry["operation"]) == ("kubectl", "Apply")][0]
+    assert "f:code" in applied["fieldsV1"]["f:spec"]  # (kubectl 1.32 folds its client-side-apply entry into it: csaupgrade)
     kubectl(live, "patch", "crd", "coupons.deals.example.com", "--type=json", "-p", '[{"op":"replace","path":"/spec/versions/1/served","value":false}]')
     for _ in range(50):
         gone = kubectl(live, "get", "--raw", path.format("v1"), check=False)
