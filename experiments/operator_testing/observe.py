@@ -18,6 +18,15 @@ sync.go, getNewReplicaSet; pkg/controller/controller_utils.go, GetPodFromTemplat
 operator may record the name in a field. Every name or value that is a generated name, or
 begins with one and ``-``, has that part replaced by the generated name's normal form
 (``a-*``), so the ReplicaSet is ``a-*-<hash>`` and the annotation ``a-*`` in both runs.
+
+A child made for an owner already gone, and removed since, is left out (:func:`posthumous`):
+an operator syncing from a cache that still holds a deleted custom resource (its watch broken
+by an API-server or etcd-leader kill) creates a child whose ownerReferences all name objects
+no longer in the store, and the garbage collector deletes it, its own dependents with it --
+kubernetes pkg/controller/garbagecollector/garbagecollector.go, attemptToDeleteItem: a
+dependent with no solid owner, only dangling ones, is deleted. It never served the custom
+resource and the end state is the same; the upstream sample-controller does the same from
+its lister. A child made while an owner lives, or one never removed, is judged as any other.
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ from chaoskube.checkers.differential import _identity, _scrub  # noqa: PLC2701 -
 from chaoskube.checkers.replay import REGISTRY_PREFIX, parse_key
 from chaoskube.checkers.replay import _loads as loads
 
-__all__ = ["Observation", "follow", "generated_names", "observe"]
+__all__ = ["Observation", "follow", "generated_names", "observe", "posthumous"]
 
 OPERATOR = "operator"
 MUTATING = ("create", "update", "patch", "delete")
@@ -112,6 +121,46 @@ def follow(value: Any, normal: Mapping[str, str]) -> Any:
 def _follow_key(key: tuple[str, str], normal: Mapping[str, str]) -> tuple[str, str]:
     namespace, slash, name = key[1].rpartition("/")
     return (key[0], f"{namespace}{slash}{_follow_name(name, normal)}")
+
+
+def posthumous(timeline: Sequence[tuple[float, tuple[str, str], Mapping[str, Any] | None]]) -> set[int]:
+    """Indices of ``timeline`` (``(t, key, object or None for a delete)``, in commit order)
+    that belong to a posthumous life: an object created while every owner its
+    ownerReferences name was absent from the store, or was itself a posthumous life, and
+    deleted later (by the garbage collector, as upstream's would). Pure."""
+    present: set[str] = set()  # uids in the store
+    uid_of: dict[tuple[str, str], str] = {}
+    opened: dict[tuple[str, str], dict[str, Any]] = {}  # key -> its life so far, if a candidate
+    lives: dict[str, dict[str, Any]] = {}  # uid -> candidate life: indices, ghost owners, ended
+    for index, (_, key, obj) in enumerate(timeline):
+        if obj is None:
+            present.discard(uid_of.pop(key, ""))
+            life = opened.pop(key, None)
+            if life is not None:
+                life["indices"].append(index)
+                life["ended"] = True
+            continue
+        meta = obj.get("metadata") or {}
+        uid = str(meta.get("uid") or "")
+        if key not in uid_of:  # a creation
+            owners = [str(reference.get("uid") or "") for reference in meta.get("ownerReferences") or ()]
+            if owners and all(owner not in present or owner in lives for owner in owners):
+                life = {"indices": [], "ghosts": [owner for owner in owners if owner in lives], "ended": False}
+                lives[uid] = opened[key] = life
+        uid_of[key] = uid
+        present.add(uid)
+        if key in opened:
+            opened[key]["indices"].append(index)
+    # A life whose owners were lives of this kind counts only if they all ended too.
+    confirmed = {uid for uid, life in lives.items() if life["ended"]}
+    changed = True
+    while changed:
+        changed = False
+        for uid in sorted(confirmed):
+            if any(ghost not in confirmed for ghost in lives[uid]["ghosts"]):
+                confirmed.discard(uid)
+                changed = True
+    return {index for uid in confirmed for index in lives[uid]["indices"]}
 
 
 def observe(events: Iterable[Mapping[str, Any]], custom_resources: Sequence[str], checkpoints: Sequence[float] = ()) -> Observation:
@@ -216,13 +265,14 @@ def observe(events: Iterable[Mapping[str, Any]], custom_resources: Sequence[str]
         for label in set(fewest) | set(now):
             fewest[label] = min(fewest.get(label, 0), now.get(label, 0))  # absent at the start: 0
 
-    for t, key, obj in timeline:
+    ghosts = posthumous(timeline)
+    for index, (t, key, obj) in enumerate(timeline):
         while pending and t > pending[0]:
             obs.checkpoints.append(snapshot())
             obs.fewest.append(dict(fewest))
             fewest = child_counts()
             pending.pop(0)
-        if key not in owned:
+        if key not in owned or index in ghosts:
             continue
         identity = identities[key]
         history = obs.history.setdefault(identity, [])

@@ -467,3 +467,31 @@ def test_two_runs_whose_generated_suffixes_differ_observe_the_same_states():
                                  "pods/default/a-*-5d4f9c-[replicasets/default/a-*-5d4f9c]*", "replicasets/default/a-*-5d4f9c"]
     assert first.end[f"{FOOS}/default/foo-1"]["metadata"]["annotations"] == {"gallery.chaoskube.dev/deployment": "a-*"}
     assert first.end["replicasets/default/a-*-5d4f9c"]["metadata"]["ownerReferences"] == [{"kind": "Deployment", "name": "a-[foo-1]*"}]
+
+
+def _apply(revision: int, change: str, resource: str, obj: dict) -> dict:
+    return {"type": "raft-apply", "revision": revision, "t": float(revision), "events": [[change, f"/registry/{resource}/default/{obj['metadata']['name']}", json.dumps(obj) if change == "PUT" else None]]}
+
+
+def test_a_child_made_for_an_owner_already_gone_and_garbage_collected_is_left_out():
+    foo = {"metadata": {"name": "foo-1", "namespace": "default", "uid": "u-foo"}, "spec": {"deploymentName": "a"}}
+    made = {"metadata": {"name": "a-npc9p", "generateName": "a-", "namespace": "default", "uid": "u-1", "ownerReferences": [{"kind": "Foo", "name": "foo-1", "uid": "u-foo"}]}}
+    late = {"metadata": {"name": "a-rrdx2", "generateName": "a-", "namespace": "default", "uid": "u-2", "ownerReferences": [{"kind": "Foo", "name": "foo-1", "uid": "u-foo"}]}}
+    replicaset = {"metadata": {"name": "a-rrdx2-5d4f9c", "namespace": "default", "uid": "u-3", "ownerReferences": [{"kind": "Deployment", "name": "a-rrdx2", "uid": "u-2"}]}}
+    # the Foo deleted, the garbage collector deletes its Deployment; a sync from a stale Foo
+    # makes another (and the Deployment controller its ReplicaSet); both garbage-collected
+    journal = [_apply(10, "PUT", FOOS, foo), _apply(11, "PUT", "deployments", made), _apply(12, "DELETE", FOOS, foo), _apply(13, "DELETE", "deployments", made),
+               _apply(14, "PUT", "deployments", late), _apply(15, "PUT", "replicasets", replicaset), _apply(16, "PUT", "deployments", late),
+               _apply(17, "DELETE", "deployments", late), _apply(18, "DELETE", "replicasets", replicaset)]
+    deployments = f"deployments/default/a-[{FOOS}/default/foo-1]*"
+    obs = observe(journal, [FOOS], [14.5])
+    assert obs.lifecycle[deployments] == [1, 1]  # the one made while the Foo lived, alone
+    assert "replicasets/default/a-*-5d4f9c" not in obs.lifecycle and obs.checkpoints == [{}] and obs.end == {}
+    from chaoskube.experiments.operator_testing.observe import posthumous
+
+    timeline = [(float(event["t"]), (event["events"][0][1].split("/")[2], "default/" + event["events"][0][1].split("/")[4]), json.loads(event["events"][0][2]) if event["events"][0][2] else None) for event in journal]
+    assert posthumous(timeline) == {4, 5, 6, 7, 8}
+    # never removed: an orphan, judged as any other; made while the owner lives: judged too
+    assert posthumous(timeline[:7]) == set()
+    assert posthumous([timeline[0], timeline[4], timeline[7]]) == set()
+    assert observe(journal[:7], [FOOS], [14.5]).lifecycle[deployments] == [2, 1]
