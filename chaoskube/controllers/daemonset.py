@@ -62,7 +62,7 @@ from chaoskube.client.informer import NAMESPACE_INDEX, DeletedFinalStateUnknown,
 from chaoskube.client.record import EventRecorder
 from chaoskube.client.workqueue import RateLimitingQueue
 from chaoskube.config import ControllerManagerConfig
-from chaoskube.controllers.history import CONTROLLER_REVISION_HASH_LABEL, find_equal_revision, new_revision, next_revision_number, revision_data
+from chaoskube.controllers.history import CONTROLLER_REVISION_HASH_LABEL, new_revision, plan_current_history, revision_data
 from chaoskube.controllers.replicaset import (
     POD_CONTROLLER_UID_INDEX,
     CONTROLLER_UID_INDEX,
@@ -404,13 +404,21 @@ class DaemonSetController:
             self.queue.add_after(key, float(ds.spec.min_ready_seconds) + 1.0)
 
     async def _current_hash(self, ds: DaemonSet) -> str:
-        """``constructHistory``: the revision of the current template (created if new)."""
+        """``constructHistory``: the revision of the current template (created if new), its
+        number raised above every other revision's when it is an earlier one (a rollback:
+        "Update revision number if necessary", one plain update, an error fails the sync).
+        ``dedupCurHistories``' deletion of duplicates is not modelled: this controller never
+        bumps ``collisionCount``, so it never makes two revisions of one template."""
         revisions = self.revisions.indexer.by_index(CONTROLLER_UID_INDEX, ds.metadata.uid)
         data = revision_data(ds)
-        equal = find_equal_revision(revisions, data)
-        if equal is not None:
-            return equal.metadata.labels.get(CONTROLLER_REVISION_HASH_LABEL, equal.metadata.name.rpartition("-")[2])
-        revision = new_revision(ds, data, next_revision_number(revisions), ds.status.collision_count, dict(ds.spec.template.metadata.labels), new_controller_ref(ds))
+        current, number = plan_current_history(revisions, data)
+        if current is not None:
+            if current.revision < number:
+                renumbered = deep_copy(current)
+                renumbered.revision = number
+                await self.client.update(renumbered)
+            return current.metadata.labels.get(CONTROLLER_REVISION_HASH_LABEL, current.metadata.name.rpartition("-")[2])
+        revision = new_revision(ds, data, number, ds.status.collision_count, dict(ds.spec.template.metadata.labels), new_controller_ref(ds))
         try:
             await self.client.create(revision)
         except ApiError as error:

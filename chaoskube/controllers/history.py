@@ -5,8 +5,16 @@ patch the controllers apply, ``{"spec": {"template": {..., "$patch": "replace"}}
 ``controller-revision-hash`` label.
 
 Pure helpers: :func:`revision_data`, :func:`hash_revision` (FNV-32a of the data and the
-collision count, encoded with ``rand.SafeEncodeString``), :func:`next_revision_number`,
-:func:`find_equal_revision`, :func:`revisions_to_truncate`.
+collision count, encoded with ``rand.SafeEncodeString``), :func:`sort_revisions`
+(``SortControllerRevisions``), :func:`next_revision_number`, :func:`find_equal_revisions`
+(``FindEqualRevisions``), :func:`plan_update_revision` (``getStatefulSetRevisions``' choice:
+reuse, renumber or create), :func:`revisions_to_truncate`.
+
+A rollback renumbers: a template equal to an earlier revision that is not the latest reuses
+that revision (its name, so its pods keep their ``controller-revision-hash``) and raises its
+``revision`` to max+1 (``UpdateControllerRevision``), so the revision numbers keep telling
+the order the templates were last applied in -- what ``kubectl rollout history`` shows and
+what ``truncateHistory`` deletes first.
 """
 
 from __future__ import annotations
@@ -17,18 +25,23 @@ from typing import Any
 import msgspec
 
 from chaoskube.api.manifests import to_dict
+from chaoskube.api.protocol import parse_timestamp
 from chaoskube.api.objects import ControllerRevision, ObjectMeta, OwnerReference
 
 __all__ = [
     "CONTROLLER_REVISION_HASH_LABEL",
     "find_equal_revision",
+    "find_equal_revisions",
     "hash_revision",
     "new_revision",
     "next_revision_number",
+    "plan_current_history",
+    "plan_update_revision",
     "revision_data",
     "revision_name",
     "revisions_to_truncate",
     "safe_encode",
+    "sort_revisions",
 ]
 
 #: ``apps.ControllerRevisionHashLabelKey`` (also ``apps.StatefulSetRevisionLabel``).
@@ -70,15 +83,53 @@ def revision_name(prefix: str, hash_value: str) -> str:
     return f"{prefix}-{hash_value}"
 
 
+def _created(revision: ControllerRevision) -> float:
+    stamp = revision.metadata.creation_timestamp
+    return parse_timestamp(stamp) if stamp else 0.0
+
+
+def sort_revisions(revisions: Iterable[ControllerRevision]) -> list[ControllerRevision]:
+    """``SortControllerRevisions`` (``byRevision``, a stable sort): by ``revision``, ties
+    broken by ``creationTimestamp``, then by name."""
+    return sorted(revisions, key=lambda revision: (revision.revision, _created(revision), revision.metadata.name))
+
+
 def next_revision_number(revisions: Iterable[ControllerRevision]) -> int:
+    """``nextRevision``: one more than the highest ``revision``, 1 for no history."""
     return max((revision.revision for revision in revisions), default=0) + 1
 
 
+def _encoded(data: Any) -> bytes:
+    return msgspec.json.encode(data, order="sorted")
+
+
+def find_equal_revisions(revisions: Iterable[ControllerRevision], data: dict[str, Any]) -> list[ControllerRevision]:
+    """``FindEqualRevisions``: the revisions whose data equals ``data``, in the given order."""
+    wanted = _encoded(data)
+    return [revision for revision in revisions if _encoded(revision.data) == wanted]
+
+
 def find_equal_revision(revisions: Iterable[ControllerRevision], data: dict[str, Any]) -> ControllerRevision | None:
-    """``FindEqualRevisions``: the newest revision with the same data, if any."""
-    wanted = msgspec.json.encode(data, order="sorted")
-    equal = [revision for revision in revisions if msgspec.json.encode(revision.data, order="sorted") == wanted]
-    return max(equal, key=lambda revision: (revision.revision, revision.metadata.name)) if equal else None
+    """The newest (last by :func:`sort_revisions`) revision with the same data, if any."""
+    equal = find_equal_revisions(sort_revisions(revisions), data)
+    return equal[-1] if equal else None
+
+
+def plan_update_revision(revisions: Sequence[ControllerRevision], data: dict[str, Any]) -> tuple[ControllerRevision | None, int]:
+    """``getStatefulSetRevisions``' choice of the update revision, over the history sorted by
+    :func:`sort_revisions`: ``(latest, its number)`` when the latest revision already holds
+    ``data`` (the template did not change); ``(equal, max + 1)`` when an earlier revision
+    holds it -- a rollback, which ``UpdateControllerRevision`` renumbers to ``nextRevision``
+    (the caller writes the new number when it differs); ``(None, max + 1)`` when none does
+    (the caller creates one with that number)."""
+    ordered = sort_revisions(revisions)
+    number = next_revision_number(ordered)
+    equal = find_equal_revisions(ordered, data)
+    if not equal:
+        return None, number
+    if _encoded(ordered[-1].data) == _encoded(equal[-1].data):
+        return ordered[-1], ordered[-1].revision
+    return equal[-1], number
 
 
 def new_revision(owner: Any, data: dict[str, Any], number: int, collision_count: int | None, selector_labels: dict[str, str], reference: OwnerReference) -> ControllerRevision:
@@ -90,9 +141,26 @@ def new_revision(owner: Any, data: dict[str, Any], number: int, collision_count:
     return ControllerRevision(metadata=meta, data=data, revision=number)
 
 
+def plan_current_history(revisions: Iterable[ControllerRevision], data: dict[str, Any]) -> tuple[ControllerRevision | None, int]:
+    """The DaemonSet controller's ``constructHistory`` (``pkg/controller/daemon/update.go``):
+    the revisions holding ``data`` are current, the others old; ``currRevision`` is the
+    highest old number + 1. ``(None, currRevision)`` when none is current (the caller
+    creates it, ``snapshot``); else the current one ``dedupCurHistories`` keeps (the highest
+    number, the last of equals) and the number it must have: ``currRevision`` when it is
+    below that (a rollback to an earlier template; the caller updates it), else its own."""
+    wanted = _encoded(data)
+    ordered = sort_revisions(revisions)
+    current = [revision for revision in ordered if _encoded(revision.data) == wanted]
+    number = max((revision.revision for revision in ordered if _encoded(revision.data) != wanted), default=0) + 1
+    if not current:
+        return None, number
+    keep = current[-1]
+    return keep, max(keep.revision, number)
+
+
 def revisions_to_truncate(revisions: Sequence[ControllerRevision], live: set[str], limit: int) -> list[ControllerRevision]:
     """``truncateHistory``: the oldest revisions no live pod or status names, beyond
     ``revisionHistoryLimit``."""
-    history = sorted((revision for revision in revisions if revision.metadata.name not in live), key=lambda revision: (revision.revision, revision.metadata.name))
+    history = sort_revisions(revision for revision in revisions if revision.metadata.name not in live)
     excess = len(history) - max(0, limit)
     return history[:excess] if excess > 0 else []

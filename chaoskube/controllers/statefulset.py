@@ -21,6 +21,8 @@ Upstream sources followed (kubernetes/kubernetes ``pkg/controller/statefulset/``
   partition, delete the first pod not at the update revision, and stop at the first
   unhealthy one; ``OnDelete`` leaves pods alone;
 - ``controller_history.go`` (in :mod:`chaoskube.controllers.history`) — the revisions;
+  ``getStatefulSetRevisions``: the template's revision reused if it is the latest, renumbered
+  to max+1 (``UpdateControllerRevision``) if it is an earlier one (a rollback), else created;
 - ``stateful_pod_control.go`` / ``stateful_set_utils.go`` (feature StatefulSetAutoDeletePVC,
   on by default since 1.27) — ``persistentVolumeClaimRetentionPolicy``: every sync gives the
   existing claims of each pod the owner references the policy asks for
@@ -80,9 +82,8 @@ from chaoskube.client.workqueue import RateLimitingQueue
 from chaoskube.config import ControllerManagerConfig
 from chaoskube.controllers.history import (
     CONTROLLER_REVISION_HASH_LABEL,
-    find_equal_revision,
     new_revision,
-    next_revision_number,
+    plan_update_revision,
     revision_data,
     revisions_to_truncate,
 )
@@ -121,6 +122,9 @@ __all__ = [
 
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+#: client-go ``retry.DefaultBackoff`` (util/retry/util.go): 5 steps, 10 ms apart (factor 1.0).
+RENUMBER_RETRY_STEPS = 5
+RENUMBER_RETRY_INTERVAL_S = 0.010
 #: kube-controller-manager's ``StatefulSetAutoDeletePVC`` feature gate (beta, on by default since 1.27).
 STATEFUL_SET_AUTO_DELETE_PVC = True
 
@@ -567,12 +571,16 @@ class StatefulSetController:
         if it still exists, else the update revision)."""
         data = revision_data(sts)
         collision_count = sts.status.collision_count
-        equal = find_equal_revision(revisions, data)
+        equal, number = plan_update_revision(revisions, data)
         if equal is not None:
+            # "if the equivalent revision is not immediately prior we will roll back by
+            # incrementing the Revision of the equivalent revision"
+            if equal.revision != number:
+                await self._renumber(equal, number)
             update = equal.metadata.name
         else:
             selector_labels = dict(sts.spec.template.metadata.labels)
-            revision = new_revision(sts, data, next_revision_number(revisions), collision_count, selector_labels, new_controller_ref(sts))
+            revision = new_revision(sts, data, number, collision_count, selector_labels, new_controller_ref(sts))
             try:
                 await self.client.create(revision)
             except ApiError as error:
@@ -583,6 +591,29 @@ class StatefulSetController:
         names = {revision.metadata.name for revision in revisions}
         current = sts.status.current_revision if sts.status.current_revision in names else update
         return current, update, collision_count
+
+    async def _renumber(self, revision: ControllerRevision, number: int) -> None:
+        """``UpdateControllerRevision`` (controller_history.go): set ``revision`` to
+        ``number`` under ``retry.RetryOnConflict(retry.DefaultBackoff, ...)`` -- on a conflict
+        take the lister's copy and try again (5 steps, 10 ms apart; the 10 % jitter is not
+        modelled), done as soon as the copy already has the number. Another error, or
+        conflicts on every step, fail the sync (requeued with rate limiting)."""
+        clone = deep_copy(revision)
+        for step in range(RENUMBER_RETRY_STEPS):
+            if clone.revision == number:
+                return
+            clone.revision = number
+            try:
+                await self.client.update(clone)
+                return
+            except ApiError as error:
+                if error.code != 409 or step == RENUMBER_RETRY_STEPS - 1:
+                    raise
+            cached = self.revisions.indexer.get_by_key(f"{revision.metadata.namespace}/{revision.metadata.name}")
+            if cached is None:
+                raise ControllerError(f"controllerrevision {revision.metadata.name} is gone")
+            clone = deep_copy(cached)
+            await self.process.sleep(RENUMBER_RETRY_INTERVAL_S)
 
     def _claims_of(self, sts: StatefulSet, ordinal: int) -> list[PersistentVolumeClaim | None]:
         return [self.claims.indexer.get_by_key(f"{claim.metadata.namespace}/{claim.metadata.name}") for claim in new_claims(sts, ordinal)]

@@ -180,3 +180,33 @@ def test_rolling_update_max_surge_starts_the_new_pod_before_the_old_one_goes() -
     plan = plan_daemon_set(_rolling(max_unavailable=0, max_surge=1), NODES, pods, "new", now=100.0)
     assert [(pod.metadata.name, why) for pod, why in plan.delete] == [("ds-n1-old", "rolling update to new")]
     assert plan.create_on == ["n2"]
+
+
+# =========================================================================== scenario: rollback
+def test_a_rollback_renumbers_the_earlier_revision() -> None:
+    """``constructHistory`` (pkg/controller/daemon/update.go): a template equal to an earlier
+    revision reuses it and raises its number to the highest other one + 1 ("Update revision
+    number if necessary")."""
+    from chaoskube.api.manifests import to_dict
+    from chaoskube.controllers.daemonset import DaemonSetController
+    from tests.controllers.test_replicaset import eventually, scenario
+
+    async def story(world, client):
+        ds = to_dict(_daemon_set({"containers": [{"name": "d", "image": "v1"}]}))
+        ds["metadata"].pop("uid", None)
+        ds.pop("status", None)
+        await client.create(from_dict(ds))
+
+        async def history(count):
+            items = (await client.list("controllerrevisions", "default")).items
+            return {revision.data["spec"]["template"]["spec"]["containers"][0]["image"]: revision.revision for revision in items} if len(items) == count else None
+
+        steps = [await eventually(world, lambda: history(1))]
+        for image, count in (("v2", 2), ("v1", 2)):
+            await client.patch("daemonsets", "default", "ds", {"spec": {"template": {"spec": {"containers": [{"name": "d", "image": image}]}}}})
+            await world.sleep(5.0)
+            steps.append(await eventually(world, lambda count=count: history(count)))
+        return steps
+
+    world, steps = scenario(story, builders=[lambda process, client, factory, config: DaemonSetController(process, client, factory, config)])
+    assert steps == [{"v1": 1}, {"v1": 1, "v2": 2}, {"v1": 3, "v2": 2}]

@@ -147,3 +147,68 @@ def test_a_sync_whose_pod_create_fails_still_writes_its_status():
     failed = [e for e in world.journal.of_type("api-op") if e["verb"] == "create" and e["resource"] == "pods" and e["phase"] == "fail"]
     assert failed and failed[0]["code"] == 403, failed
     assert written.status.current_revision == written.status.update_revision and written.status.replicas == 0
+
+
+# =========================================================================== scenario: rollback
+# TestStatefulSetControlRollback (kubernetes/kubernetes pkg/controller/statefulset/
+# stateful_set_control_test.go), every row: scale up, update the image (and the replicas),
+# wait for every pod to run it, roll back to the oldest revision's template (ApplyRevision),
+# wait for every pod to run the original image. Besides upstream's image checks: the
+# rollback reuses the original revision (same name, so its pods' controller-revision-hash)
+# and raises its number above the update's (getStatefulSetRevisions' UpdateControllerRevision),
+# and the status names it as both current and update revision.
+ROLLBACK_ROWS = [
+    # (name, podManagementPolicy, initial replicas, replicas with the update)
+    ("monotonic image update", "OrderedReady", 3, 3),
+    ("monotonic image update and scale up", "OrderedReady", 3, 5),
+    ("monotonic image update and scale down", "OrderedReady", 5, 3),
+    ("burst image update", "Parallel", 3, 3),
+    ("burst image update and scale up", "Parallel", 3, 5),
+    ("burst image update and scale down", "Parallel", 5, 3),
+]
+
+
+@pytest.mark.parametrize(("name", "policy", "initial", "replicas"), ROLLBACK_ROWS, ids=[row[0] for row in ROLLBACK_ROWS])
+def test_rollback_reuses_and_renumbers_the_earlier_revision(name: str, policy: str, initial: int, replicas: int) -> None:
+    from chaoskube.controllers.statefulset import StatefulSetController
+    from tests.controllers.test_replicaset import eventually, fake_kubelet, scenario
+
+    async def story(world, client):
+        sts = to_dict(_sts(initial, policy=policy))
+        sts["metadata"].pop("uid", None)
+        sts.pop("status", None)
+        sts["spec"].pop("volumeClaimTemplates", None)
+        await client.create(from_dict(sts))
+
+        async def rolled_out(image, count):
+            got = await client.get("statefulsets", "default", "db")
+            pods = (await client.list("pods", "default")).items
+            done = (got.status.observed_generation == got.metadata.generation and got.status.current_revision == got.status.update_revision
+                    and got.status.ready_replicas == count == len(pods) and all(pod.spec.containers[0].image == image for pod in pods))
+            return (got, pods) if done else None
+
+        async def revisions():
+            return {revision.metadata.name: revision.revision for revision in (await client.list("controllerrevisions", "default")).items}
+
+        original, _ = await eventually(world, lambda: rolled_out("postgres", initial), within_s=60.0)
+        first = await revisions()
+        got = await client.get("statefulsets", "default", "db")
+        got.spec.replicas = replicas
+        got.spec.template.spec.containers[0].image = "foo"
+        await client.update(got)
+        updated, _ = await eventually(world, lambda: rolled_out("foo", replicas), within_s=90.0)
+        second = await revisions()
+        oldest = min(second, key=second.get)  # ApplyRevision(set, revisions[0]) after SortControllerRevisions
+        got = await client.get("statefulsets", "default", "db")
+        got.spec.template.spec.containers[0].image = "postgres"
+        await client.update(got)
+        rolled_back, pods = await eventually(world, lambda: rolled_out("postgres", replicas), within_s=90.0)
+        return original, first, updated, second, oldest, rolled_back, pods, await revisions()
+
+    world, (original, first, updated, second, oldest, rolled_back, pods, third) = scenario(
+        story, builders=[lambda process, client, factory, config: StatefulSetController(process, client, factory, config)], kubelet=fake_kubelet())
+    assert first == {original.status.update_revision: 1}
+    assert second == {original.status.update_revision: 1, updated.status.update_revision: 2} and oldest == original.status.update_revision
+    assert rolled_back.status.update_revision == rolled_back.status.current_revision == original.status.update_revision
+    assert third == {original.status.update_revision: 3, updated.status.update_revision: 2}, "the rolled-back revision is renumbered to max+1"
+    assert {pod.metadata.labels["controller-revision-hash"] for pod in pods} == {original.status.update_revision}
