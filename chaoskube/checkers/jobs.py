@@ -11,7 +11,13 @@ kubernetes/kubernetes ``pkg/controller/job/job_controller.go`` ``syncJob``, ``ma
 1. **Parallelism**: "The requested parallelism ... the actual number of pods running in
    steady state will be less than this number" -- when a pod of a Job is created, the
    Job's active pods (neither terminal nor being deleted) are at most ``parallelism`` (the
-   largest of the last ``window_s``: a create decided before a decrease may land after).
+   largest of the ``window_s`` before the create was admitted: a create decided before a
+   decrease may land after). ``manageJob`` counts the active pods of its informer cache when
+   it decides a create, so a create is judged as of its admission (the pod's
+   ``creationTimestamp``, when earlier than its store write): the active pods counted are
+   those admitted no later than it (a pod admitted after it was decided without it -- a new
+   leader cannot see a create still waiting on etcd), and a create that may have failed
+   (5xx or no answer) since ``window_s`` before its admission excuses an excess.
 2. **Completions**: ``status.succeeded`` never exceeds ``completions``; with Indexed
    completion, every index in ``status.completedIndexes`` had a pod of that index that
    succeeded, and no index has two active pods for longer than ``lag_s`` ("the Job
@@ -32,7 +38,9 @@ kubernetes/kubernetes ``pkg/controller/job/job_controller.go`` ``syncJob``, ``ma
    before marking this job failed"): a Job is marked Failed with BackoffLimitExceeded only
    when more than ``backoffLimit`` of its pods had failed (kubernetes/kubernetes#92245 is
    the bug of one too early), and no pod is created for it once more than
-   ``backoffLimit`` had definitely failed ``lag_s`` before.
+   ``backoffLimit`` had definitely failed ``lag_s`` before the create was admitted
+   (``syncJob`` checks ``exceedsBackoffLimit`` before ``manageJob`` creates: failures stored
+   after the admission could not have stopped it).
 5. **activeDeadlineSeconds**: "Once a Job reaches activeDeadlineSeconds, all of its
    running Pods are terminated and the Job status will become type: Failed with reason:
    DeadlineExceeded" -- never before ``startTime + activeDeadlineSeconds``; by then plus
@@ -121,6 +129,7 @@ class _Pod:
 
     key: str
     created_t: float
+    admitted_t: float = math.inf  # the create's admission (creationTimestamp), at most created_t
     succeeded_t: float = math.inf
     failed_t: float = math.inf  # phase Failed
     deleting_t: float = math.inf  # marked for deletion (not yet succeeded then)
@@ -192,10 +201,14 @@ class _Checker:
         uid = _job_uid(pod)
         return self.jobs.get(uid) if uid else None
 
-    def parallelism_bound(self, job: _Job, t: float) -> int:
+    def parallelism_bound(self, job: _Job, admitted: float, t: float) -> int:
+        """The largest ``parallelism`` stored from ``window_s`` before the create's admission
+        to its store write ``t``, or the one in effect before then."""
         largest, in_effect = 0, None
         for when, value in job.parallelism:
-            if when > t - self.window_s:
+            if when > t:
+                break
+            if when > admitted - self.window_s:
                 largest = max(largest, value)
             else:
                 in_effect = value
@@ -232,7 +245,7 @@ class _Checker:
         record = job.pods.get(uid)
         if record is None:
             assert pod is not None
-            record = job.pods[uid] = _Pod(change.key, t, index=_index(pod))
+            record = job.pods[uid] = _Pod(change.key, t, _admitted(pod, t), index=_index(pod))
             self.counts["pods"] += 1
         findings: list[Finding] = []
         if after is None:
@@ -254,26 +267,26 @@ class _Checker:
         stored = self.store.get("jobs", job.key)
         if stored is None or _uid(stored) != job.uid:
             return []
-        stamp = ((change.after or {}).get("metadata") or {}).get("creationTimestamp")
-        admitted = min(t, parse_timestamp(stamp)) if stamp else t  # second precision: never later than the admission
+        admitted = record.admitted_t
         if job.finished_t + self.lag_s < admitted:
             return [Finding("job-finished", t, f"jobs/{job.key}", f"Job {job.key} created pod {change.key} {admitted - job.finished_t:.1f} s after it was stored finished")]
-        active = [p for uid, p in job.pods.items() if _active(self.store.get("pods", p.key)) and _uid(self.store.get("pods", p.key)) == uid]
-        bound = self.parallelism_bound(job, t)
+        # as of the admission: pods admitted later were decided without this one
+        active = [p for uid, p in job.pods.items() if p.admitted_t <= admitted and _active(self.store.get("pods", p.key)) and _uid(self.store.get("pods", p.key)) == uid]
+        bound = self.parallelism_bound(job, admitted, t)
         namespace = change.key.partition("/")[0]
-        unanswered = [when for when in self.indeterminate.get(namespace, ()) if t - self.window_s <= when <= t]
+        unanswered = [when for when in self.indeterminate.get(namespace, ()) if admitted - self.window_s <= when <= t]
         if len(active) > bound and not unanswered:
             return [Finding("job-parallelism", t, f"jobs/{job.key}",
-                            f"Job {job.key} has {len(active)} active pods after creating {change.key}, above its parallelism {bound} (the largest of the last {self.window_s:g} s)",
-                            {"active": sorted(p.key for p in active)})]
+                            f"Job {job.key} has {len(active)} active pods after creating {change.key}, above its parallelism {bound} (the largest of the {self.window_s:g} s before its admission)",
+                            {"active": sorted(p.key for p in active), "admitted": admitted})]
         spec = stored.get("spec") or {}
         limit = 6 if spec.get("backoffLimit") is None else int(spec["backoffLimit"])
         if self._failures_judged(stored):
-            failed = sum(1 for p in job.pods.values() if p is not record and p.failed_by(t - self.lag_s))
+            failed = sum(1 for p in job.pods.values() if p is not record and p.failed_by(admitted - self.lag_s))
             if failed > limit and _finished(stored) is None:
                 return [Finding("job-backoff-limit", t, f"jobs/{job.key}",
-                                f"Job {job.key} created pod {change.key} although {failed} of its pods had failed more than {self.lag_s:g} s before, over its backoffLimit {limit}",
-                                {"failed": failed, "backoffLimit": limit})]
+                                f"Job {job.key} created pod {change.key} although {failed} of its pods had failed more than {self.lag_s:g} s before it was admitted, over its backoffLimit {limit}",
+                                {"failed": failed, "backoffLimit": limit, "admitted": admitted})]
         return []
 
     def _failures_judged(self, job: Obj) -> bool:
@@ -362,6 +375,14 @@ class _Checker:
                                         f"Job {job.key} ended counting {succeeded} succeeded and {failed} failed pods, but {surely} {'indexes' if indexed else 'pods'} succeeded and {failures} pods failed before it finished: a finished pod was never counted",
                                         {"succeeded": succeeded, "failed": failed, "pods_succeeded": surely, "pods_failed": failures}))
         return findings
+
+
+def _admitted(pod: Obj | None, t: float) -> float:
+    """When the API server admitted the create: the pod's ``creationTimestamp`` (stamped by
+    ``rest.FillObjectMetaSystemFields``; second precision, so never later than the
+    admission), ``t`` (its store write) when that is earlier or the stamp is missing."""
+    stamp = ((pod or {}).get("metadata") or {}).get("creationTimestamp")
+    return min(t, parse_timestamp(stamp)) if stamp else t
 
 
 def _deadline(job: Obj) -> float | None:

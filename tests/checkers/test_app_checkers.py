@@ -320,6 +320,65 @@ def test_a_create_admitted_before_the_finish_but_written_after_it_is_not_a_creat
     assert verdict.valid is False and verdict.details["rule"] == "job-finished", verdict.reason
 
 
+def _stamped(name: str, stamp: str, **fields: Any) -> dict[str, Any]:
+    pod = job_pod(name, **fields)
+    pod["metadata"]["creationTimestamp"] = stamp
+    return pod
+
+
+def test_parallelism_is_judged_as_of_the_admission_of_a_late_written_create():
+    """manageJob counts the active pods of its cache when it decides a create: a create
+    admitted at 10 s (creationTimestamp 00:00:10) whose etcd write lands at 68 s (an API
+    server waiting on a paused member) was decided without the pod a new leader created at
+    30 s -- which could not see it either. Only pods admitted no later than it count."""
+    def history(other_stamp: str) -> list[Event]:
+        journal = Journal()
+        journal.put(1.0, "jobs", "default/work", job(parallelism=1, completions=2))
+        journal.put(30.0, "pods", "default/work-b", _stamped("work-b", other_stamp))
+        journal.put(68.0, "pods", "default/work-a", _stamped("work-a", "2026-01-01T00:00:10Z"))
+        return journal.events
+
+    assert check_job_invariants(history("2026-01-01T00:00:30Z")).valid is True
+    verdict = check_job_invariants(history("2026-01-01T00:00:05Z"))  # admitted before it: both counted
+    assert verdict.valid is False and verdict.details["rule"] == "job-parallelism", verdict.reason
+
+
+def test_the_parallelism_bound_reaches_back_from_the_admission():
+    """A create admitted at 3 s, before parallelism went from 2 to 1 at 5 s, written at 70 s:
+    the bound is the largest of the 60 s before its admission (2), not of those before its
+    store write (1)."""
+    def history(stamp: str) -> list[Event]:
+        journal = Journal()
+        journal.put(1.0, "jobs", "default/work", job(parallelism=2, completions=4))
+        journal.put(2.0, "pods", "default/work-a", _stamped("work-a", "2026-01-01T00:00:02Z"))
+        journal.put(5.0, "jobs", "default/work", job(parallelism=1, completions=4))
+        journal.put(70.0, "pods", "default/work-b", _stamped("work-b", stamp))
+        return journal.events
+
+    assert check_job_invariants(history("2026-01-01T00:00:03Z")).valid is True
+    verdict = check_job_invariants(history("2026-01-01T00:01:09Z"))
+    assert verdict.valid is False and verdict.details["rule"] == "job-parallelism", verdict.reason
+
+
+def test_backoff_is_judged_as_of_the_admission_of_a_late_written_create():
+    """syncJob checks the backoff limit before manageJob creates: a create admitted at 10 s,
+    before its second failure (30 s), written at 70 s, did not ignore failures it could not
+    have seen; one admitted at 45 s, two failures later, did."""
+    def history(stamp: str) -> list[Event]:
+        journal = Journal()
+        journal.put(1.0, "jobs", "default/work", job(parallelism=2, completions=3, backoff_limit=1))
+        journal.put(2.0, "pods", "default/work-a", _stamped("work-a", "2026-01-01T00:00:02Z"))
+        journal.put(4.0, "pods", "default/work-a", _stamped("work-a", "2026-01-01T00:00:02Z", phase="Failed"))
+        journal.put(20.0, "pods", "default/work-b", _stamped("work-b", "2026-01-01T00:00:20Z"))
+        journal.put(30.0, "pods", "default/work-b", _stamped("work-b", "2026-01-01T00:00:20Z", phase="Failed"))
+        journal.put(70.0, "pods", "default/work-c", _stamped("work-c", stamp))
+        return journal.events
+
+    assert check_job_invariants(history("2026-01-01T00:00:10Z")).valid is True
+    verdict = check_job_invariants(history("2026-01-01T00:00:45Z"))
+    assert verdict.valid is False and verdict.details["rule"] == "job-backoff-limit", verdict.reason
+
+
 def test_a_success_never_counted_is_caught_at_the_end():
     def history(counted: int) -> list[Event]:
         journal = Journal()
