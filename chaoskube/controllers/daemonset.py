@@ -22,7 +22,10 @@ Upstream sources followed (kubernetes/kubernetes ``pkg/controller/daemon/``):
   creates the new ones); with ``maxSurge``, create the new pod beside the old one on up to
   ``maxSurge`` nodes (at once where the old one is unavailable) and delete the old one once
   the new one is available. ``maxSurge`` and ``maxUnavailable`` scale against the nodes that
-  should run the pod, rounding up; both zero makes ``maxUnavailable`` 1.
+  should run the pod, rounding up; both zero makes ``maxUnavailable`` 1. ``constructHistory``:
+  the template's ControllerRevision (created if new, renumbered above the others on a
+  rollback); ``cleanupHistory``: old revisions beyond ``revisionHistoryLimit`` deleted,
+  oldest first, unless a pod still carries their hash.
 - ``updateDaemonSetStatus`` — desired / current / misscheduled / ready / updated /
   available / unavailable counts.
 
@@ -62,7 +65,7 @@ from chaoskube.client.informer import NAMESPACE_INDEX, DeletedFinalStateUnknown,
 from chaoskube.client.record import EventRecorder
 from chaoskube.client.workqueue import RateLimitingQueue
 from chaoskube.config import ControllerManagerConfig
-from chaoskube.controllers.history import CONTROLLER_REVISION_HASH_LABEL, new_revision, plan_current_history, revision_data
+from chaoskube.controllers.history import CONTROLLER_REVISION_HASH_LABEL, new_revision, old_histories_to_clean, plan_current_history, revision_data
 from chaoskube.controllers.replicaset import (
     POD_CONTROLLER_UID_INDEX,
     CONTROLLER_UID_INDEX,
@@ -397,6 +400,7 @@ class DaemonSetController:
         plan = plan_daemon_set(ds, self.nodes.indexer.list(), pods_by_node, hash_value, now, backoff)
         if self.expectations.satisfied(key, now) and ds.metadata.deletion_timestamp is None:
             await self._sync_nodes(key, ds, plan, hash_value, now)
+            await self._cleanup_history(ds, pods_by_node)
         for node, retry_at in plan.backoff.items():
             self.queue.add_after(key, max(0.0, retry_at - now) + 0.001)
         await self._update_status(ds, plan.status)
@@ -425,6 +429,16 @@ class DaemonSetController:
             if error.code != 409:
                 raise
         return revision.metadata.labels[CONTROLLER_REVISION_HASH_LABEL]
+
+    async def _cleanup_history(self, ds: DaemonSet, pods_by_node: Mapping[str, Sequence[Pod]]) -> None:
+        """``cleanupHistory`` (after ``manage`` and ``rollingUpdate`` in ``updateDaemonSet``):
+        old revisions beyond ``revisionHistoryLimit`` deleted, oldest first, but none a pod
+        of the set still carries the hash of; an error (a 404 too) fails the sync."""
+        revisions = self.revisions.indexer.by_index(CONTROLLER_UID_INDEX, ds.metadata.uid)
+        live = {pod.metadata.labels.get(CONTROLLER_REVISION_HASH_LABEL, "") for pods in pods_by_node.values() for pod in pods} - {""}
+        limit = 10 if ds.spec.revision_history_limit is None else ds.spec.revision_history_limit
+        for revision in old_histories_to_clean(revisions, revision_data(ds), live, limit):
+            await self.client.delete("controllerrevisions", revision.metadata.namespace, revision.metadata.name)
 
     async def _pods_by_node(self, ds: DaemonSet) -> dict[str, list[Pod]]:
         """``getNodesToDaemonPods`` after ``ClaimPods``: the set's pods by their node (the

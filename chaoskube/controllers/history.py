@@ -35,6 +35,7 @@ __all__ = [
     "hash_revision",
     "new_revision",
     "next_revision_number",
+    "old_histories_to_clean",
     "plan_current_history",
     "plan_update_revision",
     "revision_data",
@@ -156,6 +157,25 @@ def plan_current_history(revisions: Iterable[ControllerRevision], data: dict[str
         return None, number
     keep = current[-1]
     return keep, max(keep.revision, number)
+
+
+def old_histories_to_clean(revisions: Iterable[ControllerRevision], data: dict[str, Any], live_hashes: set[str], limit: int) -> list[ControllerRevision]:
+    """The DaemonSet controller's ``cleanupHistory`` (``pkg/controller/daemon/update.go``):
+    of the old revisions (not holding ``data``), ``len(old) - revisionHistoryLimit`` are
+    deleted, oldest first, skipping those whose hash label a pod of the set still carries
+    (a skipped one does not count: a newer one goes in its place, if any)."""
+    wanted = _encoded(data)
+    old = [revision for revision in sort_revisions(revisions) if _encoded(revision.data) != wanted]
+    to_kill = len(old) - limit
+    doomed: list[ControllerRevision] = []
+    for revision in old:
+        if to_kill <= 0:
+            break
+        if revision.metadata.labels.get(CONTROLLER_REVISION_HASH_LABEL, "") in live_hashes:
+            continue
+        doomed.append(revision)
+        to_kill -= 1
+    return doomed
 
 
 def revisions_to_truncate(revisions: Sequence[ControllerRevision], live: set[str], limit: int) -> list[ControllerRevision]:

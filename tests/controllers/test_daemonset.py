@@ -210,3 +210,34 @@ def test_a_rollback_renumbers_the_earlier_revision() -> None:
 
     world, steps = scenario(story, builders=[lambda process, client, factory, config: DaemonSetController(process, client, factory, config)])
     assert steps == [{"v1": 1}, {"v1": 1, "v2": 2}, {"v1": 3, "v2": 2}]
+
+
+def test_old_revisions_beyond_the_history_limit_are_deleted() -> None:
+    """``cleanupHistory``: with ``revisionHistoryLimit`` 1, four templates leave the current
+    revision and the newest old one (no pod carries the others)."""
+    from chaoskube.api.manifests import to_dict
+    from chaoskube.controllers.daemonset import DaemonSetController
+    from tests.controllers.test_replicaset import eventually, scenario
+
+    async def story(world, client):
+        ds = to_dict(_daemon_set({"containers": [{"name": "d", "image": "v1"}]}))
+        ds["metadata"].pop("uid", None)
+        ds.pop("status", None)
+        ds["spec"]["revisionHistoryLimit"] = 1
+        await client.create(from_dict(ds))
+
+        async def history():
+            items = (await client.list("controllerrevisions", "default")).items
+            return sorted((revision.revision, revision.data["spec"]["template"]["spec"]["containers"][0]["image"]) for revision in items)
+
+        for image in ("v2", "v3", "v4"):
+            await world.sleep(2.0)
+            await client.patch("daemonsets", "default", "ds", {"spec": {"template": {"spec": {"containers": [{"name": "d", "image": image}]}}}})
+        return await eventually(world, lambda: _settled(history))
+
+    async def _settled(history):
+        got = await history()
+        return got if got and got[-1][1] == "v4" and len(got) == 2 else None
+
+    world, kept = scenario(story, builders=[lambda process, client, factory, config: DaemonSetController(process, client, factory, config)])
+    assert kept == [(3, "v3"), (4, "v4")]

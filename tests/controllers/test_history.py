@@ -167,3 +167,30 @@ def test_update_controller_revision(name: str, delta: int, reactor: str | None, 
     trio.run(main)
     assert client.updates == ([] if delta == 0 else [target] * (3 if reactor == "conflictSuccess" else 1))
     assert revision.revision == 1  # the cached object is never mutated
+
+
+# =========================================================================== cleanupHistory
+def _hashed(name: str, data: dict[str, Any], number: int) -> ControllerRevision:
+    revision = _revision(name, data, number)
+    revision.metadata.labels = {"controller-revision-hash": name}
+    return revision
+
+
+D = [_template({"app": "d"}, f"v{number}") for number in range(6)]
+CLEANUP_ROWS = [
+    # (name, history as (hash, template index, number), current template, live hashes, limit, deleted)
+    ("within the limit: none", [("h1", 1, 1), ("h2", 2, 2)], 2, set(), 10, []),
+    ("beyond it: the oldest old ones", [("h1", 1, 1), ("h2", 2, 2), ("h3", 3, 3), ("h4", 4, 4)], 4, set(), 1, ["h1", "h2"]),
+    ("the current one never counts nor goes", [("h1", 1, 5), ("h2", 2, 2), ("h3", 3, 3)], 1, set(), 0, ["h2", "h3"]),
+    ("a live one is skipped: a newer one goes in its place", [("h1", 1, 1), ("h2", 2, 2), ("h3", 3, 3), ("h4", 4, 4)], 4, {"h1"}, 1, ["h2", "h3"]),
+    ("live ones left over the limit", [("h1", 1, 1), ("h2", 2, 2), ("h3", 3, 3)], 3, {"h1", "h2"}, 0, []),
+    ("limit 0: every old one not live", [("h1", 1, 1), ("h2", 2, 2), ("h3", 3, 3)], 3, {"h2"}, 0, ["h1"]),
+]
+
+
+@pytest.mark.parametrize(("name", "history", "current", "live", "limit", "deleted"), CLEANUP_ROWS, ids=[row[0] for row in CLEANUP_ROWS])
+def test_daemon_set_cleanup_history(name: str, history: list[tuple[str, int, int]], current: int, live: set[str], limit: int, deleted: list[str]) -> None:
+    from chaoskube.controllers.history import old_histories_to_clean
+
+    revisions = [_hashed(hash_value, D[index], number) for hash_value, index, number in history]
+    assert [revision.metadata.name for revision in old_histories_to_clean(revisions, D[current], live, limit)] == deleted
