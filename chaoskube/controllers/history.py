@@ -30,7 +30,6 @@ from chaoskube.api.objects import ControllerRevision, ObjectMeta, OwnerReference
 
 __all__ = [
     "CONTROLLER_REVISION_HASH_LABEL",
-    "find_equal_revision",
     "find_equal_revisions",
     "hash_revision",
     "new_revision",
@@ -108,12 +107,6 @@ def find_equal_revisions(revisions: Iterable[ControllerRevision], data: dict[str
     """``FindEqualRevisions``: the revisions whose data equals ``data``, in the given order."""
     wanted = _encoded(data)
     return [revision for revision in revisions if _encoded(revision.data) == wanted]
-
-
-def find_equal_revision(revisions: Iterable[ControllerRevision], data: dict[str, Any]) -> ControllerRevision | None:
-    """The newest (last by :func:`sort_revisions`) revision with the same data, if any."""
-    equal = find_equal_revisions(sort_revisions(revisions), data)
-    return equal[-1] if equal else None
 
 
 def plan_update_revision(revisions: Sequence[ControllerRevision], data: dict[str, Any]) -> tuple[ControllerRevision | None, int]:
