@@ -1816,7 +1816,7 @@ CONTROL_PLANE_VARIANTS: tuple[Variant, ...] = (
     Variant(
         "raft-commits-previous-term-by-count", "etcd Raft",
         "a leader commits an entry of an earlier term once a majority holds it, so a later leader can overwrite a committed, applied entry (Raft section 5.4.2, Figure 8)",
-        "raft-safety", "etcd-leader-kill-between-append-and-commit", "chaoskube.etcd.raft:Raft._maybe_commit", _commit_previous_term_by_count,
+        "raft-safety", "etcd-large-values-figure-8", "chaoskube.etcd.raft:Raft._maybe_commit", _commit_previous_term_by_count,
     ),
     Variant(
         "scheduler-keeps-pod-assumed-after-failed-bind", "kube-scheduler cache",

@@ -179,17 +179,20 @@ class EtcdClient:
         self.operations.complete("fail", op_id, "read", key, None, reason=result.reason)
         return None
 
-    async def write(self, key: str, value: int) -> str:
+    async def write(self, key: str, value: int, *, size: int = 0) -> str:
+        """A write of ``value``; ``size``: the bytes it weighs, if more than its text
+        (``PutRequest.value_size``: a large object named by its text)."""
         op_id = self.operations.invoke("write", key, value)
-        result = await self.request(PutRequest(key, str(value)), idempotent=False)
+        result = await self.request(PutRequest(key, str(value), value_size=size), idempotent=False)
         self.operations.complete(result.status, op_id, "write", key, value, reason=result.reason, request=result.request_id)
         return result.status
 
-    async def cas(self, key: str, expected: int, new: int) -> str:
+    async def cas(self, key: str, expected: int, new: int, *, size: int = 0) -> str:
         """Compare-and-set as a transaction on the value; ``ok`` output is whether it
-        swapped (a compare that failed is a definite observation, not a failure)."""
+        swapped (a compare that failed is a definite observation, not a failure).
+        ``size`` as for :meth:`write`."""
         op_id = self.operations.invoke("cas", key, [expected, new])
-        txn = TxnRequest(compare=(Compare(key, "VALUE", "=", str(expected)),), success=(PutRequest(key, str(new)),))
+        txn = TxnRequest(compare=(Compare(key, "VALUE", "=", str(expected)),), success=(PutRequest(key, str(new), value_size=size),))
         result = await self.request(txn, idempotent=False)
         if result.ok:
             succeeded = result.reply.response.succeeded

@@ -174,6 +174,15 @@ class RaftConfig:
     check_quorum: bool = True
     max_entries_per_message: int = 64
     max_inflight_messages: int = 256
+    #: etcd's ``raft.Config.MaxSizePerMsg`` as etcd's server sets it (``maxSizePerMsg = 1 *
+    #: 1024 * 1024``, server/etcdserver/raft.go): an append carries entries up to this many
+    #: bytes, and always at least one, however large (etcd-io/raft ``limitSize``, util.go).
+    #: Beside the count limit above: entries of a few hundred bytes never reach it, while a
+    #: few values near ``--max-request-bytes`` (1.5 MiB) each fill an append alone.
+    max_size_per_message: int = 1024 * 1024
+    #: What an entry's data weighs in bytes (etcd sizes the marshalled entry,
+    #: ``proto.Size``); None: entries are not sized and only the count limit applies.
+    entry_size: Callable[[Any], int] | None = None
 
     def __post_init__(self) -> None:
         assert self.id > 0, "member ids are positive (0 means no node)"
@@ -184,6 +193,7 @@ class RaftConfig:
         assert self.election_tick > self.heartbeat_tick, "election tick must exceed heartbeat tick (etcd)"
         assert self.max_entries_per_message > 0
         assert self.max_inflight_messages > 0
+        assert self.max_size_per_message > 0
 
 
 @dataclass(frozen=True)
@@ -766,6 +776,8 @@ class Raft:
             return self._maybe_send_snapshot(to, pr)
         high = min(self._log.last_index() + 1, pr.next + self.config.max_entries_per_message)
         entries = self._log.slice(pr.next, high) if pr.next < high else ()
+        if len(entries) > 1 and self.config.entry_size is not None:
+            entries = self._limit_size(entries)
         if not entries and not send_if_empty:
             return False
         self._send(
@@ -788,6 +800,22 @@ class Raft:
         elif pr.state is ProgressState.PROBE:
             pr.probe_sent = True
         return True
+
+    def _limit_size(self, entries: tuple[Entry, ...]) -> tuple[Entry, ...]:
+        """The longest prefix of ``entries`` within ``max_size_per_message`` bytes, and
+        at least the first entry (etcd-io/raft ``limitSize``). A new leader's log may end
+        in entries of earlier terms heavier than one message: then its first appends to a
+        follower that lacks them carry those entries alone, without the empty entry of its
+        own term -- the window of Raft's Figure 8 (section 5.4.2)."""
+        size_of = self.config.entry_size
+        assert size_of is not None
+        limit = self.config.max_size_per_message
+        size = size_of(entries[0].data)
+        for count in range(1, len(entries)):
+            size += size_of(entries[count].data)
+            if size > limit:
+                return entries[:count]
+        return entries
 
     def _maybe_send_snapshot(self, to: int, pr: Progress) -> bool:
         if not pr.recent_active:

@@ -226,12 +226,19 @@ class Event:
 
 @dataclass(frozen=True, slots=True)
 class PutRequest:
+    """``value_size``: what the value weighs in bytes when that is more than its text
+    (0: its text). A large value -- a ConfigMap or Secret near ``--max-request-bytes`` --
+    travels as a short text that names it and its size, so a simulation holding hundreds
+    of them neither stores nor journals their bytes; only what sizes requests and Raft
+    messages (:func:`request_bytes`) reads it. The store keeps the text."""
+
     key: str
     value: str = ""
     lease: int = NO_LEASE
     prev_kv: bool = False
     ignore_value: bool = False
     ignore_lease: bool = False
+    value_size: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -396,7 +403,7 @@ def request_bytes(request: object) -> int:
     """Roughly what ``request`` weighs on the wire: its keys and values in UTF-8 (the
     protobuf framing, a few bytes per field, is not counted)."""
     if isinstance(request, PutRequest):
-        return len(request.key.encode()) + len(request.value.encode())
+        return len(request.key.encode()) + max(len(request.value.encode()), request.value_size)
     if isinstance(request, TxnRequest):
         total = sum(len(compare.key.encode()) + (len(compare.operand.encode()) if isinstance(compare.operand, str) else 8) for compare in request.compare)
         return total + sum(request_bytes(op) for op in (*request.success, *request.failure))

@@ -137,6 +137,15 @@ class EtcdConfig:
         return 5.0 + 2 * self.election_ms / 1000.0
 
 
+def entry_bytes(data: Any) -> int:
+    """What a log entry's data weighs, for the byte limit of Raft appends
+    (``RaftConfig.max_size_per_message``): its request's keys and values
+    (:func:`request_bytes`) and its id; a new leader's empty entry weighs nothing."""
+    if data is None:
+        return 0
+    return len(data.id) + request_bytes(data.request)
+
+
 def member_name(raft_id: int) -> str:
     return f"etcd-{raft_id}"
 
@@ -265,6 +274,7 @@ class EtcdMember:
                 heartbeat_tick=1,
                 pre_vote=config.pre_vote,
                 check_quorum=config.check_quorum,
+                entry_size=entry_bytes,
             ),
             Storage(hard_state=hard_state, snapshot=snapshot, entries=entries),
             lambda: rng.randrange(election_tick, 2 * election_tick),

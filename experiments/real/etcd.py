@@ -522,7 +522,7 @@ class RealEtcdSystem(System):
         from chaoskube.experiments.model import ExperimentError
 
         typed_cluster, typed_workload = super().options(cluster, workload, base_dir=base_dir)
-        for name, default in (("topology", "rotate"), ("traffic", "register"), ("serializable_read", 0.0)):
+        for name, default in (("topology", "rotate"), ("traffic", "register"), ("serializable_read", 0.0), ("value_bytes", 0)):
             if getattr(typed_workload, name) != default:
                 raise ExperimentError(f"field `workload.{name}`: not supported by the real-etcd system (simulated `etcd` only); remove it")
         return typed_cluster, typed_workload

@@ -39,7 +39,7 @@ from chaoskube.checkers.watch import check_watches
 from chaoskube.etcd.client import EtcdClient, Watcher
 from chaoskube.etcd.raft import Raft
 from chaoskube.etcd.raft_broken import BROKEN_VARIANTS
-from chaoskube.etcd.requests import LeaseGrantRequest, PutRequest, RangeRequest, prefix_range_end
+from chaoskube.etcd.requests import MAX_REQUEST_BYTES, LeaseGrantRequest, PutRequest, RangeRequest, prefix_range_end
 from chaoskube.etcd.server import CLIENT_PORT, ClientReply, ClientRequest, EtcdConfig, KeepAlive, current_leader, spawn_cluster
 from chaoskube.experiments.systems.base import System
 from chaoskube.faults import ProcessInfo
@@ -122,6 +122,11 @@ class EtcdWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, fro
     #: update, 15 % delete, 10 % create, around ``keys`` keys (its ``averageKeyCount``) --,
     #: a linearizable list when a write failed, and a watch keeping each client's view.
     traffic: str = "register"
+    #: What each value the ``register`` traffic writes weighs, in bytes (0: its text, a
+    #: few bytes). Kubernetes stores objects up to etcd's ``--max-request-bytes`` (1.5 MiB):
+    #: large ConfigMaps and Secrets near it are real. The simulation carries such a value
+    #: by its text and its size (``PutRequest.value_size``); simulated clusters only.
+    value_bytes: int = 0
 
     def __post_init__(self) -> None:
         if self.topology not in TOPOLOGIES:
@@ -138,6 +143,8 @@ class EtcdWorkload(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, fro
             raise ValueError("`clients` must be 1..1000, `keys` 1..10000 and `watchers` 0..100")
         if not (math.isfinite(self.rate_per_s) and 0 < self.rate_per_s <= 100_000):
             raise ValueError("`rate_per_s` must be a finite number in (0, 100000]")
+        if not 0 <= self.value_bytes <= MAX_REQUEST_BYTES:
+            raise ValueError(f"`value_bytes` must be 0..{MAX_REQUEST_BYTES} (etcd's --max-request-bytes, 1.5 MiB)")
         if not (math.isfinite(self.timeout_s) and 0 < self.timeout_s <= 3600):
             raise ValueError("`timeout_s` must be a finite number in (0, 3600]")
         weights = (self.read, self.write, self.cas, self.serializable_read)
@@ -339,6 +346,7 @@ async def run_register_workload(
     counter = 0
     last_seen: dict[str, int | None] = {}
     weights = (workload.read, workload.write, workload.cas, workload.serializable_read)
+    sized = {"size": workload.value_bytes} if workload.value_bytes else {}
     while True:
         await sleep(rng.expovariate(rate))
         if not running():
@@ -354,14 +362,14 @@ async def run_register_workload(
         elif kind == "sread":
             last_seen[key] = await client.read(key, serializable=True)
         elif kind == "write":
-            if await client.write(key, value) == "ok":
+            if await client.write(key, value, **sized) == "ok":
                 last_seen[key] = value
         else:
             expected = last_seen.get(key)
             if expected is None:
                 last_seen[key] = await client.read(key)
                 continue
-            if await client.cas(key, expected, value) == "ok":
+            if await client.cas(key, expected, value, **sized) == "ok":
                 last_seen[key] = value
 
 

@@ -120,6 +120,63 @@ def test_proposal_without_leader_is_dropped() -> None:
     assert [item[2] for item in net.state[1]] == [None, "forwarded"]
 
 
+def _appends_to_3_after_catching_up(**config_options) -> list[tuple]:
+    """Member 3 misses five entries (one of 25 bytes), rejoins and catches up: the
+    entries of each append that reached it."""
+    net = Network((1, 2, 3), **config_options)
+    net.campaign(1)
+    net.isolate(3)
+    for data in ("aaaa", "bbbb", "cccc", "d" * 25, "eeee"):
+        assert net.propose(1, data)
+    net.heal()
+    carried: list[tuple] = []
+    net.drop_if = lambda m: carried.append(tuple(e.data for e in m.entries)) if m.type is MsgType.APP and m.to == 3 and m.entries else False
+    net.tick(1, 3)
+    assert net.state[3] == net.state[1]
+    return carried
+
+
+def test_an_append_carries_entries_up_to_max_size_per_message_and_at_least_one() -> None:
+    """etcd-io/raft ``limitSize`` (util.go), as ``maybeSendAppend`` applies
+    ``MaxSizePerMsg`` (1 MiB in etcd's server): the longest prefix within the byte
+    limit, and always the first entry however large. Without sized entries only the
+    count limit applies and one append carries them all."""
+    sized = _appends_to_3_after_catching_up(entry_size=lambda data: 0 if data is None else len(data), max_size_per_message=10)
+    assert sized == [("aaaa", "bbbb"), ("cccc",), ("d" * 25,), ("eeee",)]
+    assert _appends_to_3_after_catching_up() == [("aaaa", "bbbb", "cccc", "d" * 25, "eeee")]
+
+
+def test_the_byte_limit_keeps_a_new_leaders_own_entry_out_of_its_first_catch_up_append() -> None:
+    """The window of Raft's Figure 8 the byte limit opens: a new leader whose log ends in
+    a large entry of an earlier term sends a follower that lacks it that entry alone, not
+    with the empty entry of its own term (which commits both). A correct leader does not
+    commit on that follower's acknowledgement; one that counts replicas does."""
+    sizes = {"entry_size": lambda data: 0 if data is None else len(data), "max_size_per_message": 10}
+    for variant, committed_on_ack in ((Raft, False), (CommitPreviousTermByCount, True)):
+        storages = {
+            1: Storage(HardState(term=2), entries=(Entry(1, 1, "x"), Entry(2, 2, "y" * 20))),
+            2: Storage(HardState(term=2), entries=(Entry(1, 1, "x"),)),
+            3: Storage(HardState(term=2), entries=(Entry(1, 1, "x"),)),
+        }
+        net = Network((1, 2, 3), variant=variant, storages=storages, **sizes)
+        net.crash(3)
+        first_ack: list[int] = []
+
+        def hold_own_term_entry(m: Message) -> bool:
+            if m.type is MsgType.APP_RESP and m.from_ == 2 and not m.reject and not first_ack:
+                first_ack.append(net.node(1).commit)
+            # only the appends that would put the term-3 entry in member 2's log
+            carries = m.type is MsgType.APP and any(entry.term == 3 for entry in m.entries)
+            return carries and net.node(m.to).log.match_term(m.index, m.log_term)
+
+        net.drop_if = hold_own_term_entry
+        net.campaign(1)
+        assert (net.node(1).role, net.node(1).term) == (Role.LEADER, 3)
+        net.tick(1, 2)
+        assert net.node(2).log.last_index() == 2 and net.node(2).log.term(2) == 2  # the old entry, alone
+        assert (net.node(1).commit == 2) is committed_on_ack, variant.__name__
+
+
 def test_snapshot_catches_up_lagging_follower_after_compaction() -> None:
     """A follower whose next entry the leader compacted away gets MsgSnap, restores
     its state machine from it and then follows the log again."""

@@ -6,8 +6,8 @@ import trio
 from chaoskube.checkers.raft_safety import check_raft_safety
 from chaoskube.checkers.watch import check_watches
 from chaoskube.etcd.client import EtcdClient, Watcher
-from chaoskube.etcd.requests import CompactionRequest, LeaseGrantRequest, PutRequest, RangeRequest, prefix_range_end
-from chaoskube.etcd.server import CLIENT_PORT, WATCH_PORT, ClientRequest, EtcdConfig, KeepAlive, WatchCreate, WatchProgress, current_leader, spawn_cluster
+from chaoskube.etcd.requests import Compare, CompactionRequest, LeaseGrantRequest, PutRequest, RangeRequest, TxnRequest, prefix_range_end, request_bytes
+from chaoskube.etcd.server import CLIENT_PORT, WATCH_PORT, ClientRequest, EtcdConfig, KeepAlive, Proposal, WatchCreate, WatchProgress, current_leader, entry_bytes, spawn_cluster
 from chaoskube.faults import isolate
 from chaoskube.sim import Ok, World
 
@@ -291,3 +291,15 @@ def test_a_restarted_single_member_advances_all_but_one_tick(seed):
     world, restarted_at = run_cluster(story, seed=seed, config=config)
     elected = [e["t"] - restarted_at for e in world.journal.of_type("raft-role") if e["t"] >= restarted_at and e["role"] == "leader"]
     assert elected and elected[0] < 0.95, elected
+
+
+def test_a_large_value_weighs_its_size_in_requests_and_in_raft_entries():
+    """``PutRequest.value_size``: a large value carried by a short text weighs its size
+    where requests and Raft appends are sized (``--max-request-bytes``, ``MaxSizePerMsg``);
+    a new leader's empty entry weighs nothing."""
+    small, large = PutRequest("k", "17"), PutRequest("k", "17", value_size=1_100_000)
+    assert (request_bytes(small), request_bytes(large)) == (3, 1_100_001)
+    cas = TxnRequest(compare=(Compare("k", "VALUE", "=", "16"),), success=(large,))
+    assert request_bytes(cas) == 3 + 1_100_001
+    assert entry_bytes(None) == 0
+    assert entry_bytes(Proposal("client-1/1/9", large)) == len("client-1/1/9") + 1_100_001

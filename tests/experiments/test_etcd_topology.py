@@ -73,6 +73,7 @@ def test_kubernetes_view_resets_only_from_newer_lists_and_ignores_older_events()
         ({"traffic": "k8s"}, "`traffic` must be one of register, kubernetes, got 'k8s'"),
         ({"serializable_read": -1.0}, "`serializable_read` is a finite non-negative weight"),
         ({"traffic": "kubernetes", "keys": 1}, "must be at least 2"),
+        ({"value_bytes": 2_000_000}, "`value_bytes` must be 0..1572864 (etcd's --max-request-bytes, 1.5 MiB)"),
     ],
 )
 def test_topology_options_are_validated_with_one_line_errors(fields, message):
@@ -213,14 +214,15 @@ def test_a_pinned_api_client_moves_only_when_its_server_refuses():
     assert rotating.server != before
 
 
-def test_the_real_etcd_system_refuses_the_simulated_topologies(tmp_path):
+@pytest.mark.parametrize(("field", "value"), [("traffic", "kubernetes"), ("value_bytes", 1_100_000)])
+def test_the_real_etcd_system_refuses_the_simulated_topologies(tmp_path, field, value):
     document = yaml.safe_load((Path(registry.CATALOG) / "real-etcd-leader-kill.yaml").read_text())
-    document["workload"]["traffic"] = "kubernetes"
+    document["workload"][field] = value
     path = tmp_path / "real.yaml"
     path.write_text(yaml.safe_dump(document))
     completed = chaoskube("validate", str(path))
     assert completed.returncode == 2
-    assert "field `workload.traffic`: not supported by the real-etcd system" in completed.stdout + completed.stderr
+    assert f"field `workload.{field}`: not supported by the real-etcd system" in completed.stdout + completed.stderr
 
 
 @pytest.mark.slow
