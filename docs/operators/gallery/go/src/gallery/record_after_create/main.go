@@ -25,6 +25,8 @@ limitations under the License.
 // class Sieve reports as intermediate-state bugs (Sun et al., OSDI 2022, §4.1; "atomicity
 // violation" in its first bug list: sieve-project/sieve bugs.md, e.g. datastax
 // cass-operator K8SSAND-1023, Orange-OpenSource/casskop#370, rabbitmq/cluster-operator#782).
+// After a rename (spec.deploymentName changed), a new Deployment is made under the new name
+// and recorded, and the one recorded before is deleted, as the fixed version does.
 // Fixed: record_after_create_fixed/main.go.
 package main
 
@@ -64,15 +66,18 @@ func syncHandler(c *foocontroller.Controller, key string) error {
 		return nil
 	}
 
-	var deployment *appsv1.Deployment
+	var deployment, replaced *appsv1.Deployment
 	if recorded := foo.Annotations[Annotation]; recorded != "" {
 		// The informer may not have the Deployment yet: try again shortly.
 		if deployment, err = c.DeploymentsLister.Deployments(foo.Namespace).Get(recorded); err != nil {
 			return err
 		}
-	} else {
-		// The bug: no record means no Deployment, though a create whose record was never
-		// written (a crash, a lost answer) made one.
+	}
+	if deployment == nil || deployment.GenerateName != foo.Spec.DeploymentName+"-" {
+		// The bug: no record (or the record of a Deployment of the old name) means no
+		// Deployment, though a create whose record was never written (a crash, a lost
+		// answer) made one.
+		replaced = deployment
 		fresh := foocontroller.NewDeployment(foo)
 		fresh.Name, fresh.GenerateName = "", foo.Spec.DeploymentName+"-"
 		if deployment, err = c.KubeClient.AppsV1().Deployments(foo.Namespace).Create(context.TODO(), fresh, metav1.CreateOptions{}); err != nil {
@@ -96,6 +101,13 @@ func syncHandler(c *foocontroller.Controller, key string) error {
 		scaled := deployment.DeepCopy()
 		scaled.Spec.Replicas = foo.Spec.Replicas
 		if deployment, err = c.KubeClient.AppsV1().Deployments(foo.Namespace).Update(context.TODO(), scaled, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	if replaced != nil && metav1.IsControlledBy(replaced, foo) {
+		uid := replaced.UID
+		err = c.KubeClient.AppsV1().Deployments(foo.Namespace).Delete(context.TODO(), replaced.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !errors.IsNotFound(err) {
 			return err
 		}
 	}

@@ -22,6 +22,11 @@ limitations under the License.
 // crash between the create and the record, or a lost answer, then finds the Deployment
 // made and adopts it. (The ReplicaSet controller closes the same window with
 // "expectations": kubernetes pkg/controller/controller_utils.go, ControllerExpectations.)
+// Level-triggered as to the name: the Deployment the Foo wants is one it controls whose
+// generateName is the current spec.deploymentName and "-"; after a rename a new one is
+// made and every other Deployment the Foo controls is deleted (uid precondition, NotFound
+// taken as done), as rename_leaves_deployment_fixed does, so a rename seen late or not at
+// all (a relist after a broken watch) ends the same way.
 package main
 
 import (
@@ -91,6 +96,9 @@ func syncHandler(c *foocontroller.Controller, key string) error {
 			return err
 		}
 	}
+	if err = deleteOthers(c, foo, deployment); err != nil {
+		return err
+	}
 	if err = c.UpdateFooStatus(foo, deployment); err != nil {
 		return err
 	}
@@ -98,8 +106,8 @@ func syncHandler(c *foocontroller.Controller, key string) error {
 	return nil
 }
 
-// owned is the Deployment the Foo controls (the oldest, if several), from the lister, else
-// from the API server; nil if there is none.
+// owned is the Deployment the Foo controls under its current deploymentName (the oldest,
+// if several), from the lister, else from the API server; nil if there is none.
 func owned(c *foocontroller.Controller, foo *samplev1alpha1.Foo) (*appsv1.Deployment, error) {
 	// The Deployment carries no labels of its own (sample-controller's newDeployment sets
 	// them on its selector and Pod template only): every Deployment of the namespace is
@@ -125,7 +133,7 @@ func owned(c *foocontroller.Controller, foo *samplev1alpha1.Foo) (*appsv1.Deploy
 func oldestControlled(deployments []*appsv1.Deployment, foo *samplev1alpha1.Foo) *appsv1.Deployment {
 	var mine []*appsv1.Deployment
 	for _, d := range deployments {
-		if d.DeletionTimestamp == nil && metav1.IsControlledBy(d, foo) {
+		if d.DeletionTimestamp == nil && d.GenerateName == foo.Spec.DeploymentName+"-" && metav1.IsControlledBy(d, foo) {
 			mine = append(mine, d)
 		}
 	}
@@ -139,6 +147,30 @@ func oldestControlled(deployments []*appsv1.Deployment, foo *samplev1alpha1.Foo)
 		return mine[i].Name < mine[j].Name
 	})
 	return mine[0]
+}
+
+// deleteOthers deletes every Deployment of the Foo's namespace that the Foo controls other
+// than keep (a name the Foo had before, a second one made by a race), in name order.
+func deleteOthers(c *foocontroller.Controller, foo *samplev1alpha1.Foo, keep *appsv1.Deployment) error {
+	all, err := c.DeploymentsLister.Deployments(foo.Namespace).List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	var others []*appsv1.Deployment
+	for _, d := range all {
+		if d.UID != keep.UID && d.DeletionTimestamp == nil && metav1.IsControlledBy(d, foo) {
+			others = append(others, d)
+		}
+	}
+	sort.Slice(others, func(i, j int) bool { return others[i].Name < others[j].Name })
+	for _, d := range others {
+		uid := d.UID
+		err := c.KubeClient.AppsV1().Deployments(foo.Namespace).Delete(context.TODO(), d.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !errors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
 }
 
 func main() {
