@@ -13,24 +13,26 @@ picked for reordering, which lets it overtake or fall behind. Partitions are a *
 checked when a message is sent and again when it is due, so a message in flight when its
 link is cut is dropped at delivery.
 
-A call that rides a real TCP connection (``Process.call(..., tcp=True)``: the HTTPS front's
-requests for real clients) is not lost to a partition: TCP retransmits an unacknowledged
-segment at a backoff that starts at the minimum RTO (200 ms, ``TCP_RTO_MIN``), doubles, and
-is capped at 120 s (``TCP_RTO_MAX``), and gives up after ``tcp_retries2`` = 15 tries,
-about 924.6 s (Linux ``include/net/tcp.h``; ``Documentation/networking/ip-sysctl.rst``). So
-its request or reply that a partition would drop is journaled ``retransmit`` and sent again
-at those times until the link is whole (then it travels the link as usual) or that bound
-passes (then it is dropped).
-
-A stream that rides a real TCP connection (:meth:`Network.open_tcp_stream`: the HTTPS
-front's watch streams to real clients, each message sent with ``stream=``) keeps its bytes
-in order as TCP does: once a partition cuts one of its messages, that message and every
-later one of the stream (sent meanwhile, or in flight) are held, in the order sent, behind
-one retransmission timer (the same backoff, journaled ``retransmit`` with the stream);
-the first retransmission that finds the link whole delivers them all, in order. When the
-partition outlasts the stream's bound (Linux's ~924.6 s), TCP gives up: the held messages
-are dropped and the connection is reset (journaled ``tcp-reset``; the stream's owner is
-told, and closes it as a reset connection).
+A message that rides a real TCP connection is not lost to a partition, and one mechanism
+carries every such message: a *TCP stream*, either named (:meth:`Network.open_tcp_stream`:
+the HTTPS front's watch streams to real clients, each message sent with ``stream=``) or
+implicit, the one-message stream of each request and each reply of a call that rides a
+connection (``Process.call(..., tcp=True)``: the front's requests for real clients). Once a
+partition cuts one of a stream's messages, that message and every later one of the stream
+(sent meanwhile, or in flight) are held, in the order sent, behind the stream's one
+retransmission timer: TCP retransmits an unacknowledged segment at a backoff that starts
+at the minimum RTO (200 ms, ``TCP_RTO_MIN``), doubles, and is capped at 120 s
+(``TCP_RTO_MAX``), each retransmission journaled ``retransmit`` (the held message's id, a
+named stream's with its ``stream``). The first retransmission that finds the link whole
+delivers them all, in order (a named stream's backlog behind what its link already
+carries; a call's message after the link's base delay). TCP gives up when the next
+retransmission would pass the stream's bound: ``tcp_retries2`` = 15 tries, about 924.6 s
+(Linux ``include/net/tcp.h``; ``Documentation/networking/ip-sysctl.rst``), or a named
+stream's own ``bound_s``. Then what the stream holds is dropped: a named stream's
+connection is reset at the bound (journaled ``tcp-reset``; the stream's owner is told, and
+closes it as a reset connection); a call's message is dropped at that retransmission, and
+also at one that finds the link still cut after its call has ended (its deadline passed:
+nobody waits for it any more).
 
 What a destination that is not running does: a stopped process refuses connections, so a
 call to it fails fast (``Failed``: it definitely did not happen); a message to a paused
@@ -66,7 +68,9 @@ def tcp_backoff(attempt: int) -> float:
 @dataclass(slots=True)
 class _TcpStream:
     """One TCP connection's stream (see the module docstring): the messages held behind
-    its retransmission timer (in the order sent), and that timer's state."""
+    its retransmission timer (in the order sent), and that timer's state. ``name`` is the
+    stream's (:meth:`Network.open_tcp_stream`), or empty for the implicit stream of one
+    message of a TCP call, whose ``call_id`` it is."""
 
     name: str
     bound_s: float
@@ -74,6 +78,7 @@ class _TcpStream:
     held: list[Message] = field(default_factory=list)
     first: float = 0.0  # when its oldest unacknowledged message was first cut
     attempt: int = 0
+    call_id: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,10 +155,8 @@ class Network:
         self._resolved: dict[tuple[str, str], LinkProfile] = {}
         self._last_due: dict[tuple[str, str], float] = {}
         self.grudge: dict[str, frozenset[str]] = {}
-        #: Calls that ride real TCP connections (see the module docstring), and per
-        #: message being retransmitted: (time of its first drop, retransmissions so far).
+        #: Calls that ride real TCP connections (see the module docstring).
         self.tcp_calls: set[int] = set()
-        self._retransmitting: dict[int, tuple[float, int]] = {}
         #: Streams that ride real TCP connections, by name (see the module docstring).
         self.tcp_streams: dict[str, _TcpStream] = {}
         self._random = world.random("network")
@@ -216,7 +219,8 @@ class Network:
         """The connection is closed: what it still held is lost with it."""
         stream = self.tcp_streams.pop(name, None)
         if stream is not None:
-            for message in stream.held:
+            held, stream.held = stream.held, []
+            for message in held:
                 self.drop(message, "partition")
 
     def _hold(self, stream: _TcpStream, message: Message) -> None:
@@ -228,39 +232,59 @@ class Network:
             self._arm(stream)
 
     def _arm(self, stream: _TcpStream) -> None:
-        """The next retransmission of the stream's oldest held message, at TCP's backoff;
-        past the bound, the connection is reset at the bound."""
+        """The next retransmission of the stream's oldest held message, at TCP's backoff,
+        unless TCP gives up: when that retransmission would pass the bound (a named
+        stream's connection is reset at the bound; a call's message is dropped at once),
+        or, a call's message, when its call has ended (nobody waits for it any more)."""
         now = self.world.now
         wait = tcp_backoff(stream.attempt)
-        if now + wait - stream.first > stream.bound_s:
-            self.world.call_at(max(now, stream.first + stream.bound_s), self._reset, stream)
+        if now + wait - stream.first > stream.bound_s or (stream.call_id and stream.call_id not in self.tcp_calls):
+            if stream.name:
+                self.world.call_at(max(now, stream.first + stream.bound_s), self._give_up, stream)
+            else:
+                self._give_up(stream)
             return
         stream.attempt += 1
         head = stream.held[0]
-        self.world.record("retransmit", id=head.id, src=head.src, dst=head.dst, attempt=stream.attempt, after_s=round(now + wait - stream.first, 6), stream=stream.name)
-        self.world.call_at(now + wait, self._retransmit_stream, stream)
+        fields: dict[str, Any] = {"id": head.id, "src": head.src, "dst": head.dst, "attempt": stream.attempt, "after_s": round(now + wait - stream.first, 6)}
+        if stream.name:
+            fields["stream"] = stream.name
+        self.world.record("retransmit", **fields)
+        self.world.call_at(now + wait, self._retransmit, stream)
 
-    def _retransmit_stream(self, stream: _TcpStream) -> None:
-        if self.tcp_streams.get(stream.name) is not stream or not stream.held:
-            return  # closed meanwhile: what it held went with it
+    def _closed(self, stream: _TcpStream) -> bool:
+        """Nothing held any more (delivered, or given up), or a named stream closed
+        meanwhile: what it held went with it."""
+        return not stream.held or (bool(stream.name) and self.tcp_streams.get(stream.name) is not stream)
+
+    def _retransmit(self, stream: _TcpStream) -> None:
+        if self._closed(stream):
+            return
         head = stream.held[0]
         if self.cut(head.src, head.dst):
             self._arm(stream)
             return
         held, stream.held = stream.held, []
-        key = (head.src, head.dst)
-        due = max(self.world.now + self.link(head.src, head.dst).delay_s, self._last_due.get(key, 0.0))
-        self._last_due[key] = due
+        due = self.world.now + self.link(head.src, head.dst).delay_s
+        if stream.name:  # the stream's backlog follows what its link already carries
+            key = (head.src, head.dst)
+            due = max(due, self._last_due.get(key, 0.0))
+            self._last_due[key] = due
         for message in held:  # acknowledged at last: the whole backlog follows, in order
             self.world.call_at(due, self._deliver, message)
 
-    def _reset(self, stream: _TcpStream) -> None:
-        """TCP gave up on the stream: its connection is reset."""
-        if self.tcp_streams.get(stream.name) is not stream or not stream.held:
+    def _give_up(self, stream: _TcpStream) -> None:
+        """TCP gave up on the stream: what it held is dropped; a named stream's connection
+        is reset (journaled ``tcp-reset``, closed, its owner told)."""
+        if self._closed(stream):
             return
-        head = stream.held[0]
-        self.world.record("tcp-reset", stream=stream.name, src=head.src, dst=head.dst, after_s=round(self.world.now - stream.first, 6), lost=len(stream.held))
-        self.close_tcp_stream(stream.name)
+        held, stream.held = stream.held, []
+        if stream.name:
+            head = held[0]
+            self.world.record("tcp-reset", stream=stream.name, src=head.src, dst=head.dst, after_s=round(self.world.now - stream.first, 6), lost=len(held))
+            del self.tcp_streams[stream.name]
+        for message in held:
+            self.drop(message, "partition")
         if stream.on_reset is not None:
             stream.on_reset()
 
@@ -319,33 +343,18 @@ class Network:
         self.world.record("drop", id=message.id, src=message.src, dst=message.dst, reason=reason)
 
     def _partitioned(self, message: Message) -> None:
-        """A partition cuts ``message``'s link: dropped, unless it rides a TCP connection
-        (retransmitted at the backoff until the link is whole or the bound passes)."""
+        """A partition cuts ``message``'s link: dropped, unless it rides a TCP connection:
+        held behind its stream's retransmission timer, a named stream's or (a TCP call's
+        request or reply) its own one-message stream's."""
         if message.stream and self.tcp_streams:
             stream = self.tcp_streams.get(message.stream)
             if stream is not None:
                 self._hold(stream, message)
                 return
         if message.call_id and message.call_id in self.tcp_calls:
-            now = self.world.now
-            first, attempt = self._retransmitting.get(message.id, (now, 0))
-            wait = tcp_backoff(attempt)
-            if now + wait - first <= TCP_GIVE_UP_S:
-                self._retransmitting[message.id] = (first, attempt + 1)
-                self.world.record("retransmit", id=message.id, src=message.src, dst=message.dst, attempt=attempt + 1, after_s=round(now + wait - first, 6))
-                self.world.call_at(now + wait, self._retransmit, message)
-                return
-        if self._retransmitting:
-            self._retransmitting.pop(message.id, None)  # given up, or its call ended
-        self.drop(message, "partition")
-
-    def _retransmit(self, message: Message) -> None:
-        sources = self.grudge.get(message.dst)
-        if sources is not None and message.src in sources:
-            self._partitioned(message)
+            self._hold(_TcpStream("", TCP_GIVE_UP_S, None, call_id=message.call_id), message)
             return
-        self._retransmitting.pop(message.id, None)
-        self.world.call_at(self.world.now + self.link(message.src, message.dst).delay_s, self._deliver, message)
+        self.drop(message, "partition")
 
     def _deliver(self, message: Message) -> None:
         world = self.world

@@ -307,10 +307,33 @@ def test_a_tcp_call_is_retransmitted_across_a_partition_and_others_are_lost(tcp)
     if tcp:
         assert outcome == Ok(("echo", "hello")) and 3.0 < elapsed < 3.1
         assert retransmits == pytest.approx([0.2, 0.6, 1.4, 3.0]) and not drops(world)
-        assert not world.network.tcp_calls and not world.network._retransmitting  # noqa: SLF001
+        assert not world.network.tcp_calls
     else:
         assert isinstance(outcome, Unknown) and elapsed == pytest.approx(10.0)
         assert not retransmits and len(drops(world, "partition")) == 1
+
+
+def test_a_tcp_calls_message_is_given_up_at_the_first_retransmission_after_its_call_ended():
+    # the request is cut from the start; the call's 1 s deadline passes between the
+    # retransmissions at 0.6 and 1.4 s: the one at 1.4 s finds the link still cut and drops
+    # it (nobody waits for it), with no retransmission after
+    results = []
+
+    async def client(process):
+        results.append(await process.call("server", "hello", timeout_s=1.0, tcp=True))
+
+    async def main(world):
+        world.spawn("server", echo_server)
+        world.network.partition({"server": {"client"}})
+        world.spawn("client", client)
+        await world.sleep(5)
+
+    world = make_world()
+    world.run(main)
+    assert isinstance(results[0], Unknown)
+    assert [event["after_s"] for event in world.journal.events if event["type"] == "retransmit"] == pytest.approx([0.2, 0.6, 1.4])
+    (drop,) = drops(world, "partition")
+    assert drop["t"] == pytest.approx(1.4, abs=0.01) and not world.network.tcp_calls
 
 
 @pytest.mark.parametrize("opened", [False, True])
