@@ -6,8 +6,10 @@ most one perturbation (:mod:`.plans`) fired by the operator's own requests.
 Time is sized to the operator's activity, not to fixed phases: after the manifests and
 after each workload step the session waits until the operator is *quiet* -- running, its
 watches open on every custom resource since its latest start, no write of its own and no
-store change (leases, events and node heartbeats aside) for ``quiet_s`` virtual seconds --
-bounded by ``step_timeout_s`` (a step that never quiets is recorded as not converged).
+store change (leases, events and node heartbeats aside) for ``quiet_s`` virtual seconds, and
+no write of the cluster's own controllers in flight (one that a failing etcd holds, then
+times out and retries, is work still to come) -- bounded by ``step_timeout_s`` (a step that
+never quiets is recorded as not converged).
 Then the run is stopped (heal, recovery, checks) at once.
 
 The session's record is the run directory (journal.jsonl, result.json, reports) and
@@ -42,6 +44,12 @@ OPERATOR = "operator"
 #: Store changes that do not count against quiescence: heartbeats (nodes, leader-election
 #: leases, the API servers' master leases every 10 s) and records.
 QUIET_IGNORED = ("/registry/leases/", "/registry/events/", "/registry/nodes/", "/registry/endpointslices/", "/registry/endpoints/", "/masterleases/")
+#: The same, as the resources of API calls: a write of these in flight does not hold a step.
+QUIET_IGNORED_RESOURCES = frozenset(("leases", "events", "nodes", "endpointslices", "endpoints"))
+#: The front's clients (the operator, the driver's user): real HTTP requests, whose end an
+#: API server killed under them does not journal; the operator's activity is its calls and
+#: its CPU, the user's writes are the steps themselves.
+FRONT_CLIENTS = frozenset((OPERATOR, "outside"))
 POLL_S = 0.1  # wall seconds between two looks at the journal
 #: A poll that finds the operator's threads running or waiting for a CPU for at least this
 #: share of the time since the previous poll counts as its activity: no quiet spell ends
@@ -547,6 +555,11 @@ class _Watcher:
         self.children: _Descendants | None = None  # sampled every CPU_SAMPLE_S (run_session's)
         self.sampled_at = 0.0
         self.busy_polls = 0  # polls that found the operator busy (OPERATOR_BUSY) since take_lag()
+        #: The cluster's own writes in flight, (client, op id) -> client: no quiet spell while
+        #: one is. A controller's write held by a failing etcd (its store change still to come,
+        #: or a timeout and a retry) is work the step has not finished; a killed process's
+        #: calls end with it.
+        self.writes_in_flight: dict[tuple[str, Any], str] = {}
 
     def take_lag(self) -> float:
         lag, self.lag_s = self.lag_s, 0.0
@@ -594,10 +607,13 @@ class _Watcher:
             elif kind == "http-request" and event.get("client") == OPERATOR:
                 if event.get("verb") == "watch" and event.get("code") == 200 and event.get("resource") in self.plurals:
                     self.watching.add(event["resource"])
-            elif kind == "api-op" and event.get("client") == OPERATOR:
-                self._active(event["t"])
-                if event.get("phase") == "ok" and event.get("verb") in ("create", "update", "patch", "delete"):
-                    self.writes += 1
+            elif kind == "api-op":
+                self._api_op(event)
+            elif kind == "process" and event.get("event") in ("kill", "exit"):
+                gone = event.get("process", "")
+                for key, client in list(self.writes_in_flight.items()):
+                    if client == gone or client.startswith(gone + "/"):
+                        del self.writes_in_flight[key]
             elif kind == "raft-apply" and event.get("events"):
                 if any(not str(change[1]).startswith(QUIET_IGNORED) for change in event["events"]):
                     self._active(event["t"])
@@ -620,13 +636,31 @@ class _Watcher:
         if self.perturbed or not self.ready():
             self.healed_at = self.now
 
+    def _api_op(self, event: dict[str, Any]) -> None:
+        """An API call's begin or end: the operator's are its activity (and its writes
+        counted); a write of the cluster's own (but for the resources whose changes are
+        ignored) is tracked while in flight, and its begin and end are activity."""
+        client = str(event.get("client", ""))
+        write = client not in FRONT_CLIENTS and event.get("verb") in MUTATING and event.get("resource") not in QUIET_IGNORED_RESOURCES
+        if client == OPERATOR or write:
+            self._active(event["t"])
+        if client == OPERATOR and event.get("phase") == "ok" and event.get("verb") in MUTATING:
+            self.writes += 1
+        if write:
+            key = (client, event.get("op_id"))
+            if event.get("phase") == "invoke":
+                self.writes_in_flight[key] = client
+            else:
+                self.writes_in_flight.pop(key, None)
+
     def ready(self) -> bool:
         return self.operator_running and self.watching >= self.plurals
 
     def quiet(self, quiet_s: float, since: float, writes: int = 0) -> bool:
-        """Ready, no perturbation in force, at least ``writes`` writes made, and nothing
-        done for ``quiet_s``."""
-        return self.ready() and not self.perturbed and (self.writes >= writes or self.relaxed) and self.now >= self.settle_until and self.now - max(self.last_activity, since) >= quiet_s
+        """Ready, no perturbation in force, no write in flight, at least ``writes`` writes
+        made, and nothing done for ``quiet_s``."""
+        return (self.ready() and not self.perturbed and not self.writes_in_flight and (self.writes >= writes or self.relaxed) and self.now >= self.settle_until
+                and self.now - max(self.last_activity, since) >= quiet_s)
 
 
 def _wait(watcher: _Watcher, condition: Callable[[], bool], timeout_s: float) -> bool:

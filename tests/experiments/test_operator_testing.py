@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import orjson
 import pytest
@@ -423,6 +424,56 @@ def test_the_driver_keeps_an_unobserved_state_across_steps_until_it_ends():
     watcher.reset_pause(5.0)
     assert not watcher.withholding and not watcher.perturbed and watcher.relaxed
     assert watcher.settle_until == 5.0 + UNOBSERVED_SETTLE_S
+
+
+def test_a_controller_write_in_flight_holds_the_quiet_spell_until_it_ends():
+    """etcd-leader-kill@patch:widgets#3 on scale_down_forgets_pvcs_fixed (pass 3 at 36ec1f0):
+    the PVC protection controller's finalizer removal, sent as the etcd leader died, timed
+    out 5 s later and landed on its retry 1 s after that; the step had ended in between (no
+    store change for 2 s) and judged the claim still present. A write of the cluster's own in
+    flight holds the quiet spell, its end is activity, a killed process's calls end with it;
+    the front's clients' calls (whose end a killed API server does not journal) and writes of
+    leases, events and nodes hold nothing."""
+    from chaoskube.experiments.operator_testing.session import _Watcher
+
+    class World:
+        def __init__(self):
+            self.journal = type("Journal", (), {"events": []})()
+            self.now = 0.0
+            self.processes = {"operator": SimpleNamespace(running=True, memory={"pid": 1})}  # running, watching all (none)
+
+        def catch_up(self):
+            pass
+
+    class Handle:
+        world = World()
+
+        def call(self, fn):
+            return fn()
+
+    handle = Handle()
+    watcher = _Watcher(handle, set(), speed=1.0)
+    kcm = "kube-controller-manager-2/controllers"
+
+    def at(t, *events):
+        handle.world.journal.events += [dict(event, t=t) for event in events]
+        handle.world.now = t
+        watcher.poll()
+
+    at(11.9, {"type": "api-op", "client": kcm, "op_id": "1.5", "phase": "invoke", "verb": "update", "resource": "persistentvolumeclaims"},
+       {"type": "api-op", "client": "operator", "op_id": 9, "phase": "invoke", "verb": "patch", "resource": "widgets"},
+       {"type": "api-op", "client": "node-1/kubelet", "op_id": 3, "phase": "invoke", "verb": "update", "resource": "nodes"})
+    at(16.0)
+    assert not watcher.quiet(2.0, 11.9)  # 4 s of silence, the claim's update still in flight
+    at(16.9, {"type": "api-op", "client": kcm, "op_id": "1.5", "phase": "fail", "code": 504, "verb": "update", "resource": "persistentvolumeclaims"})
+    at(17.5)
+    assert not watcher.quiet(2.0, 11.9)  # its timeout is activity: the retry is to come
+    at(18.95)
+    assert watcher.quiet(2.0, 11.9)  # the operator's patch and the node's update hold nothing
+    at(19.0, {"type": "api-op", "client": kcm, "op_id": "1.6", "phase": "invoke", "verb": "delete", "resource": "pods"},
+       {"type": "process", "event": "kill", "process": "kube-controller-manager-2"})
+    at(21.1)
+    assert watcher.quiet(2.0, 11.9)  # the killed manager's call ended with it
 
 
 # ----------------------------------------------------------------------------- derived names
