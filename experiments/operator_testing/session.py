@@ -400,9 +400,25 @@ def _arm(handle: Any, plan: Plan | None, record: SessionRecord, custom: set[str]
         seen["count"] += 1
         if seen["count"] == point.nth:
             remove()
+            if plan.kind == "crash" and not point.user:
+                _kill_program_now(world)
             world.call_later(0.0, act)
 
     remove = world.on_record("api-op", hook)
+
+
+def _kill_program_now(world: Any) -> None:
+    """SIGKILL the operator's program at once, from the hook that saw its write answered,
+    before the answer leaves the front: a crash *right after* the write (Sieve's intermediate
+    state) must not let the operator act on the answer first. Cancelling the simulated
+    process only kills the program at the run's next scheduling step, 10-20 ms later on a
+    busy machine, by when an operator has made its next write (record_after_create's crash
+    plan missed its window so). The simulated process is killed by the action scheduled
+    after, as before; this only sends the signal sooner (it changes nothing in the world)."""
+    process = world.processes.get(OPERATOR)
+    program = process.memory.get("program") if process is not None else None
+    if program is not None:
+        program.kill_group()
 
 
 def _marker(world: Any, record: SessionRecord) -> Callable[[str], None]:
@@ -492,6 +508,8 @@ def _arm_view(handle: Any, plan: Plan, record: SessionRecord, mark: Callable[[st
                 if state["armed"] is None:  # it was not ours to see begin (cannot happen in order)
                     begin()
                 state["fired"] = True
+                if stale and not point.user:
+                    _kill_program_now(world)  # fire's kill, right after its own write
                 world.call_later(0.0, fire)
         elif event.get("op_id") == state["armed"]:
             state["armed"] = None
