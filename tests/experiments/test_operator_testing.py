@@ -390,28 +390,24 @@ def test_an_operator_running_or_waiting_for_a_cpu_is_busy_and_an_idle_one_is_not
             child.stdout.close()
 
 
+class _FakeHandle:
+    """What the session's watcher reads of a run: its world's journal, clock and processes,
+    called in the run's thread (here, at once)."""
+
+    def __init__(self, processes: dict | None = None):
+        self.world = SimpleNamespace(journal=SimpleNamespace(events=[]), now=0.0, processes=processes or {}, catch_up=lambda: None)
+
+    def call(self, fn):
+        return fn()
+
+
 def test_the_driver_keeps_an_unobserved_state_across_steps_until_it_ends():
     """The session's watcher: withholding begun at a user's change stays in force through
     the steps' bookkeeping until the end is journaled; then no quiet spell counts for the
     settle time (the operator may wait for the echo of its own last write)."""
     from chaoskube.experiments.operator_testing.session import UNOBSERVED_SETTLE_S, _Watcher
 
-    class World:
-        def __init__(self):
-            self.journal = type("Journal", (), {"events": []})()
-            self.now = 0.0
-            self.processes = {}
-
-        def catch_up(self):
-            pass
-
-    class Handle:
-        world = World()
-
-        def call(self, fn):
-            return fn()
-
-    handle = Handle()
+    handle = _FakeHandle()
     watcher = _Watcher(handle, {"widgets"}, speed=1.0)
     handle.world.journal.events += [{"type": "test-operator", "event": "withholding", "t": 1.0}]
     handle.world.now = 1.0
@@ -436,22 +432,7 @@ def test_a_controller_write_in_flight_holds_the_quiet_spell_until_it_ends():
     leases, events and nodes hold nothing."""
     from chaoskube.experiments.operator_testing.session import _Watcher
 
-    class World:
-        def __init__(self):
-            self.journal = type("Journal", (), {"events": []})()
-            self.now = 0.0
-            self.processes = {"operator": SimpleNamespace(running=True, memory={"pid": 1})}  # running, watching all (none)
-
-        def catch_up(self):
-            pass
-
-    class Handle:
-        world = World()
-
-        def call(self, fn):
-            return fn()
-
-    handle = Handle()
+    handle = _FakeHandle({"operator": SimpleNamespace(running=True, memory={"pid": 1})})  # running, watching all (none)
     watcher = _Watcher(handle, set(), speed=1.0)
     kcm = "kube-controller-manager-2/controllers"
 
