@@ -573,11 +573,11 @@ class _Watcher:
         self.children: _Descendants | None = None  # sampled every CPU_SAMPLE_S (run_session's)
         self.sampled_at = 0.0
         self.busy_polls = 0  # polls that found the operator busy (OPERATOR_BUSY) since take_lag()
-        #: The cluster's own writes in flight, (client, op id) -> client: no quiet spell while
+        #: The cluster's own writes in flight, (client, op id): no quiet spell while
         #: one is. A controller's write held by a failing etcd (its store change still to come,
         #: or a timeout and a retry) is work the step has not finished; a killed process's
         #: calls end with it.
-        self.writes_in_flight: dict[tuple[str, Any], str] = {}
+        self.writes_in_flight: set[tuple[str, Any]] = set()
 
     def take_lag(self) -> float:
         lag, self.lag_s = self.lag_s, 0.0
@@ -629,9 +629,7 @@ class _Watcher:
                 self._api_op(event)
             elif kind == "process" and event.get("event") in ("kill", "exit"):
                 gone = event.get("process", "")
-                for key, client in list(self.writes_in_flight.items()):
-                    if client == gone or client.startswith(gone + "/"):
-                        del self.writes_in_flight[key]
+                self.writes_in_flight = {key for key in self.writes_in_flight if key[0] != gone and not key[0].startswith(gone + "/")}
             elif kind == "raft-apply" and event.get("events"):
                 if any(not str(change[1]).startswith(QUIET_IGNORED) for change in event["events"]):
                     self._active(event["t"])
@@ -667,9 +665,9 @@ class _Watcher:
         if write:
             key = (client, event.get("op_id"))
             if event.get("phase") == "invoke":
-                self.writes_in_flight[key] = client
+                self.writes_in_flight.add(key)
             else:
-                self.writes_in_flight.pop(key, None)
+                self.writes_in_flight.discard(key)
 
     def ready(self) -> bool:
         return self.operator_running and self.watching >= self.plurals
