@@ -121,7 +121,7 @@ def plan_update_revision(revisions: Sequence[ControllerRevision], data: dict[str
     equal = find_equal_revisions(ordered, data)
     if not equal:
         return None, number
-    if _encoded(ordered[-1].data) == _encoded(equal[-1].data):
+    if equal[-1] is ordered[-1]:  # the latest holds data (upstream compares their data: the same test)
         return ordered[-1], ordered[-1].revision
     return equal[-1], number
 
