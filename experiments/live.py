@@ -71,6 +71,7 @@ from chaoskube.api import protocol
 from chaoskube.api.protocol import set_epoch
 from chaoskube.apiserver.http import ApiFront, CertificateAuthority, FrontConfig, Identity, ServerTLS, kubeconfig, write_kubeconfig
 from chaoskube.checkers.verdict import Verdict
+from chaoskube.client.client import ApiError
 from chaoskube.experiments.model import Experiment, Phases, experiment_dir
 from chaoskube.experiments.phases import PhaseRecord, drive_phases
 from chaoskube.experiments.registry import MAX_PHASE_S
@@ -89,6 +90,9 @@ OPERATOR = "operator"
 #: experiment is a valid one that ``--faults`` can give faults to.
 FOREVER_S = MAX_PHASE_S
 MAX_LINE = 4000  # journaled characters of one output line
+#: How often a live run asks whether the manifests' CRDs are Established before it starts
+#: the user's program (``kubectl wait`` polls its watch; a tenth of a second is finer).
+ESTABLISHED_POLL_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -316,12 +320,50 @@ class LiveHost(SimulatedHost):
         write_kubeconfig(operator_path, kubeconfig(ca.certificate, names, [(operator, operator_pair)], current_user=operator.name))
         self.world.record("live", event="serving", urls=[url for _, url in self.front.urls], kubeconfig=str(path))
         if self.options.run:
-            self._spawn_operator(operator_path)
+            if getattr(self.system, "custom_definitions", None):
+                self.nursery.start_soon(self._spawn_operator_once_established, operator_path)
+            else:
+                self._spawn_operator(operator_path)
         self.handle = LiveHandle(path, operator_path, self.front.urls, self.world, self.front, system, trio.lowlevel.current_trio_token(), self)
         if self.options.on_ready is not None:
             self.options.on_ready(self.handle)
 
     # ------------------------------------------------------------------ the user's program
+    async def _spawn_operator_once_established(self, kubeconfig_path: Path) -> None:
+        """Start the user's program once the CustomResourceDefinitions of ``--manifests``
+        are Established, as a user runs ``kubectl apply -f crds/ && kubectl wait --for
+        condition=established crd --all`` before starting an operator: a program started
+        before then may discover its group between the CRD's creation and its
+        Establishment (the discovery lists only Established CRDs, as upstream's
+        customresource_discovery_controller.go does) and, seeing no later CRD event,
+        never serve its resource -- kopf logs "Unresolved resources cannot be served"
+        then. With no CRD in the manifests it starts as the front opens. A CRD that is not
+        Established within the workload's ``converge_s`` does not hold the program back
+        for ever: it starts after the setup phase and ``converge_s``, and the journal says so.
+        A run stopped before then never starts it."""
+        names = list(self.system.custom_definitions)
+        waited_from = self.world.now
+        # the manifests are applied after the setup phase's steady state
+        limit = self.experiment.phases.setup_s + float(getattr(getattr(self.system, "workload", None), "converge_s", 120.0))
+        problems = await self._definitions_not_established()
+        while problems and self.world.now - waited_from < limit:
+            await self.world.sleep(ESTABLISHED_POLL_S)
+            if self.stopping.is_set():  # the run ends before the program had a reason to start
+                return
+            problems = await self._definitions_not_established()
+        self.world.record("operator", event="definitions-established" if not problems else "definitions-not-established",
+                          definitions=names, waited_s=round(self.world.now - waited_from, 6), **({"problems": problems} if problems else {}))
+        self._spawn_operator(kubeconfig_path)
+
+    async def _definitions_not_established(self) -> list[str]:
+        """Which of the manifests' CRDs the store does not hold Established yet, read as
+        the system's own steady-state probe reads them; an API server that does not answer
+        leaves all of them unknown."""
+        try:
+            return await self.system.definition_problems()
+        except ApiError as error:  # an API server down: ask again later
+            return [f"the API did not answer: {error}"]
+
     def _spawn_operator(self, kubeconfig_path: Path) -> None:
         env = {**os.environ, "KUBECONFIG": str(kubeconfig_path), "PYTHONUNBUFFERED": "1"}
         command = self.options.run

@@ -1113,7 +1113,7 @@ class KubernetesSystem(System):
         try:
             problems = await self._node_problems()
             if self._workload_created:
-                problems += await self._workload_problems() + await self._service_problems() + await self._definition_problems()
+                problems += await self._workload_problems() + await self._service_problems() + await self.definition_problems()
         except ApiError as error:
             verdict = Verdict(False, f"the API did not answer: {error}")
         else:
@@ -1194,7 +1194,9 @@ class KubernetesSystem(System):
                     problems.append(why)
         return problems
 
-    async def _definition_problems(self) -> list[str]:
+    async def definition_problems(self) -> list[str]:
+        """The manifests' CustomResourceDefinitions not (yet) Established, one line each (a
+        steady-state problem; a live run starts the user's program once there is none)."""
         if not self.custom_definitions:
             return []
         assert self._client is not None

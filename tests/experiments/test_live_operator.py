@@ -6,9 +6,12 @@ an operator for more than a minute of wall time."""
 
 from __future__ import annotations
 
+import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import orjson
@@ -18,6 +21,7 @@ from chaoskube.experiments import registry
 from chaoskube.experiments.model import ExperimentError
 
 ROOT = Path(__file__).resolve().parents[2]
+KUBECTL = shutil.which("kubectl")
 CLUSTER = "{etcdMembers: 3, apiServers: 2, controllerManagers: 1, schedulers: 1, nodeGroups: [{count: 2, zones: [zone-a, zone-b]}]}"
 
 HEARTBEAT = """\
@@ -335,6 +339,43 @@ def test_serve_accepts_manifests_of_only_crds_and_custom_resources(tmp_path):
     assert result.live["interrupted"]["signal"] == "interrupt" and result.verdicts["leader-election"].valid is True
     assert "- Replay: none (a plain `chaoskube serve` has no experiment to run again; see Live run)" in (tmp_path / "run" / "report.md").read_text()
     assert orjson.loads((tmp_path / "run" / "result.json").read_bytes())["replay"] == ""
+
+
+def test_serve_run_starts_the_operator_once_the_manifests_crds_are_established(tmp_path):
+    """``serve --manifests DIR --run CMD`` starts CMD as ``kubectl apply -f DIR && kubectl
+    wait --for condition=established crd --all && CMD`` would: its first discovery already
+    lists the custom resource. Started as the front opened, before the manifests were
+    applied, kopf found no resource to serve (the discovery lists only Established CRDs,
+    and no later CRD event made it look again)."""
+    if KUBECTL is None:
+        pytest.skip("kubectl is not installed on this machine")
+    manifests = tmp_path / "crds"
+    manifests.mkdir()
+    (manifests / "widgets.yaml").write_text(CRD_ONLY)
+    out = tmp_path / "run"
+    # the operator's first act: the discovery of the group, as a client's first request
+    command = f"{KUBECTL} api-resources --api-group=example.com -o name && {KUBECTL} get widgets -A -o name >/dev/null && echo served; exec sleep 600"
+    run = subprocess.Popen([sys.executable, "-m", "chaoskube.experiments.cli", "serve", "--manifests", str(manifests), "--listen", "127.0.0.1:0", "--out", str(out), "--run", command],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    journal = out / "journal.jsonl"
+    try:
+        for _ in range(240):
+            if journal.exists() and b'"line":"served"' in journal.read_bytes():
+                break
+            time.sleep(0.5)
+    finally:
+        run.send_signal(signal.SIGINT)
+        try:
+            run.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            run.kill()
+            run.communicate()
+    events = [orjson.loads(line) for line in journal.read_bytes().splitlines()]
+    operator = [event for event in events if event["type"] == "operator"]
+    assert operator[0]["event"] == "definitions-established" and operator[0]["definitions"] == ["widgets.example.com"], operator[:2]
+    assert operator[1]["event"] == "start", operator[:2]
+    lines = [event["line"] for event in events if event["type"] == "operator-output" and event["stream"] == "stdout"]
+    assert lines[:2] == ["widgets.example.com", "served"], (lines, [event["line"] for event in events if event["type"] == "operator-output"])
 
 
 def test_end_state_evidence_names_the_objects_found_and_their_owners():
