@@ -421,7 +421,7 @@ def _target_text(target: str, infos: Any) -> str:
 @click.option("--listen", default="127.0.0.1:6443", show_default=True, metavar="HOST:PORT", help="Where the first API server replica listens; the next replicas take the next ports (port 0: any free ports). Loopback only.")
 @click.option("--kubeconfig", "kubeconfig_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the kubeconfig here [default: OUT/kubeconfig].")
 @click.option("--out", "out_dir", type=OutDir(), default=None, help="Result directory [default: runs/NAME-live-seedN].")
-@click.option("--run", "command", default="", metavar="COMMAND", help="Start COMMAND with KUBECONFIG set, as the simulated process `operator` (fault target role:operator); stopped and reaped on every exit.")
+@click.option("--run", "command", default="", metavar="COMMAND", help="Start COMMAND with KUBECONFIG set, as the simulated process `operator` (fault target role:operator), once the --manifests CRDs are Established; stopped and reaped on every exit.")
 @click.option("--user", "users", multiple=True, metavar="USER[:GROUP,...]|serviceaccount:NS/NAME", help="Another identity in the kubeconfig (a client certificate, or a service account token); repeatable.")
 @click.option("--run-as", "run_as", default="chaoskube-operator:system:masters", show_default=True, metavar="USER[:GROUP,...]|serviceaccount:NS/NAME", help="The identity of the --run program.")
 @click.option("--seed", type=SEED, default=None, help="The seed of the simulated cluster, 0 to 2**64-1 [default: the experiment's, else 1].")
