@@ -155,10 +155,20 @@ def judge_plan(run: dict[str, Any], reference: dict[str, Any], mask: Mask | None
     mine, theirs, labels = _aligned(run, reference)
     findings = judge(mine, theirs, mask, labels=labels)
     if run.get("withheld"):
-        # An object the reference made (and removed) only for a state this run's operator
-        # was kept from seeing is not missing: it was never wanted by a state it saw.
-        findings = [finding for finding in findings if not (finding["oracle"] == "lifecycle" and finding["run"] == [0, 0])]
+        findings = [finding for finding in findings if not (finding["oracle"] == "lifecycle" and _made_only_for_an_unseen_state(finding["run"], finding["reference"]))]
     return findings
+
+
+def _made_only_for_an_unseen_state(mine: list[int], theirs: list[int]) -> bool:
+    """Whether an object's lifecycle in a run whose operator was kept from seeing a state
+    falls short of the reference's only by objects made and removed for that state: none at
+    all, or fewer creations and as many fewer deletions (what the reference made for the
+    state it saw, say a Pod of a `replicas: 2` that came and went, and this operator, level-
+    triggered, skipped). It was never wanted by a state this operator saw. More creations,
+    or an object left over (creations less deletions differ), is still a finding."""
+    if mine == [0, 0]:
+        return True
+    return mine[0] <= theirs[0] and mine[1] <= theirs[1] and mine[0] - mine[1] == theirs[0] - theirs[1]
 
 
 def _log_around(run: dict[str, Any]) -> list[str]:

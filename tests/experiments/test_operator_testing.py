@@ -186,6 +186,30 @@ def test_a_step_the_operator_was_kept_from_seeing_is_not_judged():
     assert [(finding["oracle"], finding["object"], finding["at"]) for finding in findings] == [("state", "configmaps/default/leaked", labels[2])]
 
 
+def test_a_pod_made_only_for_an_unseen_state_is_not_missing():
+    """go/record_after_create_fixed's unobserved-state@user-patch:foos...#2 (withheld: the
+    Foo's `replicas: 2`, then `replicas: 1`): the reference's ReplicaSet made and removed two
+    Pods, the run's one -- the operator never saw the state that wanted the second. Not a
+    finding with the state withheld; a Pod made more often, or one left over, is."""
+    from chaoskube.experiments.operator_testing.run import judge_plan
+
+    reference = {**session("learn-1"), "fewest": []}
+    pods = "pods/default/ax-*-588d86f984-[replicasets/default/ax-*-588d86f984]*"
+    reference = {**reference, "lifecycle": {**reference["lifecycle"], pods: [2, 2]}}
+    withheld = {"withheld": [reference["labels"][1]]}
+
+    def lifecycle(counts: list[int], **extra: object) -> list[tuple[str, list[int]]]:
+        run = {**reference, "lifecycle": {**reference["lifecycle"], pods: counts}, **extra}
+        return [(finding["object"], finding["run"]) for finding in judge_plan(run, reference, None) if finding["oracle"] == "lifecycle"]
+
+    assert lifecycle([1, 1]) == [(pods, [1, 1])]  # judged as any run without a withheld state
+    assert lifecycle([1, 1], **withheld) == []
+    assert lifecycle([0, 0], **withheld) == []
+    assert lifecycle([3, 3], **withheld) == [(pods, [3, 3])]  # made more often
+    assert lifecycle([2, 1], **withheld) == [(pods, [2, 1])]  # one left over
+    assert lifecycle([1, 0], **withheld) == [(pods, [1, 0])]
+
+
 @pytest.mark.parametrize("text", ["crash", "crash@create:configmaps", "boom@create:configmaps#1", "crash@get:configmaps#1", "crash@create:configmaps#0", "crash@create#1"])
 def test_a_bad_plan_id_is_one_line(text):
     with pytest.raises(ValueError, match="plan id") as error:
