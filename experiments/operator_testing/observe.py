@@ -213,23 +213,26 @@ def observe(events: Iterable[Mapping[str, Any]], custom_resources: Sequence[str]
         elif kind == "test-operator":
             obs.marks.append(dict(event))
     # Ownership: custom resources, anything owned (transitively) by one, anything written.
+    # Every incarnation counts: a name used again (a Deployment made anew, its ReplicaSet
+    # with the same hash) leaves the children of the earlier one owned, and named, too.
     every: dict[tuple[str, str], dict[str, Any]] = {}
+    incarnations: dict[str, tuple[tuple[str, str], dict[str, Any]]] = {}  # uid -> (key, latest version)
     for _, key, obj in timeline:
         if obj is not None:
             every[key] = obj
-    owned_uids = {obj.get("metadata", {}).get("uid") for key, obj in every.items() if key[0] in custom}
+            incarnations[str(obj.get("metadata", {}).get("uid", ""))] = (key, obj)
+    owned_uids = {uid for uid, (key, _) in incarnations.items() if key[0] in custom}
     changed = True
     while changed:
         changed = False
-        for obj in every.values():
-            meta = obj.get("metadata", {})
-            if meta.get("uid") not in owned_uids and any(ref.get("uid") in owned_uids for ref in meta.get("ownerReferences") or ()):
-                owned_uids.add(meta.get("uid"))
+        for uid, (_, obj) in incarnations.items():
+            if uid not in owned_uids and any(ref.get("uid") in owned_uids for ref in obj.get("metadata", {}).get("ownerReferences") or ()):
+                owned_uids.add(uid)
                 changed = True
-    owned = {key for key, obj in every.items() if key[0] in custom or obj.get("metadata", {}).get("uid") in owned_uids} | (written & set(every))
+    owned = {key for uid, (key, _) in incarnations.items() if key[0] in custom or uid in owned_uids} | (written & set(every))
     normal = generated_names(every.values())
     followed = {key: (_follow_key(key, normal), follow(obj, normal)) for key, obj in every.items()}
-    names = {obj.get("metadata", {}).get("uid", ""): f"{key[0]}/{_identity(key[0], key[1], obj, {})}" for key, obj in followed.values()}
+    names = {uid: f"{key[0]}/{_identity(key[0], _follow_key(key, normal)[1], follow(obj, normal), {})}" for uid, (key, obj) in incarnations.items()}
     identities: dict[tuple[str, str], str] = {}
     for key, (named, obj) in followed.items():
         if key in owned:

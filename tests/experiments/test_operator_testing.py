@@ -551,3 +551,32 @@ def test_a_child_made_for_an_owner_already_gone_and_garbage_collected_is_left_ou
     assert posthumous(timeline[:7]) == set()
     assert posthumous([timeline[0], timeline[4], timeline[7]]) == set()
     assert observe(journal[:7], [FOOS], [14.5]).lifecycle[deployments] == [2, 1]
+
+
+def test_the_children_of_an_earlier_incarnation_of_a_name_are_observed():
+    """go/rename_leaves_deployment_fixed's unobserved-state@patch:events#21: after the Foo's
+    deletion a stale sync made the Deployment `ax` anew (another uid) and the Deployment
+    controller its ReplicaSet of the same name. The Pod of the first ReplicaSet was owned,
+    and present at the checkpoint before, but ownership was worked out from the last object
+    of each name only, so it vanished from every checkpoint."""
+    foo = {"metadata": {"name": "foo-1", "namespace": "default", "uid": "u-foo"}, "spec": {"deploymentName": "ax"}}
+
+    def deployment(uid: str) -> dict:
+        return {"metadata": {"name": "ax", "namespace": "default", "uid": uid, "ownerReferences": [{"kind": "Foo", "name": "foo-1", "uid": "u-foo"}]}}
+
+    def replicaset(uid: str, owner: str) -> dict:
+        return {"metadata": {"name": "ax-5d4f9c", "namespace": "default", "uid": uid, "ownerReferences": [{"kind": "Deployment", "name": "ax", "uid": owner}]}}
+
+    pod = {"metadata": {"name": "ax-5d4f9c-pjdrx", "generateName": "ax-5d4f9c-", "namespace": "default", "uid": "u-pod", "ownerReferences": [{"kind": "ReplicaSet", "name": "ax-5d4f9c", "uid": "u-rs-1"}]}}
+    journal = [_apply(10, "PUT", FOOS, foo), _apply(11, "PUT", "deployments", deployment("u-1")), _apply(12, "PUT", "replicasets", replicaset("u-rs-1", "u-1")),
+               _apply(13, "PUT", "pods", pod),
+               # after the checkpoint: the Foo deleted, its children collected, `ax` made anew and collected
+               _apply(20, "DELETE", FOOS, foo), _apply(21, "DELETE", "pods", pod), _apply(22, "DELETE", "replicasets", replicaset("u-rs-1", "u-1")),
+               _apply(23, "DELETE", "deployments", deployment("u-1")), _apply(24, "PUT", "deployments", deployment("u-2")),
+               _apply(25, "PUT", "replicasets", replicaset("u-rs-2", "u-2")), _apply(26, "DELETE", "deployments", deployment("u-2")),
+               _apply(27, "DELETE", "replicasets", replicaset("u-rs-2", "u-2"))]
+    obs = observe(journal, [FOOS], [14.5])
+    pods = "pods/default/ax-5d4f9c-[replicasets/default/ax-5d4f9c]*"
+    assert sorted(obs.checkpoints[0]) == ["deployments/default/ax", f"{FOOS}/default/foo-1", pods, "replicasets/default/ax-5d4f9c"]
+    assert obs.checkpoints[0][pods] == [{"metadata": {"generateName": "ax-5d4f9c-", "namespace": "default", "ownerReferences": [{"kind": "ReplicaSet", "name": "ax-5d4f9c"}]}}]
+    assert obs.lifecycle[pods] == [1, 1]
