@@ -344,7 +344,7 @@ class LiveHost(SimulatedHost):
         names = list(self.system.custom_definitions)
         waited_from = self.world.now
         # the manifests are applied after the setup phase's steady state
-        limit = self.experiment.phases.setup_s + float(getattr(getattr(self.system, "workload", None), "converge_s", 120.0))
+        limit = self.experiment.phases.setup_s + self.system.workload.converge_s
         problems = await self._definitions_not_established()
         while problems and self.world.now - waited_from < limit:
             await self.world.sleep(ESTABLISHED_POLL_S)
