@@ -54,9 +54,11 @@ import datetime as _dt
 import functools
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -372,8 +374,16 @@ class LiveHost(SimulatedHost):
         host = self
 
         async def main(process: Process) -> None:
-            # Forked here, in the run's own thread (never a worker thread): module doc.
-            program = Program.start(command, env, Path.cwd())
+            # Each incarnation has a /tmp of its own, gone when it is reaped, as a
+            # container's writable layer is on a restart: what a killed program leaves
+            # there (the kubernetes client's certificate and key files, removed only at a
+            # clean exit) does not pile up on the machine over a run's many crashes.
+            scratch = tempfile.mkdtemp(prefix="chaoskube-operator-tmp-")
+            try:
+                program = Program.start(command, {**env, "TMPDIR": scratch}, Path.cwd())
+            except BaseException:
+                shutil.rmtree(scratch, ignore_errors=True)
+                raise
             guard = host.program_guard()
             guard.guard(program.pid)
             process.memory["program"] = program
@@ -404,6 +414,7 @@ class LiveHost(SimulatedHost):
                 entry.setdefault("exit_code", code)
                 entry["ended_at"] = round(world.now, 6)
                 world.record("operator", event="reaped", pid=program.pid, code=code)
+                shutil.rmtree(scratch, ignore_errors=True)
 
         process = world.spawn(OPERATOR, main, role="operator")
         process.observe(_signal_on_pause)

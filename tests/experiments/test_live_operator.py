@@ -25,7 +25,9 @@ KUBECTL = shutil.which("kubectl")
 CLUSTER = "{etcdMembers: 3, apiServers: 2, controllerManagers: 1, schedulers: 1, nodeGroups: [{count: 2, zones: [zone-a, zone-b]}]}"
 
 HEARTBEAT = """\
-import os, sys, time
+import os, sys, tempfile, time
+left = tempfile.NamedTemporaryFile(delete=False)  # as the kubernetes client's certificate files: gone only at a clean exit
+print("tmp", os.environ["TMPDIR"], left.name, flush=True)
 while True:
     print("beat", os.getpid(), round(time.monotonic(), 3), flush=True)
     time.sleep(0.5)
@@ -120,6 +122,13 @@ def test_a_run_program_lives_over_a_minute_through_a_kill_and_a_pause_from_an_ex
     assert max(gaps) > 8, gaps
     assert sorted(gaps)[-2] < 3, "only the pause stopped it"
     assert result["verdicts"]["leader-election"]["valid"] == "true"
+    # Each incarnation had a /tmp of its own, as a restarted container has: what the
+    # killed one left there is gone with it, and the last one's at the end of the run.
+    scratch = [event["line"].split()[1:] for event in journal if event["type"] == "operator-output" and event["line"].startswith("tmp ")]
+    assert len(scratch) == 2 and scratch[0][0] != scratch[1][0], scratch
+    for directory, left in scratch:
+        assert Path(left).parent == Path(directory) and Path(directory).name.startswith("chaoskube-operator-tmp-")
+        assert not Path(directory).exists(), f"{directory} outlived its incarnation"
     assert run.returncode == 0, run.stderr[-2000:]
 
 
