@@ -8,7 +8,8 @@ after each workload step the session waits until the operator is *quiet* -- runn
 watches open on every custom resource since its latest start, no write of its own and no
 store change (leases, events and node heartbeats aside) for ``quiet_s`` virtual seconds, and
 no write of the cluster's own controllers in flight (one that a failing etcd holds, then
-times out and retries, is work still to come) -- bounded by ``step_timeout_s`` (a step that
+times out and retries, is work still to come), no Pod that a kubelet is starting or
+stopping -- bounded by ``step_timeout_s`` (a step that
 never quiets is recorded as not converged).
 Then the run is stopped (heal, recovery, checks) at once.
 
@@ -46,6 +47,7 @@ OPERATOR = "operator"
 QUIET_IGNORED = ("/registry/leases/", "/registry/events/", "/registry/nodes/", "/registry/endpointslices/", "/registry/endpoints/", "/masterleases/")
 #: The same, as the resources of API calls: a write of these in flight does not hold a step.
 QUIET_IGNORED_RESOURCES = frozenset(("leases", "events", "nodes", "endpointslices", "endpoints"))
+PODS_PREFIX = "/registry/pods/"
 #: The front's clients (the operator, the driver's user): real HTTP requests, whose end an
 #: API server killed under them does not journal; the operator's activity is its calls and
 #: its CPU, the user's writes are the steps themselves.
@@ -61,6 +63,14 @@ OPERATOR_BUSY = 0.2
 #: /proc/PID/stat costs a few milliseconds): an operator killed at a crash loses at most this
 #: much of its count.
 CPU_SAMPLE_S = 1.0
+#: A Pod the kubelet is starting (scheduled, no phase reported yet) or stopping (deleted
+#: gracefully, still in the store) holds the quiet spell, as a cluster write in flight does:
+#: the kubelet's status write or final delete, and the reactions to it, are still to come.
+#: The kubelet pulls the image and starts the containers 2-3 s after the binding (a Go
+#: controller's Deployment step was otherwise a 3 s pause, and its plans' quiet spell 4 s);
+#: a Pod that does not start or stop within POD_HOLD_S virtual seconds (an image that cannot
+#: be pulled, a node gone) holds it no longer.
+POD_HOLD_S = 10.0
 #: Plan kinds after which a step waits for the learned writes only writes_wait_s.
 LEARNED_WAIT_KINDS = ("crash", "lost-response")
 MAX_PAUSES = 200  # pauses_after_writes_s kept per step (the operator's first 200 writes in it)
@@ -578,13 +588,20 @@ class _Watcher:
         #: or a timeout and a retry) is work the step has not finished; a killed process's
         #: calls end with it.
         self.writes_in_flight: set[tuple[str, Any]] = set()
+        #: Pods being started or stopped ("namespace/name" -> when the hold lapses), and
+        #: when the last hold ended: time held is not a pause, and no quiet spell counts
+        #: from before it (POD_HOLD_S).
+        self.pods_held: dict[str, float] = {}
+        self.held_until = 0.0
+        self.holds_lapsed = 0  # holds that ran out (POD_HOLD_S) rather than ended
+        self.pods_gone: set[str] = set()  # removed from the store (an immediate delete ends before its call)
 
     def take_lag(self) -> float:
         lag, self.lag_s = self.lag_s, 0.0
         return lag
 
     def _active(self, t: float) -> None:
-        pause = t - self.last_activity
+        pause = 0.0 if self.pods_held else max(0.0, t - max(self.last_activity, self.held_until))
         self.longest_pause = max(self.longest_pause, pause)
         made = self.writes - self.writes_base
         self.pauses_after_writes += [0.0] * (made + 1 - len(self.pauses_after_writes))
@@ -631,8 +648,20 @@ class _Watcher:
                 gone = event.get("process", "")
                 self.writes_in_flight = {key for key in self.writes_in_flight if key[0] != gone and not key[0].startswith(gone + "/")}
             elif kind == "raft-apply" and event.get("events"):
+                for change in event["events"]:
+                    if str(change[1]).startswith(PODS_PREFIX):
+                        pod = str(change[1])[len(PODS_PREFIX):]
+                        if change[0] == "DELETE":
+                            self.pods_gone.add(pod)
+                            self._release(pod, event["t"])
+                        else:
+                            self.pods_gone.discard(pod)
                 if any(not str(change[1]).startswith(QUIET_IGNORED) for change in event["events"]):
                     self._active(event["t"])
+            elif kind == "scheduled":
+                self._hold(str(event.get("pod", "")), event["t"])
+            elif kind in ("pod-phase", "pod-deleted"):
+                self._release(str(event.get("pod", "")), event["t"])
             elif kind in ("test-operator", "fault"):
                 self._active(event["t"])
                 if kind == "test-operator" and event.get("event") == "applied":
@@ -644,6 +673,11 @@ class _Watcher:
                     self.withholding = False
                 elif kind == "test-operator" and event.get("event") == "withholding":
                     self.withholding = self.relaxed = True
+        for pod, lapses in list(self.pods_held.items()):
+            if lapses <= self.now:
+                del self.pods_held[pod]
+                self.held_until = max(self.held_until, lapses)
+                self.holds_lapsed += 1
         if self.children is not None and self.children.busy() >= OPERATOR_BUSY:
             # Running, or runnable and waiting for a CPU: not quiet, whatever the journal
             # says (a starved operator is still reacting).
@@ -662,6 +696,10 @@ class _Watcher:
             self._active(event["t"])
         if client == OPERATOR and event.get("phase") == "ok" and event.get("verb") in MUTATING:
             self.writes += 1
+        if event.get("resource") == "pods" and event.get("verb") == "delete" and event.get("phase") == "ok" and not event.get("subresource"):
+            pod = f"{event.get('namespace', '')}/{event.get('name', '')}"
+            if pod not in self.pods_gone:  # deleted gracefully: the kubelet stops it first
+                self._hold(pod, event["t"])
         if write:
             key = (client, event.get("op_id"))
             if event.get("phase") == "invoke":
@@ -669,14 +707,23 @@ class _Watcher:
             else:
                 self.writes_in_flight.discard(key)
 
+    def _hold(self, pod: str, t: float) -> None:
+        if not self.pods_held:
+            self._active(t)  # the pause before the hold is a pause; none while it lasts
+        self.pods_held[pod] = t + POD_HOLD_S * self.speed
+
+    def _release(self, pod: str, t: float) -> None:
+        if self.pods_held.pop(pod, None) is not None:
+            self.held_until = max(self.held_until, t)
+
     def ready(self) -> bool:
         return self.operator_running and self.watching >= self.plurals
 
     def quiet(self, quiet_s: float, since: float, writes: int = 0) -> bool:
         """Ready, no perturbation in force, no write in flight, at least ``writes`` writes
         made, and nothing done for ``quiet_s``."""
-        return (self.ready() and not self.perturbed and not self.writes_in_flight and (self.writes >= writes or self.relaxed) and self.now >= self.settle_until
-                and self.now - max(self.last_activity, since) >= quiet_s)
+        return (self.ready() and not self.perturbed and not self.writes_in_flight and not self.pods_held and (self.writes >= writes or self.relaxed) and self.now >= self.settle_until
+                and self.now - max(self.last_activity, self.held_until, since) >= quiet_s)
 
 
 def _wait(watcher: _Watcher, condition: Callable[[], bool], timeout_s: float) -> bool:
@@ -785,8 +832,8 @@ def _quiesce(watcher: _Watcher, options: SessionOptions, record: SessionRecord, 
     # sizes a plan's quiet spell): the final quiet spell itself is not a pause.
     entry.update(t_end=round(watcher.now, 6), converged=got, writes=watcher.writes - watcher_base, longest_pause_s=round(watcher.longest_pause, 3),
                  pauses_after_writes_s=[round(pause, 3) for pause in watcher.pauses_after_writes[:MAX_PAUSES]], wall_s=round(time.perf_counter() - begun, 3),
-                 max_lag_s=round(watcher.take_lag(), 3), busy_polls=watcher.busy_polls)
-    watcher.busy_polls = 0
+                 max_lag_s=round(watcher.take_lag(), 3), busy_polls=watcher.busy_polls, pod_holds_lapsed=watcher.holds_lapsed)
+    watcher.busy_polls = watcher.holds_lapsed = 0
     if index != 0:  # the lag while getting ready is the boot's run past its learned length (harmless: nothing of the workload yet)
         record.wall["max_lag_s"] = max(record.wall.get("max_lag_s", 0.0), entry["max_lag_s"])
     if watcher.withholding:

@@ -481,6 +481,58 @@ def test_a_controller_write_in_flight_holds_the_quiet_spell_until_it_ends():
     assert watcher.quiet(2.0, 11.9)  # the killed manager's call ended with it
 
 
+def test_a_pod_starting_or_stopping_holds_the_quiet_spell_and_is_no_pause():
+    """go/record_after_create_fixed's learning run: the Foo's Pod was bound at 8.04 s and
+    reported Running at 11.06 s (the kubelet pulling and starting nginx), and the controller
+    then wrote the Foo's status; the 3 s between were the longest pause of the step, and the
+    plans' quiet spell was 4 s. A Pod being started (scheduled, no phase reported) or stopped
+    (deleted gracefully, in the store until the kubelet's final delete) holds the quiet spell
+    and is no pause; an immediate delete holds nothing; a Pod that never starts holds it
+    POD_HOLD_S at most."""
+    from chaoskube.experiments.operator_testing.session import POD_HOLD_S, _Watcher
+
+    handle = _FakeHandle({"operator": SimpleNamespace(running=True, memory={"pid": 1})})
+    watcher = _Watcher(handle, set(), speed=1.0)
+    pod = "default/a-npc9p-588d86f984-hpk8v"
+
+    def at(t, *events):
+        handle.world.journal.events += [dict(event, t=t) for event in events]
+        handle.world.now = t
+        watcher.poll()
+
+    at(8.0, {"type": "api-op", "client": "operator", "op_id": 1, "phase": "ok", "verb": "create", "resource": "deployments"})
+    watcher.reset_pause(8.0)
+    at(8.04, {"type": "scheduled", "pod": pod, "node": "node-3"})
+    at(8.48, {"type": "api-op", "client": "operator", "op_id": 2, "phase": "ok", "verb": "patch", "resource": "events"})
+    at(10.9)
+    assert not watcher.quiet(0.5, 8.0)  # 2.4 s of silence, the Pod still starting
+    at(11.06, {"type": "pod-phase", "pod": pod, "phase": "Running"})
+    at(11.4)
+    assert not watcher.quiet(0.5, 8.0)  # no quiet spell counts from before the Pod started
+    at(11.6)
+    assert watcher.quiet(0.5, 8.0)
+    at(11.7, {"type": "api-op", "client": "operator", "op_id": 3, "phase": "ok", "verb": "update", "resource": "foos"})
+    assert watcher.longest_pause < 0.7, watcher.longest_pause  # the start was no pause
+    # a graceful delete: the Pod is stopped by its kubelet, then removed from the store
+    at(16.0, {"type": "api-op", "client": "kube-controller-manager-2/controllers", "op_id": "1.9", "phase": "ok", "verb": "delete", "resource": "pods", "namespace": "default", "name": "a-npc9p-588d86f984-hpk8v"})
+    at(16.6)
+    assert not watcher.quiet(0.5, 8.0)
+    at(16.7, {"type": "raft-apply", "events": [["DELETE", f"/registry/pods/{pod}"]]})
+    at(17.21)
+    assert watcher.quiet(0.5, 8.0)
+    # an immediate delete (a Pod never bound): gone from the store before its call ends
+    at(18.0, {"type": "raft-apply", "events": [["DELETE", "/registry/pods/default/unbound"]]},
+       {"type": "api-op", "client": "kube-controller-manager-2/controllers", "op_id": "1.10", "phase": "ok", "verb": "delete", "resource": "pods", "namespace": "default", "name": "unbound"})
+    at(18.51)
+    assert watcher.quiet(0.5, 8.0) and not watcher.pods_held
+    # a Pod that never starts holds the spell POD_HOLD_S, then no longer
+    at(20.0, {"type": "scheduled", "pod": "default/bad-image", "node": "node-1"})
+    at(20.0 + POD_HOLD_S - 0.1)
+    assert not watcher.quiet(0.5, 8.0)
+    at(20.0 + POD_HOLD_S + 0.6)
+    assert watcher.quiet(0.5, 8.0) and watcher.holds_lapsed == 1
+
+
 # ----------------------------------------------------------------------------- derived names
 FOOS = "foos.samplecontroller.k8s.io"
 
