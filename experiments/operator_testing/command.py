@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -59,13 +60,14 @@ def test_operator(command: str, manifests: tuple[Path, ...], workload: Path | No
     except ValueError as error:
         fail(str(error))
     try:
-        expected = tuple(int(part) for part in expect_writes.split(",") if part)
+        steps = json.loads(expect_writes) if expect_writes else []
+        if not isinstance(steps, list) or not all(isinstance(kinds, list) and all(isinstance(kind, str) for kind in kinds) for kinds in steps):
+            raise ValueError(expect_writes)
+        expected = tuple(tuple(kinds) for kinds in steps)
     except ValueError:
-        fail(f"--expect-writes {expect_writes!r}: give comma-separated integers")
+        fail(f'--expect-writes {expect_writes!r}: give a JSON list, per step, of lists of write kinds (e.g. [[], ["create:deployments"]])')
     tuning: dict = {}
     if tuning_json:
-        import json
-
         try:
             tuning = {name: float(value) for name, value in json.loads(tuning_json).items() if name in runner.TUNING}
         except (ValueError, TypeError, AttributeError):

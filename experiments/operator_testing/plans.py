@@ -57,6 +57,12 @@ STALE_RESTART_S = 1.0
 MUTATING = ("create", "update", "patch", "delete")
 
 
+def write_kind(verb: str, resource: str, subresource: str = "") -> str:
+    """A kind of write, as a point's label names it without its occurrence:
+    ``update:foos.samplecontroller.k8s.io/status``."""
+    return f"{verb}:{resource}" + (f"/{subresource}" if subresource else "")
+
+
 @dataclass(frozen=True, order=True)
 class Point:
     """The Nth answered request (counting from 1) of the operator with ``verb`` on
@@ -71,7 +77,7 @@ class Point:
 
     @property
     def label(self) -> str:
-        return ("user-" if self.user else "") + f"{self.verb}:{self.resource}" + (f"/{self.subresource}" if self.subresource else "") + f"#{self.nth}"
+        return ("user-" if self.user else "") + write_kind(self.verb, self.resource, self.subresource) + f"#{self.nth}"
 
     def matches(self, verb: str, resource: str, subresource: str) -> bool:
         return (verb, resource, subresource or "") == (self.verb, self.resource, self.subresource)

@@ -533,6 +533,46 @@ def test_a_pod_starting_or_stopping_holds_the_quiet_spell_and_is_no_pause():
     assert watcher.quiet(0.5, 8.0) and watcher.holds_lapsed == 1
 
 
+def test_a_step_waits_for_the_kinds_of_write_learned_not_their_number():
+    """go/record_after_create_fixed, etcd-leader-kill@update:foos...#1 (a1facad): both
+    learning runs made 16 writes in the first step, the plan's operator 14 -- as many kinds,
+    fewer Foo status updates and Event patches -- and the step waited for two more until the
+    40 s bound, for 26 s of nothing. A step waits for a write of each kind both learning runs
+    made (Events, leases and the like aside), however many of each."""
+    from chaoskube.experiments.operator_testing.session import _Watcher
+
+    handle = _FakeHandle({"operator": SimpleNamespace(running=True, memory={"pid": 1})})
+    watcher = _Watcher(handle, set(), speed=1.0)
+    foos = "foos.samplecontroller.k8s.io"
+    expected = {"create:deployments", f"update:{foos}", f"update:{foos}/status"}
+
+    def at(t, *writes):
+        handle.world.journal.events += [{"type": "api-op", "client": "operator", "op_id": index, "phase": "ok", "verb": verb, "resource": resource, "subresource": sub, "t": t}
+                                        for index, (verb, resource, sub) in enumerate(writes)]
+        handle.world.now = t
+        watcher.poll()
+
+    at(6.3, ("update", foos, "status"))  # before the step: not counted for it
+    base = watcher.writes
+    at(6.4, ("create", "deployments", ""), ("update", foos, ""), ("create", "events", ""))
+    at(8.0, ("patch", "events", ""), ("patch", "events", ""))
+    at(9.0)
+    assert watcher.made_since(base) == {"create:deployments", f"update:{foos}"}
+    assert not watcher.quiet(0.5, 6.4, expected, base)  # no status update of the step yet
+    at(9.5, ("update", foos, "status"))
+    at(10.1)
+    assert watcher.quiet(0.5, 6.4, expected, base)  # one of each kind: however many the learning runs made
+    assert watcher.writes - base == 6
+
+
+def test_a_learning_of_write_numbers_asks_to_learn_again(tmp_path):
+    from chaoskube.experiments.operator_testing.run import TargetError, learned_expectations
+
+    assert learned_expectations({"expected_writes": [[], ["create:deployments"]]}, tmp_path) == ((), ("create:deployments",))
+    with pytest.raises(TargetError, match=r"learning.json: `expected_writes` holds numbers of writes, .* run test-operator without --learned to learn again"):
+        learned_expectations({"expected_writes": [0, 12]}, tmp_path / "learning.json")
+
+
 # ----------------------------------------------------------------------------- derived names
 FOOS = "foos.samplecontroller.k8s.io"
 
