@@ -80,7 +80,7 @@ def run(name: str, operator: str, extra: list[str], out: Path, budget: int, jobs
     wall = time.perf_counter() - started
     summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
     load = [round(max(before, after), 1) for before, after in zip(load_before, os.getloadavg())]
-    return {"operator": operator, "exit": done.returncode, "wall_s": round(wall, 1), "load_1_5_15": load, "plans_generated": summary.get("plans_generated"), "plans_run": summary.get("plans_run"),
+    return {"operator": operator, "exit": done.returncode, "wall_s": round(wall, 1), "load_1_5_15": load, "plans_generated": summary.get("plans_generated"), "plans_unrepeated": summary.get("plans_unrepeated"), "plans_run": summary.get("plans_run"),
             "plans_per_hour": round(summary.get("plans_run", 0) / wall * 3600, 1) if summary else 0, "found": summary.get("found"), "errors": summary.get("errors"), "late": summary.get("late"), "jobs": summary.get("jobs"),
             "removed_by_mask": summary.get("findings_removed_by_mask"), "failing_only_without_mask": summary.get("plans_failing_only_without_mask"),
             "found_ids": [entry["id"] for entry in summary.get("results", []) if entry["status"] == "found"], "breakdown": breakdown(out, summary),

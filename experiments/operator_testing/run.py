@@ -33,7 +33,7 @@ import yaml
 from chaoskube.experiments.operator_testing.mask import Mask, learn_mask
 from chaoskube.experiments.operator_testing.observe import observe
 from chaoskube.experiments.operator_testing.oracle import dips, inconsistencies, judge
-from chaoskube.experiments.operator_testing.plans import KINDS, Plan, generate_plans, parse_plan_id, select_plans
+from chaoskube.experiments.operator_testing.plans import KINDS, Plan, generate_plans, parse_plan_id, reached_twice, select_plans
 from chaoskube.experiments.operator_testing.session import SessionOptions, Target, run_session
 from chaoskube.experiments.operator_testing.workload import Step, WorkloadError, generate_workload, load_workload
 
@@ -210,15 +210,17 @@ def learn(target: Target, out: Path, options: OperatorTestOptions, say: Any) -> 
             raise TargetError(f"the fault-free learning run {label} did not complete: {run['error'] or 'the operator did not quiesce (at ' + run['unconverged_at'] + ')'}; see {out / label / 'journal.jsonl'} (operator-output)")
     mine, theirs, _ = _aligned(second, first)
     mask = learn_mask(theirs["checkpoints"] + [first["end"]], mine["checkpoints"] + [second["end"]], (first["lifecycle"], second["lifecycle"]))
-    plans = generate_plans(first["writes"], options.kinds, first["user_writes"])
+    generated = generate_plans(first["writes"], options.kinds, first["user_writes"])
+    plans = reached_twice(generated, second["writes"])
     expected = [sorted(set(a) & set(b)) for a, b in zip(first["step_kinds"], second["step_kinds"])]
     tuning = learn_tuning((first, second), options.session)
     # Acto's consistency oracle needs no perturbation: the fault-free run itself may leave
     # children that do not follow the spec.
     learning_findings = inconsistencies(first["checkpoints"], first["labels"], first["custom"]) + dips(first["checkpoints"], first["fewest"], first["labels"])
-    learning = {"expected_writes": expected, "tuning": tuning, "learning_findings": learning_findings, "reference": first, "second": {key: second[key] for key in ("labels", "checkpoints", "end", "lifecycle", "writes", "wall")}, "mask": mask.to_json(), "plans": [plan.to_json() for plan in plans], "wall_s": round(time.perf_counter() - started, 3)}
+    learning = {"expected_writes": expected, "tuning": tuning, "learning_findings": learning_findings, "reference": first, "second": {key: second[key] for key in ("labels", "checkpoints", "end", "lifecycle", "writes", "wall")}, "mask": mask.to_json(), "plans": [plan.to_json() for plan in plans], "plans_unrepeated": len(generated) - len(plans), "wall_s": round(time.perf_counter() - started, 3)}
     (out / "learning.json").write_text(json.dumps(learning, indent=1, sort_keys=True, default=str))
-    say(f"learned from 2 fault-free runs in {learning['wall_s']:.1f} s: {len(first['writes'])} operator writes, watches {', '.join(first['watches'])}; mask of {len(mask)} entries; {len(plans)} plans; "
+    say(f"learned from 2 fault-free runs in {learning['wall_s']:.1f} s: {len(first['writes'])} operator writes, watches {', '.join(first['watches'])}; mask of {len(mask)} entries; {len(plans)} plans"
+        f"{f' ({len(generated) - len(plans)} more at points the second run did not reach left out)' if len(generated) > len(plans) else ''}; "
         f"quiet {tuning['quiet_learned_s']:g} s until a perturbation, {max(tuning['quiet_learned_s'], options.session.quiet_s):g} s after; boot {tuning['epoch_lead_s']:g} s")
     return learning
 
@@ -762,7 +764,7 @@ def run_test_operator(target: Target, out: Path, options: OperatorTestOptions, s
         say(f"  learning: found ({len(learning_findings)} finding(s) in the fault-free run: {_first(learning_findings)})")
     found = [entry for entry in results if entry["status"] == "found"]
     summary = {
-        "operator": target.command, "workload": [step.to_json() for step in target.steps], "plans_generated": len(plans), "plans_run": plans_run,
+        "operator": target.command, "workload": [step.to_json() for step in target.steps], "plans_generated": len(plans), "plans_unrepeated": int(learning.get("plans_unrepeated", 0)), "plans_run": plans_run,
         "interrupted": interrupted, "not_run": [plan.id for plan in not_run],
         "found": len(found), "errors": sum(1 for entry in results if entry["status"] == "error"),
         "not_reached": sum(1 for entry in results if entry["status"] == "not-reached"),

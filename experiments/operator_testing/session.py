@@ -719,7 +719,7 @@ class _Watcher:
     def _hold(self, pod: str, t: float) -> None:
         if not self.pods_held:
             self._active(t)  # the pause before the hold is a pause; none while it lasts
-        self.pods_held[pod] = t + POD_HOLD_S * self.speed
+        self.pods_held[pod] = t + POD_HOLD_S  # the kubelet works in virtual time, whatever the speed
 
     def _release(self, pod: str, t: float) -> None:
         if self.pods_held.pop(pod, None) is not None:

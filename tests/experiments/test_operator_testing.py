@@ -533,6 +533,22 @@ def test_a_pod_starting_or_stopping_holds_the_quiet_spell_and_is_no_pause():
     assert watcher.quiet(0.5, 8.0) and watcher.holds_lapsed == 1
 
 
+def test_plans_at_points_the_second_learning_run_did_not_reach_are_left_out():
+    from chaoskube.experiments.operator_testing.plans import generate_plans, reached_twice
+
+    def write(verb, resource, sub=""):
+        return {"verb": verb, "resource": resource, "subresource": sub}
+
+    first = [write("create", "deployments"), write("patch", "events"), write("patch", "events"), write("update", "foos", "status"), write("patch", "events")]
+    second = [write("create", "deployments"), write("update", "foos", "status"), write("patch", "events"), write("patch", "events")]
+    user = [write("patch", "foos")]
+    plans = generate_plans(first, ("crash", "lost-response", "apiserver-kill"), user)
+    kept = reached_twice(plans, second)
+    assert {plan.id for plan in plans} - {plan.id for plan in kept} == {"crash@patch:events#3", "lost-response@patch:events#3", "apiserver-kill@patch:events#3"}
+    assert "apiserver-kill@user-patch:foos#1" in {plan.id for plan in kept}  # the user's change: always reached
+    assert [plan.id for plan in kept] == [plan.id for plan in plans if plan in kept]  # in their order
+
+
 def test_a_step_waits_for_the_kinds_of_write_learned_not_their_number():
     """go/record_after_create_fixed, etcd-leader-kill@update:foos...#1 (a1facad): both
     learning runs made 16 writes in the first step, the plan's operator 14 -- as many kinds,
