@@ -845,7 +845,7 @@ def _quiesce(watcher: _Watcher, options: SessionOptions, record: SessionRecord, 
     # sizes a plan's quiet spell): the final quiet spell itself is not a pause.
     entry.update(t_end=round(watcher.now, 6), converged=got, writes=watcher.writes - watcher_base, kinds=sorted(watcher.made_since(watcher_base)), longest_pause_s=round(watcher.longest_pause, 3),
                  pauses_after_writes_s=[round(pause, 3) for pause in watcher.pauses_after_writes[:MAX_PAUSES]], wall_s=round(time.perf_counter() - begun, 3),
-                 max_lag_s=round(watcher.take_lag(), 3), busy_polls=watcher.busy_polls, pod_holds_lapsed=watcher.holds_lapsed)
+                 max_lag_s=round(watcher.take_lag(), 3), quiet_s=quiet(), busy_polls=watcher.busy_polls, pod_holds_lapsed=watcher.holds_lapsed)
     watcher.busy_polls = watcher.holds_lapsed = 0
     if index != 0:  # the lag while getting ready is the boot's run past its learned length (harmless: nothing of the workload yet)
         record.wall["max_lag_s"] = max(record.wall.get("max_lag_s", 0.0), entry["max_lag_s"])
