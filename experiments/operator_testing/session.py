@@ -568,6 +568,10 @@ class _Watcher:
         self.now = 0.0
         self.operator_started = 0.0
         self.watching: set[str] = set()
+        #: The resources the operator watches, each through the API server of its latest
+        #: watch; and those whose watch an API server's kill broke, not watched again yet.
+        self.watch_servers: dict[str, str] = {}
+        self.watches_lost: set[str] = set()
         self.operator_running = False
         self.writes = 0  # the operator's successful writes so far
         #: made[i]: the kind of its (i+1)th successful write ("" for the kinds quiescence ignores)
@@ -645,10 +649,16 @@ class _Watcher:
             if kind == "operator" and event.get("event") == "start":
                 self.operator_started = event["t"]
                 self.watching = set()
+                self.watch_servers = {}
+                self.watches_lost = set()
                 self.last_activity = event["t"]
             elif kind == "http-request" and event.get("client") == OPERATOR:
-                if event.get("verb") == "watch" and event.get("code") == 200 and event.get("resource") in self.plurals:
-                    self.watching.add(event["resource"])
+                if event.get("verb") == "watch" and event.get("code") == 200:
+                    resource = str(event.get("resource", ""))
+                    self.watch_servers[resource] = str(event.get("server", ""))
+                    self.watches_lost.discard(resource)
+                    if resource in self.plurals:
+                        self.watching.add(resource)
             elif kind == "api-op":
                 self._api_op(event)
             elif kind == "process" and event.get("event") in ("kill", "exit"):
@@ -671,6 +681,16 @@ class _Watcher:
                 self._release(str(event.get("pod", "")), event["t"])
             elif kind in ("test-operator", "fault"):
                 self._active(event["t"])
+                if kind == "fault" and event.get("event") == "apply" and event.get("kind") == "kill":
+                    # The operator's watches through a killed API server are broken: it is
+                    # not ready until it watches each of those resources again (client-go's
+                    # reflector after its back-off; a step that ended before missed the
+                    # controller's reaction to what changed meanwhile).
+                    killed = set(event.get("targets") or ())
+                    for resource, server in self.watch_servers.items():
+                        if server in killed:
+                            self.watches_lost.add(resource)
+                            self.watching.discard(resource)
                 if kind == "test-operator" and event.get("event") == "applied":
                     self.perturbed = True
                 elif kind == "test-operator" and event.get("event") in ("healed", "skipped"):
@@ -726,7 +746,7 @@ class _Watcher:
             self.held_until = max(self.held_until, t)
 
     def ready(self) -> bool:
-        return self.operator_running and self.watching >= self.plurals
+        return self.operator_running and self.watching >= self.plurals and not self.watches_lost
 
     def made_since(self, base: int) -> set[str]:
         """The kinds of the operator's writes after its first ``base`` ones."""

@@ -565,6 +565,44 @@ def test_plans_at_points_the_second_learning_run_did_not_reach_are_left_out():
     assert [plan.id for plan in kept] == [plan.id for plan in plans if plan in kept]  # in their order
 
 
+def test_an_operator_whose_watches_an_api_server_kill_broke_is_not_ready_until_it_watches_again():
+    """go/record_after_create_fixed, apiserver-kill@create:events#1 (118cfdc): the controller
+    watched Deployments and Foos through kube-apiserver-1, killed at 6.58 s and back at
+    9.58 s; client-go's reflectors watched Foos again at 10.40 s and Deployments only at
+    13.12 s, after their back-off. The step ended at 11.65 s (2 s quiet after the heal), before
+    the controller saw the Deployment's new status, and the Foo's availableReplicas was 0
+    where the learning run had 1 (8 false findings in the pass). Watches through a killed
+    API server are lost until the operator watches each resource again."""
+    from chaoskube.experiments.operator_testing.session import _Watcher
+
+    handle = _FakeHandle({"operator": SimpleNamespace(running=True, memory={"pid": 1})})
+    watcher = _Watcher(handle, {"foos"}, speed=1.0)
+
+    def at(t, *events):
+        handle.world.journal.events += [dict(event, t=t) for event in events]
+        handle.world.now = t
+        watcher.poll()
+
+    def watch(resource, server="kube-apiserver-1"):
+        return {"type": "http-request", "client": "operator", "verb": "watch", "code": 200, "resource": resource, "server": server}
+
+    at(4.1, {"type": "operator", "event": "start"}, watch("deployments"))
+    at(5.9, watch("foos"), watch("configmaps", "kube-apiserver-2"))
+    assert watcher.ready()
+    at(6.58, {"type": "fault", "event": "apply", "kind": "kill", "targets": ["kube-apiserver-1"]}, {"type": "test-operator", "event": "applied"})
+    assert not watcher.ready() and watcher.watches_lost == {"deployments", "foos"}  # configmaps, through the other replica, is not lost
+    at(9.58, {"type": "fault", "event": "heal", "kind": "kill", "targets": ["kube-apiserver-1"]}, {"type": "test-operator", "event": "healed"})
+    at(10.4, watch("foos"))
+    at(12.5)
+    assert not watcher.ready() and not watcher.quiet(2.0, 6.4)  # Deployments not watched again yet
+    at(13.12, watch("deployments"))
+    assert watcher.ready()
+    at(15.2)
+    assert watcher.quiet(2.0, 6.4)
+    at(16.0, {"type": "fault", "event": "apply", "kind": "kill", "targets": ["etcd-2"]})
+    assert watcher.ready()  # an etcd member's kill breaks no watch of the operator
+
+
 def test_a_step_waits_for_the_kinds_of_write_learned_not_their_number():
     """go/record_after_create_fixed, etcd-leader-kill@update:foos...#1 (a1facad): both
     learning runs made 16 writes in the first step, the plan's operator 14 -- as many kinds,
