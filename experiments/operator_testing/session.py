@@ -572,6 +572,7 @@ class _Watcher:
         #: watch; and those whose watch an API server's kill broke, not watched again yet.
         self.watch_servers: dict[str, str] = {}
         self.watches_lost: set[str] = set()
+        self.watch_resources: dict[str, str] = {}  # the operator's watch (journal id) -> its resource
         self.operator_running = False
         self.writes = 0  # the operator's successful writes so far
         #: made[i]: the kind of its (i+1)th successful write ("" for the kinds quiescence ignores)
@@ -659,6 +660,16 @@ class _Watcher:
                     self.watches_lost.discard(resource)
                     if resource in self.plurals:
                         self.watching.add(resource)
+            elif kind == "watch-open" and event.get("client") == OPERATOR:
+                self.watch_resources[str(event.get("watch", ""))] = str(event.get("resource", "")).split(".")[0]
+            elif kind == "watch-recv" and any(change[0] == "ERROR" for change in event.get("events") or ()):
+                # A watch of the operator's ended by an error (410 Expired: the restarted API
+                # server's cache holds no history before its re-list): the reflector lists
+                # and watches that resource again, after its back-off.
+                resource = self.watch_resources.get(str(event.get("watch", "")))
+                if resource is not None:
+                    self.watches_lost.add(resource)
+                    self.watching.discard(resource)
             elif kind == "api-op":
                 self._api_op(event)
             elif kind == "process" and event.get("event") in ("kill", "exit"):

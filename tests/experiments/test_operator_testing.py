@@ -601,6 +601,17 @@ def test_an_operator_whose_watches_an_api_server_kill_broke_is_not_ready_until_i
     assert watcher.quiet(2.0, 6.4)
     at(16.0, {"type": "fault", "event": "apply", "kind": "kill", "targets": ["etcd-2"]})
     assert watcher.ready()  # an etcd member's kill breaks no watch of the operator
+    # apiserver-kill@patch:events#1 (8d48f05): the Deployments watch, resumed at 13.75 s from
+    # the informer's resourceVersion, was answered 410 Expired at once (the restarted server's
+    # cache had no history); the reflector listed and watched again at 15.17 s.
+    at(17.0, {"type": "fault", "event": "apply", "kind": "kill", "targets": ["kube-apiserver-1"]})
+    at(20.0, watch("foos"), {"type": "watch-open", "client": "operator", "watch": "operator/1/http-watch/33", "resource": "foos.samplecontroller.k8s.io"})
+    at(23.7, watch("deployments"), {"type": "watch-open", "client": "operator", "watch": "operator/1/http-watch/39", "resource": "deployments"},
+       {"type": "watch-recv", "watch": "operator/1/http-watch/39", "events": [["ERROR", "", "410"]]})
+    assert not watcher.ready() and watcher.watches_lost == {"deployments"}
+    at(25.2, watch("deployments"), {"type": "watch-open", "client": "operator", "watch": "operator/1/http-watch/63", "resource": "deployments"},
+       {"type": "watch-recv", "watch": "operator/1/http-watch/33", "events": [["MODIFIED", "default/foo-1", "89"]]})
+    assert watcher.ready()
 
 
 def test_a_step_waits_for_the_kinds_of_write_learned_not_their_number():
