@@ -518,6 +518,7 @@ def test_a_pod_starting_or_stopping_holds_the_quiet_spell_and_is_no_pause():
 
     at(8.0, {"type": "api-op", "client": "operator", "op_id": 1, "phase": "ok", "verb": "create", "resource": "deployments"})
     watcher.reset_pause(8.0)
+    at(8.02, {"type": "api-op", "client": "kube-controller-manager-2/controllers", "op_id": "1.6", "phase": "ok", "verb": "create", "resource": "pods", "namespace": "default", "name": pod.split("/")[1]})
     at(8.04, {"type": "scheduled", "pod": pod, "node": "node-3"})
     at(8.48, {"type": "api-op", "client": "operator", "op_id": 2, "phase": "ok", "verb": "patch", "resource": "events"})
     at(10.9)
@@ -541,11 +542,20 @@ def test_a_pod_starting_or_stopping_holds_the_quiet_spell_and_is_no_pause():
        {"type": "api-op", "client": "kube-controller-manager-2/controllers", "op_id": "1.10", "phase": "ok", "verb": "delete", "resource": "pods", "namespace": "default", "name": "unbound"})
     at(18.51)
     assert watcher.quiet(0.5, 8.0) and not watcher.pods_held
-    # a Pod that never starts holds the spell POD_HOLD_S, then no longer
-    at(20.0, {"type": "scheduled", "pod": "default/bad-image", "node": "node-1"})
-    at(20.0 + POD_HOLD_S - 0.1)
+    # a Pod created and not bound yet (the scheduler's informers not back after an API
+    # server's kill) holds it too, until it is bound, then started
+    at(18.6, {"type": "api-op", "client": "kube-controller-manager-2/controllers", "op_id": "1.11", "phase": "ok", "verb": "create", "resource": "pods", "namespace": "default", "name": "late-bound"})
+    at(19.5)
     assert not watcher.quiet(0.5, 8.0)
-    at(20.0 + POD_HOLD_S + 0.6)
+    at(19.6, {"type": "scheduled", "pod": "default/late-bound", "node": "node-2"})
+    at(19.7, {"type": "pod-phase", "pod": "default/late-bound", "phase": "Running"})
+    at(19.9)
+    assert watcher.pods_held == {}
+    # a Pod that never starts holds the spell POD_HOLD_S, then no longer
+    at(20.3, {"type": "scheduled", "pod": "default/bad-image", "node": "node-1"})
+    at(20.3 + POD_HOLD_S - 0.1)
+    assert not watcher.quiet(0.5, 8.0)
+    at(20.3 + POD_HOLD_S + 0.6)
     assert watcher.quiet(0.5, 8.0) and watcher.holds_lapsed == 1
 
 
