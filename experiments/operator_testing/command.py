@@ -60,10 +60,7 @@ def test_operator(command: str, manifests: tuple[Path, ...], workload: Path | No
     except ValueError as error:
         fail(str(error))
     try:
-        steps = json.loads(expect_writes) if expect_writes else []
-        if not isinstance(steps, list) or not all(isinstance(kinds, list) and all(isinstance(kind, str) for kind in kinds) for kinds in steps):
-            raise ValueError(expect_writes)
-        expected = tuple(tuple(kinds) for kinds in steps)
+        expected = runner.expectations(json.loads(expect_writes) if expect_writes else [])
     except ValueError:
         fail(f'--expect-writes {expect_writes!r}: give a JSON list, per step, of lists of write kinds (e.g. [[], ["create:deployments"]])')
     tuning: dict = {}

@@ -335,13 +335,21 @@ def _session_argv(target_argv: list[str], plan: Plan | None, out: Path, options:
     return argv
 
 
+def expectations(value: Any) -> tuple[tuple[str, ...], ...]:
+    """Per checkpoint, the kinds of write expected (learning.json's ``expected_writes``,
+    ``--expect-writes``); ValueError unless ``value`` is a list of lists of strings."""
+    if not isinstance(value, list) or not all(isinstance(kinds, list) and all(isinstance(kind, str) for kind in kinds) for kinds in value):
+        raise ValueError(value)
+    return tuple(tuple(kinds) for kinds in value)
+
+
 def learned_expectations(learning: dict[str, Any], path: Path) -> tuple[tuple[str, ...], ...]:
     """learning.json's ``expected_writes``: per checkpoint, the kinds of write both learning
     runs made. One written before they were kinds (numbers) asks to learn again."""
-    expected = learning.get("expected_writes") or []
-    if not all(isinstance(kinds, list) and all(isinstance(kind, str) for kind in kinds) for kinds in expected):
-        raise TargetError(f"{path}: `expected_writes` holds numbers of writes, as an older chaoskube learned them; run test-operator without --learned to learn again")
-    return tuple(tuple(kinds) for kinds in expected)
+    try:
+        return expectations(learning.get("expected_writes") or [])
+    except ValueError:
+        raise TargetError(f"{path}: `expected_writes` holds numbers of writes, as an older chaoskube learned them; run test-operator without --learned to learn again") from None
 
 
 #: The SessionOptions fields learn_tuning sets.

@@ -571,15 +571,15 @@ class _Watcher:
         self.last_activity = 0.0
         self.now = 0.0
         self.operator_started = 0.0
-        self.watching: set[str] = set()
-        #: The resources the operator watches, each through the API server of its latest
-        #: watch; and those whose watch an API server's kill broke, not watched again yet.
+        #: The resources the operator watched since its latest start, each through the API
+        #: server of its latest watch; and those whose watch an API server's kill or an
+        #: error event ended, not watched again yet.
         self.watch_servers: dict[str, str] = {}
         self.watches_lost: set[str] = set()
         self.watch_resources: dict[str, str] = {}  # the operator's watch (journal id) -> its resource
         self.operator_running = False
-        self.writes = 0  # the operator's successful writes so far
-        #: made[i]: the kind of its (i+1)th successful write ("" for the kinds quiescence ignores)
+        #: made[i]: the kind of the operator's (i+1)th successful write ("" for the kinds
+        #: quiescence ignores)
         self.made: list[str] = []
         self.perturbed = False  # a perturbation is in force (applied, not yet healed)
         self.longest_pause = 0.0  # the longest time between two activities since reset_pause()
@@ -653,7 +653,6 @@ class _Watcher:
             kind = event.get("type")
             if kind == "operator" and event.get("event") == "start":
                 self.operator_started = event["t"]
-                self.watching = set()
                 self.watch_servers = {}
                 self.watches_lost = set()
                 self.last_activity = event["t"]
@@ -662,8 +661,6 @@ class _Watcher:
                     resource = str(event.get("resource", ""))
                     self.watch_servers[resource] = str(event.get("server", ""))
                     self.watches_lost.discard(resource)
-                    if resource in self.plurals:
-                        self.watching.add(resource)
             elif kind == "watch-open" and event.get("client") == OPERATOR:
                 self.watch_resources[str(event.get("watch", ""))] = str(event.get("resource", "")).split(".")[0]
             elif kind == "watch-recv" and any(change[0] == "ERROR" for change in event.get("events") or ()):
@@ -673,7 +670,6 @@ class _Watcher:
                 resource = self.watch_resources.get(str(event.get("watch", "")))
                 if resource is not None:
                     self.watches_lost.add(resource)
-                    self.watching.discard(resource)
             elif kind == "api-op":
                 self._api_op(event)
             elif kind == "process" and event.get("event") in ("kill", "exit"):
@@ -702,10 +698,7 @@ class _Watcher:
                     # reflector after its back-off; a step that ended before missed the
                     # controller's reaction to what changed meanwhile).
                     killed = set(event.get("targets") or ())
-                    for resource, server in self.watch_servers.items():
-                        if server in killed:
-                            self.watches_lost.add(resource)
-                            self.watching.discard(resource)
+                    self.watches_lost |= {resource for resource, server in self.watch_servers.items() if server in killed}
                 if kind == "test-operator" and event.get("event") == "applied":
                     self.perturbed = True
                 elif kind == "test-operator" and event.get("event") in ("healed", "skipped"):
@@ -737,14 +730,13 @@ class _Watcher:
         if client == OPERATOR or write:
             self._active(event["t"])
         if client == OPERATOR and event.get("phase") == "ok" and event.get("verb") in MUTATING:
-            self.writes += 1
             counted = event.get("resource") not in QUIET_IGNORED_RESOURCES
             self.made.append(write_kind(str(event["verb"]), str(event.get("resource", "")), str(event.get("subresource") or "")) if counted else "")
         if event.get("resource") == "pods" and event.get("phase") == "ok" and not event.get("subresource"):
             pod = f"{event.get('namespace', '')}/{event.get('name', '')}"
-            if event.get("verb") == "create":  # to be scheduled, then started
-                self._hold(pod, event["t"])
-            elif event.get("verb") == "delete" and pod not in self.pods_gone:  # deleted gracefully: the kubelet stops it first
+            # created: to be scheduled, then started; deleted gracefully (still in the
+            # store): the kubelet stops it first
+            if event.get("verb") == "create" or (event.get("verb") == "delete" and pod not in self.pods_gone):
                 self._hold(pod, event["t"])
         if write:
             key = (client, event.get("op_id"))
@@ -761,6 +753,16 @@ class _Watcher:
     def _release(self, pod: str, t: float) -> None:
         if self.pods_held.pop(pod, None) is not None:
             self.held_until = max(self.held_until, t)
+
+    @property
+    def writes(self) -> int:
+        """The operator's successful writes so far."""
+        return len(self.made)
+
+    @property
+    def watching(self) -> set[str]:
+        """The resources the operator watches now."""
+        return set(self.watch_servers) - self.watches_lost
 
     def ready(self) -> bool:
         return self.operator_running and self.watching >= self.plurals and not self.watches_lost

@@ -441,6 +441,22 @@ class _FakeHandle:
         return fn()
 
 
+def _running_watcher(plurals: set[str] | None = None):
+    """The session's watcher of a running operator, and ``at(t, *events)``: journal the
+    events at virtual time ``t`` and poll."""
+    from chaoskube.experiments.operator_testing.session import _Watcher
+
+    handle = _FakeHandle({"operator": SimpleNamespace(running=True, memory={"pid": 1})})
+    watcher = _Watcher(handle, plurals or set(), speed=1.0)
+
+    def at(t, *events):
+        handle.world.journal.events += [dict(event, t=t) for event in events]
+        handle.world.now = t
+        watcher.poll()
+
+    return watcher, at
+
+
 def test_the_driver_keeps_an_unobserved_state_across_steps_until_it_ends():
     """The session's watcher: withholding begun at a user's change stays in force through
     the steps' bookkeeping until the end is journaled; then no quiet spell counts for the
@@ -470,16 +486,8 @@ def test_a_controller_write_in_flight_holds_the_quiet_spell_until_it_ends():
     flight holds the quiet spell, its end is activity, a killed process's calls end with it;
     the front's clients' calls (whose end a killed API server does not journal) and writes of
     leases, events and nodes hold nothing."""
-    from chaoskube.experiments.operator_testing.session import _Watcher
-
-    handle = _FakeHandle({"operator": SimpleNamespace(running=True, memory={"pid": 1})})  # running, watching all (none)
-    watcher = _Watcher(handle, set(), speed=1.0)
+    watcher, at = _running_watcher()  # running, watching all (none)
     kcm = "kube-controller-manager-2/controllers"
-
-    def at(t, *events):
-        handle.world.journal.events += [dict(event, t=t) for event in events]
-        handle.world.now = t
-        watcher.poll()
 
     at(11.9, {"type": "api-op", "client": kcm, "op_id": "1.5", "phase": "invoke", "verb": "update", "resource": "persistentvolumeclaims"},
        {"type": "api-op", "client": "operator", "op_id": 9, "phase": "invoke", "verb": "patch", "resource": "widgets"},
@@ -505,16 +513,10 @@ def test_a_pod_starting_or_stopping_holds_the_quiet_spell_and_is_no_pause():
     (deleted gracefully, in the store until the kubelet's final delete) holds the quiet spell
     and is no pause; an immediate delete holds nothing; a Pod that never starts holds it
     POD_HOLD_S at most."""
-    from chaoskube.experiments.operator_testing.session import POD_HOLD_S, _Watcher
+    from chaoskube.experiments.operator_testing.session import POD_HOLD_S
 
-    handle = _FakeHandle({"operator": SimpleNamespace(running=True, memory={"pid": 1})})
-    watcher = _Watcher(handle, set(), speed=1.0)
+    watcher, at = _running_watcher()
     pod = "default/a-npc9p-588d86f984-hpk8v"
-
-    def at(t, *events):
-        handle.world.journal.events += [dict(event, t=t) for event in events]
-        handle.world.now = t
-        watcher.poll()
 
     at(8.0, {"type": "api-op", "client": "operator", "op_id": 1, "phase": "ok", "verb": "create", "resource": "deployments"})
     watcher.reset_pause(8.0)
@@ -583,15 +585,7 @@ def test_an_operator_whose_watches_an_api_server_kill_broke_is_not_ready_until_i
     the controller saw the Deployment's new status, and the Foo's availableReplicas was 0
     where the learning run had 1 (8 false findings in the pass). Watches through a killed
     API server are lost until the operator watches each resource again."""
-    from chaoskube.experiments.operator_testing.session import _Watcher
-
-    handle = _FakeHandle({"operator": SimpleNamespace(running=True, memory={"pid": 1})})
-    watcher = _Watcher(handle, {"foos"}, speed=1.0)
-
-    def at(t, *events):
-        handle.world.journal.events += [dict(event, t=t) for event in events]
-        handle.world.now = t
-        watcher.poll()
+    watcher, at = _running_watcher({"foos"})
 
     def watch(resource, server="kube-apiserver-1"):
         return {"type": "http-request", "client": "operator", "verb": "watch", "code": 200, "resource": resource, "server": server}
@@ -630,18 +624,13 @@ def test_a_step_waits_for_the_kinds_of_write_learned_not_their_number():
     fewer Foo status updates and Event patches -- and the step waited for two more until the
     40 s bound, for 26 s of nothing. A step waits for a write of each kind both learning runs
     made (Events, leases and the like aside), however many of each."""
-    from chaoskube.experiments.operator_testing.session import _Watcher
-
-    handle = _FakeHandle({"operator": SimpleNamespace(running=True, memory={"pid": 1})})
-    watcher = _Watcher(handle, set(), speed=1.0)
+    watcher, journal = _running_watcher()
     foos = "foos.samplecontroller.k8s.io"
     expected = {"create:deployments", f"update:{foos}", f"update:{foos}/status"}
 
     def at(t, *writes):
-        handle.world.journal.events += [{"type": "api-op", "client": "operator", "op_id": index, "phase": "ok", "verb": verb, "resource": resource, "subresource": sub, "t": t}
-                                        for index, (verb, resource, sub) in enumerate(writes)]
-        handle.world.now = t
-        watcher.poll()
+        journal(t, *({"type": "api-op", "client": "operator", "op_id": index, "phase": "ok", "verb": verb, "resource": resource, "subresource": sub}
+                     for index, (verb, resource, sub) in enumerate(writes)))
 
     at(6.3, ("update", foos, "status"))  # before the step: not counted for it
     base = watcher.writes
